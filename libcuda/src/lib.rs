@@ -1,0 +1,1 @@
+//! libcuda shim (in progress).

@@ -1,0 +1,150 @@
+//! The launch ABI shared by the translator and the runtime.
+//!
+//! Everything a translated kernel expects from whoever dispatches it is
+//! defined here, so the two sides cannot drift apart.
+//!
+//! # Workgroup shape
+//! A CUDA block of `ntid.x * ntid.y * ntid.z` threads is dispatched as a
+//! one-dimensional Vulkan workgroup of [`padded_block_threads`] invocations
+//! (the thread count rounded up to a multiple of 32, so that warps are whole).
+//! `%tid` is derived from the linear invocation index and the block shape;
+//! padding invocations behave as threads that have already exited.
+//!
+//! # Specialization constants
+//! | id | type | meaning |
+//! |---|---|---|
+//! | [`SPEC_WORKGROUP_SIZE_X`] | u32 | padded thread count (workgroup size x) |
+//! | [`SPEC_NTID_X`]..[`SPEC_NTID_Z`] | u32 | the CUDA block shape |
+//! | [`SPEC_SHARED_WORDS`] | u32 | total `.shared` 32-bit words (static + dynamic), at least 1 |
+//! | [`SPEC_GLOBAL_DATA_ADDRESS`] | u64 | device address of the module's `.global`/`.const` data |
+//!
+//! # Push constants
+//! A block of 32-bit words. Words 0..[`PUSH_HEADER_WORDS`] are the header:
+//! `[ctaid_base.x, ctaid_base.y, ctaid_base.z, nctaid.x, nctaid.y, nctaid.z,
+//! param_buffer_address.lo, param_buffer_address.hi]`. `ctaid_base` is added
+//! to the Vulkan workgroup id (grids larger than the device's dispatch limit
+//! are split into several dispatches). When the entry's parameters are passed
+//! in push constants ([`ParamPassing::PushConstants`]) the parameter block
+//! follows the header at byte [`PUSH_HEADER_BYTES`]; otherwise the parameter
+//! block lives in device memory at `param_buffer_address` (8-byte aligned,
+//! readable for at least `param_bytes` rounded up to 4).
+
+/// Specialization constant id of the workgroup size in x (padded thread count).
+pub const SPEC_WORKGROUP_SIZE_X: u32 = 0;
+/// Specialization constant id of `%ntid.x`.
+pub const SPEC_NTID_X: u32 = 1;
+/// Specialization constant id of `%ntid.y`.
+pub const SPEC_NTID_Y: u32 = 2;
+/// Specialization constant id of `%ntid.z`.
+pub const SPEC_NTID_Z: u32 = 3;
+/// Specialization constant id of the total number of 32-bit `.shared` words.
+pub const SPEC_SHARED_WORDS: u32 = 4;
+/// Specialization constant id (64-bit) of the module data buffer's device address.
+pub const SPEC_GLOBAL_DATA_ADDRESS: u32 = 5;
+
+/// Number of 32-bit words in the push-constant header.
+pub const PUSH_HEADER_WORDS: u32 = 8;
+/// Size of the push-constant header in bytes.
+pub const PUSH_HEADER_BYTES: u32 = PUSH_HEADER_WORDS * 4;
+/// Alignment of the dynamic shared memory base (bytes).
+pub const DYNAMIC_SHARED_ALIGN: u32 = 16;
+
+/// Workgroup size for a CUDA block: its thread count rounded up to a multiple of 32.
+pub fn padded_block_threads(block: [u32; 3]) -> u64 {
+    let n = block[0] as u64 * block[1] as u64 * block[2] as u64;
+    n.div_ceil(32) * 32
+}
+
+/// Number of 32-bit shared words for a launch with `dynamic_bytes` of dynamic shared memory.
+pub fn shared_words(static_bytes: u32, dynamic_bytes: u32) -> u32 {
+    let base = static_bytes.div_ceil(DYNAMIC_SHARED_ALIGN) * DYNAMIC_SHARED_ALIGN;
+    let total = base as u64 + dynamic_bytes as u64;
+    (total.div_ceil(4) as u32).max(1)
+}
+
+/// How an entry receives its parameter block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamPassing {
+    /// Inline in the push constants, after the header.
+    PushConstants,
+    /// In device memory; the header holds its address.
+    Buffer,
+}
+
+/// One kernel parameter, as laid out in the parameter block (CUDA's layout:
+/// each parameter at the next offset aligned to its alignment).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The PTX name of the parameter.
+    pub name: String,
+    /// Byte offset in the parameter block.
+    pub offset: u32,
+    /// Size in bytes.
+    pub size: u32,
+    /// Alignment in bytes.
+    pub align: u32,
+}
+
+/// What the runtime needs to know about one translated `.entry`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryInfo {
+    /// The PTX name, also the SPIR-V entry point name.
+    pub name: String,
+    /// Parameters in declaration order.
+    pub params: Vec<ParamInfo>,
+    /// Size of the parameter block in bytes.
+    pub param_bytes: u32,
+    /// Where the parameter block goes.
+    pub param_passing: ParamPassing,
+    /// Size of the push-constant range the pipeline layout must declare.
+    pub push_constant_bytes: u32,
+    /// Bytes of static `.shared` memory.
+    pub static_shared_bytes: u32,
+    /// Whether the kernel declares `extern .shared` (dynamic) memory.
+    pub uses_dynamic_shared: bool,
+    /// `.reqntid`, if given.
+    pub reqntid: Option<[u32; 3]>,
+    /// `.maxntid`, if given.
+    pub maxntid: Option<[u32; 3]>,
+    /// Bytes of `.local` memory per thread.
+    pub local_bytes: u32,
+}
+
+/// The state space of a module-scope variable kept in the module data buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GlobalSpace {
+    /// `.global`
+    Global,
+    /// `.const`
+    Const,
+}
+
+/// One module-scope `.global` or `.const` variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobalInfo {
+    /// PTX name.
+    pub name: String,
+    /// State space.
+    pub space: GlobalSpace,
+    /// Byte offset in the module data buffer.
+    pub offset: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Initial contents (`size` bytes; zero where the PTX gives no initializer).
+    pub init: Vec<u8>,
+    /// Byte offsets inside `init` that hold 64-bit addresses relative to the
+    /// module data buffer's base (from `generic(var)`/`var+offset`
+    /// initializers): the runtime adds the buffer's device address there.
+    pub relocations: Vec<u64>,
+}
+
+/// What the runtime needs to know about a translated module.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModuleInfo {
+    /// Entries, in PTX order.
+    pub entries: Vec<EntryInfo>,
+    /// Module-scope variables, in PTX order.
+    pub globals: Vec<GlobalInfo>,
+    /// Total size of the module data buffer (0 when there are no variables).
+    pub global_data_bytes: u64,
+}
