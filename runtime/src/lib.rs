@@ -1,1 +1,32 @@
-//! Runtime (in progress).
+//! Run PTX kernels on any Vulkan 1.2+ device with buffer device address.
+//!
+//! A [`Context`] owns one device: it allocates memory (a device address is a
+//! `CUdeviceptr`), loads PTX through [`ptxvk_translator`], and queues launches
+//! and copies in order, like one CUDA stream, submitting them at
+//! synchronisation points. The launch ABI the kernels expect is
+//! [`ptxvk_translator::abi`].
+//!
+//! Modules: [`instance`] (loader, validation, device discovery), `device`
+//! (capabilities, logical device, allocator), `memory` (buffers, address
+//! table, staging), `pipeline` (shader modules and specialised pipelines),
+//! `stream` (command batching), `module` ([`Module`], [`Function`]),
+//! `context` ([`Context`]), `probe` (the fma probe).
+
+mod context;
+mod device;
+mod error;
+pub mod instance;
+mod memory;
+mod module;
+mod pipeline;
+mod probe;
+mod stream;
+
+pub use context::Context;
+pub use device::{DeviceInfo, PciBusInfo};
+pub use error::{Error, Result};
+pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};
+pub use module::{Function, Module};
+pub use ptxvk_translator::{
+    EntryInfo, GlobalInfo, GlobalSpace, ModuleInfo, ParamInfo, ParamPassing, TargetEnv,
+};

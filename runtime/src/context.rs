@@ -1,0 +1,606 @@
+//! [`Context`]: one device with its memory, command stream and loaded modules.
+//! All methods take `&self`; a mutex serialises them.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+use ptxvk_translator::{abi, Options, ParamPassing};
+
+use crate::device::{Device, DeviceInfo};
+use crate::error::{Error, Result};
+use crate::instance::DeviceSelector;
+use crate::memory::{
+    align_up, AllocationTable, Buffer, Readback, ALLOC_ALIGN, DEVICE_USAGE, STAGING_CHUNK,
+};
+use crate::module::{Function, Module, ModuleInner};
+use crate::pipeline::PipelineKey;
+use crate::stream::Stream;
+
+/// Mutable state of a context, behind its mutex. Lock order: this, then a
+/// module's pipeline map, then the allocator.
+struct State {
+    /// Declared first: dropping it waits for queued work before anything it
+    /// may use goes away.
+    stream: Stream,
+    table: AllocationTable,
+    readback: Readback,
+}
+
+pub(crate) struct ContextInner {
+    state: Mutex<State>,
+    info: DeviceInfo,
+    device: Arc<Device>,
+}
+
+/// A CUDA-like context on one Vulkan device: allocates memory, loads PTX,
+/// launches kernels and copies, in order, like one CUDA stream.
+///
+/// Cheap to clone, `Send + Sync`; clones share the same device and state.
+#[derive(Clone)]
+pub struct Context(Arc<ContextInner>);
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("device", &self.0.info.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// Opens the device `selector` picks, probes it, and creates a context.
+    pub fn new(selector: DeviceSelector) -> Result<Context> {
+        let device = Device::new(selector)?;
+        let stream = Stream::new(&device)?;
+        let mut inner = ContextInner {
+            state: Mutex::new(State {
+                stream,
+                table: AllocationTable::default(),
+                readback: Readback::default(),
+            }),
+            info: device.info.clone(),
+            device,
+        };
+        inner.info.emulate_fma = crate::probe::needs_fma_emulation(&inner);
+        Ok(Context(Arc::new(inner)))
+    }
+
+    /// What the device can do.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.0.info
+    }
+
+    /// Allocates `bytes` of device memory; returns its device address (the
+    /// `CUdeviceptr`), aligned to 256.
+    pub fn alloc(&self, bytes: u64) -> Result<u64> {
+        self.0.alloc(bytes)
+    }
+
+    /// Frees the allocation based at `addr` (after queued work that may use it).
+    pub fn free(&self, addr: u64) -> Result<()> {
+        self.0.free(addr)
+    }
+
+    /// `(base, size)` of the allocation (or module variable buffer) containing `addr`.
+    pub fn allocation_of(&self, addr: u64) -> Option<(u64, u64)> {
+        self.0.lock().table.allocation_of(addr)
+    }
+
+    /// Copies host memory to device memory at `dst` (queued in order).
+    pub fn copy_htod(&self, dst: u64, src: &[u8]) -> Result<()> {
+        self.0.copy_htod(dst, src)
+    }
+
+    /// Copies device memory at `src` to host memory, after all queued work.
+    pub fn copy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()> {
+        self.0.copy_dtoh(dst, src)
+    }
+
+    /// Copies `bytes` of device memory from `src` to `dst` (queued in order;
+    /// overlapping ranges behave like `memmove`).
+    pub fn copy_dtod(&self, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        self.0.copy_dtod(dst, src, bytes)
+    }
+
+    /// Sets `count` bytes at `dst` to `value`.
+    pub fn memset_d8(&self, dst: u64, value: u8, count: u64) -> Result<()> {
+        self.0.memset(dst, &[value], count)
+    }
+
+    /// Sets `count` 16-bit values at `dst` to `value`.
+    pub fn memset_d16(&self, dst: u64, value: u16, count: u64) -> Result<()> {
+        let bytes = count
+            .checked_mul(2)
+            .ok_or_else(|| Error::InvalidValue("count too large".into()))?;
+        self.0.memset(dst, &value.to_le_bytes(), bytes)
+    }
+
+    /// Sets `count` 32-bit values at `dst` to `value`.
+    pub fn memset_d32(&self, dst: u64, value: u32, count: u64) -> Result<()> {
+        let bytes = count
+            .checked_mul(4)
+            .ok_or_else(|| Error::InvalidValue("count too large".into()))?;
+        self.0.memset(dst, &value.to_le_bytes(), bytes)
+    }
+
+    /// `(free, total)` device memory in bytes (free = total minus this context's allocations).
+    pub fn mem_info(&self) -> (u64, u64) {
+        let used = self.0.lock().table.user_bytes;
+        let total = self.0.info.total_memory;
+        (total.saturating_sub(used), total)
+    }
+
+    /// Translates PTX and loads it. Bad PTX gives [`Error::InvalidPtx`] with
+    /// the rendered diagnostics.
+    pub fn load_module(&self, ptx: &str, file_name: &str) -> Result<Module> {
+        self.0.load_module(ptx, file_name, self.0.info.emulate_fma)
+    }
+
+    /// Queues a kernel launch. `params` is the packed parameter block (see
+    /// [`Function::pack_params`]).
+    pub fn launch(
+        &self,
+        f: &Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_shared_bytes: u32,
+        params: &[u8],
+    ) -> Result<()> {
+        self.0.launch(f, grid, block, dynamic_shared_bytes, params)
+    }
+
+    /// Waits for all queued work.
+    pub fn synchronize(&self) -> Result<()> {
+        self.0.lock().stream.flush()
+    }
+
+    /// Number of validation-layer warnings and errors seen so far (always 0
+    /// without `PTXVK_VALIDATION=1`).
+    pub fn validation_messages(&self) -> u32 {
+        self.0.device.instance.messages.get()
+    }
+}
+
+/// Byte `rel` bytes past the start of a memset of `pattern` (period 1, 2 or 4).
+fn pattern_byte(pattern: &[u8], rel: u64) -> u8 {
+    pattern[(rel % pattern.len() as u64) as usize]
+}
+
+impl ContextInner {
+    pub(crate) fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // State stays consistent across a panic in a caller's thread (every
+        // mutation completes before anything that can panic), so ignore poisoning.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
+        if bytes == 0 {
+            return Err(Error::InvalidValue("cannot allocate 0 bytes".into()));
+        }
+        let size = align_up(bytes.max(4), ALLOC_ALIGN).ok_or(Error::OutOfMemory)?;
+        let buffer = new_device_buffer(&self.device, size, "ptxvk allocation")?;
+        let addr = buffer.address;
+        self.lock().table.insert_user(Arc::new(buffer), bytes);
+        Ok(addr)
+    }
+
+    pub(crate) fn free(&self, addr: u64) -> Result<()> {
+        let mut st = self.lock();
+        let buffer = st.table.remove_user(addr)?;
+        if st.stream.has_pending() {
+            // Queued commands may still use it: release it with the batch.
+            st.stream.keep(buffer);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn copy_htod(&self, dst: u64, src: &[u8]) -> Result<()> {
+        let mut st = self.lock();
+        st.stream.check()?;
+        let target = st.table.resolve(dst, src.len() as u64, "destination")?;
+        for (i, chunk) in src.chunks(STAGING_CHUNK as usize).enumerate() {
+            st.stream.maybe_flush()?;
+            let staged = st.stream.arena.alloc(&self.device, chunk.len() as u64)?;
+            staged.buffer.write(staged.offset, chunk)?;
+            let region = vk::BufferCopy {
+                src_offset: staged.offset,
+                dst_offset: target.offset + (i as u64) * STAGING_CHUNK,
+                size: chunk.len() as u64,
+            };
+            let cmd = st.stream.begin_command()?;
+            // SAFETY: `cmd` is recording; both ranges lie inside their buffers
+            // (resolve/arena checked them); the buffers stay alive until the
+            // batch completes (arena reset / table or keep-alive).
+            unsafe {
+                self.device.raw.cmd_copy_buffer(
+                    cmd,
+                    staged.buffer.raw,
+                    target.buffer.raw,
+                    &[region],
+                )
+            };
+            st.stream.keep(target.buffer.clone());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn copy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()> {
+        let mut st = self.lock();
+        st.stream.check()?;
+        let source = st.table.resolve(src, dst.len() as u64, "source")?;
+        if dst.is_empty() {
+            return st.stream.flush();
+        }
+        for (i, chunk) in dst.chunks_mut(STAGING_CHUNK as usize).enumerate() {
+            let readback = st.readback.get(&self.device, chunk.len() as u64)?;
+            let region = vk::BufferCopy {
+                src_offset: source.offset + (i as u64) * STAGING_CHUNK,
+                dst_offset: 0,
+                size: chunk.len() as u64,
+            };
+            let cmd = st.stream.begin_command()?;
+            // SAFETY: `cmd` is recording; both ranges are inside their buffers;
+            // the flush below waits for the copy before the buffers can go.
+            unsafe {
+                self.device
+                    .raw
+                    .cmd_copy_buffer(cmd, source.buffer.raw, readback.raw, &[region])
+            };
+            st.stream.flush()?;
+            readback.read(0, chunk)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn copy_dtod(&self, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        let mut st = self.lock();
+        st.stream.check()?;
+        let from = st.table.resolve(src, bytes, "source")?;
+        let to = st.table.resolve(dst, bytes, "destination")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let same = Arc::ptr_eq(&from.buffer, &to.buffer);
+        let overlap = same && from.offset < to.offset + bytes && to.offset < from.offset + bytes;
+        let d = &self.device.raw;
+        if !overlap {
+            let region = vk::BufferCopy {
+                src_offset: from.offset,
+                dst_offset: to.offset,
+                size: bytes,
+            };
+            let cmd = st.stream.begin_command()?;
+            // SAFETY: `cmd` is recording; the ranges are inside their buffers
+            // and do not overlap; both buffers are kept alive for the batch.
+            unsafe { d.cmd_copy_buffer(cmd, from.buffer.raw, to.buffer.raw, &[region]) };
+            st.stream.keep(from.buffer.clone());
+            st.stream.keep(to.buffer.clone());
+            return Ok(());
+        }
+        // Overlapping: bounce each chunk through staging memory, walking
+        // backwards when the destination is above the source (memmove).
+        let chunks = bytes.div_ceil(STAGING_CHUNK);
+        for n in 0..chunks {
+            let k = if to.offset > from.offset {
+                chunks - 1 - n
+            } else {
+                n
+            };
+            let start = k * STAGING_CHUNK;
+            let len = STAGING_CHUNK.min(bytes - start);
+            st.stream.maybe_flush()?;
+            let tmp = st.stream.arena.alloc(&self.device, len)?;
+            let cmd = st.stream.begin_command()?;
+            let r1 = vk::BufferCopy {
+                src_offset: from.offset + start,
+                dst_offset: tmp.offset,
+                size: len,
+            };
+            // SAFETY: as above; `tmp` is a fresh arena range.
+            unsafe { d.cmd_copy_buffer(cmd, from.buffer.raw, tmp.buffer.raw, &[r1]) };
+            let cmd = st.stream.begin_command()?;
+            let r2 = vk::BufferCopy {
+                src_offset: tmp.offset,
+                dst_offset: to.offset + start,
+                size: len,
+            };
+            // SAFETY: as above; the barrier from `begin_command` orders this after r1.
+            unsafe { d.cmd_copy_buffer(cmd, tmp.buffer.raw, to.buffer.raw, &[r2]) };
+            st.stream.keep(to.buffer.clone());
+        }
+        Ok(())
+    }
+
+    /// Fills `bytes` bytes at `dst` with `pattern` repeated (period 1, 2 or 4).
+    pub(crate) fn memset(&self, dst: u64, pattern: &[u8], bytes: u64) -> Result<()> {
+        let mut st = self.lock();
+        st.stream.check()?;
+        let target = st.table.resolve(dst, bytes, "destination")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let d = &self.device.raw;
+        // Offsets inside the buffer: fill the 4-aligned middle, stage the edges.
+        let start = target.offset;
+        let end = start + bytes;
+        let mid_start = align_up(start, 4).ok_or(Error::OutOfMemory)?.min(end);
+        let mid_end = (end & !3).max(mid_start);
+        if mid_end > mid_start {
+            let mut word = [0u8; 4];
+            for (k, b) in word.iter_mut().enumerate() {
+                *b = pattern_byte(pattern, mid_start - start + k as u64);
+            }
+            let word = u32::from_le_bytes(word);
+            let cmd = st.stream.begin_command()?;
+            // SAFETY: `cmd` is recording; offset and size are multiples of 4
+            // inside the buffer, which has TRANSFER_DST usage.
+            unsafe {
+                d.cmd_fill_buffer(cmd, target.buffer.raw, mid_start, mid_end - mid_start, word)
+            };
+        }
+        for (a, b) in [(start, mid_start), (mid_end, end)] {
+            if b > a {
+                let edge: Vec<u8> = (a..b).map(|o| pattern_byte(pattern, o - start)).collect();
+                st.stream.maybe_flush()?;
+                let staged = st.stream.arena.alloc(&self.device, edge.len() as u64)?;
+                staged.buffer.write(staged.offset, &edge)?;
+                let cmd = st.stream.begin_command()?;
+                let region = vk::BufferCopy {
+                    src_offset: staged.offset,
+                    dst_offset: a,
+                    size: b - a,
+                };
+                // SAFETY: `cmd` is recording; ranges are inside their buffers.
+                unsafe { d.cmd_copy_buffer(cmd, staged.buffer.raw, target.buffer.raw, &[region]) };
+            }
+        }
+        st.stream.keep(target.buffer);
+        Ok(())
+    }
+
+    pub(crate) fn load_module(
+        &self,
+        ptx: &str,
+        file_name: &str,
+        emulate_fma: bool,
+    ) -> Result<Module> {
+        let options = Options {
+            target_env: self.info.target_env,
+            entry: None,
+            max_push_constant_bytes: self.info.max_push_constant_bytes,
+            emulate_fma,
+        };
+        let translation = ptxvk_translator::translate(ptx, file_name, &options)
+            .map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        let info = translation.info;
+        let data = if info.global_data_bytes > 0 {
+            let size = align_up(info.global_data_bytes, ALLOC_ALIGN).ok_or(Error::OutOfMemory)?;
+            let buffer = Arc::new(new_device_buffer(&self.device, size, "ptxvk module data")?);
+            let image = module_data_image(&info, buffer.address)?;
+            let mut st = self.lock();
+            st.table.insert_module(&buffer, info.global_data_bytes);
+            drop(st);
+            self.copy_htod(buffer.address, &image)?;
+            Some(buffer)
+        } else {
+            None
+        };
+        let inner = ModuleInner::new(&self.device, &translation.spirv, info, data)?;
+        Ok(Module(Arc::new(inner)))
+    }
+
+    pub(crate) fn launch(
+        &self,
+        f: &Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_shared_bytes: u32,
+        params: &[u8],
+    ) -> Result<()> {
+        if !Arc::ptr_eq(&f.module.device, &self.device) {
+            return Err(Error::InvalidValue(format!(
+                "{} belongs to another context",
+                f.name()
+            )));
+        }
+        let entry = f.info();
+        let info = &self.info;
+        if grid.contains(&0) || block.contains(&0) {
+            return Err(Error::InvalidValue(format!(
+                "launch of {}: grid {grid:?} and block {block:?} must be nonzero",
+                entry.name
+            )));
+        }
+        for d in 0..3 {
+            if grid[d] > info.max_grid_dim[d] {
+                return Err(Error::InvalidValue(format!(
+                    "launch of {}: grid {grid:?} exceeds {:?}",
+                    entry.name, info.max_grid_dim
+                )));
+            }
+            if block[d] > info.max_block_dim[d] {
+                return Err(Error::InvalidValue(format!(
+                    "launch of {}: block {block:?} exceeds {:?}",
+                    entry.name, info.max_block_dim
+                )));
+            }
+        }
+        let threads = block.iter().map(|&b| b as u64).product::<u64>();
+        if threads > info.max_threads_per_block as u64 {
+            return Err(Error::InvalidValue(format!(
+                "launch of {}: {threads} threads per block exceed the device's {}",
+                entry.name, info.max_threads_per_block
+            )));
+        }
+        if let Some(req) = entry.reqntid {
+            if req != block {
+                return Err(Error::InvalidValue(format!(
+                    "launch of {}: block {block:?} differs from .reqntid {req:?}",
+                    entry.name
+                )));
+            }
+        }
+        if let Some(max) = entry.maxntid {
+            let limit = max.iter().map(|&b| b as u64).product::<u64>();
+            if threads > limit {
+                return Err(Error::InvalidValue(format!(
+                    "launch of {}: {threads} threads per block exceed .maxntid {max:?}",
+                    entry.name
+                )));
+            }
+        }
+        let shared_bytes =
+            abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4;
+        if shared_bytes > info.max_shared_bytes as u64 {
+            return Err(Error::LaunchOutOfResources(format!(
+                "launch of {}: {} bytes of static and {dynamic_shared_bytes} of dynamic shared memory exceed the device's {}",
+                entry.name, entry.static_shared_bytes, info.max_shared_bytes
+            )));
+        }
+        let param_bytes = entry.param_bytes as usize;
+        if params.len() < param_bytes {
+            return Err(Error::InvalidValue(format!(
+                "launch of {}: parameter block is {} bytes, the kernel takes {param_bytes}",
+                entry.name,
+                params.len()
+            )));
+        }
+        let params = &params[..param_bytes];
+        let key = PipelineKey {
+            entry: f.index,
+            workgroup_size: abi::padded_block_threads(block) as u32,
+            ntid: block,
+            shared_words: abi::shared_words(
+                entry.static_shared_bytes,
+                if entry.uses_dynamic_shared {
+                    dynamic_shared_bytes
+                } else {
+                    0
+                },
+            ),
+        };
+
+        let mut st = self.lock();
+        st.stream.check()?;
+        st.stream.maybe_flush()?;
+        let (pipeline, layout) = f.module.pipeline(&key)?;
+        let param_address = match entry.param_passing {
+            ParamPassing::Buffer => {
+                let staged = st
+                    .stream
+                    .arena
+                    .alloc(&self.device, (param_bytes as u64).max(4))?;
+                staged.buffer.write(staged.offset, params)?;
+                staged.address()
+            }
+            ParamPassing::PushConstants => 0,
+        };
+        let mut push = vec![0u8; entry.push_constant_bytes as usize];
+        let header_len = (abi::PUSH_HEADER_BYTES as usize).min(push.len());
+        if entry.param_passing == ParamPassing::PushConstants && push.len() > header_len {
+            let n = params.len().min(push.len() - header_len);
+            push[header_len..header_len + n].copy_from_slice(&params[..n]);
+        }
+        let mut header = [0u32; abi::PUSH_HEADER_WORDS as usize];
+        header[3..6].copy_from_slice(&grid);
+        header[6] = param_address as u32;
+        header[7] = (param_address >> 32) as u32;
+
+        let d = &self.device.raw;
+        let cmd = st.stream.begin_command()?;
+        // SAFETY: `cmd` is recording; the pipeline and layout are live and kept
+        // alive with their module until the batch completes.
+        unsafe { d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.raw) };
+        let limit = info.max_dispatch;
+        let mut z = 0;
+        while z < grid[2] {
+            let nz = (grid[2] - z).min(limit[2]);
+            let mut y = 0;
+            while y < grid[1] {
+                let ny = (grid[1] - y).min(limit[1]);
+                let mut x = 0;
+                while x < grid[0] {
+                    let nx = (grid[0] - x).min(limit[0]);
+                    header[0] = x;
+                    header[1] = y;
+                    header[2] = z;
+                    for (i, w) in header.iter().enumerate() {
+                        if i * 4 < header_len {
+                            push[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+                        }
+                    }
+                    // SAFETY: `cmd` is recording with `pipeline` bound; the push
+                    // range matches the layout's single range.
+                    unsafe {
+                        if !push.is_empty() {
+                            d.cmd_push_constants(
+                                cmd,
+                                layout,
+                                vk::ShaderStageFlags::COMPUTE,
+                                0,
+                                &push,
+                            );
+                        }
+                        d.cmd_dispatch(cmd, nx, ny, nz);
+                    }
+                    x += nx;
+                }
+                y += ny;
+            }
+            z += nz;
+        }
+        st.stream.keep(f.module.clone());
+        Ok(())
+    }
+}
+
+/// A device buffer for user data or module variables.
+fn new_device_buffer(device: &Arc<Device>, size: u64, name: &str) -> Result<Buffer> {
+    let buffer = Buffer::new(
+        device,
+        size,
+        DEVICE_USAGE,
+        MemoryLocation::GpuOnly,
+        ALLOC_ALIGN,
+        name,
+    )?;
+    if buffer.address % ALLOC_ALIGN != 0 {
+        // Memory objects are at least this aligned on every known driver.
+        return Err(Error::Unsupported(format!(
+            "device address {:#x} is not {ALLOC_ALIGN}-byte aligned",
+            buffer.address
+        )));
+    }
+    Ok(buffer)
+}
+
+/// The initial contents of a module data buffer based at `base`.
+fn module_data_image(info: &ptxvk_translator::ModuleInfo, base: u64) -> Result<Vec<u8>> {
+    let size = usize::try_from(info.global_data_bytes).map_err(|_| Error::OutOfMemory)?;
+    let mut image = vec![0u8; size];
+    for g in &info.globals {
+        let bad = || {
+            Error::InvalidValue(format!(
+                "module variable {} lies outside the module data",
+                g.name
+            ))
+        };
+        let start = usize::try_from(g.offset).map_err(|_| bad())?;
+        let slot = image.get_mut(start..start + g.init.len()).ok_or_else(bad)?;
+        slot.copy_from_slice(&g.init);
+        for &r in &g.relocations {
+            let at = usize::try_from(r).map_err(|_| bad())?;
+            let word = slot.get_mut(at..at + 8).ok_or_else(bad)?;
+            let mut v = [0u8; 8];
+            v.copy_from_slice(word);
+            let relocated = u64::from_le_bytes(v).wrapping_add(base);
+            word.copy_from_slice(&relocated.to_le_bytes());
+        }
+    }
+    Ok(image)
+}

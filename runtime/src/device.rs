@@ -1,0 +1,589 @@
+//! The logical device: capability probing ([`DeviceInfo`]), feature enabling,
+//! the compute queue and the memory allocator.
+
+use std::ffi::CStr;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use ptxvk_translator::TargetEnv;
+
+use crate::error::{map_allocator, map_create, Error, Result};
+use crate::instance::{version_string, Candidate, DeviceSelector, DeviceType, Instance};
+
+/// PCI location of a device (from `VK_EXT_pci_bus_info`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PciBusInfo {
+    /// PCI domain.
+    pub domain: u32,
+    /// PCI bus.
+    pub bus: u32,
+    /// PCI device.
+    pub device: u32,
+    /// PCI function.
+    pub function: u32,
+}
+
+/// What the selected device can do, queried once at context creation.
+///
+/// Limits are expressed the way CUDA reports them; each feature flag says
+/// whether the corresponding Vulkan feature was *enabled* on the device.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// `VkPhysicalDeviceProperties::deviceName`.
+    pub name: String,
+    /// `VkPhysicalDeviceIDProperties::deviceUUID`.
+    pub uuid: [u8; 16],
+    /// The kind of device.
+    pub device_type: DeviceType,
+    /// PCI vendor id.
+    pub vendor_id: u32,
+    /// Vendor-specific device id.
+    pub device_id: u32,
+    /// Vulkan API version in use (packed, at most 1.3).
+    pub api_version: u32,
+    /// Driver version (packed, vendor-specific encoding).
+    pub driver_version: u32,
+    /// `VkPhysicalDeviceVulkan12Properties::driverName` (e.g. "llvmpipe").
+    pub driver_name: String,
+    /// The SPIR-V environment modules are translated for.
+    pub target_env: TargetEnv,
+    /// Most threads in one block: `min(maxComputeWorkGroupInvocations,
+    /// maxComputeWorkGroupSize[0])` rounded down to a multiple of 32.
+    pub max_threads_per_block: u32,
+    /// Largest block extent per dimension.
+    pub max_block_dim: [u32; 3],
+    /// Largest grid extent per dimension (grids are split into several dispatches).
+    pub max_grid_dim: [u32; 3],
+    /// `maxComputeWorkGroupCount`: the largest single dispatch.
+    pub max_dispatch: [u32; 3],
+    /// `maxComputeSharedMemorySize`: static plus dynamic `.shared` bytes per block.
+    pub max_shared_bytes: u32,
+    /// `maxPushConstantsSize`.
+    pub max_push_constant_bytes: u32,
+    /// Subgroup size kernels run with (`VkPhysicalDeviceVulkan11Properties::subgroupSize`,
+    /// or the required size when [`DeviceInfo::required_subgroup_size`] is set).
+    pub subgroup_size: u32,
+    /// Subgroup size pipelines are created with (`VK_EXT_subgroup_size_control`,
+    /// core in 1.3), when the device can run compute with 32-wide subgroups.
+    pub required_subgroup_size: Option<u32>,
+    /// Size of the largest device-local memory heap.
+    pub total_memory: u64,
+    /// Best guess at the number of multiprocessors (`VK_NV_shader_sm_builtins`,
+    /// the host's thread count for CPU devices, else a guess).
+    pub multiprocessor_count: u32,
+    /// PCI location, when `VK_EXT_pci_bus_info` is available.
+    pub pci: Option<PciBusInfo>,
+    /// Whether translated modules emulate a fused multiply-add (the driver's
+    /// `Fma` is not fused; found by a probe kernel at context creation).
+    pub emulate_fma: bool,
+    /// `shaderFloat64` (Vulkan 1.0).
+    pub supports_f64: bool,
+    /// `shaderInt64` (Vulkan 1.0).
+    pub supports_i64: bool,
+    /// `shaderInt16` (Vulkan 1.0).
+    pub supports_i16: bool,
+    /// `shaderInt8` (Vulkan 1.2).
+    pub supports_i8: bool,
+    /// `shaderFloat16` (Vulkan 1.2).
+    pub supports_f16: bool,
+    /// `storageBuffer8BitAccess` and `uniformAndStorageBuffer8BitAccess` (Vulkan 1.2).
+    pub supports_storage_8bit: bool,
+    /// `storageBuffer16BitAccess` (Vulkan 1.1).
+    pub supports_storage_16bit: bool,
+    /// `storagePushConstant8` (Vulkan 1.2).
+    pub supports_push_constant_8bit: bool,
+    /// `storagePushConstant16` (Vulkan 1.1).
+    pub supports_push_constant_16bit: bool,
+    /// `vulkanMemoryModel` and `vulkanMemoryModelDeviceScope` (Vulkan 1.2).
+    pub supports_vulkan_memory_model: bool,
+    /// `scalarBlockLayout` (Vulkan 1.2).
+    pub supports_scalar_block_layout: bool,
+    /// `variablePointers` and `variablePointersStorageBuffer` (Vulkan 1.1).
+    pub supports_variable_pointers: bool,
+    /// `shaderSubgroupExtendedTypes` (Vulkan 1.2).
+    pub supports_subgroup_extended_types: bool,
+    /// `shaderBufferInt64Atomics` (Vulkan 1.2).
+    pub supports_buffer_int64_atomics: bool,
+    /// `shaderSharedInt64Atomics` (Vulkan 1.2).
+    pub supports_shared_int64_atomics: bool,
+    /// `shaderBufferFloat32AtomicAdd` (`VK_EXT_shader_atomic_float`).
+    pub supports_buffer_f32_atomic_add: bool,
+    /// `shaderSharedFloat32AtomicAdd` (`VK_EXT_shader_atomic_float`).
+    pub supports_shared_f32_atomic_add: bool,
+    /// `shaderBufferFloat64AtomicAdd` (`VK_EXT_shader_atomic_float`).
+    pub supports_buffer_f64_atomic_add: bool,
+    /// `shaderSharedFloat64AtomicAdd` (`VK_EXT_shader_atomic_float`).
+    pub supports_shared_f64_atomic_add: bool,
+    /// `shaderBufferFloat32AtomicMinMax` (`VK_EXT_shader_atomic_float2`).
+    pub supports_buffer_f32_atomic_min_max: bool,
+    /// `shaderSharedFloat32AtomicMinMax` (`VK_EXT_shader_atomic_float2`).
+    pub supports_shared_f32_atomic_min_max: bool,
+    /// `shaderDeviceClock` or `shaderSubgroupClock` (`VK_KHR_shader_clock`).
+    pub supports_shader_clock: bool,
+    /// `subgroupSizeControl` (`VK_EXT_subgroup_size_control`, core in 1.3).
+    pub supports_subgroup_size_control: bool,
+    /// Whether the Khronos validation layer is active for this context.
+    pub validation: bool,
+}
+
+/// The logical device with its queue and allocator. Every other Vulkan object
+/// holds an `Arc<Device>`, so the device is destroyed last.
+pub(crate) struct Device {
+    pub(crate) raw: ash::Device,
+    pub(crate) queue: vk::Queue,
+    pub(crate) queue_family: u32,
+    pub(crate) info: DeviceInfo,
+    allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// Declared last: dropped after the device is destroyed.
+    pub(crate) instance: Arc<Instance>,
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: every child object holds an `Arc<Device>` and has therefore
+        // been destroyed; the allocator frees its memory blocks before the
+        // device goes, and is never used again.
+        unsafe {
+            let _ = self.raw.device_wait_idle();
+            ManuallyDrop::drop(&mut self.allocator);
+            self.raw.destroy_device(None);
+        }
+    }
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("name", &self.info.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Device {
+    /// The allocator, locked. Lock order: context state, then allocator.
+    pub(crate) fn allocator(&self) -> MutexGuard<'_, Allocator> {
+        // A panic while holding the allocator lock leaves it consistent enough
+        // to keep freeing memory, so poisoning is ignored.
+        self.allocator.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Creates the device `selector` picks.
+    pub(crate) fn new(selector: DeviceSelector) -> Result<Arc<Device>> {
+        let instance = Instance::new(true)?;
+        let mut candidates = instance.candidates()?;
+        if candidates.is_empty() {
+            return Err(Error::NoDevice);
+        }
+        let index = match selector {
+            DeviceSelector::Default => 0,
+            DeviceSelector::Index(i) => i,
+        };
+        if index >= candidates.len() {
+            return Err(Error::InvalidValue(format!(
+                "device index {index} out of range ({} usable devices)",
+                candidates.len()
+            )));
+        }
+        let candidate = candidates.swap_remove(index);
+        create_device(instance, candidate)
+    }
+}
+
+/// Features queried from (and then enabled on) a physical device.
+#[derive(Default)]
+struct Features<'a> {
+    core: vk::PhysicalDeviceFeatures,
+    v11: vk::PhysicalDeviceVulkan11Features<'a>,
+    v12: vk::PhysicalDeviceVulkan12Features<'a>,
+    v13: vk::PhysicalDeviceVulkan13Features<'a>,
+    size_control: vk::PhysicalDeviceSubgroupSizeControlFeaturesEXT<'a>,
+    atomic_float: vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT<'a>,
+    atomic_float2: vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT<'a>,
+    clock: vk::PhysicalDeviceShaderClockFeaturesKHR<'a>,
+}
+
+/// Which optional structures a device supports.
+struct Available {
+    v13: bool,
+    size_control_ext: bool,
+    atomic_float: bool,
+    atomic_float2: bool,
+    clock: bool,
+    pci: bool,
+    sm_builtins: bool,
+    portability_subset: bool,
+}
+
+fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
+    exts.iter()
+        .any(|e| e.extension_name_as_c_str().ok() == Some(name))
+}
+
+fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<Device>> {
+    let raw_instance = &instance.raw;
+    let pd = candidate.physical;
+    // SAFETY: `pd` was enumerated from this instance.
+    let props = unsafe { raw_instance.get_physical_device_properties(pd) };
+    let api_version = props
+        .api_version
+        .min(instance.api_version)
+        .min(vk::API_VERSION_1_3);
+    // SAFETY: as above.
+    let exts =
+        unsafe { raw_instance.enumerate_device_extension_properties(pd) }.map_err(map_create)?;
+    let avail = Available {
+        v13: api_version >= vk::API_VERSION_1_3,
+        size_control_ext: api_version < vk::API_VERSION_1_3
+            && has_ext(&exts, ash::ext::subgroup_size_control::NAME),
+        atomic_float: has_ext(&exts, ash::ext::shader_atomic_float::NAME),
+        atomic_float2: has_ext(&exts, ash::ext::shader_atomic_float2::NAME),
+        clock: has_ext(&exts, ash::khr::shader_clock::NAME),
+        pci: has_ext(&exts, ash::ext::pci_bus_info::NAME),
+        sm_builtins: has_ext(&exts, ash::nv::shader_sm_builtins::NAME),
+        portability_subset: has_ext(&exts, ash::khr::portability_subset::NAME),
+    };
+
+    // ---- query features ----
+    let mut q = Features::default();
+    {
+        let mut f2 = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut q.v11)
+            .push_next(&mut q.v12);
+        if avail.v13 {
+            f2 = f2.push_next(&mut q.v13);
+        }
+        if avail.size_control_ext {
+            f2 = f2.push_next(&mut q.size_control);
+        }
+        if avail.atomic_float {
+            f2 = f2.push_next(&mut q.atomic_float);
+        }
+        if avail.atomic_float2 {
+            f2 = f2.push_next(&mut q.atomic_float2);
+        }
+        if avail.clock {
+            f2 = f2.push_next(&mut q.clock);
+        }
+        // SAFETY: the chain only holds structures the device's version or
+        // extensions define; all of them outlive the call.
+        unsafe { raw_instance.get_physical_device_features2(pd, &mut f2) };
+        q.core = f2.features;
+    }
+
+    // ---- query properties ----
+    let mut p11 = vk::PhysicalDeviceVulkan11Properties::default();
+    let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
+    let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
+    let mut psize = vk::PhysicalDeviceSubgroupSizeControlPropertiesEXT::default();
+    let mut ppci = vk::PhysicalDevicePCIBusInfoPropertiesEXT::default();
+    let mut psm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+    let limits;
+    {
+        let mut p2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut p11)
+            .push_next(&mut p12);
+        if avail.v13 {
+            p2 = p2.push_next(&mut p13);
+        }
+        if avail.size_control_ext {
+            p2 = p2.push_next(&mut psize);
+        }
+        if avail.pci {
+            p2 = p2.push_next(&mut ppci);
+        }
+        if avail.sm_builtins {
+            p2 = p2.push_next(&mut psm);
+        }
+        // SAFETY: as for the feature query.
+        unsafe { raw_instance.get_physical_device_properties2(pd, &mut p2) };
+        limits = p2.properties.limits;
+    }
+    let (min_sg, max_sg, sg_stages) = if avail.v13 {
+        (
+            p13.min_subgroup_size,
+            p13.max_subgroup_size,
+            p13.required_subgroup_size_stages,
+        )
+    } else {
+        (
+            psize.min_subgroup_size,
+            psize.max_subgroup_size,
+            psize.required_subgroup_size_stages,
+        )
+    };
+
+    // ---- choose features to enable ----
+    let on = |b: vk::Bool32| b != vk::FALSE;
+    let mut e = Features::default();
+    e.core.shader_int64 = q.core.shader_int64;
+    e.core.shader_float64 = q.core.shader_float64;
+    e.core.shader_int16 = q.core.shader_int16;
+    e.v11.storage_buffer16_bit_access = q.v11.storage_buffer16_bit_access;
+    e.v11.uniform_and_storage_buffer16_bit_access = q.v11.uniform_and_storage_buffer16_bit_access;
+    e.v11.storage_push_constant16 = q.v11.storage_push_constant16;
+    e.v11.variable_pointers_storage_buffer = q.v11.variable_pointers_storage_buffer;
+    e.v11.variable_pointers = if on(q.v11.variable_pointers_storage_buffer) {
+        q.v11.variable_pointers
+    } else {
+        vk::FALSE
+    };
+    e.v12.buffer_device_address = vk::TRUE;
+    e.v12.shader_int8 = q.v12.shader_int8;
+    e.v12.shader_float16 = q.v12.shader_float16;
+    e.v12.storage_buffer8_bit_access = q.v12.storage_buffer8_bit_access;
+    e.v12.uniform_and_storage_buffer8_bit_access = q.v12.uniform_and_storage_buffer8_bit_access;
+    e.v12.storage_push_constant8 = q.v12.storage_push_constant8;
+    e.v12.vulkan_memory_model = q.v12.vulkan_memory_model;
+    e.v12.vulkan_memory_model_device_scope = if on(q.v12.vulkan_memory_model) {
+        q.v12.vulkan_memory_model_device_scope
+    } else {
+        vk::FALSE
+    };
+    e.v12.shader_buffer_int64_atomics = q.v12.shader_buffer_int64_atomics;
+    e.v12.shader_shared_int64_atomics = q.v12.shader_shared_int64_atomics;
+    e.v12.scalar_block_layout = q.v12.scalar_block_layout;
+    e.v12.shader_subgroup_extended_types = q.v12.shader_subgroup_extended_types;
+    let (size_control, full_subgroups) = if avail.v13 {
+        (q.v13.subgroup_size_control, q.v13.compute_full_subgroups)
+    } else if avail.size_control_ext {
+        (
+            q.size_control.subgroup_size_control,
+            q.size_control.compute_full_subgroups,
+        )
+    } else {
+        (vk::FALSE, vk::FALSE)
+    };
+    e.v13.subgroup_size_control = size_control;
+    e.v13.compute_full_subgroups = full_subgroups;
+    e.size_control.subgroup_size_control = size_control;
+    e.size_control.compute_full_subgroups = full_subgroups;
+    let af = &q.atomic_float;
+    e.atomic_float.shader_buffer_float32_atomics = af.shader_buffer_float32_atomics;
+    e.atomic_float.shader_buffer_float32_atomic_add = af.shader_buffer_float32_atomic_add;
+    e.atomic_float.shader_buffer_float64_atomics = af.shader_buffer_float64_atomics;
+    e.atomic_float.shader_buffer_float64_atomic_add = af.shader_buffer_float64_atomic_add;
+    e.atomic_float.shader_shared_float32_atomics = af.shader_shared_float32_atomics;
+    e.atomic_float.shader_shared_float32_atomic_add = af.shader_shared_float32_atomic_add;
+    e.atomic_float.shader_shared_float64_atomics = af.shader_shared_float64_atomics;
+    e.atomic_float.shader_shared_float64_atomic_add = af.shader_shared_float64_atomic_add;
+    let af2 = &q.atomic_float2;
+    e.atomic_float2.shader_buffer_float32_atomic_min_max = af2.shader_buffer_float32_atomic_min_max;
+    e.atomic_float2.shader_shared_float32_atomic_min_max = af2.shader_shared_float32_atomic_min_max;
+    e.atomic_float2.shader_buffer_float64_atomic_min_max = af2.shader_buffer_float64_atomic_min_max;
+    e.atomic_float2.shader_shared_float64_atomic_min_max = af2.shader_shared_float64_atomic_min_max;
+    e.clock.shader_subgroup_clock = q.clock.shader_subgroup_clock;
+    e.clock.shader_device_clock = q.clock.shader_device_clock;
+
+    let required_subgroup_size = (on(size_control)
+        && on(full_subgroups)
+        && sg_stages.contains(vk::ShaderStageFlags::COMPUTE)
+        && min_sg <= 32
+        && 32 <= max_sg
+        && p11.subgroup_size != 32)
+        .then_some(32);
+
+    // ---- extensions ----
+    let mut ext_names: Vec<*const std::ffi::c_char> = Vec::new();
+    if avail.size_control_ext && on(size_control) {
+        ext_names.push(ash::ext::subgroup_size_control::NAME.as_ptr());
+    }
+    let use_af = avail.atomic_float
+        && [
+            af.shader_buffer_float32_atomics,
+            af.shader_buffer_float32_atomic_add,
+            af.shader_shared_float32_atomics,
+            af.shader_shared_float32_atomic_add,
+            af.shader_buffer_float64_atomics,
+            af.shader_buffer_float64_atomic_add,
+        ]
+        .iter()
+        .any(|&b| on(b));
+    if use_af {
+        ext_names.push(ash::ext::shader_atomic_float::NAME.as_ptr());
+    }
+    let use_af2 = avail.atomic_float2
+        && (on(af2.shader_buffer_float32_atomic_min_max)
+            || on(af2.shader_shared_float32_atomic_min_max));
+    if use_af2 {
+        ext_names.push(ash::ext::shader_atomic_float2::NAME.as_ptr());
+    }
+    let use_clock =
+        avail.clock && (on(q.clock.shader_device_clock) || on(q.clock.shader_subgroup_clock));
+    if use_clock {
+        ext_names.push(ash::khr::shader_clock::NAME.as_ptr());
+    }
+    if avail.portability_subset {
+        ext_names.push(ash::khr::portability_subset::NAME.as_ptr());
+    }
+
+    // ---- queue ----
+    // SAFETY: `pd` was enumerated from this instance.
+    let families = unsafe { raw_instance.get_physical_device_queue_family_properties(pd) };
+    let queue_family = families
+        .iter()
+        .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && f.queue_count > 0)
+        .ok_or_else(|| Error::Unsupported(format!("{}: no compute queue", candidate.name)))?
+        as u32;
+    let priorities = [1.0f32];
+    let queue_info = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(queue_family)
+        .queue_priorities(&priorities)];
+
+    // ---- create ----
+    let raw = {
+        let mut f2 = vk::PhysicalDeviceFeatures2::default()
+            .features(e.core)
+            .push_next(&mut e.v11)
+            .push_next(&mut e.v12);
+        if avail.v13 {
+            f2 = f2.push_next(&mut e.v13);
+        } else if avail.size_control_ext && on(size_control) {
+            f2 = f2.push_next(&mut e.size_control);
+        }
+        if use_af {
+            f2 = f2.push_next(&mut e.atomic_float);
+        }
+        if use_af2 {
+            f2 = f2.push_next(&mut e.atomic_float2);
+        }
+        if use_clock {
+            f2 = f2.push_next(&mut e.clock);
+        }
+        let create_info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_info)
+            .enabled_extension_names(&ext_names)
+            .push_next(&mut f2);
+        // SAFETY: every feature enabled was reported supported; every
+        // extension named is supported; all pointers outlive the call.
+        unsafe { raw_instance.create_device(pd, &create_info, None) }.map_err(map_create)?
+    };
+    // SAFETY: the queue family and index were requested at device creation.
+    let queue = unsafe { raw.get_device_queue(queue_family, 0) };
+
+    // ---- allocator ----
+    let allocator = match Allocator::new(&AllocatorCreateDesc {
+        instance: raw_instance.clone(),
+        device: raw.clone(),
+        physical_device: pd,
+        debug_settings: Default::default(),
+        buffer_device_address: true,
+        allocation_sizes: Default::default(),
+    }) {
+        Ok(a) => a,
+        Err(err) => {
+            // SAFETY: the device has no child objects yet.
+            unsafe { raw.destroy_device(None) };
+            return Err(map_allocator(err));
+        }
+    };
+
+    // ---- info ----
+    // SAFETY: `pd` was enumerated from this instance.
+    let mem = unsafe { raw_instance.get_physical_device_memory_properties(pd) };
+    let total_memory = mem.memory_heaps[..mem.memory_heap_count as usize]
+        .iter()
+        .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+        .map(|h| h.size)
+        .max()
+        .unwrap_or(0);
+    let max_threads = limits
+        .max_compute_work_group_invocations
+        .min(limits.max_compute_work_group_size[0])
+        / 32
+        * 32;
+    let multiprocessor_count = if avail.sm_builtins && psm.shader_sm_count > 0 {
+        psm.shader_sm_count
+    } else if candidate.device_type == DeviceType::Cpu {
+        std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1)
+    } else {
+        16
+    };
+    let driver_name = p12
+        .driver_name_as_c_str()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let info = DeviceInfo {
+        name: candidate.name,
+        uuid: candidate.uuid,
+        device_type: candidate.device_type,
+        vendor_id: props.vendor_id,
+        device_id: props.device_id,
+        api_version,
+        driver_version: props.driver_version,
+        driver_name,
+        target_env: if avail.v13 {
+            TargetEnv::Vulkan1_3
+        } else {
+            TargetEnv::Vulkan1_2
+        },
+        max_threads_per_block: max_threads,
+        max_block_dim: [
+            max_threads
+                .min(limits.max_compute_work_group_size[0])
+                .min(1024),
+            max_threads.min(1024),
+            max_threads.min(64),
+        ],
+        max_grid_dim: [i32::MAX as u32, 65535, 65535],
+        max_dispatch: limits.max_compute_work_group_count,
+        max_shared_bytes: limits.max_compute_shared_memory_size,
+        max_push_constant_bytes: limits.max_push_constants_size,
+        subgroup_size: required_subgroup_size.unwrap_or(p11.subgroup_size),
+        required_subgroup_size,
+        total_memory,
+        multiprocessor_count,
+        pci: avail.pci.then_some(PciBusInfo {
+            domain: ppci.pci_domain,
+            bus: ppci.pci_bus,
+            device: ppci.pci_device,
+            function: ppci.pci_function,
+        }),
+        emulate_fma: true,
+        supports_f64: on(e.core.shader_float64),
+        supports_i64: on(e.core.shader_int64),
+        supports_i16: on(e.core.shader_int16),
+        supports_i8: on(e.v12.shader_int8),
+        supports_f16: on(e.v12.shader_float16),
+        supports_storage_8bit: on(e.v12.storage_buffer8_bit_access)
+            && on(e.v12.uniform_and_storage_buffer8_bit_access),
+        supports_storage_16bit: on(e.v11.storage_buffer16_bit_access),
+        supports_push_constant_8bit: on(e.v12.storage_push_constant8),
+        supports_push_constant_16bit: on(e.v11.storage_push_constant16),
+        supports_vulkan_memory_model: on(e.v12.vulkan_memory_model)
+            && on(e.v12.vulkan_memory_model_device_scope),
+        supports_scalar_block_layout: on(e.v12.scalar_block_layout),
+        supports_variable_pointers: on(e.v11.variable_pointers)
+            && on(e.v11.variable_pointers_storage_buffer),
+        supports_subgroup_extended_types: on(e.v12.shader_subgroup_extended_types),
+        supports_buffer_int64_atomics: on(e.v12.shader_buffer_int64_atomics),
+        supports_shared_int64_atomics: on(e.v12.shader_shared_int64_atomics),
+        supports_buffer_f32_atomic_add: use_af && on(af.shader_buffer_float32_atomic_add),
+        supports_shared_f32_atomic_add: use_af && on(af.shader_shared_float32_atomic_add),
+        supports_buffer_f64_atomic_add: use_af && on(af.shader_buffer_float64_atomic_add),
+        supports_shared_f64_atomic_add: use_af && on(af.shader_shared_float64_atomic_add),
+        supports_buffer_f32_atomic_min_max: use_af2 && on(af2.shader_buffer_float32_atomic_min_max),
+        supports_shared_f32_atomic_min_max: use_af2 && on(af2.shader_shared_float32_atomic_min_max),
+        supports_shader_clock: use_clock,
+        supports_subgroup_size_control: on(size_control),
+        validation: instance.validation,
+    };
+    log::info!(
+        "ptxvk: using {} ({:?}, Vulkan {}, driver {})",
+        info.name,
+        info.device_type,
+        version_string(api_version),
+        info.driver_name
+    );
+    Ok(Arc::new(Device {
+        raw,
+        queue,
+        queue_family,
+        info,
+        allocator: ManuallyDrop::new(Mutex::new(allocator)),
+        instance,
+    }))
+}

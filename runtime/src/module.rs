@@ -1,0 +1,200 @@
+//! Loaded modules ([`Module`]) and their kernels ([`Function`]): the shader
+//! module, one pipeline layout per entry, the pipeline cache, the pipelines
+//! built so far, and the module data buffer holding `.global`/`.const` variables.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use ptxvk_translator::{EntryInfo, ModuleInfo};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::memory::Buffer;
+use crate::pipeline::{
+    Pipeline, PipelineCache, PipelineKey, PipelineLayout, PipelineSource, ShaderModule,
+};
+
+/// The shared state of a [`Module`].
+pub(crate) struct ModuleInner {
+    /// Pipelines built so far (dropped first).
+    pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+    layouts: Vec<PipelineLayout>,
+    cache: PipelineCache,
+    shader: ShaderModule,
+    entry_names: Vec<CString>,
+    /// The module data buffer, when the module has variables.
+    pub(crate) data: Option<Arc<Buffer>>,
+    pub(crate) info: ModuleInfo,
+    pub(crate) device: Arc<Device>,
+}
+
+impl ModuleInner {
+    /// Creates the Vulkan objects of a translated module. `data` is the
+    /// already-initialised module data buffer, if any.
+    pub(crate) fn new(
+        device: &Arc<Device>,
+        spirv: &[u32],
+        info: ModuleInfo,
+        data: Option<Arc<Buffer>>,
+    ) -> Result<ModuleInner> {
+        let shader = ShaderModule::new(device, spirv)?;
+        let cache = PipelineCache::new(device)?;
+        let mut layouts = Vec::with_capacity(info.entries.len());
+        let mut entry_names = Vec::with_capacity(info.entries.len());
+        for e in &info.entries {
+            layouts.push(PipelineLayout::new(device, e.push_constant_bytes)?);
+            entry_names.push(CString::new(e.name.as_str()).map_err(|_| {
+                Error::InvalidValue(format!("entry name {:?} contains a NUL byte", e.name))
+            })?);
+        }
+        Ok(ModuleInner {
+            pipelines: Mutex::new(HashMap::new()),
+            layouts,
+            cache,
+            shader,
+            entry_names,
+            data,
+            info,
+            device: device.clone(),
+        })
+    }
+
+    /// Device address of the module data buffer (0 when there is none).
+    pub(crate) fn data_address(&self) -> u64 {
+        self.data.as_ref().map_or(0, |b| b.address)
+    }
+
+    /// The pipeline for `key`, built on first use.
+    pub(crate) fn pipeline(
+        &self,
+        key: &PipelineKey,
+    ) -> Result<(Arc<Pipeline>, ash::vk::PipelineLayout)> {
+        let layout = self
+            .layouts
+            .get(key.entry)
+            .ok_or_else(|| Error::InvalidValue("entry index out of range".into()))?;
+        let mut map = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = map.get(key) {
+            return Ok((p.clone(), layout.raw));
+        }
+        let src = PipelineSource {
+            shader: &self.shader,
+            layout,
+            cache: &self.cache,
+            entry_name: &self.entry_names[key.entry],
+            global_data_address: self.data_address(),
+        };
+        let p = Arc::new(Pipeline::new(&self.device, &src, key)?);
+        map.insert(*key, p.clone());
+        Ok((p, layout.raw))
+    }
+}
+
+/// A loaded PTX module. Cheap to clone; the Vulkan objects live until the last
+/// clone (and the last batch using it) is gone.
+#[derive(Clone)]
+pub struct Module(pub(crate) Arc<ModuleInner>);
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module")
+            .field("entries", &self.entry_names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Module {
+    /// The kernel named `name` (a `.entry`).
+    pub fn function(&self, name: &str) -> Option<Function> {
+        let index = self.0.info.entries.iter().position(|e| e.name == name)?;
+        Some(Function {
+            module: self.0.clone(),
+            index,
+        })
+    }
+
+    /// `(device address, size)` of the module-scope `.global` or `.const` variable `name`.
+    pub fn global(&self, name: &str) -> Option<(u64, u64)> {
+        let g = self.0.info.globals.iter().find(|g| g.name == name)?;
+        Some((self.0.data_address() + g.offset, g.size))
+    }
+
+    /// The translator's launch metadata.
+    pub fn info(&self) -> &ModuleInfo {
+        &self.0.info
+    }
+
+    /// Names of the entries, in PTX order.
+    pub fn entry_names(&self) -> Vec<String> {
+        self.0.info.entries.iter().map(|e| e.name.clone()).collect()
+    }
+}
+
+/// A kernel of a loaded [`Module`]; keeps the module alive.
+#[derive(Clone)]
+pub struct Function {
+    pub(crate) module: Arc<ModuleInner>,
+    pub(crate) index: usize,
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Function")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Function {
+    /// The entry's launch metadata (parameter layout, shared memory, ...).
+    pub fn info(&self) -> &EntryInfo {
+        &self.module.info.entries[self.index]
+    }
+
+    /// The PTX name of the entry.
+    pub fn name(&self) -> &str {
+        &self.info().name
+    }
+
+    /// The module this kernel belongs to.
+    pub fn module(&self) -> Module {
+        Module(self.module.clone())
+    }
+
+    /// Packs CUDA-style kernel arguments (one byte slice per parameter, each
+    /// exactly the parameter's size) into the parameter block
+    /// [`crate::Context::launch`] takes.
+    pub fn pack_params(&self, args: &[&[u8]]) -> Result<Vec<u8>> {
+        let info = self.info();
+        if args.len() != info.params.len() {
+            return Err(Error::InvalidValue(format!(
+                "{} takes {} parameters, got {}",
+                info.name,
+                info.params.len(),
+                args.len()
+            )));
+        }
+        let mut block = vec![0u8; info.param_bytes as usize];
+        for (p, a) in info.params.iter().zip(args) {
+            if a.len() != p.size as usize {
+                return Err(Error::InvalidValue(format!(
+                    "parameter {} of {} is {} bytes, got {}",
+                    p.name,
+                    info.name,
+                    p.size,
+                    a.len()
+                )));
+            }
+            let start = p.offset as usize;
+            let slot = block.get_mut(start..start + a.len()).ok_or_else(|| {
+                Error::InvalidValue(format!(
+                    "parameter {} lies outside the parameter block",
+                    p.name
+                ))
+            })?;
+            slot.copy_from_slice(a);
+        }
+        Ok(block)
+    }
+}

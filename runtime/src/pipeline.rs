@@ -1,0 +1,209 @@
+//! Shader modules, pipeline layouts, the pipeline cache and compute pipelines
+//! specialised per launch shape (see the specialization constants in
+//! [`ptxvk_translator::abi`]).
+
+use std::ffi::CStr;
+use std::sync::Arc;
+
+use ash::vk;
+use ptxvk_translator::abi;
+
+use crate::device::Device;
+use crate::error::{map_create, Result};
+
+/// A `VkShaderModule`.
+pub(crate) struct ShaderModule {
+    device: Arc<Device>,
+    pub(crate) raw: vk::ShaderModule,
+}
+
+impl ShaderModule {
+    pub(crate) fn new(device: &Arc<Device>, spirv: &[u32]) -> Result<Self> {
+        let info = vk::ShaderModuleCreateInfo::default().code(spirv);
+        // SAFETY: `spirv` is a complete SPIR-V module from the translator.
+        let raw = unsafe { device.raw.create_shader_module(&info, None) }.map_err(map_create)?;
+        Ok(ShaderModule {
+            device: device.clone(),
+            raw,
+        })
+    }
+}
+
+impl Drop for ShaderModule {
+    fn drop(&mut self) {
+        // SAFETY: created by this object; pipelines built from it do not need it anymore.
+        unsafe { self.device.raw.destroy_shader_module(self.raw, None) };
+    }
+}
+
+/// A `VkPipelineLayout` with one push-constant range and no descriptor sets.
+pub(crate) struct PipelineLayout {
+    device: Arc<Device>,
+    pub(crate) raw: vk::PipelineLayout,
+}
+
+impl PipelineLayout {
+    pub(crate) fn new(device: &Arc<Device>, push_constant_bytes: u32) -> Result<Self> {
+        let ranges = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .offset(0)
+            .size(push_constant_bytes)];
+        let ranges: &[vk::PushConstantRange] = if push_constant_bytes == 0 {
+            &[]
+        } else {
+            &ranges
+        };
+        let info = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(ranges);
+        // SAFETY: valid create info; destroyed in Drop after every pipeline using it.
+        let raw = unsafe { device.raw.create_pipeline_layout(&info, None) }.map_err(map_create)?;
+        Ok(PipelineLayout {
+            device: device.clone(),
+            raw,
+        })
+    }
+}
+
+impl Drop for PipelineLayout {
+    fn drop(&mut self) {
+        // SAFETY: created by this object; command buffers using it have completed
+        // (their batch holds the owning module alive).
+        unsafe { self.device.raw.destroy_pipeline_layout(self.raw, None) };
+    }
+}
+
+/// A `VkPipelineCache`.
+pub(crate) struct PipelineCache {
+    device: Arc<Device>,
+    pub(crate) raw: vk::PipelineCache,
+}
+
+impl PipelineCache {
+    pub(crate) fn new(device: &Arc<Device>) -> Result<Self> {
+        let info = vk::PipelineCacheCreateInfo::default();
+        // SAFETY: valid (empty) create info.
+        let raw = unsafe { device.raw.create_pipeline_cache(&info, None) }.map_err(map_create)?;
+        Ok(PipelineCache {
+            device: device.clone(),
+            raw,
+        })
+    }
+}
+
+impl Drop for PipelineCache {
+    fn drop(&mut self) {
+        // SAFETY: created by this object; no pipeline creation is in progress
+        // (creation happens under the owning module's lock, which we own).
+        unsafe { self.device.raw.destroy_pipeline_cache(self.raw, None) };
+    }
+}
+
+/// What a compute pipeline is specialised for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PipelineKey {
+    /// Index of the entry in the module.
+    pub(crate) entry: usize,
+    /// Padded workgroup size ([`abi::padded_block_threads`]).
+    pub(crate) workgroup_size: u32,
+    /// The CUDA block shape.
+    pub(crate) ntid: [u32; 3],
+    /// [`abi::shared_words`] of the launch.
+    pub(crate) shared_words: u32,
+}
+
+/// A compute `VkPipeline`.
+pub(crate) struct Pipeline {
+    device: Arc<Device>,
+    pub(crate) raw: vk::Pipeline,
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        // SAFETY: created by this object; batches using it keep its module alive.
+        unsafe { self.device.raw.destroy_pipeline(self.raw, None) };
+    }
+}
+
+/// Everything a pipeline is built from.
+pub(crate) struct PipelineSource<'a> {
+    pub(crate) shader: &'a ShaderModule,
+    pub(crate) layout: &'a PipelineLayout,
+    pub(crate) cache: &'a PipelineCache,
+    pub(crate) entry_name: &'a CStr,
+    pub(crate) global_data_address: u64,
+}
+
+/// Byte layout of the specialization data: five u32 then the u64 address at 24.
+const SPEC_DATA_BYTES: usize = 32;
+const SPEC_ADDRESS_OFFSET: u32 = 24;
+
+impl Pipeline {
+    pub(crate) fn new(
+        device: &Arc<Device>,
+        src: &PipelineSource<'_>,
+        key: &PipelineKey,
+    ) -> Result<Self> {
+        let mut data = [0u8; SPEC_DATA_BYTES];
+        let words = [
+            key.workgroup_size,
+            key.ntid[0],
+            key.ntid[1],
+            key.ntid[2],
+            key.shared_words,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            data[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        let a = SPEC_ADDRESS_OFFSET as usize;
+        data[a..a + 8].copy_from_slice(&src.global_data_address.to_le_bytes());
+        let u32_entry = |id: u32, offset: u32| {
+            vk::SpecializationMapEntry::default()
+                .constant_id(id)
+                .offset(offset)
+                .size(4)
+        };
+        let entries = [
+            u32_entry(abi::SPEC_WORKGROUP_SIZE_X, 0),
+            u32_entry(abi::SPEC_NTID_X, 4),
+            u32_entry(abi::SPEC_NTID_Y, 8),
+            u32_entry(abi::SPEC_NTID_Z, 12),
+            u32_entry(abi::SPEC_SHARED_WORDS, 16),
+            vk::SpecializationMapEntry::default()
+                .constant_id(abi::SPEC_GLOBAL_DATA_ADDRESS)
+                .offset(SPEC_ADDRESS_OFFSET)
+                .size(8),
+        ];
+        let spec = vk::SpecializationInfo::default()
+            .map_entries(&entries)
+            .data(&data);
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default();
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(src.shader.raw)
+            .name(src.entry_name)
+            .specialization_info(&spec);
+        if let Some(size) = device.info.required_subgroup_size {
+            if key.workgroup_size.is_multiple_of(size) {
+                required = required.required_subgroup_size(size);
+                stage = stage
+                    .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
+                    .push_next(&mut required);
+            }
+        }
+        let info = [vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(src.layout.raw)];
+        // SAFETY: every handle in `info` is live; the specialization data
+        // matches the map entries; the entry point exists in the module.
+        let raw = unsafe {
+            device
+                .raw
+                .create_compute_pipelines(src.cache.raw, &info, None)
+        }
+        .map_err(|(_, e)| map_create(e))?;
+        let raw = raw.first().copied().unwrap_or_default();
+        Ok(Pipeline {
+            device: device.clone(),
+            raw,
+        })
+    }
+}

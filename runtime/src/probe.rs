@@ -1,0 +1,81 @@
+//! The fused-multiply-add probe run at context creation.
+//!
+//! Vulkan lets `Fma` be a multiply followed by an add; PTX `fma.rn` is always
+//! fused. A one-thread kernel computes `fma(a, a, c)` with `a = 1 + 2^-12`,
+//! `c = -1`: fused gives `2^-11 + 2^-24`, unfused `2^-11`. Modules loaded on a
+//! device whose `Fma` does not fuse are translated with an exact emulation.
+
+use crate::context::ContextInner;
+use crate::error::Result;
+
+const PROBE_PTX: &str = ".version 7.0\n.target sm_80\n.address_size 64\n\
+.visible .entry probe(.param .u64 out, .param .f32 a, .param .f32 c)\n{\n\
+\t.reg .b64 %rd<2>;\n\t.reg .f32 %f<4>;\n\
+\tld.param.u64 %rd1, [out];\n\tld.param.f32 %f1, [a];\n\tld.param.f32 %f2, [c];\n\
+\tfma.rn.f32 %f3, %f1, %f1, %f2;\n\tst.global.f32 [%rd1], %f3;\n\tret;\n}\n";
+
+/// `a = 1 + 2^-12`.
+const A_BITS: u32 = 0x3F80_0800;
+/// `c = -1`.
+const C: f32 = -1.0;
+
+/// The correctly rounded `fma(a, a, c)`: the exact product fits an f64, so
+/// one rounding to f32 at the end is exact.
+pub(crate) fn fused_result() -> f32 {
+    let a = f32::from_bits(A_BITS) as f64;
+    (a * a + C as f64) as f32
+}
+
+/// Whether modules must emulate `fma` on this device. Any failure (the
+/// translator cannot handle the probe yet, a Vulkan error) answers `true`,
+/// which is always correct, only slower.
+pub(crate) fn needs_fma_emulation(ctx: &ContextInner) -> bool {
+    match run_probe(ctx) {
+        Ok(bits) => {
+            let fused = bits == fused_result().to_bits();
+            log::info!(
+                "ptxvk: fma probe on {} gave {bits:#010x}: {}",
+                ctx.info().name,
+                if fused {
+                    "fused, no emulation"
+                } else {
+                    "not fused, emulating fma"
+                }
+            );
+            !fused
+        }
+        Err(e) => {
+            log::info!("ptxvk: fma probe failed ({e}); emulating fma");
+            true
+        }
+    }
+}
+
+fn run_probe(ctx: &ContextInner) -> Result<u32> {
+    let module = ctx.load_module(PROBE_PTX, "fma-probe.ptx", false)?;
+    let f = module
+        .function("probe")
+        .ok_or_else(|| crate::Error::NotFound("probe entry".into()))?;
+    let out = ctx.alloc(4)?;
+    let result = (|| {
+        let params =
+            f.pack_params(&[&out.to_le_bytes(), &A_BITS.to_le_bytes(), &C.to_le_bytes()])?;
+        ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params)?;
+        let mut bytes = [0u8; 4];
+        ctx.copy_dtoh(&mut bytes, out)?;
+        Ok(u32::from_le_bytes(bytes))
+    })();
+    ctx.free(out)?;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fused_result_is_exact() {
+        let expected = 2f32.powi(-11) + 2f32.powi(-24);
+        assert_eq!(super::fused_result(), expected);
+        assert_eq!(super::fused_result().to_bits(), 0x3A00_0400);
+        assert_eq!(2f32.powi(-11).to_bits(), 0x3A00_0000);
+    }
+}

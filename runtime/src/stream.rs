@@ -1,0 +1,227 @@
+//! The in-order command stream: commands are recorded into one command buffer
+//! and submitted at synchronisation points, with a memory barrier between
+//! consecutive commands so each sees the previous one's writes (CUDA's
+//! stream semantics).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::device::Device;
+use crate::error::{map_create, map_queue, Error, Result};
+use crate::memory::{UploadArena, ARENA_FLUSH_BYTES};
+
+/// Commands recorded before a batch is submitted even without a sync point.
+const MAX_BATCH_COMMANDS: u32 = 4096;
+
+/// Anything that must outlive the batch that uses it.
+pub(crate) type KeepAlive = Arc<dyn Any + Send + Sync>;
+
+/// One queue's worth of batched work.
+pub(crate) struct Stream {
+    device: Arc<Device>,
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    recording: bool,
+    commands: u32,
+    keep_alive: Vec<KeepAlive>,
+    /// Staging memory used by the batch being recorded.
+    pub(crate) arena: UploadArena,
+    /// Set once submitted work failed; every later call fails.
+    failed: Option<String>,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            log::error!("finishing queued work failed: {e}");
+        }
+        // SAFETY: the batch has completed (or the device is lost, when waiting
+        // idle is all that can be done); the pool and fence belong to us.
+        unsafe {
+            let _ = self.device.raw.queue_wait_idle(self.device.queue);
+            self.device.raw.destroy_fence(self.fence, None);
+            self.device.raw.destroy_command_pool(self.pool, None);
+        }
+    }
+}
+
+impl Stream {
+    pub(crate) fn new(device: &Arc<Device>) -> Result<Stream> {
+        let pool_info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(device.queue_family)
+            .flags(vk::CommandPoolCreateFlags::TRANSIENT);
+        // SAFETY: valid create info for a queue family of this device.
+        let pool =
+            unsafe { device.raw.create_command_pool(&pool_info, None) }.map_err(map_create)?;
+        let alloc_info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: `pool` is live.
+        let cmd = match unsafe { device.raw.allocate_command_buffers(&alloc_info) } {
+            Ok(v) => v.first().copied().unwrap_or_default(),
+            Err(e) => {
+                // SAFETY: nothing else uses the pool.
+                unsafe { device.raw.destroy_command_pool(pool, None) };
+                return Err(map_create(e));
+            }
+        };
+        // SAFETY: valid create info.
+        let fence = match unsafe {
+            device
+                .raw
+                .create_fence(&vk::FenceCreateInfo::default(), None)
+        } {
+            Ok(f) => f,
+            Err(e) => {
+                // SAFETY: nothing else uses the pool.
+                unsafe { device.raw.destroy_command_pool(pool, None) };
+                return Err(map_create(e));
+            }
+        };
+        Ok(Stream {
+            device: device.clone(),
+            pool,
+            cmd,
+            fence,
+            recording: false,
+            commands: 0,
+            keep_alive: Vec::new(),
+            arena: UploadArena::default(),
+            failed: None,
+        })
+    }
+
+    /// Fails if earlier work failed.
+    pub(crate) fn check(&self) -> Result<()> {
+        match &self.failed {
+            Some(msg) => Err(Error::LaunchFailed(msg.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether commands are recorded but not yet submitted.
+    pub(crate) fn has_pending(&self) -> bool {
+        self.recording
+    }
+
+    /// Submits early when the batch is large; call before staging memory for a command.
+    pub(crate) fn maybe_flush(&mut self) -> Result<()> {
+        if self.commands >= MAX_BATCH_COMMANDS || self.arena.used >= ARENA_FLUSH_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Starts a command: the command buffer to record it into, after a barrier
+    /// that orders it behind the previous command.
+    pub(crate) fn begin_command(&mut self) -> Result<vk::CommandBuffer> {
+        self.check()?;
+        let d = &self.device.raw;
+        if !self.recording {
+            // SAFETY: the previous batch has completed (flush waited for it),
+            // so the pool's command buffer may be reset and re-recorded.
+            unsafe {
+                d.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty())
+                    .map_err(map_create)?;
+                d.begin_command_buffer(
+                    self.cmd,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                )
+                .map_err(map_create)?;
+            }
+            self.recording = true;
+        } else if self.commands > 0 {
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(
+                    vk::AccessFlags::SHADER_READ
+                        | vk::AccessFlags::SHADER_WRITE
+                        | vk::AccessFlags::TRANSFER_READ
+                        | vk::AccessFlags::TRANSFER_WRITE,
+                );
+            let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+            // SAFETY: `cmd` is recording.
+            unsafe {
+                d.cmd_pipeline_barrier(
+                    self.cmd,
+                    stages,
+                    stages,
+                    vk::DependencyFlags::empty(),
+                    &[barrier],
+                    &[],
+                    &[],
+                )
+            };
+        }
+        self.commands += 1;
+        Ok(self.cmd)
+    }
+
+    /// Keeps `object` alive until the current batch completes.
+    pub(crate) fn keep(&mut self, object: KeepAlive) {
+        self.keep_alive.push(object);
+    }
+
+    /// Submits the recorded batch and waits for it.
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        self.check()?;
+        if !self.recording {
+            return Ok(());
+        }
+        self.recording = false;
+        self.commands = 0;
+        let result = self.submit_and_wait();
+        // The batch is over (or failed): release what it used.
+        self.keep_alive.clear();
+        self.arena.reset();
+        if let Err(e) = &result {
+            if matches!(e, Error::LaunchFailed(_)) {
+                self.failed = Some(e.to_string());
+            }
+        }
+        result
+    }
+
+    fn submit_and_wait(&mut self) -> Result<()> {
+        let d = &self.device.raw;
+        let to_host = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::HOST_READ);
+        let cmds = [self.cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+        // SAFETY: `cmd` is recording and owned by us; the queue is used only
+        // under the context lock that guards this stream; the fence is unsignaled.
+        unsafe {
+            d.cmd_pipeline_barrier(
+                self.cmd,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[to_host],
+                &[],
+                &[],
+            );
+            d.end_command_buffer(self.cmd).map_err(map_create)?;
+            d.queue_submit(self.device.queue, &submit, self.fence)
+                .map_err(map_queue)?;
+            let waited = d
+                .wait_for_fences(&[self.fence], true, u64::MAX)
+                .map_err(map_queue);
+            if let Err(e) = waited {
+                // Do not reuse resources the device may still touch.
+                let _ = d.queue_wait_idle(self.device.queue);
+                return Err(match e {
+                    Error::LaunchFailed(m) => Error::LaunchFailed(m),
+                    other => other,
+                });
+            }
+            d.reset_fences(&[self.fence]).map_err(map_queue)?;
+        }
+        Ok(())
+    }
+}
