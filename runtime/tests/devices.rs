@@ -23,7 +23,7 @@ fn enumerate_and_select() {
         Err(Error::InvalidValue(_))
     ));
     let info = ctx.info();
-    assert!(info.max_threads_per_block >= 128 && info.max_threads_per_block % 32 == 0);
+    assert!(info.max_threads_per_block >= 128 && info.max_threads_per_block.is_multiple_of(32));
     assert_eq!(info.max_grid_dim, [i32::MAX as u32, 65535, 65535]);
     assert!(info.max_shared_bytes >= 16384);
     assert!(info.max_push_constant_bytes >= 128);
