@@ -1,1 +1,34 @@
-//! libcuda shim (in progress).
+//! `libcuda.so.1`: the CUDA driver API on the ptxvk runtime.
+//!
+//! Programs and frameworks that speak the driver API (`cuda.h`, numba-cuda,
+//! cuda-python) load this library in place of NVIDIA's driver; their PTX is
+//! translated to SPIR-V and runs on any Vulkan 1.2 device.
+//!
+//! Layers, outside in:
+//! - [`api`]: the exported `extern "C"` functions, generated from one list;
+//!   each runs its implementation under [`result::guard`].
+//! - Implementations by concern, each validating its arguments and handles
+//!   first: [`device`], [`context`], [`module`] (with [`jit`] options),
+//!   [`memory`], [`launch`], [`stream`].
+//! - Shared plumbing: [`result`] (`CUresult` codes), [`ffi`] (checked pointer
+//!   access), [`handles`] (registries of live objects), [`driver`] (global
+//!   state).
+//! - Below: [`ptxvk_runtime`], which owns everything Vulkan.
+//!
+//! # Environment
+//! - `PTXVK_CC`: compute capability to report, e.g. `8.6` (default `8.0`).
+//! - `PTXVK_TRACE=1`: report every failing call on stderr with its reason.
+//! - `PTXVK_DEVICE`: which Vulkan device is ordinal 0 (see the runtime).
+
+pub mod api;
+pub mod context;
+pub mod device;
+pub mod driver;
+pub mod ffi;
+pub mod handles;
+pub mod jit;
+pub mod launch;
+pub mod memory;
+pub mod module;
+pub mod result;
+pub mod stream;

@@ -1,0 +1,338 @@
+//! Contexts: `CUcontext` objects, each host thread's context stack, and the
+//! per-device primary context.
+//!
+//! A context owns the allocations made and the modules loaded while it was
+//! current; destroying it (or releasing a primary context for the last time)
+//! frees them. All contexts of a device share the device's runtime context.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::ffi::{c_int, c_uint};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::driver::{self, Device};
+use crate::ffi::{write_opt, write_out, CUdevice, Handle};
+use crate::handles::Registry;
+use crate::result::{CuError, CuResult};
+
+/// A `CUcontext`.
+pub struct ContextObj {
+    /// The device it belongs to.
+    pub device: &'static Device,
+    /// The device's runtime context.
+    pub runtime: ptxvk_runtime::Context,
+    /// Whether this is the device's primary context.
+    pub primary: bool,
+    /// The flags it was created with.
+    pub flags: c_uint,
+    owned: Mutex<Owned>,
+}
+
+/// What a context releases when it goes.
+#[derive(Default)]
+pub struct Owned {
+    /// Device allocations (`cuMemAlloc`).
+    pub allocations: BTreeSet<u64>,
+    /// Module handles (`cuModuleLoad*`), as addresses.
+    pub modules: BTreeSet<usize>,
+}
+
+impl ContextObj {
+    /// What this context owns, locked.
+    pub fn owned(&self) -> MutexGuard<'_, Owned> {
+        self.owned.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Live contexts.
+pub static CONTEXTS: Registry<ContextObj> = Registry::new();
+
+/// The primary context of a device: its handle while active, and the
+/// retain count.
+#[derive(Default)]
+pub struct PrimaryState {
+    handle: Option<usize>,
+    refcount: u32,
+    flags: c_uint,
+}
+
+thread_local! {
+    /// This thread's context stack; the last entry is the current context.
+    static STACK: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+fn stack_top() -> Option<usize> {
+    STACK.with(|s| s.borrow().last().copied())
+}
+
+/// The calling thread's current context.
+///
+/// `CUDA_ERROR_NOT_INITIALIZED` before `cuInit`; `CUDA_ERROR_INVALID_CONTEXT`
+/// when no context is current or the current one has been destroyed.
+pub fn current() -> CuResult<Arc<ContextObj>> {
+    driver::driver()?;
+    let top = stack_top().ok_or_else(|| {
+        CuError::CUDA_ERROR_INVALID_CONTEXT.because("no context is current on this thread")
+    })?;
+    CONTEXTS.get(top as Handle).ok_or_else(|| {
+        CuError::CUDA_ERROR_INVALID_CONTEXT.because("the current context has been destroyed")
+    })
+}
+
+/// The live context `ctx`; `CUDA_ERROR_INVALID_CONTEXT` otherwise (the
+/// driver reports bad context handles as invalid contexts).
+pub fn lookup(ctx: Handle) -> CuResult<Arc<ContextObj>> {
+    driver::driver()?;
+    CONTEXTS.get(ctx).ok_or_else(|| {
+        CuError::CUDA_ERROR_INVALID_CONTEXT.because(format!("{ctx:p} is not a live context"))
+    })
+}
+
+fn new_context(device: &'static Device, primary: bool, flags: c_uint) -> CuResult<Handle> {
+    let runtime = device.runtime()?.clone();
+    let obj = Arc::new(ContextObj {
+        device,
+        runtime,
+        primary,
+        flags,
+        owned: Mutex::new(Owned::default()),
+    });
+    Ok(CONTEXTS.insert(obj))
+}
+
+/// Frees everything `ctx` owns: waits for the device, unloads its modules
+/// and frees its allocations.
+fn release_resources(ctx: &ContextObj) {
+    let _ = ctx.runtime.synchronize();
+    let owned = std::mem::take(&mut *ctx.owned());
+    for module in owned.modules {
+        crate::module::forget(module as Handle);
+    }
+    for addr in owned.allocations {
+        let _ = ctx.runtime.free(addr);
+    }
+}
+
+/// `cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)`:
+/// creates a context and makes it current (pushes it on this thread's stack).
+///
+/// # Safety
+/// `pctx` is NULL or writable.
+pub unsafe fn ctx_create(pctx: *mut Handle, flags: c_uint, dev: CUdevice) -> CuResult<()> {
+    let device = driver::device(dev)?;
+    if pctx.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pctx is NULL"));
+    }
+    let handle = new_context(device, false, flags)?;
+    STACK.with(|s| s.borrow_mut().push(handle as usize));
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(pctx, handle) }
+}
+
+/// `cuCtxDestroy_v2(CUcontext ctx)`: frees what the context owns; it is popped
+/// from this thread's stack if there. A primary context cannot be destroyed
+/// this way (`CUDA_ERROR_INVALID_CONTEXT`; use `cuDevicePrimaryCtxRelease`).
+pub fn ctx_destroy(ctx: Handle) -> CuResult<()> {
+    let obj = lookup(ctx)?;
+    if obj.primary {
+        return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because(
+            "a primary context is released with cuDevicePrimaryCtxRelease, not destroyed",
+        ));
+    }
+    CONTEXTS.remove(ctx);
+    STACK.with(|s| s.borrow_mut().retain(|&c| c != ctx as usize));
+    release_resources(&obj);
+    Ok(())
+}
+
+/// `cuCtxGetCurrent(CUcontext *pctx)`: NULL when no context is current.
+///
+/// # Safety
+/// `pctx` is NULL or writable.
+pub unsafe fn ctx_get_current(pctx: *mut Handle) -> CuResult<()> {
+    driver::driver()?;
+    let top = stack_top().map_or(std::ptr::null_mut(), |c| c as Handle);
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(pctx, top) }
+}
+
+/// `cuCtxSetCurrent(CUcontext ctx)`: replaces the top of the stack; NULL pops.
+pub fn ctx_set_current(ctx: Handle) -> CuResult<()> {
+    driver::driver()?;
+    if ctx.is_null() {
+        STACK.with(|s| s.borrow_mut().pop());
+        return Ok(());
+    }
+    lookup(ctx)?;
+    STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        s.pop();
+        s.push(ctx as usize);
+    });
+    Ok(())
+}
+
+/// `cuCtxPushCurrent_v2(CUcontext ctx)`.
+pub fn ctx_push_current(ctx: Handle) -> CuResult<()> {
+    lookup(ctx)?;
+    STACK.with(|s| s.borrow_mut().push(ctx as usize));
+    Ok(())
+}
+
+/// `cuCtxPopCurrent_v2(CUcontext *pctx)`: `pctx` may be NULL.
+/// `CUDA_ERROR_INVALID_CONTEXT` when the stack is empty.
+///
+/// # Safety
+/// `pctx` is NULL or writable.
+pub unsafe fn ctx_pop_current(pctx: *mut Handle) -> CuResult<()> {
+    driver::driver()?;
+    let popped = STACK
+        .with(|s| s.borrow_mut().pop())
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because("the context stack is empty"))?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_opt(pctx, popped as Handle) };
+    Ok(())
+}
+
+/// `cuCtxGetDevice(CUdevice *device)`.
+///
+/// # Safety
+/// `device` is NULL or writable.
+pub unsafe fn ctx_get_device(device: *mut CUdevice) -> CuResult<()> {
+    let ctx = current()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(device, ctx.device.ordinal) }
+}
+
+/// `cuCtxGetFlags(unsigned int *flags)`.
+///
+/// # Safety
+/// `flags` is NULL or writable.
+pub unsafe fn ctx_get_flags(flags: *mut c_uint) -> CuResult<()> {
+    let ctx = current()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(flags, ctx.flags) }
+}
+
+/// `cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)`: 3020, the
+/// version of the `_v2` context API every current program uses. A NULL `ctx`
+/// means the current context.
+///
+/// # Safety
+/// `version` is NULL or writable.
+pub unsafe fn ctx_get_api_version(ctx: Handle, version: *mut c_uint) -> CuResult<()> {
+    if ctx.is_null() {
+        current()?;
+    } else {
+        lookup(ctx)?;
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(version, 3020) }
+}
+
+/// `cuCtxSynchronize()`: waits for all work of the current context.
+pub fn ctx_synchronize() -> CuResult<()> {
+    let ctx = current()?;
+    ctx.runtime.synchronize()?;
+    Ok(())
+}
+
+fn primary_state(device: &Device) -> MutexGuard<'_, PrimaryState> {
+    device.primary.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)`.
+///
+/// # Safety
+/// `pctx` is NULL or writable.
+pub unsafe fn primary_retain(pctx: *mut Handle, dev: CUdevice) -> CuResult<()> {
+    let device = driver::device(dev)?;
+    if pctx.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pctx is NULL"));
+    }
+    let mut state = primary_state(device);
+    let handle = match state.handle {
+        Some(h) => h as Handle,
+        None => {
+            let flags = state.flags;
+            let h = new_context(device, true, flags)?;
+            state.handle = Some(h as usize);
+            h
+        }
+    };
+    state.refcount += 1;
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(pctx, handle) }
+}
+
+/// `cuDevicePrimaryCtxRelease_v2(CUdevice dev)`: at the last release the
+/// primary context is destroyed (its allocations and modules freed).
+/// `CUDA_ERROR_INVALID_CONTEXT` if it is not active.
+pub fn primary_release(dev: CUdevice) -> CuResult<()> {
+    let device = driver::device(dev)?;
+    let mut state = primary_state(device);
+    if state.refcount == 0 {
+        return Err(
+            CuError::CUDA_ERROR_INVALID_CONTEXT.because("the primary context is not retained")
+        );
+    }
+    state.refcount -= 1;
+    if state.refcount == 0 {
+        if let Some(h) = state.handle.take() {
+            if let Some(obj) = CONTEXTS.remove(h as Handle) {
+                release_resources(&obj);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `cuDevicePrimaryCtxReset_v2(CUdevice dev)`: destroys the primary
+/// context's resources now; the handle stays valid while retained.
+pub fn primary_reset(dev: CUdevice) -> CuResult<()> {
+    let device = driver::device(dev)?;
+    let state = primary_state(device);
+    if let Some(h) = state.handle {
+        if let Some(obj) = CONTEXTS.get(h as Handle) {
+            release_resources(&obj);
+        }
+    }
+    Ok(())
+}
+
+/// `cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)`.
+///
+/// # Safety
+/// `flags` and `active` are NULL or writable.
+pub unsafe fn primary_get_state(
+    dev: CUdevice,
+    flags: *mut c_uint,
+    active: *mut c_int,
+) -> CuResult<()> {
+    let device = driver::device(dev)?;
+    if flags.is_null() || active.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("flags or active is NULL"));
+    }
+    let state = primary_state(device);
+    // SAFETY: both checked non-null; writable per the caller.
+    unsafe {
+        write_out(flags, state.flags)?;
+        write_out(active, c_int::from(state.handle.is_some()))
+    }
+}
+
+/// `cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)`: the
+/// scheduling flags are recorded and reported back; they change nothing.
+pub fn primary_set_flags(dev: CUdevice, flags: c_uint) -> CuResult<()> {
+    let device = driver::device(dev)?;
+    // CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_COREDUMP_ENABLE |
+    // CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS
+    const KNOWN: c_uint = 0x07 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80;
+    if flags & !KNOWN != 0 {
+        return Err(
+            CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown context flags {flags:#x}"))
+        );
+    }
+    primary_state(device).flags = flags;
+    Ok(())
+}

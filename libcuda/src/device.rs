@@ -1,0 +1,243 @@
+//! Device queries: `cuInit`, `cuDriverGetVersion`, `cuDeviceGet*` and the
+//! `CUdevice_attribute` table.
+
+use std::ffi::{c_char, c_int, c_uint};
+
+use ptxvk_runtime::{DeviceInfo, DeviceType};
+
+use crate::driver::{self, Device, DRIVER_VERSION};
+use crate::ffi::{copy_c_string, write_out, CUdevice};
+use crate::result::{CuError, CuResult};
+
+/// `cuInit(Flags)`. "CUDA_ERROR_INVALID_VALUE: Flags must be 0."
+pub fn init(flags: c_uint) -> CuResult<()> {
+    if flags != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("cuInit flags must be 0"));
+    }
+    driver::init()
+}
+
+/// `cuDriverGetVersion(int *driverVersion)`; works before `cuInit`.
+///
+/// # Safety
+/// `version` is NULL or writable.
+pub unsafe fn driver_get_version(version: *mut c_int) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(version, DRIVER_VERSION) }
+}
+
+/// `cuDeviceGet(CUdevice *device, int ordinal)`.
+///
+/// # Safety
+/// `device` is NULL or writable.
+pub unsafe fn device_get(device: *mut CUdevice, ordinal: c_int) -> CuResult<()> {
+    let d = driver::device(ordinal)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(device, d.ordinal) }
+}
+
+/// `cuDeviceGetCount(int *count)`.
+///
+/// # Safety
+/// `count` is NULL or writable.
+pub unsafe fn device_get_count(count: *mut c_int) -> CuResult<()> {
+    let n = driver::driver()?.devices.len();
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(count, c_int::try_from(n).unwrap_or(c_int::MAX)) }
+}
+
+/// `cuDeviceGetName(char *name, int len, CUdevice dev)`: the Vulkan device
+/// name, truncated to `len - 1` bytes and NUL-terminated.
+///
+/// # Safety
+/// `name` is NULL or valid for writing `len` bytes.
+pub unsafe fn device_get_name(name: *mut c_char, len: c_int, dev: CUdevice) -> CuResult<()> {
+    let d = driver::device(dev)?;
+    if name.is_null() || len <= 0 {
+        return Err(
+            CuError::CUDA_ERROR_INVALID_VALUE.because("name is NULL or len is not positive")
+        );
+    }
+    // SAFETY: `name` holds `len` writable bytes per the caller.
+    unsafe { copy_c_string(name, len as usize, d.desc.name.as_bytes()) };
+    Ok(())
+}
+
+/// `cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)`: the largest
+/// device-local heap.
+///
+/// # Safety
+/// `bytes` is NULL or writable.
+pub unsafe fn device_total_mem(bytes: *mut usize, dev: CUdevice) -> CuResult<()> {
+    let d = driver::device(dev)?;
+    if bytes.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("bytes is NULL"));
+    }
+    let total = d.runtime()?.info().total_memory;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(bytes, usize::try_from(total).unwrap_or(usize::MAX)) }
+}
+
+/// `cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)` (and `_v2`): the Vulkan
+/// `deviceUUID`.
+///
+/// # Safety
+/// `uuid` is NULL or valid for writing 16 bytes.
+pub unsafe fn device_get_uuid(uuid: *mut [u8; 16], dev: CUdevice) -> CuResult<()> {
+    let d = driver::device(dev)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(uuid, d.desc.uuid) }
+}
+
+/// `cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)`
+/// (deprecated in CUDA, still used).
+///
+/// # Safety
+/// `major` and `minor` are NULL or writable.
+pub unsafe fn device_compute_capability(
+    major: *mut c_int,
+    minor: *mut c_int,
+    dev: CUdevice,
+) -> CuResult<()> {
+    driver::device(dev)?;
+    if major.is_null() || minor.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("major or minor is NULL"));
+    }
+    let (ma, mi) = driver::driver()?.compute_capability;
+    // SAFETY: both checked non-null; writable per the caller.
+    unsafe {
+        write_out(major, ma)?;
+        write_out(minor, mi)
+    }
+}
+
+/// `cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)`:
+/// `domain:bus:device.function`, all zero when Vulkan does not say.
+///
+/// # Safety
+/// `bus_id` is NULL or valid for writing `len` bytes.
+pub unsafe fn device_get_pci_bus_id(
+    bus_id: *mut c_char,
+    len: c_int,
+    dev: CUdevice,
+) -> CuResult<()> {
+    let d = driver::device(dev)?;
+    if bus_id.is_null() || len <= 0 {
+        return Err(
+            CuError::CUDA_ERROR_INVALID_VALUE.because("pciBusId is NULL or len is not positive")
+        );
+    }
+    let text = match d.runtime()?.info().pci {
+        Some(p) => format!(
+            "{:08X}:{:02X}:{:02X}.{:X}",
+            p.domain, p.bus, p.device, p.function
+        ),
+        None => "00000000:00:00.0".to_string(),
+    };
+    // SAFETY: `bus_id` holds `len` writable bytes per the caller.
+    unsafe { copy_c_string(bus_id, len as usize, text.as_bytes()) };
+    Ok(())
+}
+
+/// `cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)`.
+///
+/// # Safety
+/// `pi` is NULL or writable.
+pub unsafe fn device_get_attribute(pi: *mut c_int, attrib: c_int, dev: CUdevice) -> CuResult<()> {
+    let d = driver::device(dev)?;
+    if pi.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pi is NULL"));
+    }
+    let value = attribute(d, attrib)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(pi, value) }
+}
+
+/// Largest `CUdevice_attribute` value this library answers (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID`).
+const LAST_KNOWN_ATTRIBUTE: c_int = 134;
+
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
+pub const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
+pub const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 76;
+
+/// Shared memory a CUDA block gets without opting in (48 KiB on every NVIDIA GPU).
+pub const DEFAULT_SHARED_PER_BLOCK: u32 = 48 * 1024;
+
+/// Shared memory per block without opting in: 48 KiB, or less if the device has less.
+pub fn shared_per_block(info: &DeviceInfo) -> u32 {
+    info.max_shared_bytes.min(DEFAULT_SHARED_PER_BLOCK)
+}
+
+fn to_int(v: impl TryInto<c_int>) -> c_int {
+    v.try_into().unwrap_or(c_int::MAX)
+}
+
+/// The value of `CUdevice_attribute` `attrib` (numbering of `cuda.h`).
+///
+/// Limits come from the Vulkan device; features this library does not offer
+/// (textures, managed memory, cooperative launch, ...) report 0; other
+/// properties that Vulkan does not expose report typical values of an sm_80
+/// part. An attribute number outside the known range is
+/// `CUDA_ERROR_INVALID_VALUE`.
+fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
+    if attrib == ATTR_COMPUTE_CAPABILITY_MAJOR || attrib == ATTR_COMPUTE_CAPABILITY_MINOR {
+        let (ma, mi) = driver::driver()?.compute_capability;
+        return Ok(if attrib == ATTR_COMPUTE_CAPABILITY_MAJOR {
+            ma
+        } else {
+            mi
+        });
+    }
+    if !(1..=LAST_KNOWN_ATTRIBUTE).contains(&attrib) {
+        return Err(
+            CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown device attribute {attrib}"))
+        );
+    }
+    let info = d.runtime()?.info();
+    let pci = info.pci;
+    let v = match attrib {
+        1 => to_int(info.max_threads_per_block), // MAX_THREADS_PER_BLOCK
+        2..=4 => to_int(info.max_block_dim[(attrib - 2) as usize]), // MAX_BLOCK_DIM_X/Y/Z
+        5..=7 => to_int(info.max_grid_dim[(attrib - 5) as usize]), // MAX_GRID_DIM_X/Y/Z
+        8 => to_int(shared_per_block(info)),     // MAX_SHARED_MEMORY_PER_BLOCK
+        9 => 65536,                              // TOTAL_CONSTANT_MEMORY
+        10 => 32,                                // WARP_SIZE
+        11 => c_int::MAX,                        // MAX_PITCH
+        12 => 65536,                             // MAX_REGISTERS_PER_BLOCK
+        13 => 1_410_000,                         // CLOCK_RATE (kHz)
+        14 => 512,                               // TEXTURE_ALIGNMENT
+        15 => 1,                                 // GPU_OVERLAP
+        16 => to_int(info.multiprocessor_count.max(1)), // MULTIPROCESSOR_COUNT
+        17 => 0,                                 // KERNEL_EXEC_TIMEOUT
+        18 => c_int::from(info.device_type == DeviceType::IntegratedGpu), // INTEGRATED
+        19 => 0,                                 // CAN_MAP_HOST_MEMORY
+        20 => 0,                                 // COMPUTE_MODE (default)
+        30 => 512,                               // SURFACE_ALIGNMENT
+        31 => 1,                                 // CONCURRENT_KERNELS
+        32 => 0,                                 // ECC_ENABLED
+        33 => pci.map_or(0, |p| to_int(p.bus)),  // PCI_BUS_ID
+        34 => pci.map_or(0, |p| to_int(p.device)), // PCI_DEVICE_ID
+        35 => 0,                                 // TCC_DRIVER
+        36 => 1_215_000,                         // MEMORY_CLOCK_RATE (kHz)
+        37 => 256,                               // GLOBAL_MEMORY_BUS_WIDTH
+        38 => 4 * 1024 * 1024,                   // L2_CACHE_SIZE
+        39 => 2048,                              // MAX_THREADS_PER_MULTIPROCESSOR
+        40 => 1,                                 // ASYNC_ENGINE_COUNT
+        41 => 1,                                 // UNIFIED_ADDRESSING
+        50 => pci.map_or(0, |p| to_int(p.domain)), // PCI_DOMAIN_ID
+        51 => 32,                                // TEXTURE_PITCH_ALIGNMENT
+        79 | 80 => 1,                            // GLOBAL/LOCAL_L1_CACHE_SUPPORTED
+        81 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+        82 => 65536,                             // MAX_REGISTERS_PER_MULTIPROCESSOR
+        87 => 2,                                 // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
+        97 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        106 => 32,                               // MAX_BLOCKS_PER_MULTIPROCESSOR
+        126 => 1,                                // MEM_SYNC_DOMAIN_COUNT
+        131 | 134 => -1,                         // NUMA_ID, HOST_NUMA_ID
+        // Texture and surface limits, managed/host memory, cooperative and
+        // cluster launch, memory pools, IPC, VMM, ...: not offered.
+        _ => 0,
+    };
+    Ok(v)
+}

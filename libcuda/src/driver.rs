@@ -1,0 +1,161 @@
+//! Process-wide driver state: whether `cuInit` ran, the device list, and the
+//! one runtime context each device gets.
+//!
+//! Every `CUcontext` of a device shares that device's
+//! [`ptxvk_runtime::Context`] (one Vulkan device, queue and allocator);
+//! contexts differ only in what they own (allocations, modules), which is
+//! released when they are destroyed.
+
+use std::sync::{Mutex, OnceLock};
+
+use ptxvk_runtime::{Context, DeviceDesc, DeviceSelector};
+
+use crate::ffi::CUdevice;
+use crate::result::{CuError, CuResult};
+
+/// The version `cuDriverGetVersion` reports: CUDA 13.5 (`1000 * major + 10 *
+/// minor`), the toolkit whose PTX ISA (9.5) the translator accepts.
+pub const DRIVER_VERSION: i32 = 13050;
+
+/// Compute capability reported when `PTXVK_CC` is not set.
+pub const DEFAULT_COMPUTE_CAPABILITY: (i32, i32) = (8, 0);
+
+/// State created by `cuInit`.
+pub struct Driver {
+    /// Usable devices; the position is the `CUdevice` ordinal.
+    pub devices: Vec<Device>,
+    /// Compute capability reported for every device (`PTXVK_CC`, default 8.0).
+    pub compute_capability: (i32, i32),
+}
+
+/// One device.
+pub struct Device {
+    /// The `CUdevice` ordinal.
+    pub ordinal: CUdevice,
+    /// What enumeration said about it.
+    pub desc: DeviceDesc,
+    /// The runtime context, created on first use.
+    runtime: OnceLock<Result<Context, (CuError, String)>>,
+    /// The primary context's state (see `context.rs`).
+    pub primary: Mutex<crate::context::PrimaryState>,
+}
+
+impl Device {
+    /// The device's runtime context, created on first use (a failure is
+    /// remembered and reported again on every later call).
+    pub fn runtime(&self) -> CuResult<&Context> {
+        let slot = self.runtime.get_or_init(|| {
+            Context::new(DeviceSelector::Index(self.desc.index)).map_err(|e| {
+                let msg = e.to_string();
+                (CuError::from(e), msg)
+            })
+        });
+        match slot {
+            Ok(ctx) => Ok(ctx),
+            Err((code, msg)) => Err(code.because(msg.clone())),
+        }
+    }
+}
+
+static DRIVER: OnceLock<Result<Driver, (CuError, String)>> = OnceLock::new();
+
+/// `cuInit`: enumerates devices once; later calls return the first answer.
+pub fn init() -> CuResult<()> {
+    let state = DRIVER.get_or_init(|| {
+        let descs = ptxvk_runtime::enumerate_devices().map_err(|e| {
+            let msg = e.to_string();
+            (CuError::from(e), msg)
+        })?;
+        if descs.is_empty() {
+            return Err((
+                CuError::CUDA_ERROR_NO_DEVICE,
+                "no usable Vulkan device (Vulkan 1.2+ with bufferDeviceAddress)".to_string(),
+            ));
+        }
+        let devices = descs
+            .into_iter()
+            .enumerate()
+            .map(|(i, desc)| Device {
+                ordinal: i as CUdevice,
+                desc,
+                runtime: OnceLock::new(),
+                primary: Mutex::new(Default::default()),
+            })
+            .collect();
+        Ok(Driver {
+            devices,
+            compute_capability: compute_capability_from_env(),
+        })
+    });
+    match state {
+        Ok(_) => Ok(()),
+        Err((code, msg)) => Err(code.because(msg.clone())),
+    }
+}
+
+/// The driver state; `CUDA_ERROR_NOT_INITIALIZED` before a successful `cuInit`.
+pub fn driver() -> CuResult<&'static Driver> {
+    match DRIVER.get() {
+        Some(Ok(d)) => Ok(d),
+        Some(Err(_)) => Err(CuError::CUDA_ERROR_NOT_INITIALIZED.because("cuInit failed")),
+        None => Err(CuError::CUDA_ERROR_NOT_INITIALIZED.because("cuInit has not been called")),
+    }
+}
+
+/// The device with ordinal `dev`; `CUDA_ERROR_INVALID_DEVICE` if there is none.
+pub fn device(dev: CUdevice) -> CuResult<&'static Device> {
+    let d = driver()?;
+    usize::try_from(dev)
+        .ok()
+        .and_then(|i| d.devices.get(i))
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_DEVICE.because(format!("no device {dev}")))
+}
+
+/// Reads `PTXVK_CC` ("8.6", "86" or "sm_86"); the default 8.0 when unset or
+/// malformed (a malformed value is reported on stderr).
+fn compute_capability_from_env() -> (i32, i32) {
+    let Some(raw) = std::env::var_os("PTXVK_CC") else {
+        return DEFAULT_COMPUTE_CAPABILITY;
+    };
+    let text = raw.to_string_lossy();
+    match parse_compute_capability(&text) {
+        Some(cc) => cc,
+        None => {
+            eprintln!(
+                "ptxvk: ignoring PTXVK_CC={text:?} (expected MAJOR.MINOR such as 8.6); using 8.0"
+            );
+            DEFAULT_COMPUTE_CAPABILITY
+        }
+    }
+}
+
+/// Parses "8.6", "86" or "sm_86" into (8, 6).
+pub fn parse_compute_capability(text: &str) -> Option<(i32, i32)> {
+    let t = text.trim();
+    let t = t.strip_prefix("sm_").unwrap_or(t);
+    let (major, minor) = match t.split_once('.') {
+        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+        None if t.len() >= 2 && t.bytes().all(|b| b.is_ascii_digit()) => {
+            let (a, b) = t.split_at(t.len() - 1);
+            (a.parse().ok()?, b.parse().ok()?)
+        }
+        None => return None,
+    };
+    ((1..=99).contains(&major) && (0..=9).contains(&minor)).then_some((major, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_compute_capability as parse;
+
+    #[test]
+    fn compute_capability_forms() {
+        assert_eq!(parse("8.6"), Some((8, 6)));
+        assert_eq!(parse("86"), Some((8, 6)));
+        assert_eq!(parse("sm_90"), Some((9, 0)));
+        assert_eq!(parse("100"), Some((10, 0)));
+        assert_eq!(parse("8.x"), None);
+        assert_eq!(parse(""), None);
+        assert_eq!(parse("7"), None);
+    }
+}

@@ -1,0 +1,43 @@
+//! Calls made before `cuInit` (this file is its own process, so the driver
+//! really is uninitialised when it starts).
+
+mod common;
+
+use std::ffi::c_char;
+
+use common::{api, code, Handle};
+
+#[test]
+fn calls_before_cuinit() {
+    let api = api();
+    let mut n = -1;
+    assert_eq!(cu!(api.cuDeviceGetCount(&mut n)), code::NOT_INITIALIZED);
+    let mut dev = -1;
+    assert_eq!(cu!(api.cuDeviceGet(&mut dev, 0)), code::NOT_INITIALIZED);
+    let mut ctx: Handle = std::ptr::null_mut();
+    assert_eq!(
+        cu!(api.cuCtxCreate_v2(&mut ctx, 0, 0)),
+        code::NOT_INITIALIZED
+    );
+    assert_eq!(cu!(api.cuCtxGetCurrent(&mut ctx)), code::NOT_INITIALIZED);
+    let mut dptr = 0u64;
+    assert_eq!(cu!(api.cuMemAlloc_v2(&mut dptr, 16)), code::NOT_INITIALIZED);
+    assert_eq!(cu!(api.cuCtxSynchronize()), code::NOT_INITIALIZED);
+
+    // These work without cuInit.
+    let mut version = 0;
+    assert_eq!(cu!(api.cuDriverGetVersion(&mut version)), code::SUCCESS);
+    assert!(version >= 12000, "driver version {version}");
+    let mut s: *const c_char = std::ptr::null();
+    assert_eq!(
+        cu!(api.cuGetErrorName(code::NOT_INITIALIZED, &mut s)),
+        code::SUCCESS
+    );
+
+    // cuInit's flags must be 0; a good call then makes the driver usable.
+    assert_eq!(cu!(api.cuInit(1)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuDeviceGetCount(&mut n)), code::NOT_INITIALIZED);
+    assert_eq!(cu!(api.cuInit(0)), code::SUCCESS);
+    assert_eq!(cu!(api.cuDeviceGetCount(&mut n)), code::SUCCESS);
+    assert!(n >= 1);
+}

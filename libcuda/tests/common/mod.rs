@@ -1,0 +1,211 @@
+//! Loads the built `libcuda.so` through its C ABI, as a program would.
+//!
+//! Cargo builds the crate's cdylib next to the test binaries
+//! (`target/<profile>/libcuda.so`, one folder above `deps/`).
+#![allow(dead_code, non_snake_case)]
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use libloading::Library;
+
+/// `CUresult` values the tests compare against (from `cuda.h`).
+pub mod code {
+    pub const SUCCESS: u32 = 0;
+    pub const INVALID_VALUE: u32 = 1;
+    pub const NOT_INITIALIZED: u32 = 3;
+    pub const INVALID_DEVICE: u32 = 101;
+    pub const INVALID_IMAGE: u32 = 200;
+    pub const INVALID_CONTEXT: u32 = 201;
+    pub const INVALID_PTX: u32 = 218;
+    pub const INVALID_HANDLE: u32 = 400;
+    pub const NOT_FOUND: u32 = 500;
+    pub const NOT_SUPPORTED: u32 = 801;
+}
+
+pub type Handle = *mut c_void;
+
+macro_rules! driver_api {
+    ($( fn $name:ident($($t:ty),* $(,)?); )*) => {
+        /// Entry points of the library under test.
+        pub struct Api {
+            _lib: Library,
+            $( pub $name: unsafe extern "C" fn($($t),*) -> u32, )*
+        }
+
+        impl Api {
+            fn load(path: &PathBuf) -> Api {
+                // SAFETY: loading our own library runs no initialisers with
+                // preconditions.
+                let lib = unsafe { Library::new(path) }
+                    .unwrap_or_else(|e| panic!("cannot load {}: {e}", path.display()));
+                $(
+                    // SAFETY: the symbol is the driver API function of that
+                    // name, whose C signature the type spells out.
+                    let $name = unsafe {
+                        *lib.get::<unsafe extern "C" fn($($t),*) -> u32>(
+                            concat!(stringify!($name), "\0").as_bytes(),
+                        )
+                        .unwrap_or_else(|e| panic!("{} not exported: {e}", stringify!($name)))
+                    };
+                )*
+                Api { _lib: lib, $( $name, )* }
+            }
+        }
+    };
+}
+
+driver_api! {
+    fn cuInit(c_uint);
+    fn cuDriverGetVersion(*mut c_int);
+    fn cuGetErrorName(u32, *mut *const c_char);
+    fn cuGetErrorString(u32, *mut *const c_char);
+    fn cuGetProcAddress_v2(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int);
+    fn cuDeviceGet(*mut c_int, c_int);
+    fn cuDeviceGetCount(*mut c_int);
+    fn cuDeviceGetName(*mut c_char, c_int, c_int);
+    fn cuDeviceGetAttribute(*mut c_int, c_int, c_int);
+    fn cuDeviceTotalMem_v2(*mut usize, c_int);
+    fn cuDeviceGetUuid(*mut [u8; 16], c_int);
+    fn cuDeviceComputeCapability(*mut c_int, *mut c_int, c_int);
+    fn cuDevicePrimaryCtxRetain(*mut Handle, c_int);
+    fn cuDevicePrimaryCtxRelease_v2(c_int);
+    fn cuCtxCreate_v2(*mut Handle, c_uint, c_int);
+    fn cuCtxDestroy_v2(Handle);
+    fn cuCtxGetCurrent(*mut Handle);
+    fn cuCtxSetCurrent(Handle);
+    fn cuCtxPushCurrent_v2(Handle);
+    fn cuCtxPopCurrent_v2(*mut Handle);
+    fn cuCtxGetDevice(*mut c_int);
+    fn cuCtxSynchronize();
+    fn cuModuleLoadData(*mut Handle, *const c_void);
+    fn cuModuleLoadDataEx(*mut Handle, *const c_void, c_uint, *const c_int, *mut *mut c_void);
+    fn cuModuleUnload(Handle);
+    fn cuModuleGetFunction(*mut Handle, Handle, *const c_char);
+    fn cuModuleGetGlobal_v2(*mut u64, *mut usize, Handle, *const c_char);
+    fn cuFuncGetAttribute(*mut c_int, c_int, Handle);
+    fn cuFuncSetAttribute(Handle, c_int, c_int);
+    fn cuMemAlloc_v2(*mut u64, usize);
+    fn cuMemFree_v2(u64);
+    fn cuMemGetInfo_v2(*mut usize, *mut usize);
+    fn cuMemcpyHtoD_v2(u64, *const c_void, usize);
+    fn cuMemcpyDtoH_v2(*mut c_void, u64, usize);
+    fn cuMemcpyDtoD_v2(u64, u64, usize);
+    fn cuMemsetD8_v2(u64, u8, usize);
+    fn cuMemsetD16_v2(u64, u16, usize);
+    fn cuMemsetD32_v2(u64, u32, usize);
+    fn cuLaunchKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void);
+    fn cuStreamCreate(*mut Handle, c_uint);
+    fn cuStreamDestroy_v2(Handle);
+    fn cuStreamSynchronize(Handle);
+    fn cuTensorMapEncodeTiled(*mut c_void, c_int, u32, *mut c_void, *const u64, *const u64, *const u32, *const u32, c_int, c_int, c_int, c_int);
+}
+
+/// Calls a driver entry point: `cu!(api.cuInit(0))`.
+#[macro_export]
+macro_rules! cu {
+    ($api:ident . $name:ident ( $($arg:expr),* $(,)? )) => {{
+        // SAFETY: every pointer argument the tests pass is NULL, a pointer to
+        // a live local of the right type, or deliberately bogus where the
+        // test checks that the library rejects it without touching it.
+        unsafe { ($api.$name)($($arg),*) }
+    }};
+}
+
+/// Where Cargo put `libcuda.so` for this test build.
+fn library_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let mut dir = exe.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+    for _ in 0..3 {
+        let candidate = dir.join("libcuda.so");
+        if candidate.is_file() {
+            return candidate;
+        }
+        if !dir.pop() {
+            break;
+        }
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/libcuda.so")
+}
+
+/// The library, loaded once per test process.
+pub fn api() -> &'static Api {
+    static API: OnceLock<Api> = OnceLock::new();
+    API.get_or_init(|| Api::load(&library_path()))
+}
+
+/// `cuInit(0)`, asserting success.
+pub fn init() -> &'static Api {
+    let api = api();
+    assert_eq!(cu!(api.cuInit(0)), code::SUCCESS, "cuInit");
+    api
+}
+
+/// The name of a `CUresult`, for assertion messages.
+pub fn error_name(api: &Api, rc: u32) -> String {
+    let mut s: *const c_char = std::ptr::null();
+    if cu!(api.cuGetErrorName(rc, &mut s)) != 0 || s.is_null() {
+        return format!("CUresult {rc}");
+    }
+    // SAFETY: the library returned a static NUL-terminated string.
+    unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+}
+
+/// Asserts `rc == CUDA_SUCCESS` with a readable message.
+#[track_caller]
+pub fn check(api: &Api, rc: u32, what: &str) {
+    assert_eq!(rc, code::SUCCESS, "{what} failed: {}", error_name(api, rc));
+}
+
+/// A context created on this thread and destroyed on drop.
+pub struct Ctx {
+    pub handle: Handle,
+}
+
+impl Ctx {
+    pub fn new(api: &Api) -> Ctx {
+        let mut handle: Handle = std::ptr::null_mut();
+        check(
+            api,
+            cu!(api.cuCtxCreate_v2(&mut handle, 0, 0)),
+            "cuCtxCreate",
+        );
+        Ctx { handle }
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        let api = api();
+        let _ = cu!(api.cuCtxDestroy_v2(self.handle));
+    }
+}
+
+/// Deterministic pseudo-random numbers (64-bit LCG, Knuth's MMIX constants).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next_u32(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 32) as u32
+    }
+
+    /// A float in [-100, 100).
+    pub fn next_f32(&mut self) -> f32 {
+        (self.next_u32() >> 8) as f32 / (1u32 << 24) as f32 * 200.0 - 100.0
+    }
+}
+
+/// Reads a test data file as a NUL-terminated PTX image.
+pub fn ptx_image(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    let mut text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.push(0);
+    text
+}
