@@ -137,6 +137,19 @@ impl Context {
         self.0.load_module(ptx, file_name, self.0.info.emulate_fma)
     }
 
+    /// Loads an already translated module (for example `ptx2spv` output or a
+    /// cached translation). `info` must be the metadata the translator
+    /// produced with this device's options; the SPIR-V must follow the launch
+    /// ABI in [`ptxvk_translator::abi`].
+    pub fn load_spirv(&self, spirv: &[u32], info: ptxvk_translator::ModuleInfo) -> Result<Module> {
+        self.0.load_spirv(spirv, info)
+    }
+
+    /// The translator options modules are translated with on this device.
+    pub fn translate_options(&self) -> Options {
+        self.0.options(self.0.info.emulate_fma)
+    }
+
     /// Queues a kernel launch. `params` is the packed parameter block (see
     /// [`Function::pack_params`]).
     pub fn launch(
@@ -363,21 +376,32 @@ impl ContextInner {
         Ok(())
     }
 
+    fn options(&self, emulate_fma: bool) -> Options {
+        Options {
+            target_env: self.info.target_env,
+            entry: None,
+            max_push_constant_bytes: self.info.max_push_constant_bytes,
+            emulate_fma,
+        }
+    }
+
     pub(crate) fn load_module(
         &self,
         ptx: &str,
         file_name: &str,
         emulate_fma: bool,
     ) -> Result<Module> {
-        let options = Options {
-            target_env: self.info.target_env,
-            entry: None,
-            max_push_constant_bytes: self.info.max_push_constant_bytes,
-            emulate_fma,
-        };
-        let translation = ptxvk_translator::translate(ptx, file_name, &options)
+        let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma))
             .map_err(|d| Error::InvalidPtx(d.to_string()))?;
-        let info = translation.info;
+        self.load_spirv(&translation.spirv, translation.info)
+    }
+
+    pub(crate) fn load_spirv(
+        &self,
+        spirv: &[u32],
+        info: ptxvk_translator::ModuleInfo,
+    ) -> Result<Module> {
+        check_entry_points(spirv, &info)?;
         let data = if info.global_data_bytes > 0 {
             let size = align_up(info.global_data_bytes, ALLOC_ALIGN).ok_or(Error::OutOfMemory)?;
             let buffer = Arc::new(new_device_buffer(&self.device, size, "ptxvk module data")?);
@@ -390,7 +414,7 @@ impl ContextInner {
         } else {
             None
         };
-        let inner = ModuleInner::new(&self.device, &translation.spirv, info, data)?;
+        let inner = ModuleInner::new(&self.device, spirv, info, data)?;
         Ok(Module(Arc::new(inner)))
     }
 
@@ -577,6 +601,44 @@ fn new_device_buffer(device: &Arc<Device>, size: u64, name: &str) -> Result<Buff
         )));
     }
     Ok(buffer)
+}
+
+/// Checks that `spirv` is a SPIR-V module declaring every entry of `info`.
+fn check_entry_points(spirv: &[u32], info: &ptxvk_translator::ModuleInfo) -> Result<()> {
+    const MAGIC: u32 = 0x0723_0203;
+    const OP_ENTRY_POINT: u32 = 15;
+    if spirv.len() < 5 || spirv[0] != MAGIC {
+        return Err(Error::InvalidValue("not a SPIR-V module".into()));
+    }
+    let mut names = Vec::new();
+    let mut i = 5;
+    while i < spirv.len() {
+        let count = (spirv[i] >> 16) as usize;
+        let opcode = spirv[i] & 0xffff;
+        if count == 0 || i + count > spirv.len() {
+            return Err(Error::InvalidValue(
+                "malformed SPIR-V instruction stream".into(),
+            ));
+        }
+        if opcode == OP_ENTRY_POINT && count > 3 {
+            let bytes: Vec<u8> = spirv[i + 3..i + count]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect();
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            names.push(String::from_utf8_lossy(&bytes[..end]).into_owned());
+        }
+        i += count;
+    }
+    for e in &info.entries {
+        if !names.contains(&e.name) {
+            return Err(Error::NotFound(format!(
+                "entry point {} is not in the SPIR-V module",
+                e.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The initial contents of a module data buffer based at `base`.

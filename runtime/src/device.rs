@@ -124,6 +124,9 @@ pub struct DeviceInfo {
     pub supports_shader_clock: bool,
     /// `subgroupSizeControl` (`VK_EXT_subgroup_size_control`, core in 1.3).
     pub supports_subgroup_size_control: bool,
+    /// `maintenance4` (`VK_KHR_maintenance4`, core in 1.3): allows the
+    /// `LocalSizeId` execution mode.
+    pub supports_maintenance4: bool,
     /// Whether the Khronos validation layer is active for this context.
     pub validation: bool,
 }
@@ -202,12 +205,14 @@ struct Features<'a> {
     atomic_float: vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT<'a>,
     atomic_float2: vk::PhysicalDeviceShaderAtomicFloat2FeaturesEXT<'a>,
     clock: vk::PhysicalDeviceShaderClockFeaturesKHR<'a>,
+    maintenance4: vk::PhysicalDeviceMaintenance4Features<'a>,
 }
 
 /// Which optional structures a device supports.
 struct Available {
     v13: bool,
     size_control_ext: bool,
+    maintenance4_ext: bool,
     atomic_float: bool,
     atomic_float2: bool,
     clock: bool,
@@ -237,6 +242,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         v13: api_version >= vk::API_VERSION_1_3,
         size_control_ext: api_version < vk::API_VERSION_1_3
             && has_ext(&exts, ash::ext::subgroup_size_control::NAME),
+        maintenance4_ext: api_version < vk::API_VERSION_1_3
+            && has_ext(&exts, ash::khr::maintenance4::NAME),
         atomic_float: has_ext(&exts, ash::ext::shader_atomic_float::NAME),
         atomic_float2: has_ext(&exts, ash::ext::shader_atomic_float2::NAME),
         clock: has_ext(&exts, ash::khr::shader_clock::NAME),
@@ -256,6 +263,9 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         }
         if avail.size_control_ext {
             f2 = f2.push_next(&mut q.size_control);
+        }
+        if avail.maintenance4_ext {
+            f2 = f2.push_next(&mut q.maintenance4);
         }
         if avail.atomic_float {
             f2 = f2.push_next(&mut q.atomic_float);
@@ -355,6 +365,15 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     } else {
         (vk::FALSE, vk::FALSE)
     };
+    let maintenance4 = if avail.v13 {
+        q.v13.maintenance4
+    } else if avail.maintenance4_ext {
+        q.maintenance4.maintenance4
+    } else {
+        vk::FALSE
+    };
+    e.v13.maintenance4 = maintenance4;
+    e.maintenance4.maintenance4 = maintenance4;
     e.v13.subgroup_size_control = size_control;
     e.v13.compute_full_subgroups = full_subgroups;
     e.size_control.subgroup_size_control = size_control;
@@ -388,6 +407,10 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     let mut ext_names: Vec<*const std::ffi::c_char> = Vec::new();
     if avail.size_control_ext && on(size_control) {
         ext_names.push(ash::ext::subgroup_size_control::NAME.as_ptr());
+    }
+    let use_m4_ext = avail.maintenance4_ext && on(maintenance4);
+    if use_m4_ext {
+        ext_names.push(ash::khr::maintenance4::NAME.as_ptr());
     }
     let use_af = avail.atomic_float
         && [
@@ -441,6 +464,9 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
             f2 = f2.push_next(&mut e.v13);
         } else if avail.size_control_ext && on(size_control) {
             f2 = f2.push_next(&mut e.size_control);
+        }
+        if use_m4_ext {
+            f2 = f2.push_next(&mut e.maintenance4);
         }
         if use_af {
             f2 = f2.push_next(&mut e.atomic_float);
@@ -569,6 +595,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_shared_f32_atomic_min_max: use_af2 && on(af2.shader_shared_float32_atomic_min_max),
         supports_shader_clock: use_clock,
         supports_subgroup_size_control: on(size_control),
+        supports_maintenance4: on(maintenance4),
         validation: instance.validation,
     };
     log::info!(
