@@ -1,1 +1,143 @@
-fn main() {}
+//! `ptx2spv`: translate PTX to Vulkan SPIR-V.
+//!
+//! ```text
+//! ptx2spv INPUT.ptx -o OUT.spv [--entry NAME] [--target-env vulkan1.2|vulkan1.3]
+//!         [--emit spv|spvasm] [--check] [--parse-only] [--list-entries]
+//! ```
+//! Input `-` reads stdin. Without `-o`, output goes to stdout unless stdout
+//! is a terminal. Diagnostics go to stderr as `file:line:col: error: ...`;
+//! the exit status is 0 on success and 1 on any error.
+#![forbid(unsafe_code)]
+
+use clap::{Parser, ValueEnum};
+use ptxvk_translator::{Options, TargetEnv};
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Env {
+    #[value(name = "vulkan1.2")]
+    Vulkan12,
+    #[value(name = "vulkan1.3")]
+    Vulkan13,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Emit {
+    /// SPIR-V binary.
+    Spv,
+    /// SPIR-V assembly text (as `spirv-dis` prints it).
+    Spvasm,
+}
+
+/// Translate NVIDIA PTX to Vulkan SPIR-V.
+#[derive(Parser, Debug)]
+#[command(name = "ptx2spv", version, about)]
+struct Cli {
+    /// Input PTX file, or `-` for standard input.
+    input: String,
+    /// Output file (default: standard output when it is not a terminal).
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Translate only this entry (default: every `.entry` into one module).
+    #[arg(long)]
+    entry: Option<String>,
+    /// Target environment.
+    #[arg(long = "target-env", value_enum, default_value = "vulkan1.2")]
+    target_env: Env,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "spv")]
+    emit: Emit,
+    /// Translate and validate, write nothing.
+    #[arg(long)]
+    check: bool,
+    /// Check syntax only, without lowering.
+    #[arg(long = "parse-only")]
+    parse_only: bool,
+    /// List the module's entries and their parameters, one per line.
+    #[arg(long = "list-entries")]
+    list_entries: bool,
+    /// Emit an exact fused multiply-add emulation (for drivers whose `Fma` is not fused).
+    #[arg(long = "emulate-fma", default_value_t = false)]
+    emulate_fma: bool,
+    /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
+    #[arg(long = "push-constant-bytes", default_value_t = 128)]
+    push_constant_bytes: u32,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(1) } else { ExitCode::SUCCESS };
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprint!("{msg}");
+            if !msg.ends_with('\n') {
+                eprintln!();
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let (name, bytes) = if cli.input == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("<stdin>: error: cannot read: {e}"))?;
+        ("<stdin>".to_string(), buf)
+    } else {
+        let data = std::fs::read(&cli.input).map_err(|e| format!("{}: error: cannot read: {e}", cli.input))?;
+        (cli.input.clone(), data)
+    };
+    let source = String::from_utf8(bytes)
+        .map_err(|e| format!("{name}: error: input is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
+    if cli.parse_only {
+        return ptxvk_translator::check_syntax(&source, &name).map_err(|d| d.to_string());
+    }
+    let opts = Options {
+        target_env: match cli.target_env {
+            Env::Vulkan12 => TargetEnv::Vulkan1_2,
+            Env::Vulkan13 => TargetEnv::Vulkan1_3,
+        },
+        entry: cli.entry.clone(),
+        max_push_constant_bytes: cli.push_constant_bytes,
+        emulate_fma: cli.emulate_fma,
+    };
+    let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
+    if cli.list_entries {
+        let mut out = String::new();
+        for e in &t.info.entries {
+            let params: Vec<String> = e.params.iter().map(|p| format!("{}:{}@{}", p.name, p.size, p.offset)).collect();
+            out.push_str(&format!("{}({})\n", e.name, params.join(", ")));
+        }
+        return write_out(&cli, out.as_bytes());
+    }
+    if cli.check {
+        return Ok(());
+    }
+    let bytes: Vec<u8> = match cli.emit {
+        Emit::Spv => t.spirv.iter().flat_map(|w| w.to_le_bytes()).collect(),
+        Emit::Spvasm => ptxvk_translator::disassemble(&t.spirv).into_bytes(),
+    };
+    write_out(&cli, &bytes)
+}
+
+fn write_out(cli: &Cli, bytes: &[u8]) -> Result<(), String> {
+    match &cli.output {
+        Some(p) => std::fs::write(p, bytes).map_err(|e| format!("{}: error: cannot write: {e}", p.display())),
+        None => {
+            let stdout = std::io::stdout();
+            if stdout.is_terminal() && matches!(cli.emit, Emit::Spv) && !cli.list_entries {
+                return Err("error: refusing to write binary SPIR-V to a terminal; use -o FILE or --emit spvasm".into());
+            }
+            let mut lock = stdout.lock();
+            lock.write_all(bytes).and_then(|_| lock.flush()).map_err(|e| format!("error: cannot write output: {e}"))
+        }
+    }
+}

@@ -97,7 +97,8 @@ impl std::fmt::Display for Diagnostics {
             writeln!(f, "{}:{}:{}: {}: {}", self.file_name, line + 1, col + 1, kind, d.message)?;
             let text = text.replace('\t', " ");
             writeln!(f, "{text}")?;
-            let width = ((d.span.end.saturating_sub(d.span.start)) as usize).clamp(1, text.len().saturating_sub(col).max(1));
+            let width =
+                ((d.span.end.saturating_sub(d.span.start)) as usize).clamp(1, text.len().saturating_sub(col).max(1));
             writeln!(f, "{}{}", " ".repeat(col), "^".repeat(width))?;
         }
         Ok(())

@@ -7,7 +7,13 @@
 #![forbid(unsafe_code)]
 
 pub mod abi;
+pub mod ast;
+pub mod cfg;
 pub mod diag;
+mod emit;
+pub mod layout;
+pub mod parse;
+pub mod structurize;
 
 pub use abi::*;
 pub use diag::{Diagnostic, Diagnostics, Span};
@@ -39,12 +45,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            target_env: TargetEnv::Vulkan1_2,
-            entry: None,
-            max_push_constant_bytes: 128,
-            emulate_fma: true,
-        }
+        Options { target_env: TargetEnv::Vulkan1_2, entry: None, max_push_constant_bytes: 128, emulate_fma: true }
     }
 }
 
@@ -61,6 +62,22 @@ pub struct Translation {
 ///
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
-    let _ = (source, options);
-    Err(Diagnostics::single(file_name, source, Diagnostic::error(Span::default(), "translator not implemented yet")))
+    let module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    Ok(Translation { spirv, info })
+}
+
+/// Check syntax (the grammar and declarations) without lowering.
+pub fn check_syntax(source: &str, file_name: &str) -> Result<(), Diagnostics> {
+    parse::run(source).map(|_| ()).map_err(|d| Diagnostics::new(file_name, source, d))
+}
+
+/// Disassemble SPIR-V words to text (rspirv's disassembler).
+pub fn disassemble(words: &[u32]) -> String {
+    use rspirv::binary::Disassemble;
+    let mut loader = rspirv::dr::Loader::new();
+    match rspirv::binary::parse_words(words, &mut loader) {
+        Ok(()) => loader.module().disassemble(),
+        Err(e) => format!("; cannot disassemble: {e}\n"),
+    }
 }

@@ -1,0 +1,270 @@
+//! Pass 2: a function body → control-flow graph of basic blocks.
+//!
+//! # Invariants of [`Cfg`]
+//! - `blocks[0]` is the entry block.
+//! - Every block ends in exactly one [`Terminator`]; instructions inside a
+//!   block never transfer control (`bra`, `ret`, `exit` become terminators;
+//!   a guarded `ret`/`exit` becomes a conditional branch to a block that
+//!   returns).
+//! - Blocks unreachable from the entry are removed, and successors refer to
+//!   blocks by index.
+//! - Labels are resolved; a `bra` to an unknown label is a diagnostic.
+
+use crate::ast::{Instruction, Operand, Statement};
+use crate::diag::{Diagnostic, Span};
+use std::collections::HashMap;
+
+/// Index of a basic block.
+pub type BlockId = usize;
+
+/// How a basic block ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Terminator {
+    /// Unconditional jump.
+    Branch(BlockId),
+    /// `@p bra` (or `@!p bra` with `negated`): to `taken` when the guard
+    /// holds, otherwise to `fallthrough`.
+    CondBranch {
+        /// Predicate register name.
+        pred: String,
+        /// `@!p`.
+        negated: bool,
+        /// Target when the guard holds.
+        taken: BlockId,
+        /// Target otherwise.
+        fallthrough: BlockId,
+    },
+    /// `ret` or `exit` (or falling off the end of the body).
+    Return,
+}
+
+/// A basic block.
+#[derive(Clone, Debug)]
+pub struct BasicBlock<'a> {
+    /// Label naming the block, if any.
+    pub label: Option<String>,
+    /// Straight-line instructions.
+    pub insts: Vec<&'a Instruction>,
+    /// How the block ends.
+    pub term: Terminator,
+    /// Span of the terminating instruction (or of the label).
+    pub term_span: Span,
+}
+
+/// A function's control-flow graph.
+#[derive(Clone, Debug)]
+pub struct Cfg<'a> {
+    /// Blocks; `blocks[0]` is the entry.
+    pub blocks: Vec<BasicBlock<'a>>,
+}
+
+impl Cfg<'_> {
+    /// Successors of a block.
+    pub fn successors(&self, b: BlockId) -> Vec<BlockId> {
+        match &self.blocks[b].term {
+            Terminator::Branch(t) => vec![*t],
+            Terminator::CondBranch { taken, fallthrough, .. } => {
+                if taken == fallthrough {
+                    vec![*taken]
+                } else {
+                    vec![*taken, *fallthrough]
+                }
+            }
+            Terminator::Return => vec![],
+        }
+    }
+}
+
+enum Pending {
+    Label(String),
+    Branch(String, Span),
+    CondBranch(String, bool, String, Span),
+    Return(Span),
+    CondReturn(String, bool, Span),
+}
+
+/// Flatten nested blocks into a statement list of instructions and labels.
+fn flatten<'a>(stmts: &'a [Statement], out: &mut Vec<&'a Statement>) {
+    for s in stmts {
+        match s {
+            Statement::Block(inner) => flatten(inner, out),
+            _ => out.push(s),
+        }
+    }
+}
+
+fn is_control(i: &Instruction) -> bool {
+    matches!(i.opcode.as_str(), "bra" | "ret" | "exit")
+}
+
+/// Build the CFG of a function body.
+pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
+    let mut flat = Vec::new();
+    flatten(body, &mut flat);
+
+    // First, split into raw blocks with symbolic successors.
+    struct Raw<'a> {
+        label: Option<String>,
+        insts: Vec<&'a Instruction>,
+        end: Option<Pending>,
+        span: Span,
+    }
+    let mut raws: Vec<Raw> = vec![Raw { label: None, insts: Vec::new(), end: None, span: Span::default() }];
+    for s in flat {
+        match s {
+            Statement::Label(span, name) => {
+                raws.push(Raw { label: Some(name.clone()), insts: Vec::new(), end: None, span: *span });
+                let _ = Pending::Label(String::new());
+            }
+            Statement::Inst(i) if is_control(i) => {
+                let end = match i.opcode.as_str() {
+                    "bra" => {
+                        let target = match i.operands.first() {
+                            Some(Operand::Name { name, .. }) => name.clone(),
+                            _ => {
+                                return Err(Diagnostic::error(
+                                    i.span,
+                                    "'bra' needs a label operand (use 'brx.idx' for jump tables)",
+                                ))
+                            }
+                        };
+                        match &i.guard {
+                            Some(g) => Pending::CondBranch(g.name.clone(), g.negated, target, i.span),
+                            None => Pending::Branch(target, i.span),
+                        }
+                    }
+                    _ => match &i.guard {
+                        Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span),
+                        None => Pending::Return(i.span),
+                    },
+                };
+                let conditional = matches!(end, Pending::CondBranch(..) | Pending::CondReturn(..));
+                if let Some(last) = raws.last_mut() {
+                    last.end = Some(end);
+                    last.span = i.span;
+                }
+                // A new block starts after every control instruction; after an
+                // unconditional one it is unreachable unless labelled.
+                let _ = conditional;
+                raws.push(Raw { label: None, insts: Vec::new(), end: None, span: i.span });
+            }
+            Statement::Inst(i) => {
+                if let Some(last) = raws.last_mut() {
+                    last.insts.push(i);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let mut by_label: HashMap<&str, usize> = HashMap::new();
+    for (idx, r) in raws.iter().enumerate() {
+        if let Some(l) = &r.label {
+            by_label.insert(l.as_str(), idx);
+        }
+    }
+    let n = raws.len();
+    // Extra blocks for conditional returns: index n + k.
+    let mut blocks: Vec<BasicBlock> = Vec::with_capacity(n + 4);
+    let mut extra: Vec<BasicBlock> = Vec::new();
+    for (idx, r) in raws.iter().enumerate() {
+        let next = idx + 1;
+        let lookup = |name: &str, span: Span| -> Result<usize, Diagnostic> {
+            by_label
+                .get(name)
+                .copied()
+                .ok_or_else(|| Diagnostic::error(span, format!("branch to undefined label '{name}'")))
+        };
+        let term = match &r.end {
+            None => {
+                if next < n {
+                    Terminator::Branch(next)
+                } else {
+                    Terminator::Return
+                }
+            }
+            Some(Pending::Branch(t, span)) => Terminator::Branch(lookup(t, *span)?),
+            Some(Pending::CondBranch(p, neg, t, span)) => Terminator::CondBranch {
+                pred: p.clone(),
+                negated: *neg,
+                taken: lookup(t, *span)?,
+                fallthrough: if next < n { next } else { usize::MAX },
+            },
+            Some(Pending::Return(_)) => Terminator::Return,
+            Some(Pending::CondReturn(p, neg, span)) => {
+                let ret_block = n + extra.len();
+                extra.push(BasicBlock { label: None, insts: Vec::new(), term: Terminator::Return, term_span: *span });
+                Terminator::CondBranch {
+                    pred: p.clone(),
+                    negated: *neg,
+                    taken: ret_block,
+                    fallthrough: if next < n { next } else { usize::MAX },
+                }
+            }
+            Some(Pending::Label(_)) => Terminator::Return,
+        };
+        blocks.push(BasicBlock { label: r.label.clone(), insts: r.insts.clone(), term, term_span: r.span });
+    }
+    blocks.extend(extra);
+    // A fallthrough past the last block (conditional branch at the very end) returns.
+    let total = blocks.len();
+    let mut need_tail = false;
+    for b in &blocks {
+        if let Terminator::CondBranch { fallthrough, taken, .. } = &b.term {
+            if *fallthrough >= total || *taken >= total {
+                need_tail = true;
+            }
+        }
+    }
+    if need_tail {
+        // Every out-of-range successor is redirected to one returning block.
+        let tail = blocks.len();
+        blocks.push(BasicBlock {
+            label: None,
+            insts: Vec::new(),
+            term: Terminator::Return,
+            term_span: Span::default(),
+        });
+        for b in blocks.iter_mut() {
+            if let Terminator::CondBranch { fallthrough, taken, .. } = &mut b.term {
+                if *fallthrough >= tail {
+                    *fallthrough = tail;
+                }
+                if *taken >= tail {
+                    *taken = tail;
+                }
+            }
+        }
+    }
+
+    // Remove unreachable blocks and renumber.
+    let cfg = Cfg { blocks };
+    let mut reach = vec![false; cfg.blocks.len()];
+    let mut stack = vec![0usize];
+    while let Some(b) = stack.pop() {
+        if reach[b] {
+            continue;
+        }
+        reach[b] = true;
+        stack.extend(cfg.successors(b));
+    }
+    let mut remap = vec![usize::MAX; cfg.blocks.len()];
+    let mut out = Vec::new();
+    for (i, b) in cfg.blocks.iter().enumerate() {
+        if reach[i] {
+            remap[i] = out.len();
+            out.push(b.clone());
+        }
+    }
+    for b in out.iter_mut() {
+        match &mut b.term {
+            Terminator::Branch(t) => *t = remap[*t],
+            Terminator::CondBranch { taken, fallthrough, .. } => {
+                *taken = remap[*taken];
+                *fallthrough = remap[*fallthrough];
+            }
+            Terminator::Return => {}
+        }
+    }
+    Ok(Cfg { blocks: out })
+}

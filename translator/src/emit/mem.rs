@@ -1,0 +1,614 @@
+//! Memory access: addresses in each state space, loads, stores and atomics.
+
+use super::func::{internal1, Fx};
+use super::values::{get, set, K};
+use super::Emitter;
+use crate::abi::{ParamPassing, PUSH_HEADER_WORDS};
+use crate::ast::{Address, Instruction, Operand, ScalarType};
+use crate::diag::{Diagnostic, Span};
+use rspirv::dr::Operand as SOp;
+use rspirv::spirv::{self, Capability, MemoryAccess, Op, Scope, StorageClass, Word};
+
+/// A resolved address.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Addr {
+    /// A 64-bit device address (`.global`, `.const` variables, generic).
+    Global(Word),
+    /// A byte offset in the entry's `.shared` words.
+    Shared(Word),
+    /// A byte offset in the function's `.local` words.
+    Local(Word),
+    /// A constant byte offset in the kernel parameter block.
+    Param(u32),
+}
+
+/// The state space an instruction names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Space {
+    Generic,
+    Global,
+    Const,
+    Shared,
+    Local,
+    Param,
+}
+
+pub(crate) fn space_of(inst: &Instruction) -> Result<Space, Diagnostic> {
+    for m in &inst.modifiers {
+        let s = match m.as_str() {
+            "global" => Space::Global,
+            "const" => Space::Const,
+            "shared" | "shared::cta" | "shared::cluster" => Space::Shared,
+            "local" => Space::Local,
+            "param" | "param::entry" | "param::func" => Space::Param,
+            "tex" => return Err(Diagnostic::error(inst.span, "the .tex state space is not supported")),
+            _ => continue,
+        };
+        return Ok(s);
+    }
+    Ok(Space::Generic)
+}
+
+fn off_u32(e: &mut Emitter, base: Word, off: i64) -> Result<Word, Diagnostic> {
+    if off == 0 {
+        return Ok(base);
+    }
+    let u32t = e.t_int(32);
+    let c = e.c_u32(off as u32);
+    e.b.i_add(u32t, None, base, c).map_err(internal1)
+}
+
+/// Resolve `[base+offset]` in `space`.
+pub(crate) fn resolve(e: &mut Emitter, fx: &mut Fx, space: Space, a: &Address, span: Span) -> Result<Addr, Diagnostic> {
+    let Some((bspan, name)) = &a.base else {
+        let off = a.offset;
+        return Ok(match space {
+            Space::Shared => Addr::Shared(e.c_u32(off as u32)),
+            Space::Local => Addr::Local(e.c_u32(off as u32)),
+            Space::Param => Addr::Param(off as u32),
+            _ => Addr::Global(e.c_int(64, off as u64)),
+        });
+    };
+    // Variables named directly.
+    if let Some(p) = fx.params.get(name.as_str()) {
+        if !matches!(space, Space::Param | Space::Generic) {
+            return Err(Diagnostic::error(*bspan, format!("'{name}' is a kernel parameter, not in this state space")));
+        }
+        return Ok(Addr::Param((p.offset as i64 + a.offset) as u32));
+    }
+    if let Some(p) = fx.shared.get(name.as_str()) {
+        if !matches!(space, Space::Shared | Space::Generic) {
+            return Err(Diagnostic::error(*bspan, format!("'{name}' is a .shared variable")));
+        }
+        let c = e.c_u32((p.offset as i64 + a.offset) as u32);
+        return Ok(Addr::Shared(c));
+    }
+    if let Some(p) = fx.local.get(name.as_str()) {
+        if !matches!(space, Space::Local | Space::Generic) {
+            return Err(Diagnostic::error(*bspan, format!("'{name}' is a .local variable")));
+        }
+        let c = e.c_u32((p.offset as i64 + a.offset) as u32);
+        return Ok(Addr::Local(c));
+    }
+    if let Some(&(off, _)) = e.globals.get(name.as_str()) {
+        if !matches!(space, Space::Global | Space::Const | Space::Generic) {
+            return Err(Diagnostic::error(*bspan, format!("'{name}' is a module variable in .global/.const")));
+        }
+        let Some(base) = e.spec_global_address else {
+            return Err(Diagnostic::error(span, "internal error: module data address missing"));
+        };
+        let u64t = e.t_int(64);
+        let c = e.c_int(64, (off as i64 + a.offset) as u64);
+        return Ok(Addr::Global(e.b.i_add(u64t, None, base, c).map_err(internal1)?));
+    }
+    // A register holding an address.
+    let reg = Operand::Name { span: *bspan, name: name.clone(), component: None };
+    match space {
+        Space::Shared | Space::Local => {
+            let v = get(e, fx, &reg, K::Int(32), false)?;
+            let v = off_u32(e, v, a.offset)?;
+            Ok(if space == Space::Shared { Addr::Shared(v) } else { Addr::Local(v) })
+        }
+        Space::Param => {
+            Err(Diagnostic::error(*bspan, "parameter-space addresses held in registers are not supported yet"))
+        }
+        _ => {
+            let v = get(e, fx, &reg, K::Int(64), false)?;
+            let v = if a.offset != 0 {
+                let u64t = e.t_int(64);
+                let c = e.c_int(64, a.offset as u64);
+                e.b.i_add(u64t, None, v, c).map_err(internal1)?
+            } else {
+                v
+            };
+            Ok(Addr::Global(v))
+        }
+    }
+}
+
+/// Advance an address by a constant number of bytes.
+pub(crate) fn advance(e: &mut Emitter, a: Addr, by: u32) -> Result<Addr, Diagnostic> {
+    if by == 0 {
+        return Ok(a);
+    }
+    Ok(match a {
+        Addr::Global(v) => {
+            let u64t = e.t_int(64);
+            let c = e.c_int(64, by as u64);
+            Addr::Global(e.b.i_add(u64t, None, v, c).map_err(internal1)?)
+        }
+        Addr::Shared(v) => Addr::Shared(off_u32(e, v, by as i64)?),
+        Addr::Local(v) => Addr::Local(off_u32(e, v, by as i64)?),
+        Addr::Param(o) => Addr::Param(o + by),
+    })
+}
+
+/// The kind a memory access of PTX type `t` reads or writes.
+pub(crate) fn mem_kind(t: ScalarType) -> K {
+    match t {
+        ScalarType::F32 => K::Float(32),
+        ScalarType::F64 => K::Float(64),
+        _ => K::Int(t.size() * 8),
+    }
+}
+
+fn psb_ptr(e: &mut Emitter, k: K, addr: Word) -> Result<Word, Diagnostic> {
+    match k.bits() {
+        8 => {
+            e.cap(Capability::StorageBuffer8BitAccess);
+        }
+        16 => {
+            e.cap(Capability::StorageBuffer16BitAccess);
+        }
+        _ => {}
+    }
+    let t = e.kty(k);
+    let pt = e.t_ptr(StorageClass::PhysicalStorageBuffer, t);
+    e.b.convert_u_to_ptr(pt, None, addr).map_err(internal1)
+}
+
+fn word_ptr(e: &mut Emitter, fx: &Fx, sc: StorageClass, index: Word) -> Result<Word, Diagnostic> {
+    let var = match sc {
+        StorageClass::Workgroup => fx.shared_var,
+        _ => fx.local_var,
+    };
+    let Some(var) = var else {
+        return Err(Diagnostic::error(Span::default(), "access to a state space the function does not declare"));
+    };
+    let u32t = e.t_int(32);
+    let pt = e.t_ptr(sc, u32t);
+    e.b.access_chain(pt, None, var, [index]).map_err(internal1)
+}
+
+fn word_index(e: &mut Emitter, off: Word, plus: u32) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let two = e.c_u32(2);
+    let i = e.b.shift_right_logical(u32t, None, off, two).map_err(internal1)?;
+    if plus == 0 {
+        Ok(i)
+    } else {
+        let c = e.c_u32(plus);
+        e.b.i_add(u32t, None, i, c).map_err(internal1)
+    }
+}
+
+/// Extract `bits` (8 or 16) from `word` at byte `off & 3`.
+fn extract(e: &mut Emitter, word: Word, off: Word, bits: u32) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let three = e.c_u32(3);
+    let lo = e.b.bitwise_and(u32t, None, off, three).map_err(internal1)?;
+    let sh = e.b.shift_left_logical(u32t, None, lo, three).map_err(internal1)?;
+    let v = e.b.shift_right_logical(u32t, None, word, sh).map_err(internal1)?;
+    let t = e.t_int(bits);
+    e.b.u_convert(t, None, v).map_err(internal1)
+}
+
+/// Load `k` from a word-addressed space.
+fn load_words(e: &mut Emitter, fx: &Fx, sc: StorageClass, off: Word, k: K) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let bits = k.bits();
+    let i = word_index(e, off, 0)?;
+    let p = word_ptr(e, fx, sc, i)?;
+    let w = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+    let v = match bits {
+        32 => w,
+        64 => {
+            let i1 = word_index(e, off, 1)?;
+            let p1 = word_ptr(e, fx, sc, i1)?;
+            let h = e.b.load(u32t, None, p1, None, []).map_err(internal1)?;
+            e.make_u64(w, h)?
+        }
+        _ => return extract(e, w, off, bits),
+    };
+    e.convert(v, K::Int(bits), k, false)
+}
+
+/// Store `v` (kind `k`) to a word-addressed space.
+fn store_words(e: &mut Emitter, fx: &Fx, sc: StorageClass, off: Word, v: Word, k: K) -> Result<(), Diagnostic> {
+    let u32t = e.t_int(32);
+    let bits = k.bits();
+    let v = e.convert(v, k, K::Int(bits), false)?;
+    let i = word_index(e, off, 0)?;
+    let p = word_ptr(e, fx, sc, i)?;
+    match bits {
+        32 => e.b.store(p, v, None, []).map_err(internal1),
+        64 => {
+            let lo = e.b.u_convert(u32t, None, v).map_err(internal1)?;
+            let u64t = e.t_int(64);
+            let c32 = e.c_int(64, 32);
+            let hs = e.b.shift_right_logical(u64t, None, v, c32).map_err(internal1)?;
+            let hi = e.b.u_convert(u32t, None, hs).map_err(internal1)?;
+            e.b.store(p, lo, None, []).map_err(internal1)?;
+            let i1 = word_index(e, off, 1)?;
+            let p1 = word_ptr(e, fx, sc, i1)?;
+            e.b.store(p1, hi, None, []).map_err(internal1)
+        }
+        _ => {
+            let three = e.c_u32(3);
+            let lo = e.b.bitwise_and(u32t, None, off, three).map_err(internal1)?;
+            let sh = e.b.shift_left_logical(u32t, None, lo, three).map_err(internal1)?;
+            let wide = e.b.u_convert(u32t, None, v).map_err(internal1)?;
+            let val = e.b.shift_left_logical(u32t, None, wide, sh).map_err(internal1)?;
+            let m = e.c_u32(if bits == 8 { 0xff } else { 0xffff });
+            let mask = e.b.shift_left_logical(u32t, None, m, sh).map_err(internal1)?;
+            let keep = e.b.not(u32t, None, mask).map_err(internal1)?;
+            if sc == StorageClass::Workgroup {
+                // Other threads may write the neighbouring bytes: update atomically.
+                let scope = e.c_u32(Scope::Workgroup as u32);
+                let sem = e.c_u32(0);
+                e.b.atomic_and(u32t, None, p, scope, sem, keep).map_err(internal1)?;
+                e.b.atomic_or(u32t, None, p, scope, sem, val).map_err(internal1)?;
+                Ok(())
+            } else {
+                let old = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+                let kept = e.b.bitwise_and(u32t, None, old, keep).map_err(internal1)?;
+                let new = e.b.bitwise_or(u32t, None, kept, val).map_err(internal1)?;
+                e.b.store(p, new, None, []).map_err(internal1)
+            }
+        }
+    }
+}
+
+/// Word `i` of the kernel parameter block.
+fn param_word(e: &mut Emitter, fx: &Fx, i: u32) -> Result<Word, Diagnostic> {
+    match fx.passing {
+        ParamPassing::PushConstants => e.push_word(fx, PUSH_HEADER_WORDS + i),
+        ParamPassing::Buffer => {
+            let lo = e.push_word(fx, 6)?;
+            let hi = e.push_word(fx, 7)?;
+            let base = e.make_u64(lo, hi)?;
+            let u64t = e.t_int(64);
+            let c = e.c_int(64, i as u64 * 4);
+            let a = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
+            let p = psb_ptr(e, K::Int(32), a)?;
+            let u32t = e.t_int(32);
+            e.b.load(u32t, None, p, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(4)]).map_err(internal1)
+        }
+    }
+}
+
+fn load_param(e: &mut Emitter, fx: &Fx, off: u32, k: K) -> Result<Word, Diagnostic> {
+    let bits = k.bits();
+    let w = param_word(e, fx, off / 4)?;
+    let v = match bits {
+        32 => w,
+        64 => {
+            let h = param_word(e, fx, off / 4 + 1)?;
+            e.make_u64(w, h)?
+        }
+        _ => {
+            let c = e.c_u32(off);
+            return extract(e, w, c, bits).and_then(|v| e.convert(v, K::Int(bits), k, false));
+        }
+    };
+    e.convert(v, K::Int(bits), k, false)
+}
+
+/// Load a value of kind `k` from `a`.
+pub(crate) fn load(e: &mut Emitter, fx: &Fx, a: Addr, k: K, volatile: bool) -> Result<Word, Diagnostic> {
+    match a {
+        Addr::Global(addr) => {
+            let p = psb_ptr(e, k, addr)?;
+            let t = e.kty(k);
+            let mut ma = MemoryAccess::ALIGNED;
+            if volatile {
+                ma |= MemoryAccess::VOLATILE;
+            }
+            e.b.load(t, None, p, Some(ma), [SOp::LiteralBit32(k.bits() / 8)]).map_err(internal1)
+        }
+        Addr::Shared(off) => load_words(e, fx, StorageClass::Workgroup, off, k),
+        Addr::Local(off) => load_words(e, fx, StorageClass::Function, off, k),
+        Addr::Param(off) => load_param(e, fx, off, k),
+    }
+}
+
+/// Store `v` of kind `k` to `a`.
+pub(crate) fn store(
+    e: &mut Emitter,
+    fx: &Fx,
+    a: Addr,
+    v: Word,
+    k: K,
+    volatile: bool,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    match a {
+        Addr::Global(addr) => {
+            let p = psb_ptr(e, k, addr)?;
+            let mut ma = MemoryAccess::ALIGNED;
+            if volatile {
+                ma |= MemoryAccess::VOLATILE;
+            }
+            e.b.store(p, v, Some(ma), [SOp::LiteralBit32(k.bits() / 8)]).map_err(internal1)
+        }
+        Addr::Shared(off) => store_words(e, fx, StorageClass::Workgroup, off, v, k),
+        Addr::Local(off) => store_words(e, fx, StorageClass::Function, off, v, k),
+        Addr::Param(_) => Err(Diagnostic::error(span, "stores to kernel parameters are not supported yet")),
+    }
+}
+
+/// `ld` and `ldu`.
+pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
+    let space = space_of(inst)?;
+    let [dst, Operand::Address(_, addr)] = inst.operands.as_slice() else {
+        return Err(Diagnostic::error(
+            inst.span,
+            format!("'{}' expects a destination and an address", inst.mnemonic()),
+        ));
+    };
+    let a = resolve(e, fx, space, addr, inst.span)?;
+    let volatile = inst.has("volatile") || inst.has("relaxed") || inst.has("acquire");
+    let k = mem_kind(t);
+    let dsts: Vec<&Operand> = match dst {
+        Operand::Vector(_, v) => v.iter().collect(),
+        d => vec![d],
+    };
+    for (i, d) in dsts.into_iter().enumerate() {
+        if matches!(d, Operand::Sink(_)) {
+            continue;
+        }
+        let ai = advance(e, a, i as u32 * t.size())?;
+        let v = load(e, fx, ai, k, volatile)?;
+        set(e, fx, d, v, k, t.is_signed())?;
+    }
+    Ok(())
+}
+
+/// `st`.
+pub(crate) fn st(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
+    let space = space_of(inst)?;
+    let [Operand::Address(_, addr), src] = inst.operands.as_slice() else {
+        return Err(Diagnostic::error(inst.span, format!("'{}' expects an address and a source", inst.mnemonic())));
+    };
+    let a = resolve(e, fx, space, addr, inst.span)?;
+    let volatile = inst.has("volatile") || inst.has("relaxed") || inst.has("release");
+    let k = mem_kind(t);
+    let srcs: Vec<&Operand> = match src {
+        Operand::Vector(_, v) => v.iter().collect(),
+        s => vec![s],
+    };
+    for (i, s) in srcs.into_iter().enumerate() {
+        let v = get(e, fx, s, k, false)?;
+        let ai = advance(e, a, i as u32 * t.size())?;
+        store(e, fx, ai, v, k, volatile, inst.span)?;
+    }
+    Ok(())
+}
+
+/// Memory scope of an instruction's `.cta`/`.gpu`/`.sys` qualifier.
+pub(crate) fn scope_of(inst: &Instruction, default: Scope) -> Scope {
+    if inst.has("cta") {
+        Scope::Workgroup
+    } else if inst.has("gpu") || inst.has("sys") || inst.has("gl") {
+        Scope::Device
+    } else {
+        default
+    }
+}
+
+/// Memory semantics of an atomic's ordering qualifier.
+fn semantics_of(inst: &Instruction, sc: StorageClass) -> u32 {
+    use spirv::MemorySemantics as S;
+    let order = if inst.has("acquire") {
+        S::ACQUIRE
+    } else if inst.has("release") {
+        S::RELEASE
+    } else if inst.has("acq_rel") {
+        S::ACQUIRE_RELEASE
+    } else {
+        return 0;
+    };
+    let storage = if sc == StorageClass::Workgroup { S::WORKGROUP_MEMORY } else { S::UNIFORM_MEMORY };
+    (order | storage).bits()
+}
+
+/// `atom` and `red`.
+pub(crate) fn atom(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    t: ScalarType,
+    has_result: bool,
+) -> Result<(), Diagnostic> {
+    let space = space_of(inst)?;
+    let ops = inst.operands.as_slice();
+    let (dst, rest) = if has_result {
+        match ops.split_first() {
+            Some((d, r)) => (Some(d), r),
+            None => return Err(Diagnostic::error(inst.span, "missing operands")),
+        }
+    } else {
+        (None, ops)
+    };
+    let Some((Operand::Address(_, addr), vals)) = rest.split_first() else {
+        return Err(Diagnostic::error(inst.span, format!("'{}' expects an address operand", inst.mnemonic())));
+    };
+    let op = ["add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"]
+        .into_iter()
+        .find(|o| inst.has(o))
+        .ok_or_else(|| {
+        Diagnostic::error(inst.opcode_span, format!("unsupported atomic operation in '{}'", inst.mnemonic()))
+    })?;
+    if inst.modifiers.iter().any(|m| m.starts_with('v') && m.len() == 2) {
+        return Err(Diagnostic::error(
+            inst.span,
+            format!("unsupported instruction '{}': vector atomics", inst.mnemonic()),
+        ));
+    }
+    let a = resolve(e, fx, space, addr, inst.span)?;
+    let k = mem_kind(t);
+    let bits = k.bits();
+    if !(bits == 32 || bits == 64)
+        || (k == K::Float(64) && op != "add")
+        || (matches!(k, K::Float(_)) && !matches!(op, "add" | "exch" | "min" | "max"))
+    {
+        return Err(Diagnostic::error(inst.span, format!("unsupported instruction '{}'", inst.mnemonic())));
+    }
+    let b = vals.first().ok_or_else(|| Diagnostic::error(inst.span, "missing atomic operand"))?;
+    let vb = get(e, fx, b, k, false)?;
+    let (ptr, sc) = match a {
+        Addr::Global(addr) => (
+            psb_ptr(e, if matches!(k, K::Float(_)) { K::Int(bits) } else { k }, addr)?,
+            StorageClass::PhysicalStorageBuffer,
+        ),
+        Addr::Shared(off) => {
+            if bits != 32 {
+                return Err(Diagnostic::error(
+                    inst.span,
+                    format!("unsupported instruction '{}': 64-bit shared-memory atomics", inst.mnemonic()),
+                ));
+            }
+            let i = word_index(e, off, 0)?;
+            (word_ptr(e, fx, StorageClass::Workgroup, i)?, StorageClass::Workgroup)
+        }
+        _ => return Err(Diagnostic::error(inst.span, "atomics on this state space are not supported yet")),
+    };
+    if bits == 64 {
+        e.cap(Capability::Int64Atomics);
+    }
+    let default_scope = if sc == StorageClass::Workgroup { Scope::Workgroup } else { Scope::Device };
+    let scope = e.c_u32(scope_of(inst, default_scope) as u32);
+    let sem = e.c_u32(semantics_of(inst, sc));
+    let it = e.t_int(bits);
+    let signed = t.is_signed();
+    let ib = e.convert(vb, k, K::Int(bits), false)?;
+    let simple = |o: Op| -> Option<Op> { Some(o) };
+    let native = match (op, k) {
+        ("add", K::Int(_)) => simple(Op::AtomicIAdd),
+        ("and", _) => simple(Op::AtomicAnd),
+        ("or", _) => simple(Op::AtomicOr),
+        ("xor", _) => simple(Op::AtomicXor),
+        ("exch", _) => simple(Op::AtomicExchange),
+        ("min", K::Int(_)) => simple(if signed { Op::AtomicSMin } else { Op::AtomicUMin }),
+        ("max", K::Int(_)) => simple(if signed { Op::AtomicSMax } else { Op::AtomicUMax }),
+        _ => None,
+    };
+    let old_bits = if let Some(o) = native {
+        let i = rspirv::dr::Instruction::new(
+            o,
+            Some(it),
+            None,
+            vec![SOp::IdRef(ptr), SOp::IdRef(scope), SOp::IdRef(sem), SOp::IdRef(ib)],
+        );
+        e.emit_inst(i)?
+    } else if op == "cas" {
+        let c = vals.get(1).ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
+        let vc = get(e, fx, c, k, false)?;
+        let ic = e.convert(vc, k, K::Int(bits), false)?;
+        e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, ic, ib).map_err(internal1)?
+    } else if op == "add" && k == K::Float(32) && sc == StorageClass::PhysicalStorageBuffer {
+        e.cap(Capability::AtomicFloat32AddEXT);
+        e.b.extension("SPV_EXT_shader_atomic_float_add");
+        let ft = e.t_float(32);
+        let fp = e.t_ptr(StorageClass::PhysicalStorageBuffer, ft);
+        let Addr::Global(addr) = a else { return Err(unreachable_addr()) };
+        let p = e.b.convert_u_to_ptr(fp, None, addr).map_err(internal1)?;
+        let i = rspirv::dr::Instruction::new(
+            Op::AtomicFAddEXT,
+            Some(ft),
+            None,
+            vec![SOp::IdRef(p), SOp::IdRef(scope), SOp::IdRef(sem), SOp::IdRef(vb)],
+        );
+        let r = e.emit_inst(i)?;
+        e.convert(r, K::Float(32), K::Int(32), false)?
+    } else {
+        // Compare-and-swap loop: inc, dec, float add/min/max without native support.
+        cas_loop(e, ptr, scope, sem, bits, |e, old| {
+            let kt = e.kty(k);
+            let _ = kt;
+            match (op, k) {
+                ("inc", _) => {
+                    let bt = e.t_bool();
+                    let ge = e.b.u_greater_than_equal(bt, None, old, ib).map_err(internal1)?;
+                    let one = e.c_int(bits, 1);
+                    let inc = e.b.i_add(it, None, old, one).map_err(internal1)?;
+                    let z = e.c_int(bits, 0);
+                    e.b.select(it, None, ge, z, inc).map_err(internal1)
+                }
+                ("dec", _) => {
+                    let bt = e.t_bool();
+                    let z = e.c_int(bits, 0);
+                    let is0 = e.b.i_equal(bt, None, old, z).map_err(internal1)?;
+                    let gt = e.b.u_greater_than(bt, None, old, ib).map_err(internal1)?;
+                    let wrap = e.b.logical_or(bt, None, is0, gt).map_err(internal1)?;
+                    let one = e.c_int(bits, 1);
+                    let dec = e.b.i_sub(it, None, old, one).map_err(internal1)?;
+                    e.b.select(it, None, wrap, ib, dec).map_err(internal1)
+                }
+                (_, K::Float(w)) => {
+                    let ft = e.t_float(w);
+                    let of = e.b.bitcast(ft, None, old).map_err(internal1)?;
+                    let r = match op {
+                        "add" => e.b.f_add(ft, None, of, vb).map_err(internal1)?,
+                        "min" => {
+                            e.b.ext_inst(ft, None, e.glsl, 79, [SOp::IdRef(of), SOp::IdRef(vb)]).map_err(internal1)?
+                        }
+                        _ => e.b.ext_inst(ft, None, e.glsl, 80, [SOp::IdRef(of), SOp::IdRef(vb)]).map_err(internal1)?,
+                    };
+                    e.b.bitcast(it, None, r).map_err(internal1)
+                }
+                _ => Err(Diagnostic::error(Span::default(), "internal error: atomic")),
+            }
+        })?
+    };
+    if let Some(d) = dst {
+        let v = e.convert(old_bits, K::Int(bits), k, false)?;
+        set(e, fx, d, v, k, signed)?;
+    }
+    Ok(())
+}
+
+fn unreachable_addr() -> Diagnostic {
+    Diagnostic::error(Span::default(), "internal error: address kind")
+}
+
+/// `do { old = *p; new = f(old); } while (cas(p, old, new) != old)`; returns `old`.
+fn cas_loop(
+    e: &mut Emitter,
+    ptr: Word,
+    scope: Word,
+    sem: Word,
+    bits: u32,
+    f: impl FnOnce(&mut Emitter, Word) -> Result<Word, Diagnostic>,
+) -> Result<Word, Diagnostic> {
+    let it = e.t_int(bits);
+    let bt = e.t_bool();
+    let header = e.b.id();
+    let body = e.b.id();
+    let cont = e.b.id();
+    let merge = e.b.id();
+    e.b.branch(header).map_err(internal1)?;
+    e.b.begin_block(Some(header)).map_err(internal1)?;
+    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    e.b.branch(body).map_err(internal1)?;
+    e.b.begin_block(Some(body)).map_err(internal1)?;
+    let old = e.b.atomic_load(it, None, ptr, scope, sem).map_err(internal1)?;
+    let new = f(e, old)?;
+    let got = e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, new, old).map_err(internal1)?;
+    let done = e.b.i_equal(bt, None, got, old).map_err(internal1)?;
+    e.b.branch(cont).map_err(internal1)?;
+    e.b.begin_block(Some(cont)).map_err(internal1)?;
+    e.b.branch_conditional(done, merge, header, []).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    Ok(old)
+}

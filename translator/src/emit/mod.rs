@@ -1,0 +1,380 @@
+//! Pass 4: structured functions → SPIR-V (rspirv).
+//!
+//! One module per PTX module, one `GLCompute` entry point per `.entry`.
+//! State spaces follow the launch ABI in [`crate::abi`] and
+//! `shared/DESIGN.md`:
+//! - registers are `Function` variables (the driver promotes them to SSA);
+//! - `.global`, generic and module `.const`/`.global` variables are reached
+//!   through `PhysicalStorageBuffer64` pointers made from 64-bit addresses;
+//! - `.shared` is one `Workgroup` array of 32-bit words per entry, sized by a
+//!   specialization constant, addressed by byte offset;
+//! - `.local` is one `Function` array of 32-bit words per function;
+//! - kernel parameters are 32-bit words of the push-constant block or of the
+//!   parameter buffer.
+//!
+//! Structured regions from [`crate::structurize`] become loop constructs
+//! (`Block` and `Loop`) and selection constructs (`If`). A branch that leaves
+//! more than one loop construct stores its target in a `brk` variable, breaks
+//! out of the innermost construct, and is re-dispatched at each construct's
+//! merge block until it reaches its destination.
+
+mod cvt;
+mod float;
+mod func;
+mod inst;
+mod mem;
+mod values;
+
+use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
+use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSpace};
+use crate::diag::{Diagnostic, Span};
+use crate::{layout, Options, TargetEnv};
+use rspirv::dr::{Builder, Operand};
+use rspirv::spirv::{self, Capability, Word};
+use std::collections::{BTreeSet, HashMap};
+
+pub(crate) use values::K;
+
+/// Type keys for the type cache.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum TyKey {
+    Void,
+    Bool,
+    Int(u32),
+    Float(u32),
+    Vec(Word, u32),
+    Ptr(spirv::StorageClass, Word),
+    Array(Word, Word),
+    Func(Word, Vec<Word>),
+    Struct(Vec<Word>),
+}
+
+/// Module-wide emission state.
+pub(crate) struct Emitter<'o> {
+    pub b: Builder,
+    pub opts: &'o Options,
+    types: HashMap<TyKey, Word>,
+    consts: HashMap<(Word, u64), Word>,
+    caps: BTreeSet<u32>,
+    pub glsl: Word,
+    /// `LocalInvocationIndex` input.
+    pub local_index: Word,
+    /// `WorkgroupId` input.
+    pub workgroup_id: Word,
+    /// Spec constants `%ntid.x/y/z`.
+    pub spec_ntid: [Word; 3],
+    /// Spec constant: total shared words.
+    pub spec_shared_words: Word,
+    /// Spec constant: module data address (when the module has variables).
+    pub spec_global_address: Option<Word>,
+    /// Module-scope `.global`/`.const` variables: name → (offset, size).
+    pub globals: HashMap<String, (u64, u64)>,
+    /// Types that already carry their decorations.
+    pub decorated: BTreeSet<Word>,
+}
+
+impl<'o> Emitter<'o> {
+    pub fn cap(&mut self, c: Capability) {
+        if self.caps.insert(c as u32) {
+            self.b.capability(c);
+        }
+    }
+
+    pub fn ty(&mut self, k: TyKey) -> Word {
+        if let Some(&w) = self.types.get(&k) {
+            return w;
+        }
+        let w = match &k {
+            TyKey::Void => self.b.type_void(),
+            TyKey::Bool => self.b.type_bool(),
+            TyKey::Int(w) => {
+                match w {
+                    8 => self.cap(Capability::Int8),
+                    16 => self.cap(Capability::Int16),
+                    64 => self.cap(Capability::Int64),
+                    _ => {}
+                }
+                self.b.type_int(*w, 0)
+            }
+            TyKey::Float(w) => {
+                match w {
+                    16 => self.cap(Capability::Float16),
+                    64 => self.cap(Capability::Float64),
+                    _ => {}
+                }
+                self.b.type_float(*w, None)
+            }
+            TyKey::Vec(e, n) => self.b.type_vector(*e, *n),
+            TyKey::Ptr(sc, t) => self.b.type_pointer(None, *sc, *t),
+            TyKey::Array(e, len) => {
+                let id = self.b.type_array(*e, *len);
+                self.b.decorate(id, spirv::Decoration::ArrayStride, [Operand::LiteralBit32(4)]);
+                id
+            }
+            TyKey::Func(r, p) => self.b.type_function(*r, p.clone()),
+            TyKey::Struct(m) => self.b.type_struct(m.clone()),
+        };
+        self.types.insert(k, w);
+        w
+    }
+
+    pub fn t_bool(&mut self) -> Word {
+        self.ty(TyKey::Bool)
+    }
+    pub fn t_int(&mut self, w: u32) -> Word {
+        self.ty(TyKey::Int(w))
+    }
+    pub fn t_float(&mut self, w: u32) -> Word {
+        self.ty(TyKey::Float(w))
+    }
+    pub fn t_ptr(&mut self, sc: spirv::StorageClass, t: Word) -> Word {
+        self.ty(TyKey::Ptr(sc, t))
+    }
+
+    /// Integer constant of width `w` (value truncated to the width).
+    pub fn c_int(&mut self, w: u32, v: u64) -> Word {
+        let t = self.t_int(w);
+        let v = if w >= 64 { v } else { v & ((1u64 << w) - 1) };
+        self.constant(t, w, v)
+    }
+    pub fn c_u32(&mut self, v: u32) -> Word {
+        self.c_int(32, v as u64)
+    }
+    pub fn c_f32(&mut self, v: f32) -> Word {
+        let t = self.t_float(32);
+        self.constant(t, 32, v.to_bits() as u64)
+    }
+    pub fn c_f64(&mut self, v: f64) -> Word {
+        let t = self.t_float(64);
+        self.constant(t, 64, v.to_bits())
+    }
+    pub fn c_float(&mut self, w: u32, v: f64) -> Word {
+        if w == 64 {
+            self.c_f64(v)
+        } else {
+            self.c_f32(v as f32)
+        }
+    }
+    pub fn c_bool(&mut self, v: bool) -> Word {
+        let t = self.t_bool();
+        if let Some(&w) = self.consts.get(&(t, v as u64)) {
+            return w;
+        }
+        let w = if v { self.b.constant_true(t) } else { self.b.constant_false(t) };
+        self.consts.insert((t, v as u64), w);
+        w
+    }
+    pub(crate) fn consts_get(&self, t: Word, v: u64) -> Option<&Word> {
+        self.consts.get(&(t, v))
+    }
+    pub(crate) fn consts_put(&mut self, t: Word, v: u64, id: Word) {
+        self.consts.insert((t, v), id);
+    }
+    fn constant(&mut self, t: Word, w: u32, v: u64) -> Word {
+        if let Some(&id) = self.consts.get(&(t, v)) {
+            return id;
+        }
+        let id = if w == 64 { self.b.constant_bit64(t, v) } else { self.b.constant_bit32(t, v as u32) };
+        self.consts.insert((t, v), id);
+        id
+    }
+}
+
+/// Emit a module. `module` must have been parsed; errors are diagnostics.
+pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo), Vec<Diagnostic>> {
+    let mut b = Builder::new();
+    match opts.target_env {
+        TargetEnv::Vulkan1_2 => b.set_version(1, 5),
+        TargetEnv::Vulkan1_3 => b.set_version(1, 6),
+    }
+    let mut e = Emitter {
+        b,
+        opts,
+        types: HashMap::new(),
+        consts: HashMap::new(),
+        caps: BTreeSet::new(),
+        glsl: 0,
+        local_index: 0,
+        workgroup_id: 0,
+        spec_ntid: [0; 3],
+        spec_shared_words: 0,
+        spec_global_address: None,
+        globals: HashMap::new(),
+        decorated: BTreeSet::new(),
+    };
+    e.cap(Capability::Shader);
+    e.cap(Capability::PhysicalStorageBufferAddresses);
+    e.cap(Capability::Int64);
+    e.glsl = e.b.ext_inst_import("GLSL.std.450");
+    e.b.memory_model(spirv::AddressingModel::PhysicalStorageBuffer64, spirv::MemoryModel::GLSL450);
+
+    let mut errors = Vec::new();
+
+    // Module data buffer.
+    let data_vars: Vec<&ast::VarDecl> = module
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ModuleItem::Variable(v) if matches!(v.space, StateSpace::Global | StateSpace::Const) => Some(v),
+            _ => None,
+        })
+        .collect();
+    let (globals, data_bytes) = match layout::module_data(&data_vars) {
+        Ok(x) => x,
+        Err(d) => return Err(vec![d]),
+    };
+    for g in &globals {
+        e.globals.insert(g.name.clone(), (g.offset, g.size));
+    }
+    let module_shared: Vec<(&ast::VarDecl, &ast::VarName)> = module
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ModuleItem::Variable(v) if v.space == StateSpace::Shared => Some(v),
+            _ => None,
+        })
+        .flat_map(|v| v.names.iter().map(move |n| (v, n)))
+        .collect();
+    for item in &module.items {
+        if let ModuleItem::Variable(v) = item {
+            if !matches!(v.space, StateSpace::Global | StateSpace::Const | StateSpace::Shared) {
+                errors.push(Diagnostic::error(
+                    v.span,
+                    format!("module-scope {} variables are not supported", v.space.name()),
+                ));
+            }
+        }
+    }
+
+    // Built-ins and specialization constants shared by all entries.
+    let u32t = e.t_int(32);
+    let v3 = e.ty(TyKey::Vec(u32t, 3));
+    let in_u32 = e.t_ptr(spirv::StorageClass::Input, u32t);
+    let in_v3 = e.t_ptr(spirv::StorageClass::Input, v3);
+    e.local_index = e.b.variable(in_u32, None, spirv::StorageClass::Input, None);
+    e.b.decorate(e.local_index, spirv::Decoration::BuiltIn, [Operand::BuiltIn(spirv::BuiltIn::LocalInvocationIndex)]);
+    e.workgroup_id = e.b.variable(in_v3, None, spirv::StorageClass::Input, None);
+    e.b.decorate(e.workgroup_id, spirv::Decoration::BuiltIn, [Operand::BuiltIn(spirv::BuiltIn::WorkgroupId)]);
+    let wg_x = e.b.spec_constant_bit32(u32t, 32);
+    e.b.decorate(wg_x, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_WORKGROUP_SIZE_X)]);
+    let one = e.c_u32(1);
+    let wg_size = e.b.spec_constant_composite(v3, [wg_x, one, one]);
+    e.b.decorate(wg_size, spirv::Decoration::BuiltIn, [Operand::BuiltIn(spirv::BuiltIn::WorkgroupSize)]);
+    for (i, id) in [abi::SPEC_NTID_X, abi::SPEC_NTID_Y, abi::SPEC_NTID_Z].into_iter().enumerate() {
+        let c = e.b.spec_constant_bit32(u32t, if i == 0 { 32 } else { 1 });
+        e.b.decorate(c, spirv::Decoration::SpecId, [Operand::LiteralBit32(id)]);
+        e.spec_ntid[i] = c;
+    }
+    if data_bytes > 0 {
+        let u64t = e.t_int(64);
+        let c = e.b.spec_constant_bit64(u64t, 0);
+        e.b.decorate(c, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_GLOBAL_DATA_ADDRESS)]);
+        e.spec_global_address = Some(c);
+    }
+
+    // Functions that are called are not supported yet: report them where used.
+    let mut entries = Vec::new();
+    let mut max_static_shared_words = 1u32;
+    let mut pending_entries = Vec::new();
+    for item in &module.items {
+        let ModuleItem::Function(f) = item else { continue };
+        if f.kind != FunctionKind::Entry {
+            continue;
+        }
+        if let Some(only) = &opts.entry {
+            if &f.name != only {
+                continue;
+            }
+        }
+        if f.body.is_none() {
+            if f.linkage.contains(&Linkage::Extern) {
+                continue;
+            }
+            errors.push(Diagnostic::error(f.span, format!("entry '{}' has no body", f.name)));
+            continue;
+        }
+        pending_entries.push(f);
+    }
+    if let Some(only) = &opts.entry {
+        if pending_entries.is_empty() && errors.is_empty() {
+            errors.push(Diagnostic::error(Span::default(), format!("no .entry named '{only}' in the module")));
+        }
+    }
+    // Shared-memory spec constant: the default is the largest static size.
+    let mut plans = Vec::new();
+    for f in &pending_entries {
+        match func::plan_entry(&mut e, f, &module_shared) {
+            Ok(p) => {
+                max_static_shared_words = max_static_shared_words.max(abi::shared_words(p.static_shared_bytes, 0));
+                plans.push(p);
+            }
+            Err(d) => errors.push(d),
+        }
+    }
+    let sw = e.b.spec_constant_bit32(u32t, max_static_shared_words);
+    e.b.decorate(sw, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_SHARED_WORDS)]);
+    e.spec_shared_words = sw;
+
+    for plan in plans {
+        let f = plan.func;
+        match func::emit_entry(&mut e, plan) {
+            Ok(info) => entries.push(info),
+            Err(mut ds) => {
+                if ds.is_empty() {
+                    ds.push(Diagnostic::error(f.span, "internal error while emitting the function"));
+                }
+                errors.extend(ds)
+            }
+        }
+    }
+    if !errors.is_empty() {
+        errors.sort_by_key(|d| d.span.start);
+        return Err(errors);
+    }
+    let words = {
+        use rspirv::binary::Assemble;
+        e.b.module().assemble()
+    };
+    Ok((words, ModuleInfo { entries, globals, global_data_bytes: data_bytes }))
+}
+
+/// Entry metadata from a function's declarations.
+pub(crate) fn entry_info(
+    f: &ast::Function,
+    opts: &Options,
+    static_shared: u32,
+    dynamic: bool,
+    local_bytes: u32,
+) -> Result<EntryInfo, Diagnostic> {
+    let (params, param_bytes) = layout::params(&f.params)?;
+    let fits = abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4 <= opts.max_push_constant_bytes;
+    let (passing, push) = if fits {
+        (ParamPassing::PushConstants, abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4)
+    } else {
+        (ParamPassing::Buffer, abi::PUSH_HEADER_BYTES)
+    };
+    let dims = |v: &Vec<u32>| -> [u32; 3] {
+        [v.first().copied().unwrap_or(1), v.get(1).copied().unwrap_or(1), v.get(2).copied().unwrap_or(1)]
+    };
+    let mut reqntid = None;
+    let mut maxntid = None;
+    for p in &f.perf {
+        match p {
+            PerfDirective::ReqNtid(v) => reqntid = Some(dims(v)),
+            PerfDirective::MaxNtid(v) => maxntid = Some(dims(v)),
+            _ => {}
+        }
+    }
+    Ok(EntryInfo {
+        name: f.name.clone(),
+        params,
+        param_bytes,
+        param_passing: passing,
+        push_constant_bytes: push,
+        static_shared_bytes: static_shared,
+        uses_dynamic_shared: dynamic,
+        reqntid,
+        maxntid,
+        local_bytes,
+    })
+}

@@ -1,0 +1,405 @@
+//! Operand access: registers, immediates, special registers and symbol
+//! addresses, converted to the kind an instruction wants.
+
+use super::func::{internal1, Fx};
+use super::{Emitter, TyKey};
+use crate::ast::{FloatImm, Operand, ScalarType};
+use crate::diag::{Diagnostic, Span};
+use rspirv::dr::Operand as SOp;
+use rspirv::spirv::{self, Word};
+
+/// The SPIR-V kind of a value: predicate, integer of a width, float of a width.
+/// Integers are always unsigned SPIR-V types; signedness is in the operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum K {
+    Pred,
+    Int(u32),
+    Float(u32),
+}
+
+impl K {
+    pub fn bits(self) -> u32 {
+        match self {
+            K::Pred => 1,
+            K::Int(b) | K::Float(b) => b,
+        }
+    }
+}
+
+/// The kind in which an instruction of type `t` computes.
+pub(crate) fn kind_of(t: ScalarType) -> K {
+    use ScalarType::*;
+    match t {
+        Pred => K::Pred,
+        F32 => K::Float(32),
+        F64 => K::Float(64),
+        F16 | Bf16 | S8 | U8 | B8 | S16 | U16 | B16 => K::Int(16),
+        S32 | U32 | B32 | F16x2 | Bf16x2 => K::Int(32),
+        S64 | U64 | B64 | B128 => K::Int(64),
+    }
+}
+
+impl Emitter<'_> {
+    pub fn kty(&mut self, k: K) -> Word {
+        match k {
+            K::Pred => self.t_bool(),
+            K::Int(w) => self.t_int(w),
+            K::Float(w) => self.t_float(w),
+        }
+    }
+
+    /// Convert between kinds keeping bits (register reinterpretation), with
+    /// truncation or extension when widths differ.
+    pub fn convert(&mut self, v: Word, from: K, to: K, signed: bool) -> Result<Word, Diagnostic> {
+        if from == to {
+            return Ok(v);
+        }
+        let b = &mut self.b;
+        let _ = b;
+        match (from, to) {
+            (K::Int(a), K::Int(c)) => {
+                let t = self.t_int(c);
+                if a > c || !signed {
+                    self.b.u_convert(t, None, v).map_err(internal1)
+                } else {
+                    self.b.s_convert(t, None, v).map_err(internal1)
+                }
+            }
+            (K::Float(a), _) if to != K::Pred => {
+                let ti = self.t_int(a);
+                let bits = self.b.bitcast(ti, None, v).map_err(internal1)?;
+                self.convert(bits, K::Int(a), to, signed)
+            }
+            (K::Int(a), K::Float(c)) => {
+                let bits = self.convert(v, K::Int(a), K::Int(c), signed)?;
+                let tf = self.t_float(c);
+                self.b.bitcast(tf, None, bits).map_err(internal1)
+            }
+            (K::Pred, _) => {
+                let one = self.convert_const_one(to)?;
+                let zero = self.zero(to);
+                let t = self.kty(to);
+                self.b.select(t, None, v, one, zero).map_err(internal1)
+            }
+            (_, K::Pred) => {
+                let bits = self.convert(v, from, K::Int(from.bits()), false)?;
+                let z = self.c_int(from.bits(), 0);
+                let bt = self.t_bool();
+                self.b.i_not_equal(bt, None, bits, z).map_err(internal1)
+            }
+            _ => Err(Diagnostic::error(Span::default(), "internal error: bad conversion")),
+        }
+    }
+
+    fn convert_const_one(&mut self, k: K) -> Result<Word, Diagnostic> {
+        Ok(match k {
+            K::Int(w) => self.c_int(w, 1),
+            K::Float(w) => self.c_float(w, 1.0),
+            K::Pred => self.c_bool(true),
+        })
+    }
+
+    pub fn zero(&mut self, k: K) -> Word {
+        match k {
+            K::Int(w) => self.c_int(w, 0),
+            K::Float(w) => self.c_float(w, 0.0),
+            K::Pred => self.c_bool(false),
+        }
+    }
+
+    /// Load word `i` of the push-constant block.
+    pub fn push_word(&mut self, fx: &Fx, i: u32) -> Result<Word, Diagnostic> {
+        let Some(pv) = fx.push_var else {
+            return Err(Diagnostic::error(Span::default(), "internal error: no push constants"));
+        };
+        let u32t = self.t_int(32);
+        let pt = self.t_ptr(spirv::StorageClass::PushConstant, u32t);
+        let c0 = self.c_u32(0);
+        let ci = self.c_u32(i);
+        let p = self.b.access_chain(pt, None, pv, [c0, ci]).map_err(internal1)?;
+        self.b.load(u32t, None, p, None, []).map_err(internal1)
+    }
+
+    /// Combine two 32-bit words into a 64-bit integer.
+    pub fn make_u64(&mut self, lo: Word, hi: Word) -> Result<Word, Diagnostic> {
+        let u64t = self.t_int(64);
+        let l = self.b.u_convert(u64t, None, lo).map_err(internal1)?;
+        let h = self.b.u_convert(u64t, None, hi).map_err(internal1)?;
+        let c32 = self.c_int(64, 32);
+        let hs = self.b.shift_left_logical(u64t, None, h, c32).map_err(internal1)?;
+        self.b.bitwise_or(u64t, None, l, hs).map_err(internal1)
+    }
+
+    fn bin_u32(&mut self, op: spirv::Op, a: Word, b: Word) -> Result<Word, Diagnostic> {
+        let t = self.t_int(32);
+        let inst = rspirv::dr::Instruction::new(op, Some(t), None, vec![SOp::IdRef(a), SOp::IdRef(b)]);
+        self.emit_inst(inst)
+    }
+
+    /// Append an instruction with a fresh result id.
+    pub fn emit_inst(&mut self, mut inst: rspirv::dr::Instruction) -> Result<Word, Diagnostic> {
+        let id = self.b.id();
+        inst.result_id = Some(id);
+        self.b.insert_into_block(rspirv::dr::InsertPoint::End, inst).map_err(internal1)?;
+        Ok(id)
+    }
+
+    /// A special register's value and kind, or `None` when `name` is not one.
+    pub fn special(
+        &mut self,
+        fx: &Fx,
+        name: &str,
+        comp: Option<u8>,
+        span: Span,
+    ) -> Result<Option<(Word, K)>, Diagnostic> {
+        let c = match comp {
+            Some(b'x') | None => 0usize,
+            Some(b'y') => 1,
+            Some(b'z') => 2,
+            Some(_) => return Err(Diagnostic::error(span, format!("{name} has no component .w"))),
+        };
+        let u32t = self.t_int(32);
+        let l = fx.linear;
+        let [nx, ny, nz] = self.spec_ntid;
+        use spirv::Op;
+        let v = match name {
+            "%tid" => match c {
+                0 => self.bin_u32(Op::UMod, l, nx)?,
+                1 => {
+                    let q = self.bin_u32(Op::UDiv, l, nx)?;
+                    self.bin_u32(Op::UMod, q, ny)?
+                }
+                _ => {
+                    let xy = self.bin_u32(Op::IMul, nx, ny)?;
+                    self.bin_u32(Op::UDiv, l, xy)?
+                }
+            },
+            "%ntid" => self.spec_ntid[c],
+            "%ctaid" => {
+                let p = self.t_ptr(spirv::StorageClass::Input, u32t);
+                let ci = self.c_u32(c as u32);
+                let ptr = self.b.access_chain(p, None, self.workgroup_id, [ci]).map_err(internal1)?;
+                let w = self.b.load(u32t, None, ptr, None, []).map_err(internal1)?;
+                let base = self.push_word(fx, c as u32)?;
+                self.bin_u32(Op::IAdd, w, base)?
+            }
+            "%nctaid" => self.push_word(fx, 3 + c as u32)?,
+            "%laneid" => {
+                let m = self.c_u32(31);
+                self.bin_u32(Op::BitwiseAnd, l, m)?
+            }
+            "%warpid" => {
+                let s = self.c_u32(5);
+                self.bin_u32(Op::ShiftRightLogical, l, s)?
+            }
+            "%nwarpid" => {
+                let xy = self.bin_u32(Op::IMul, nx, ny)?;
+                let n = self.bin_u32(Op::IMul, xy, nz)?;
+                let c31 = self.c_u32(31);
+                let r = self.bin_u32(Op::IAdd, n, c31)?;
+                let s = self.c_u32(5);
+                self.bin_u32(Op::ShiftRightLogical, r, s)?
+            }
+            "WARP_SZ" | "%warpsize" => self.c_u32(32),
+            "%smid" | "%gridid" => self.c_u32(0),
+            "%nsmid" => self.c_u32(1),
+            "%lanemask_eq" | "%lanemask_lt" | "%lanemask_le" | "%lanemask_gt" | "%lanemask_ge" => {
+                let m = self.c_u32(31);
+                let lane = self.bin_u32(Op::BitwiseAnd, l, m)?;
+                let one = self.c_u32(1);
+                let eq = self.bin_u32(Op::ShiftLeftLogical, one, lane)?;
+                let lt = self.bin_u32(Op::ISub, eq, one)?;
+                let eq2 = self.bin_u32(Op::ShiftLeftLogical, eq, one)?;
+                let le = self.bin_u32(Op::ISub, eq2, one)?;
+                match name {
+                    "%lanemask_eq" => eq,
+                    "%lanemask_lt" => lt,
+                    "%lanemask_le" => le,
+                    "%lanemask_gt" => self.b.not(u32t, None, le).map_err(internal1)?,
+                    _ => self.b.not(u32t, None, lt).map_err(internal1)?,
+                }
+            }
+            "%clock" | "%clock64" => {
+                self.cap(spirv::Capability::ShaderClockKHR);
+                self.b.extension("SPV_KHR_shader_clock");
+                let u64t = self.t_int(64);
+                let scope = self.c_u32(spirv::Scope::Subgroup as u32);
+                let v = self.b.read_clock_khr(u64t, None, scope).map_err(internal1)?;
+                if name == "%clock" {
+                    self.b.u_convert(u32t, None, v).map_err(internal1)?
+                } else {
+                    return Ok(Some((v, K::Int(64))));
+                }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some((v, K::Int(32))))
+    }
+}
+
+fn imm_int(e: &mut Emitter, v: i128, want: K) -> Word {
+    match want {
+        K::Int(w) => e.c_int(w, v as u64),
+        K::Float(w) => e.c_float(w, v as f64),
+        K::Pred => e.c_bool(v != 0),
+    }
+}
+
+fn imm_float(e: &mut Emitter, f: FloatImm, want: K) -> Word {
+    let value = match f {
+        FloatImm::F32Bits(b) => f32::from_bits(b) as f64,
+        FloatImm::F64Bits(b) => f64::from_bits(b),
+        FloatImm::Decimal(d) => d,
+    };
+    match want {
+        K::Float(64) => match f {
+            FloatImm::F64Bits(b) => {
+                let t = e.t_float(64);
+                e.constant_bits(t, 64, b)
+            }
+            _ => e.c_f64(value),
+        },
+        K::Float(_) => match f {
+            FloatImm::F32Bits(b) => {
+                let t = e.t_float(32);
+                e.constant_bits(t, 32, b as u64)
+            }
+            _ => e.c_f32(value as f32),
+        },
+        // A float literal in an integer context gives its bits.
+        K::Int(w) => match f {
+            FloatImm::F32Bits(b) => e.c_int(w, b as u64),
+            FloatImm::F64Bits(b) => e.c_int(w, b),
+            FloatImm::Decimal(d) => {
+                if w == 64 {
+                    e.c_int(w, d.to_bits())
+                } else {
+                    e.c_int(w, (d as f32).to_bits() as u64)
+                }
+            }
+        },
+        K::Pred => e.c_bool(value != 0.0),
+    }
+}
+
+impl Emitter<'_> {
+    pub fn constant_bits(&mut self, t: Word, w: u32, v: u64) -> Word {
+        if let Some(&id) = self.consts_get(t, v) {
+            return id;
+        }
+        let id = if w == 64 { self.b.constant_bit64(t, v) } else { self.b.constant_bit32(t, v as u32) };
+        self.consts_put(t, v, id);
+        id
+    }
+}
+
+/// Read an operand as kind `want`.
+pub(crate) fn get(e: &mut Emitter, fx: &mut Fx, op: &Operand, want: K, signed: bool) -> Result<Word, Diagnostic> {
+    match op {
+        Operand::Name { span, name, component } => {
+            if let Some(&(var, k)) = fx.regs.get(name.as_str()) {
+                if component.is_some() {
+                    return Err(Diagnostic::error(*span, format!("register '{name}' has no components")));
+                }
+                let t = e.kty(k);
+                let v = e.b.load(t, None, var, None, []).map_err(internal1)?;
+                return e.convert(v, k, want, signed);
+            }
+            if let Some((v, k)) = e.special(fx, name, *component, *span)? {
+                return e.convert(v, k, want, false);
+            }
+            if let Some((v, k)) = symbol_address(e, fx, name, *span)? {
+                return e.convert(v, k, want, false);
+            }
+            Err(Diagnostic::error(*span, format!("unknown name '{name}'")))
+        }
+        Operand::Int(_, v) => Ok(imm_int(e, *v, want)),
+        Operand::Float(_, f) => Ok(imm_float(e, *f, want)),
+        Operand::Not(span, inner) => {
+            if want != K::Pred {
+                return Err(Diagnostic::error(*span, "'!' applies only to predicates"));
+            }
+            let v = get(e, fx, inner, K::Pred, false)?;
+            let bt = e.t_bool();
+            e.b.logical_not(bt, None, v).map_err(internal1)
+        }
+        other => Err(Diagnostic::error(other.span(), "expected a register or an immediate here")),
+    }
+}
+
+/// The address a variable name stands for, with its kind.
+pub(crate) fn symbol_address(
+    e: &mut Emitter,
+    fx: &Fx,
+    name: &str,
+    span: Span,
+) -> Result<Option<(Word, K)>, Diagnostic> {
+    if let Some(p) = fx.shared.get(name) {
+        return Ok(Some((e.c_u32(p.offset as u32), K::Int(32))));
+    }
+    if let Some(p) = fx.local.get(name) {
+        return Ok(Some((e.c_u32(p.offset as u32), K::Int(32))));
+    }
+    if let Some(&(off, _)) = e.globals.get(name) {
+        let Some(base) = e.spec_global_address else {
+            return Err(Diagnostic::error(span, "internal error: module data address missing"));
+        };
+        let u64t = e.t_int(64);
+        let c = e.c_int(64, off);
+        let v = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
+        return Ok(Some((v, K::Int(64))));
+    }
+    if fx.params.contains_key(name) {
+        return Err(Diagnostic::error(
+            span,
+            format!("taking the address of kernel parameter '{name}' is not supported yet"),
+        ));
+    }
+    Ok(None)
+}
+
+/// Write `v` (of kind `have`) to a destination operand.
+pub(crate) fn set(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    op: &Operand,
+    v: Word,
+    have: K,
+    signed: bool,
+) -> Result<(), Diagnostic> {
+    match op {
+        Operand::Sink(_) => Ok(()),
+        Operand::Name { span, name, component } => {
+            let Some(&(var, k)) = fx.regs.get(name.as_str()) else {
+                return Err(Diagnostic::error(*span, format!("'{name}' is not a register")));
+            };
+            if component.is_some() {
+                return Err(Diagnostic::error(*span, "vector register components are not supported"));
+            }
+            let v = e.convert(v, have, k, signed)?;
+            e.b.store(var, v, None, []).map_err(internal1)
+        }
+        other => Err(Diagnostic::error(other.span(), "expected a register as destination")),
+    }
+}
+
+/// A guard or branch predicate.
+pub(crate) fn pred(e: &mut Emitter, fx: &mut Fx, name: &str, negated: bool, span: Span) -> Result<Word, Diagnostic> {
+    let Some(&(var, k)) = fx.regs.get(name) else {
+        return Err(Diagnostic::error(span, format!("unknown predicate '{name}'")));
+    };
+    let t = e.kty(k);
+    let v = e.b.load(t, None, var, None, []).map_err(internal1)?;
+    let v = e.convert(v, k, K::Pred, false)?;
+    if negated {
+        let bt = e.t_bool();
+        e.b.logical_not(bt, None, v).map_err(internal1)
+    } else {
+        Ok(v)
+    }
+}
+
+/// Type key helper for vectors.
+pub(crate) fn vec_key(e: &mut Emitter, elem: Word, n: u32) -> Word {
+    e.ty(TyKey::Vec(elem, n))
+}

@@ -1,0 +1,239 @@
+//! Pass 3: control-flow graph → structured regions.
+//!
+//! # Algorithm
+//! Ramsey's "Beyond Relooper" (ICFP 2022) translation of a reducible CFG into
+//! nested `block`/`loop`/`if` regions, driven by the dominator tree:
+//!
+//! - a *loop header* (target of a back edge) becomes a [`Region::Loop`];
+//!   branching back to it is a `continue`;
+//! - a *merge node* (a block with two or more forward predecessors) is placed
+//!   right after a [`Region::Block`] that wraps the code of its immediate
+//!   dominator; branching to it is a `break` out of that block;
+//! - any other successor has its immediate dominator as only forward
+//!   predecessor and is emitted inline.
+//!
+//! Regions are single-entry; every statement sequence ends in a transfer
+//! ([`Region::Br`] or [`Region::Return`]). The SPIR-V writer turns `Block` and
+//! `Loop` into loop constructs and lowers branches that leave more than one
+//! construct with a break-target variable (see `emit`).
+//!
+//! An irreducible CFG (a cycle with several entries) is reported; splitting
+//! nodes to make it reducible is a later step of the control-flow work.
+
+use crate::cfg::{BlockId, Cfg, Terminator};
+use crate::diag::{Diagnostic, Span};
+
+/// Where a [`Region::Br`] goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// Leave the [`Region::Block`] whose follower is this block.
+    Exit(BlockId),
+    /// Start the next iteration of the [`Region::Loop`] headed by this block.
+    Continue(BlockId),
+}
+
+/// A structured region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Region {
+    /// The straight-line instructions of a basic block.
+    Code(BlockId),
+    /// `block { body }`: `Br(Exit(follower))` inside jumps to its end, where
+    /// the code of `follower` comes next.
+    Block {
+        /// The merge node that follows the block.
+        follower: BlockId,
+        /// Body.
+        body: Vec<Region>,
+    },
+    /// `loop { body }` headed by `header`.
+    Loop {
+        /// The loop header.
+        header: BlockId,
+        /// Body.
+        body: Vec<Region>,
+    },
+    /// Two-way branch on the predicate of `block`'s terminator.
+    If {
+        /// The block whose conditional branch this is.
+        block: BlockId,
+        /// Taken when the guard holds.
+        then_body: Vec<Region>,
+        /// Taken otherwise.
+        else_body: Vec<Region>,
+    },
+    /// Structured jump.
+    Br(Target),
+    /// `ret`/`exit`.
+    Return,
+}
+
+struct Analysis {
+    rpo_index: Vec<usize>,
+    idom: Vec<usize>,
+    is_loop_header: Vec<bool>,
+    is_merge: Vec<bool>,
+    /// Dominator-tree children, sorted by RPO.
+    children: Vec<Vec<BlockId>>,
+}
+
+fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Analysis, Diagnostic> {
+    let n = cfg.blocks.len();
+    // Iterative DFS for postorder.
+    let mut post = Vec::with_capacity(n);
+    let mut state = vec![0u8; n]; // 0 new, 1 on stack, 2 done
+    let mut stack: Vec<(BlockId, usize)> = vec![(0, 0)];
+    state[0] = 1;
+    let succs: Vec<Vec<BlockId>> = (0..n).map(|b| cfg.successors(b)).collect();
+    while let Some((b, i)) = stack.pop() {
+        if i < succs[b].len() {
+            stack.push((b, i + 1));
+            let s = succs[b][i];
+            if state[s] == 0 {
+                state[s] = 1;
+                stack.push((s, 0));
+            }
+        } else {
+            state[b] = 2;
+            post.push(b);
+        }
+    }
+    let rpo: Vec<BlockId> = post.iter().rev().copied().collect();
+    let mut rpo_index = vec![usize::MAX; n];
+    for (i, b) in rpo.iter().enumerate() {
+        rpo_index[*b] = i;
+    }
+    let mut preds: Vec<Vec<BlockId>> = vec![Vec::new(); n];
+    for b in 0..n {
+        for &s in &succs[b] {
+            preds[s].push(b);
+        }
+    }
+    // Cooper, Harvey, Kennedy: "A Simple, Fast Dominance Algorithm".
+    let mut idom = vec![usize::MAX; n];
+    idom[0] = 0;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in rpo.iter().skip(1) {
+            let mut new = usize::MAX;
+            for &p in &preds[b] {
+                if idom[p] == usize::MAX {
+                    continue;
+                }
+                new = if new == usize::MAX {
+                    p
+                } else {
+                    let (mut x, mut y) = (p, new);
+                    while x != y {
+                        while rpo_index[x] > rpo_index[y] {
+                            x = idom[x];
+                        }
+                        while rpo_index[y] > rpo_index[x] {
+                            y = idom[y];
+                        }
+                    }
+                    x
+                };
+            }
+            if new != idom[b] {
+                idom[b] = new;
+                changed = true;
+            }
+        }
+    }
+    let dominates = |a: BlockId, mut b: BlockId| -> bool {
+        loop {
+            if a == b {
+                return true;
+            }
+            if b == 0 {
+                return false;
+            }
+            b = idom[b];
+        }
+    };
+    let mut is_loop_header = vec![false; n];
+    let mut forward_preds = vec![0usize; n];
+    for b in 0..n {
+        for &s in &succs[b] {
+            if rpo_index[s] <= rpo_index[b] {
+                // Retreating edge: must be a back edge to a dominator.
+                if !dominates(s, b) {
+                    return Err(Diagnostic::error(
+                        span_of(s),
+                        "irreducible control flow (a loop with more than one entry) is not supported yet",
+                    ));
+                }
+                is_loop_header[s] = true;
+            } else {
+                forward_preds[s] += 1;
+            }
+        }
+    }
+    let is_merge: Vec<bool> = forward_preds.iter().map(|&c| c >= 2).collect();
+    let mut children = vec![Vec::new(); n];
+    for &b in rpo.iter().skip(1) {
+        children[idom[b]].push(b);
+    }
+    Ok(Analysis { rpo_index, idom, is_loop_header, is_merge, children })
+}
+
+/// Structurize a CFG. `span_of` gives a block's source position for diagnostics.
+pub fn run(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Vec<Region>, Diagnostic> {
+    let a = analyse(cfg, span_of)?;
+    let _ = &a.idom;
+    let mut out = Vec::new();
+    do_tree(cfg, &a, 0, &mut out);
+    Ok(out)
+}
+
+fn do_tree(cfg: &Cfg, a: &Analysis, x: BlockId, out: &mut Vec<Region>) {
+    // Merge children, outermost (highest RPO) first.
+    let mut merges: Vec<BlockId> = a.children[x].iter().copied().filter(|&c| a.is_merge[c]).collect();
+    merges.sort_by_key(|&c| std::cmp::Reverse(a.rpo_index[c]));
+    if a.is_loop_header[x] {
+        let mut body = Vec::new();
+        node_within(cfg, a, x, &merges, &mut body);
+        out.push(Region::Loop { header: x, body });
+    } else {
+        node_within(cfg, a, x, &merges, out);
+    }
+}
+
+fn node_within(cfg: &Cfg, a: &Analysis, x: BlockId, merges: &[BlockId], out: &mut Vec<Region>) {
+    match merges.split_first() {
+        Some((&y, rest)) => {
+            let mut body = Vec::new();
+            node_within(cfg, a, x, rest, &mut body);
+            out.push(Region::Block { follower: y, body });
+            do_tree(cfg, a, y, out);
+        }
+        None => {
+            out.push(Region::Code(x));
+            match &cfg.blocks[x].term {
+                Terminator::Branch(t) => do_branch(cfg, a, x, *t, out),
+                Terminator::CondBranch { taken, fallthrough, .. } if taken == fallthrough => {
+                    do_branch(cfg, a, x, *taken, out)
+                }
+                Terminator::CondBranch { taken, fallthrough, .. } => {
+                    let mut then_body = Vec::new();
+                    do_branch(cfg, a, x, *taken, &mut then_body);
+                    let mut else_body = Vec::new();
+                    do_branch(cfg, a, x, *fallthrough, &mut else_body);
+                    out.push(Region::If { block: x, then_body, else_body });
+                }
+                Terminator::Return => out.push(Region::Return),
+            }
+        }
+    }
+}
+
+fn do_branch(cfg: &Cfg, a: &Analysis, x: BlockId, y: BlockId, out: &mut Vec<Region>) {
+    if a.rpo_index[y] <= a.rpo_index[x] {
+        out.push(Region::Br(Target::Continue(y)));
+    } else if a.is_merge[y] {
+        out.push(Region::Br(Target::Exit(y)));
+    } else {
+        do_tree(cfg, a, y, out);
+    }
+}
