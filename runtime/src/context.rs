@@ -10,9 +10,7 @@ use ptxvk_translator::{abi, Options, ParamPassing};
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
 use crate::instance::DeviceSelector;
-use crate::memory::{
-    align_up, AllocationTable, Buffer, Readback, ALLOC_ALIGN, DEVICE_USAGE, STAGING_CHUNK,
-};
+use crate::memory::{align_up, AllocationTable, Buffer, Readback, ALLOC_ALIGN, DEVICE_USAGE, STAGING_CHUNK};
 use crate::module::{Function, Module, ModuleInner};
 use crate::pipeline::PipelineKey;
 use crate::stream::Stream;
@@ -42,9 +40,7 @@ pub struct Context(Arc<ContextInner>);
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context")
-            .field("device", &self.0.info.name)
-            .finish_non_exhaustive()
+        f.debug_struct("Context").field("device", &self.0.info.name).finish_non_exhaustive()
     }
 }
 
@@ -54,11 +50,7 @@ impl Context {
         let device = Device::new(selector)?;
         let stream = Stream::new(&device)?;
         let mut inner = ContextInner {
-            state: Mutex::new(State {
-                stream,
-                table: AllocationTable::default(),
-                readback: Readback::default(),
-            }),
+            state: Mutex::new(State { stream, table: AllocationTable::default(), readback: Readback::default() }),
             info: device.info.clone(),
             device,
         };
@@ -110,17 +102,13 @@ impl Context {
 
     /// Sets `count` 16-bit values at `dst` to `value`.
     pub fn memset_d16(&self, dst: u64, value: u16, count: u64) -> Result<()> {
-        let bytes = count
-            .checked_mul(2)
-            .ok_or_else(|| Error::InvalidValue("count too large".into()))?;
+        let bytes = count.checked_mul(2).ok_or_else(|| Error::InvalidValue("count too large".into()))?;
         self.0.memset(dst, &value.to_le_bytes(), bytes)
     }
 
     /// Sets `count` 32-bit values at `dst` to `value`.
     pub fn memset_d32(&self, dst: u64, value: u32, count: u64) -> Result<()> {
-        let bytes = count
-            .checked_mul(4)
-            .ok_or_else(|| Error::InvalidValue("count too large".into()))?;
+        let bytes = count.checked_mul(4).ok_or_else(|| Error::InvalidValue("count too large".into()))?;
         self.0.memset(dst, &value.to_le_bytes(), bytes)
     }
 
@@ -229,14 +217,7 @@ impl ContextInner {
             // SAFETY: `cmd` is recording; both ranges lie inside their buffers
             // (resolve/arena checked them); the buffers stay alive until the
             // batch completes (arena reset / table or keep-alive).
-            unsafe {
-                self.device.raw.cmd_copy_buffer(
-                    cmd,
-                    staged.buffer.raw,
-                    target.buffer.raw,
-                    &[region],
-                )
-            };
+            unsafe { self.device.raw.cmd_copy_buffer(cmd, staged.buffer.raw, target.buffer.raw, &[region]) };
             st.stream.keep(target.buffer.clone());
         }
         Ok(())
@@ -259,11 +240,7 @@ impl ContextInner {
             let cmd = st.stream.begin_command()?;
             // SAFETY: `cmd` is recording; both ranges are inside their buffers;
             // the flush below waits for the copy before the buffers can go.
-            unsafe {
-                self.device
-                    .raw
-                    .cmd_copy_buffer(cmd, source.buffer.raw, readback.raw, &[region])
-            };
+            unsafe { self.device.raw.cmd_copy_buffer(cmd, source.buffer.raw, readback.raw, &[region]) };
             st.stream.flush()?;
             readback.read(0, chunk)?;
         }
@@ -282,11 +259,7 @@ impl ContextInner {
         let overlap = same && from.offset < to.offset + bytes && to.offset < from.offset + bytes;
         let d = &self.device.raw;
         if !overlap {
-            let region = vk::BufferCopy {
-                src_offset: from.offset,
-                dst_offset: to.offset,
-                size: bytes,
-            };
+            let region = vk::BufferCopy { src_offset: from.offset, dst_offset: to.offset, size: bytes };
             let cmd = st.stream.begin_command()?;
             // SAFETY: `cmd` is recording; the ranges are inside their buffers
             // and do not overlap; both buffers are kept alive for the batch.
@@ -299,29 +272,17 @@ impl ContextInner {
         // backwards when the destination is above the source (memmove).
         let chunks = bytes.div_ceil(STAGING_CHUNK);
         for n in 0..chunks {
-            let k = if to.offset > from.offset {
-                chunks - 1 - n
-            } else {
-                n
-            };
+            let k = if to.offset > from.offset { chunks - 1 - n } else { n };
             let start = k * STAGING_CHUNK;
             let len = STAGING_CHUNK.min(bytes - start);
             st.stream.maybe_flush()?;
             let tmp = st.stream.arena.alloc(&self.device, len)?;
             let cmd = st.stream.begin_command()?;
-            let r1 = vk::BufferCopy {
-                src_offset: from.offset + start,
-                dst_offset: tmp.offset,
-                size: len,
-            };
+            let r1 = vk::BufferCopy { src_offset: from.offset + start, dst_offset: tmp.offset, size: len };
             // SAFETY: as above; `tmp` is a fresh arena range.
             unsafe { d.cmd_copy_buffer(cmd, from.buffer.raw, tmp.buffer.raw, &[r1]) };
             let cmd = st.stream.begin_command()?;
-            let r2 = vk::BufferCopy {
-                src_offset: tmp.offset,
-                dst_offset: to.offset + start,
-                size: len,
-            };
+            let r2 = vk::BufferCopy { src_offset: tmp.offset, dst_offset: to.offset + start, size: len };
             // SAFETY: as above; the barrier from `begin_command` orders this after r1.
             unsafe { d.cmd_copy_buffer(cmd, tmp.buffer.raw, to.buffer.raw, &[r2]) };
             st.stream.keep(to.buffer.clone());
@@ -352,9 +313,7 @@ impl ContextInner {
             let cmd = st.stream.begin_command()?;
             // SAFETY: `cmd` is recording; offset and size are multiples of 4
             // inside the buffer, which has TRANSFER_DST usage.
-            unsafe {
-                d.cmd_fill_buffer(cmd, target.buffer.raw, mid_start, mid_end - mid_start, word)
-            };
+            unsafe { d.cmd_fill_buffer(cmd, target.buffer.raw, mid_start, mid_end - mid_start, word) };
         }
         for (a, b) in [(start, mid_start), (mid_end, end)] {
             if b > a {
@@ -363,11 +322,7 @@ impl ContextInner {
                 let staged = st.stream.arena.alloc(&self.device, edge.len() as u64)?;
                 staged.buffer.write(staged.offset, &edge)?;
                 let cmd = st.stream.begin_command()?;
-                let region = vk::BufferCopy {
-                    src_offset: staged.offset,
-                    dst_offset: a,
-                    size: b - a,
-                };
+                let region = vk::BufferCopy { src_offset: staged.offset, dst_offset: a, size: b - a };
                 // SAFETY: `cmd` is recording; ranges are inside their buffers.
                 unsafe { d.cmd_copy_buffer(cmd, staged.buffer.raw, target.buffer.raw, &[region]) };
             }
@@ -385,23 +340,22 @@ impl ContextInner {
         }
     }
 
-    pub(crate) fn load_module(
-        &self,
-        ptx: &str,
-        file_name: &str,
-        emulate_fma: bool,
-    ) -> Result<Module> {
+    pub(crate) fn load_module(&self, ptx: &str, file_name: &str, emulate_fma: bool) -> Result<Module> {
         let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma))
             .map_err(|d| Error::InvalidPtx(d.to_string()))?;
         self.load_spirv(&translation.spirv, translation.info)
     }
 
-    pub(crate) fn load_spirv(
-        &self,
-        spirv: &[u32],
-        info: ptxvk_translator::ModuleInfo,
-    ) -> Result<Module> {
+    pub(crate) fn load_spirv(&self, spirv: &[u32], info: ptxvk_translator::ModuleInfo) -> Result<Module> {
         check_entry_points(spirv, &info)?;
+        for e in &info.entries {
+            if e.push_constant_bytes > self.info.max_push_constant_bytes || e.push_constant_bytes % 4 != 0 {
+                return Err(Error::InvalidValue(format!(
+                    "entry {} needs {} push-constant bytes; the device allows {}",
+                    e.name, e.push_constant_bytes, self.info.max_push_constant_bytes
+                )));
+            }
+        }
         let data = if info.global_data_bytes > 0 {
             let size = align_up(info.global_data_bytes, ALLOC_ALIGN).ok_or(Error::OutOfMemory)?;
             let buffer = Arc::new(new_device_buffer(&self.device, size, "ptxvk module data")?);
@@ -427,10 +381,7 @@ impl ContextInner {
         params: &[u8],
     ) -> Result<()> {
         if !Arc::ptr_eq(&f.module.device, &self.device) {
-            return Err(Error::InvalidValue(format!(
-                "{} belongs to another context",
-                f.name()
-            )));
+            return Err(Error::InvalidValue(format!("{} belongs to another context", f.name())));
         }
         let entry = f.info();
         let info = &self.info;
@@ -478,8 +429,7 @@ impl ContextInner {
                 )));
             }
         }
-        let shared_bytes =
-            abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4;
+        let shared_bytes = abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4;
         if shared_bytes > info.max_shared_bytes as u64 {
             return Err(Error::LaunchOutOfResources(format!(
                 "launch of {}: {} bytes of static and {dynamic_shared_bytes} of dynamic shared memory exceed the device's {}",
@@ -501,11 +451,7 @@ impl ContextInner {
             ntid: block,
             shared_words: abi::shared_words(
                 entry.static_shared_bytes,
-                if entry.uses_dynamic_shared {
-                    dynamic_shared_bytes
-                } else {
-                    0
-                },
+                if entry.uses_dynamic_shared { dynamic_shared_bytes } else { 0 },
             ),
         };
 
@@ -515,10 +461,7 @@ impl ContextInner {
         let (pipeline, layout) = f.module.pipeline(&key)?;
         let param_address = match entry.param_passing {
             ParamPassing::Buffer => {
-                let staged = st
-                    .stream
-                    .arena
-                    .alloc(&self.device, (param_bytes as u64).max(4))?;
+                let staged = st.stream.arena.alloc(&self.device, (param_bytes as u64).max(4))?;
                 staged.buffer.write(staged.offset, params)?;
                 staged.address()
             }
@@ -562,13 +505,7 @@ impl ContextInner {
                     // range matches the layout's single range.
                     unsafe {
                         if !push.is_empty() {
-                            d.cmd_push_constants(
-                                cmd,
-                                layout,
-                                vk::ShaderStageFlags::COMPUTE,
-                                0,
-                                &push,
-                            );
+                            d.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
                         }
                         d.cmd_dispatch(cmd, nx, ny, nz);
                     }
@@ -585,14 +522,7 @@ impl ContextInner {
 
 /// A device buffer for user data or module variables.
 fn new_device_buffer(device: &Arc<Device>, size: u64, name: &str) -> Result<Buffer> {
-    let buffer = Buffer::new(
-        device,
-        size,
-        DEVICE_USAGE,
-        MemoryLocation::GpuOnly,
-        ALLOC_ALIGN,
-        name,
-    )?;
+    let buffer = Buffer::new(device, size, DEVICE_USAGE, MemoryLocation::GpuOnly, ALLOC_ALIGN, name)?;
     if buffer.address % ALLOC_ALIGN != 0 {
         // Memory objects are at least this aligned on every known driver.
         return Err(Error::Unsupported(format!(
@@ -616,15 +546,10 @@ fn check_entry_points(spirv: &[u32], info: &ptxvk_translator::ModuleInfo) -> Res
         let count = (spirv[i] >> 16) as usize;
         let opcode = spirv[i] & 0xffff;
         if count == 0 || i + count > spirv.len() {
-            return Err(Error::InvalidValue(
-                "malformed SPIR-V instruction stream".into(),
-            ));
+            return Err(Error::InvalidValue("malformed SPIR-V instruction stream".into()));
         }
         if opcode == OP_ENTRY_POINT && count > 3 {
-            let bytes: Vec<u8> = spirv[i + 3..i + count]
-                .iter()
-                .flat_map(|w| w.to_le_bytes())
-                .collect();
+            let bytes: Vec<u8> = spirv[i + 3..i + count].iter().flat_map(|w| w.to_le_bytes()).collect();
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
             names.push(String::from_utf8_lossy(&bytes[..end]).into_owned());
         }
@@ -632,10 +557,7 @@ fn check_entry_points(spirv: &[u32], info: &ptxvk_translator::ModuleInfo) -> Res
     }
     for e in &info.entries {
         if !names.contains(&e.name) {
-            return Err(Error::NotFound(format!(
-                "entry point {} is not in the SPIR-V module",
-                e.name
-            )));
+            return Err(Error::NotFound(format!("entry point {} is not in the SPIR-V module", e.name)));
         }
     }
     Ok(())
@@ -646,12 +568,7 @@ fn module_data_image(info: &ptxvk_translator::ModuleInfo, base: u64) -> Result<V
     let size = usize::try_from(info.global_data_bytes).map_err(|_| Error::OutOfMemory)?;
     let mut image = vec![0u8; size];
     for g in &info.globals {
-        let bad = || {
-            Error::InvalidValue(format!(
-                "module variable {} lies outside the module data",
-                g.name
-            ))
-        };
+        let bad = || Error::InvalidValue(format!("module variable {} lies outside the module data", g.name));
         let start = usize::try_from(g.offset).map_err(|_| bad())?;
         let slot = image.get_mut(start..start + g.init.len()).ok_or_else(bad)?;
         slot.copy_from_slice(&g.init);

@@ -158,9 +158,7 @@ impl Drop for Device {
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Device")
-            .field("name", &self.info.name)
-            .finish_non_exhaustive()
+        f.debug_struct("Device").field("name", &self.info.name).finish_non_exhaustive()
     }
 }
 
@@ -222,8 +220,7 @@ struct Available {
 }
 
 fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
-    exts.iter()
-        .any(|e| e.extension_name_as_c_str().ok() == Some(name))
+    exts.iter().any(|e| e.extension_name_as_c_str().ok() == Some(name))
 }
 
 fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<Device>> {
@@ -231,19 +228,13 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     let pd = candidate.physical;
     // SAFETY: `pd` was enumerated from this instance.
     let props = unsafe { raw_instance.get_physical_device_properties(pd) };
-    let api_version = props
-        .api_version
-        .min(instance.api_version)
-        .min(vk::API_VERSION_1_3);
+    let api_version = props.api_version.min(instance.api_version).min(vk::API_VERSION_1_3);
     // SAFETY: as above.
-    let exts =
-        unsafe { raw_instance.enumerate_device_extension_properties(pd) }.map_err(map_create)?;
+    let exts = unsafe { raw_instance.enumerate_device_extension_properties(pd) }.map_err(map_create)?;
     let avail = Available {
         v13: api_version >= vk::API_VERSION_1_3,
-        size_control_ext: api_version < vk::API_VERSION_1_3
-            && has_ext(&exts, ash::ext::subgroup_size_control::NAME),
-        maintenance4_ext: api_version < vk::API_VERSION_1_3
-            && has_ext(&exts, ash::khr::maintenance4::NAME),
+        size_control_ext: api_version < vk::API_VERSION_1_3 && has_ext(&exts, ash::ext::subgroup_size_control::NAME),
+        maintenance4_ext: api_version < vk::API_VERSION_1_3 && has_ext(&exts, ash::khr::maintenance4::NAME),
         atomic_float: has_ext(&exts, ash::ext::shader_atomic_float::NAME),
         atomic_float2: has_ext(&exts, ash::ext::shader_atomic_float2::NAME),
         clock: has_ext(&exts, ash::khr::shader_clock::NAME),
@@ -255,9 +246,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     // ---- query features ----
     let mut q = Features::default();
     {
-        let mut f2 = vk::PhysicalDeviceFeatures2::default()
-            .push_next(&mut q.v11)
-            .push_next(&mut q.v12);
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut q.v11).push_next(&mut q.v12);
         if avail.v13 {
             f2 = f2.push_next(&mut q.v13);
         }
@@ -291,9 +280,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     let mut psm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
     let limits;
     {
-        let mut p2 = vk::PhysicalDeviceProperties2::default()
-            .push_next(&mut p11)
-            .push_next(&mut p12);
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut p11).push_next(&mut p12);
         if avail.v13 {
             p2 = p2.push_next(&mut p13);
         }
@@ -311,17 +298,9 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         limits = p2.properties.limits;
     }
     let (min_sg, max_sg, sg_stages) = if avail.v13 {
-        (
-            p13.min_subgroup_size,
-            p13.max_subgroup_size,
-            p13.required_subgroup_size_stages,
-        )
+        (p13.min_subgroup_size, p13.max_subgroup_size, p13.required_subgroup_size_stages)
     } else {
-        (
-            psize.min_subgroup_size,
-            psize.max_subgroup_size,
-            psize.required_subgroup_size_stages,
-        )
+        (psize.min_subgroup_size, psize.max_subgroup_size, psize.required_subgroup_size_stages)
     };
 
     // ---- choose features to enable ----
@@ -334,11 +313,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     e.v11.uniform_and_storage_buffer16_bit_access = q.v11.uniform_and_storage_buffer16_bit_access;
     e.v11.storage_push_constant16 = q.v11.storage_push_constant16;
     e.v11.variable_pointers_storage_buffer = q.v11.variable_pointers_storage_buffer;
-    e.v11.variable_pointers = if on(q.v11.variable_pointers_storage_buffer) {
-        q.v11.variable_pointers
-    } else {
-        vk::FALSE
-    };
+    e.v11.variable_pointers =
+        if on(q.v11.variable_pointers_storage_buffer) { q.v11.variable_pointers } else { vk::FALSE };
     e.v12.buffer_device_address = vk::TRUE;
     e.v12.shader_int8 = q.v12.shader_int8;
     e.v12.shader_float16 = q.v12.shader_float16;
@@ -346,11 +322,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     e.v12.uniform_and_storage_buffer8_bit_access = q.v12.uniform_and_storage_buffer8_bit_access;
     e.v12.storage_push_constant8 = q.v12.storage_push_constant8;
     e.v12.vulkan_memory_model = q.v12.vulkan_memory_model;
-    e.v12.vulkan_memory_model_device_scope = if on(q.v12.vulkan_memory_model) {
-        q.v12.vulkan_memory_model_device_scope
-    } else {
-        vk::FALSE
-    };
+    e.v12.vulkan_memory_model_device_scope =
+        if on(q.v12.vulkan_memory_model) { q.v12.vulkan_memory_model_device_scope } else { vk::FALSE };
     e.v12.shader_buffer_int64_atomics = q.v12.shader_buffer_int64_atomics;
     e.v12.shader_shared_int64_atomics = q.v12.shader_shared_int64_atomics;
     e.v12.scalar_block_layout = q.v12.scalar_block_layout;
@@ -358,10 +331,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     let (size_control, full_subgroups) = if avail.v13 {
         (q.v13.subgroup_size_control, q.v13.compute_full_subgroups)
     } else if avail.size_control_ext {
-        (
-            q.size_control.subgroup_size_control,
-            q.size_control.compute_full_subgroups,
-        )
+        (q.size_control.subgroup_size_control, q.size_control.compute_full_subgroups)
     } else {
         (vk::FALSE, vk::FALSE)
     };
@@ -427,13 +397,11 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         ext_names.push(ash::ext::shader_atomic_float::NAME.as_ptr());
     }
     let use_af2 = avail.atomic_float2
-        && (on(af2.shader_buffer_float32_atomic_min_max)
-            || on(af2.shader_shared_float32_atomic_min_max));
+        && (on(af2.shader_buffer_float32_atomic_min_max) || on(af2.shader_shared_float32_atomic_min_max));
     if use_af2 {
         ext_names.push(ash::ext::shader_atomic_float2::NAME.as_ptr());
     }
-    let use_clock =
-        avail.clock && (on(q.clock.shader_device_clock) || on(q.clock.shader_subgroup_clock));
+    let use_clock = avail.clock && (on(q.clock.shader_device_clock) || on(q.clock.shader_subgroup_clock));
     if use_clock {
         ext_names.push(ash::khr::shader_clock::NAME.as_ptr());
     }
@@ -450,16 +418,13 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         .ok_or_else(|| Error::Unsupported(format!("{}: no compute queue", candidate.name)))?
         as u32;
     let priorities = [1.0f32];
-    let queue_info = [vk::DeviceQueueCreateInfo::default()
-        .queue_family_index(queue_family)
-        .queue_priorities(&priorities)];
+    let queue_info =
+        [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
 
     // ---- create ----
     let raw = {
-        let mut f2 = vk::PhysicalDeviceFeatures2::default()
-            .features(e.core)
-            .push_next(&mut e.v11)
-            .push_next(&mut e.v12);
+        let mut f2 =
+            vk::PhysicalDeviceFeatures2::default().features(e.core).push_next(&mut e.v11).push_next(&mut e.v12);
         if avail.v13 {
             f2 = f2.push_next(&mut e.v13);
         } else if avail.size_control_ext && on(size_control) {
@@ -514,24 +479,15 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         .map(|h| h.size)
         .max()
         .unwrap_or(0);
-    let max_threads = limits
-        .max_compute_work_group_invocations
-        .min(limits.max_compute_work_group_size[0])
-        / 32
-        * 32;
+    let max_threads = limits.max_compute_work_group_invocations.min(limits.max_compute_work_group_size[0]) / 32 * 32;
     let multiprocessor_count = if avail.sm_builtins && psm.shader_sm_count > 0 {
         psm.shader_sm_count
     } else if candidate.device_type == DeviceType::Cpu {
-        std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .unwrap_or(1)
+        std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
     } else {
         16
     };
-    let driver_name = p12
-        .driver_name_as_c_str()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let driver_name = p12.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let info = DeviceInfo {
         name: candidate.name,
         uuid: candidate.uuid,
@@ -541,16 +497,10 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         api_version,
         driver_version: props.driver_version,
         driver_name,
-        target_env: if avail.v13 {
-            TargetEnv::Vulkan1_3
-        } else {
-            TargetEnv::Vulkan1_2
-        },
+        target_env: if avail.v13 { TargetEnv::Vulkan1_3 } else { TargetEnv::Vulkan1_2 },
         max_threads_per_block: max_threads,
         max_block_dim: [
-            max_threads
-                .min(limits.max_compute_work_group_size[0])
-                .min(1024),
+            max_threads.min(limits.max_compute_work_group_size[0]).min(1024),
             max_threads.min(1024),
             max_threads.min(64),
         ],
@@ -574,16 +524,13 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_i16: on(e.core.shader_int16),
         supports_i8: on(e.v12.shader_int8),
         supports_f16: on(e.v12.shader_float16),
-        supports_storage_8bit: on(e.v12.storage_buffer8_bit_access)
-            && on(e.v12.uniform_and_storage_buffer8_bit_access),
+        supports_storage_8bit: on(e.v12.storage_buffer8_bit_access) && on(e.v12.uniform_and_storage_buffer8_bit_access),
         supports_storage_16bit: on(e.v11.storage_buffer16_bit_access),
         supports_push_constant_8bit: on(e.v12.storage_push_constant8),
         supports_push_constant_16bit: on(e.v11.storage_push_constant16),
-        supports_vulkan_memory_model: on(e.v12.vulkan_memory_model)
-            && on(e.v12.vulkan_memory_model_device_scope),
+        supports_vulkan_memory_model: on(e.v12.vulkan_memory_model) && on(e.v12.vulkan_memory_model_device_scope),
         supports_scalar_block_layout: on(e.v12.scalar_block_layout),
-        supports_variable_pointers: on(e.v11.variable_pointers)
-            && on(e.v11.variable_pointers_storage_buffer),
+        supports_variable_pointers: on(e.v11.variable_pointers) && on(e.v11.variable_pointers_storage_buffer),
         supports_subgroup_extended_types: on(e.v12.shader_subgroup_extended_types),
         supports_buffer_int64_atomics: on(e.v12.shader_buffer_int64_atomics),
         supports_shared_int64_atomics: on(e.v12.shader_shared_int64_atomics),

@@ -49,9 +49,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// [`Error::Vulkan`].
 pub(crate) fn map_create(result: vk::Result) -> Error {
     match result {
-        vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => {
-            Error::OutOfMemory
-        }
+        vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => Error::OutOfMemory,
         other => Error::Vulkan(other),
     }
 }

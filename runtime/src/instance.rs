@@ -129,15 +129,10 @@ unsafe extern "system" fn debug_callback(
     // SAFETY: the layer passes a valid callback-data pointer (or null) for the
     // duration of the call; `user` is the `MessageCounter` the instance keeps alive.
     let message = unsafe {
-        data.as_ref()
-            .and_then(|d| d.message_as_c_str())
-            .map(|m| m.to_string_lossy().into_owned())
-            .unwrap_or_default()
+        data.as_ref().and_then(|d| d.message_as_c_str()).map(|m| m.to_string_lossy().into_owned()).unwrap_or_default()
     };
-    let important = severity.intersects(
-        vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
-            | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
-    );
+    let important = severity
+        .intersects(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR);
     if important {
         // SAFETY: see above; the counter outlives the messenger.
         if let Some(counter) = unsafe { (user as *const MessageCounter).as_ref() } {
@@ -155,9 +150,7 @@ unsafe extern "system" fn debug_callback(
 }
 
 fn validation_requested() -> bool {
-    std::env::var(VALIDATION_ENV)
-        .map(|v| v == "1")
-        .unwrap_or(false)
+    std::env::var(VALIDATION_ENV).map(|v| v == "1").unwrap_or(false)
 }
 
 impl Instance {
@@ -171,14 +164,10 @@ impl Instance {
             Error::NoDevice
         })?;
         // SAFETY: plain query on a loaded entry.
-        let loader_version = unsafe { entry.try_enumerate_instance_version() }
-            .map_err(map_create)?
-            .unwrap_or(vk::API_VERSION_1_0);
+        let loader_version =
+            unsafe { entry.try_enumerate_instance_version() }.map_err(map_create)?.unwrap_or(vk::API_VERSION_1_0);
         if loader_version < vk::API_VERSION_1_2 {
-            log::warn!(
-                "Vulkan loader supports only {}",
-                version_string(loader_version)
-            );
+            log::warn!("Vulkan loader supports only {}", version_string(loader_version));
             return Err(Error::NoDevice);
         }
         let api_version = loader_version.min(vk::API_VERSION_1_3);
@@ -186,20 +175,11 @@ impl Instance {
         // SAFETY: plain queries on a loaded entry.
         let layers = unsafe { entry.enumerate_instance_layer_properties() }.map_err(map_create)?;
         // SAFETY: as above.
-        let extensions =
-            unsafe { entry.enumerate_instance_extension_properties(None) }.map_err(map_create)?;
-        let has_ext = |name: &CStr| {
-            extensions
-                .iter()
-                .any(|e| e.extension_name_as_c_str().ok() == Some(name))
-        };
+        let extensions = unsafe { entry.enumerate_instance_extension_properties(None) }.map_err(map_create)?;
+        let has_ext = |name: &CStr| extensions.iter().any(|e| e.extension_name_as_c_str().ok() == Some(name));
 
         let mut validation = allow_validation && validation_requested();
-        if validation
-            && !layers
-                .iter()
-                .any(|l| l.layer_name_as_c_str().ok() == Some(VALIDATION_LAYER))
-        {
+        if validation && !layers.iter().any(|l| l.layer_name_as_c_str().ok() == Some(VALIDATION_LAYER)) {
             log::warn!("{VALIDATION_ENV}=1 but VK_LAYER_KHRONOS_validation is not installed");
             validation = false;
         }
@@ -214,21 +194,14 @@ impl Instance {
         if debug_utils {
             ext_names.push(ash::ext::debug_utils::NAME.as_ptr());
         }
-        let layer_names = if validation {
-            vec![VALIDATION_LAYER.as_ptr()]
-        } else {
-            Vec::new()
-        };
+        let layer_names = if validation { vec![VALIDATION_LAYER.as_ptr()] } else { Vec::new() };
 
-        let app = vk::ApplicationInfo::default()
-            .application_name(c"ptxvk")
-            .engine_name(c"ptxvk")
-            .api_version(api_version);
+        let app =
+            vk::ApplicationInfo::default().application_name(c"ptxvk").engine_name(c"ptxvk").api_version(api_version);
         let messages = Arc::new(MessageCounter::default());
         let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
             .message_severity(
-                vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
-                    | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
             )
             .message_type(
                 vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
@@ -253,20 +226,13 @@ impl Instance {
                 other => map_create(other),
             }
         })?;
-        let mut instance = Instance {
-            entry,
-            raw,
-            api_version,
-            debug: None,
-            messages,
-            validation,
-        };
+        let mut instance = Instance { entry, raw, api_version, debug: None, messages, validation };
         if debug_utils {
             let loader = ash::ext::debug_utils::Instance::new(&instance.entry, &instance.raw);
             // SAFETY: the create info's user data points at `instance.messages`,
             // which lives as long as the messenger (destroyed first in Drop).
-            let messenger = unsafe { loader.create_debug_utils_messenger(&messenger_info, None) }
-                .map_err(map_create)?;
+            let messenger =
+                unsafe { loader.create_debug_utils_messenger(&messenger_info, None) }.map_err(map_create)?;
             instance.debug = Some((loader, messenger));
         }
         Ok(Arc::new(instance))
@@ -294,8 +260,7 @@ impl Instance {
                 (i < out.len()).then_some(i)
             } else {
                 let lower = wanted.to_lowercase();
-                out.iter()
-                    .position(|c| c.name.to_lowercase().contains(&lower))
+                out.iter().position(|c| c.name.to_lowercase().contains(&lower))
             };
             match pos {
                 Some(i) => {
@@ -314,15 +279,9 @@ impl Instance {
     fn candidate(&self, pd: vk::PhysicalDevice) -> Option<Candidate> {
         // SAFETY: `pd` comes from this instance.
         let props = unsafe { self.raw.get_physical_device_properties(pd) };
-        let name = props
-            .device_name_as_c_str()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = props.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         if props.api_version < vk::API_VERSION_1_2 {
-            log::info!(
-                "skipping {name}: Vulkan {} < 1.2",
-                version_string(props.api_version)
-            );
+            log::info!("skipping {name}: Vulkan {} < 1.2", version_string(props.api_version));
             return None;
         }
         let mut id = vk::PhysicalDeviceIDProperties::default();
@@ -338,12 +297,7 @@ impl Instance {
             return None;
         }
         let uuid = id.device_uuid;
-        Some(Candidate {
-            physical: pd,
-            name,
-            device_type: DeviceType::from_vk(props.device_type),
-            uuid,
-        })
+        Some(Candidate { physical: pd, name, device_type: DeviceType::from_vk(props.device_type), uuid })
     }
 }
 
@@ -372,21 +326,11 @@ pub fn enumerate_devices() -> Result<Vec<DeviceDesc>> {
         .candidates()?
         .into_iter()
         .enumerate()
-        .map(|(index, c)| DeviceDesc {
-            index,
-            name: c.name,
-            device_type: c.device_type,
-            uuid: c.uuid,
-        })
+        .map(|(index, c)| DeviceDesc { index, name: c.name, device_type: c.device_type, uuid: c.uuid })
         .collect())
 }
 
 /// `major.minor.patch` of a Vulkan version number.
 pub(crate) fn version_string(v: u32) -> String {
-    format!(
-        "{}.{}.{}",
-        vk::api_version_major(v),
-        vk::api_version_minor(v),
-        vk::api_version_patch(v)
-    )
+    format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
 }

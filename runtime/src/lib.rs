@@ -27,6 +27,4 @@ pub use device::{DeviceInfo, PciBusInfo};
 pub use error::{Error, Result};
 pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};
 pub use module::{Function, Module};
-pub use ptxvk_translator::{
-    EntryInfo, GlobalInfo, GlobalSpace, ModuleInfo, ParamInfo, ParamPassing, TargetEnv,
-};
+pub use ptxvk_translator::{EntryInfo, GlobalInfo, GlobalSpace, ModuleInfo, ParamInfo, ParamPassing, TargetEnv};

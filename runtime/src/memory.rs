@@ -83,13 +83,7 @@ impl Buffer {
         // SAFETY: valid create info; the buffer is destroyed in Drop (or below).
         let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
         // From here on `buffer` owns `raw` and cleans up on every error path.
-        let mut buffer = Buffer {
-            device: device.clone(),
-            raw,
-            allocation: None,
-            address: 0,
-            size,
-        };
+        let mut buffer = Buffer { device: device.clone(), raw, allocation: None, address: 0, size };
         // SAFETY: `raw` is a live buffer of this device.
         let mut requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
         requirements.alignment = requirements.alignment.max(align);
@@ -105,20 +99,13 @@ impl Buffer {
             .map_err(map_allocator)?;
         // SAFETY: the allocation satisfies the buffer's requirements and is
         // not bound to anything else.
-        let bound = unsafe {
-            device
-                .raw
-                .bind_buffer_memory(raw, allocation.memory(), allocation.offset())
-        };
+        let bound = unsafe { device.raw.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) };
         buffer.allocation = Some(allocation);
         bound.map_err(map_create)?;
         // SAFETY: the buffer has SHADER_DEVICE_ADDRESS usage and bound memory
         // allocated with VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT.
-        buffer.address = unsafe {
-            device
-                .raw
-                .get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw))
-        };
+        buffer.address =
+            unsafe { device.raw.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw)) };
         Ok(buffer)
     }
 
@@ -146,9 +133,8 @@ impl Buffer {
 
     fn mapped(&self, offset: u64, len: u64) -> Result<*mut u8> {
         let allocation = self.allocation.as_ref().ok_or(Error::OutOfMemory)?;
-        let base = allocation
-            .mapped_ptr()
-            .ok_or_else(|| Error::Unsupported("staging memory is not host-visible".into()))?;
+        let base =
+            allocation.mapped_ptr().ok_or_else(|| Error::Unsupported("staging memory is not host-visible".into()))?;
         if offset > self.size || len > self.size - offset {
             return Err(Error::InvalidValue("staging range out of bounds".into()));
         }
@@ -189,58 +175,29 @@ impl AllocationTable {
     /// Tracks a user allocation whose base is `buffer.address`.
     pub(crate) fn insert_user(&mut self, buffer: Arc<Buffer>, size: u64) {
         self.user_bytes += buffer.size;
-        self.regions.insert(
-            buffer.address,
-            Region {
-                owner: Owner::User(buffer),
-                size,
-            },
-        );
+        self.regions.insert(buffer.address, Region { owner: Owner::User(buffer), size });
     }
 
     /// Tracks a module data buffer (weakly: the module owns it).
     pub(crate) fn insert_module(&mut self, buffer: &Arc<Buffer>, size: u64) {
-        self.regions.insert(
-            buffer.address,
-            Region {
-                owner: Owner::Module(Arc::downgrade(buffer)),
-                size,
-            },
-        );
+        self.regions.insert(buffer.address, Region { owner: Owner::Module(Arc::downgrade(buffer)), size });
     }
 
     /// Removes the user allocation based at `addr`.
     pub(crate) fn remove_user(&mut self, addr: u64) -> Result<Arc<Buffer>> {
         match self.regions.get(&addr) {
-            Some(Region {
-                owner: Owner::User(_),
-                ..
-            }) => {}
-            Some(Region {
-                owner: Owner::Module(_),
-                ..
-            }) => {
-                return Err(Error::InvalidValue(format!(
-                    "{addr:#x} is a module's global data, not an allocation"
-                )))
+            Some(Region { owner: Owner::User(_), .. }) => {}
+            Some(Region { owner: Owner::Module(_), .. }) => {
+                return Err(Error::InvalidValue(format!("{addr:#x} is a module's global data, not an allocation")))
             }
-            None => {
-                return Err(Error::InvalidValue(format!(
-                    "{addr:#x} is not the base of an allocation"
-                )))
-            }
+            None => return Err(Error::InvalidValue(format!("{addr:#x} is not the base of an allocation"))),
         }
         match self.regions.remove(&addr) {
-            Some(Region {
-                owner: Owner::User(b),
-                ..
-            }) => {
+            Some(Region { owner: Owner::User(b), .. }) => {
                 self.user_bytes -= b.size;
                 Ok(b)
             }
-            _ => Err(Error::InvalidValue(format!(
-                "{addr:#x} is not the base of an allocation"
-            ))),
+            _ => Err(Error::InvalidValue(format!("{addr:#x} is not the base of an allocation"))),
         }
     }
 
@@ -271,11 +228,9 @@ impl AllocationTable {
 
     /// Resolves `len` bytes at `addr`, which must lie inside one allocation.
     pub(crate) fn resolve(&mut self, addr: u64, len: u64, what: &str) -> Result<Resolved> {
-        let (base, size, buffer) = self.find(addr).ok_or_else(|| {
-            Error::InvalidValue(format!(
-                "{what} address {addr:#x} is not inside an allocation"
-            ))
-        })?;
+        let (base, size, buffer) = self
+            .find(addr)
+            .ok_or_else(|| Error::InvalidValue(format!("{what} address {addr:#x} is not inside an allocation")))?;
         let offset = addr - base;
         if len > size - offset {
             return Err(Error::InvalidValue(format!(
@@ -319,10 +274,7 @@ impl UploadArena {
                 let offset = *used;
                 *used += len;
                 self.used += len;
-                return Ok(Staged {
-                    buffer: buffer.clone(),
-                    offset,
-                });
+                return Ok(Staged { buffer: buffer.clone(), offset });
             }
         }
         let size = len.max(ARENA_BLOCK);
@@ -368,11 +320,7 @@ impl Readback {
             }
         }
         self.buffer = None;
-        let size = len
-            .max(1 << 20)
-            .next_power_of_two()
-            .min(STAGING_CHUNK)
-            .max(len);
+        let size = len.max(1 << 20).next_power_of_two().min(STAGING_CHUNK).max(len);
         let b = Arc::new(Buffer::new(
             device,
             size,

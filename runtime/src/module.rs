@@ -11,9 +11,7 @@ use ptxvk_translator::{EntryInfo, ModuleInfo};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::memory::Buffer;
-use crate::pipeline::{
-    Pipeline, PipelineCache, PipelineKey, PipelineLayout, PipelineSource, ShaderModule,
-};
+use crate::pipeline::{Pipeline, PipelineCache, PipelineKey, PipelineLayout, PipelineSource, ShaderModule};
 
 /// The shared state of a [`Module`].
 pub(crate) struct ModuleInner {
@@ -44,9 +42,10 @@ impl ModuleInner {
         let mut entry_names = Vec::with_capacity(info.entries.len());
         for e in &info.entries {
             layouts.push(PipelineLayout::new(device, e.push_constant_bytes)?);
-            entry_names.push(CString::new(e.name.as_str()).map_err(|_| {
-                Error::InvalidValue(format!("entry name {:?} contains a NUL byte", e.name))
-            })?);
+            entry_names.push(
+                CString::new(e.name.as_str())
+                    .map_err(|_| Error::InvalidValue(format!("entry name {:?} contains a NUL byte", e.name)))?,
+            );
         }
         Ok(ModuleInner {
             pipelines: Mutex::new(HashMap::new()),
@@ -66,14 +65,9 @@ impl ModuleInner {
     }
 
     /// The pipeline for `key`, built on first use.
-    pub(crate) fn pipeline(
-        &self,
-        key: &PipelineKey,
-    ) -> Result<(Arc<Pipeline>, ash::vk::PipelineLayout)> {
-        let layout = self
-            .layouts
-            .get(key.entry)
-            .ok_or_else(|| Error::InvalidValue("entry index out of range".into()))?;
+    pub(crate) fn pipeline(&self, key: &PipelineKey) -> Result<(Arc<Pipeline>, ash::vk::PipelineLayout)> {
+        let layout =
+            self.layouts.get(key.entry).ok_or_else(|| Error::InvalidValue("entry index out of range".into()))?;
         let mut map = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = map.get(key) {
             return Ok((p.clone(), layout.raw));
@@ -98,9 +92,7 @@ pub struct Module(pub(crate) Arc<ModuleInner>);
 
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Module")
-            .field("entries", &self.entry_names())
-            .finish_non_exhaustive()
+        f.debug_struct("Module").field("entries", &self.entry_names()).finish_non_exhaustive()
     }
 }
 
@@ -108,10 +100,7 @@ impl Module {
     /// The kernel named `name` (a `.entry`).
     pub fn function(&self, name: &str) -> Option<Function> {
         let index = self.0.info.entries.iter().position(|e| e.name == name)?;
-        Some(Function {
-            module: self.0.clone(),
-            index,
-        })
+        Some(Function { module: self.0.clone(), index })
     }
 
     /// `(device address, size)` of the module-scope `.global` or `.const` variable `name`.
@@ -140,9 +129,7 @@ pub struct Function {
 
 impl std::fmt::Debug for Function {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Function")
-            .field("name", &self.name())
-            .finish_non_exhaustive()
+        f.debug_struct("Function").field("name", &self.name()).finish_non_exhaustive()
     }
 }
 
@@ -187,12 +174,9 @@ impl Function {
                 )));
             }
             let start = p.offset as usize;
-            let slot = block.get_mut(start..start + a.len()).ok_or_else(|| {
-                Error::InvalidValue(format!(
-                    "parameter {} lies outside the parameter block",
-                    p.name
-                ))
-            })?;
+            let slot = block
+                .get_mut(start..start + a.len())
+                .ok_or_else(|| Error::InvalidValue(format!("parameter {} lies outside the parameter block", p.name)))?;
             slot.copy_from_slice(a);
         }
         Ok(block)

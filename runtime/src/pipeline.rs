@@ -22,10 +22,7 @@ impl ShaderModule {
         let info = vk::ShaderModuleCreateInfo::default().code(spirv);
         // SAFETY: `spirv` is a complete SPIR-V module from the translator.
         let raw = unsafe { device.raw.create_shader_module(&info, None) }.map_err(map_create)?;
-        Ok(ShaderModule {
-            device: device.clone(),
-            raw,
-        })
+        Ok(ShaderModule { device: device.clone(), raw })
     }
 }
 
@@ -48,18 +45,11 @@ impl PipelineLayout {
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .offset(0)
             .size(push_constant_bytes)];
-        let ranges: &[vk::PushConstantRange] = if push_constant_bytes == 0 {
-            &[]
-        } else {
-            &ranges
-        };
+        let ranges: &[vk::PushConstantRange] = if push_constant_bytes == 0 { &[] } else { &ranges };
         let info = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(ranges);
         // SAFETY: valid create info; destroyed in Drop after every pipeline using it.
         let raw = unsafe { device.raw.create_pipeline_layout(&info, None) }.map_err(map_create)?;
-        Ok(PipelineLayout {
-            device: device.clone(),
-            raw,
-        })
+        Ok(PipelineLayout { device: device.clone(), raw })
     }
 }
 
@@ -82,10 +72,7 @@ impl PipelineCache {
         let info = vk::PipelineCacheCreateInfo::default();
         // SAFETY: valid (empty) create info.
         let raw = unsafe { device.raw.create_pipeline_cache(&info, None) }.map_err(map_create)?;
-        Ok(PipelineCache {
-            device: device.clone(),
-            raw,
-        })
+        Ok(PipelineCache { device: device.clone(), raw })
     }
 }
 
@@ -137,30 +124,16 @@ const SPEC_DATA_BYTES: usize = 32;
 const SPEC_ADDRESS_OFFSET: u32 = 24;
 
 impl Pipeline {
-    pub(crate) fn new(
-        device: &Arc<Device>,
-        src: &PipelineSource<'_>,
-        key: &PipelineKey,
-    ) -> Result<Self> {
+    pub(crate) fn new(device: &Arc<Device>, src: &PipelineSource<'_>, key: &PipelineKey) -> Result<Self> {
         let mut data = [0u8; SPEC_DATA_BYTES];
-        let words = [
-            key.workgroup_size,
-            key.ntid[0],
-            key.ntid[1],
-            key.ntid[2],
-            key.shared_words,
-        ];
+        let words = [key.workgroup_size, key.ntid[0], key.ntid[1], key.ntid[2], key.shared_words];
         for (i, w) in words.iter().enumerate() {
             data[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
         }
         let a = SPEC_ADDRESS_OFFSET as usize;
         data[a..a + 8].copy_from_slice(&src.global_data_address.to_le_bytes());
-        let u32_entry = |id: u32, offset: u32| {
-            vk::SpecializationMapEntry::default()
-                .constant_id(id)
-                .offset(offset)
-                .size(4)
-        };
+        let u32_entry =
+            |id: u32, offset: u32| vk::SpecializationMapEntry::default().constant_id(id).offset(offset).size(4);
         let entries = [
             u32_entry(abi::SPEC_WORKGROUP_SIZE_X, 0),
             u32_entry(abi::SPEC_NTID_X, 4),
@@ -172,9 +145,7 @@ impl Pipeline {
                 .offset(SPEC_ADDRESS_OFFSET)
                 .size(8),
         ];
-        let spec = vk::SpecializationInfo::default()
-            .map_entries(&entries)
-            .data(&data);
+        let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&data);
         let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default();
         let mut stage = vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::COMPUTE)
@@ -184,26 +155,16 @@ impl Pipeline {
         if let Some(size) = device.info.required_subgroup_size {
             if key.workgroup_size.is_multiple_of(size) {
                 required = required.required_subgroup_size(size);
-                stage = stage
-                    .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
-                    .push_next(&mut required);
+                stage =
+                    stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS).push_next(&mut required);
             }
         }
-        let info = [vk::ComputePipelineCreateInfo::default()
-            .stage(stage)
-            .layout(src.layout.raw)];
+        let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(src.layout.raw)];
         // SAFETY: every handle in `info` is live; the specialization data
         // matches the map entries; the entry point exists in the module.
-        let raw = unsafe {
-            device
-                .raw
-                .create_compute_pipelines(src.cache.raw, &info, None)
-        }
-        .map_err(|(_, e)| map_create(e))?;
+        let raw = unsafe { device.raw.create_compute_pipelines(src.cache.raw, &info, None) }
+            .map_err(|(_, e)| map_create(e))?;
         let raw = raw.first().copied().unwrap_or_default();
-        Ok(Pipeline {
-            device: device.clone(),
-            raw,
-        })
+        Ok(Pipeline { device: device.clone(), raw })
     }
 }

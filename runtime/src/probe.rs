@@ -36,11 +36,7 @@ pub(crate) fn needs_fma_emulation(ctx: &ContextInner) -> bool {
             log::info!(
                 "ptxvk: fma probe on {} gave {bits:#010x}: {}",
                 ctx.info().name,
-                if fused {
-                    "fused, no emulation"
-                } else {
-                    "not fused, emulating fma"
-                }
+                if fused { "fused, no emulation" } else { "not fused, emulating fma" }
             );
             !fused
         }
@@ -53,13 +49,10 @@ pub(crate) fn needs_fma_emulation(ctx: &ContextInner) -> bool {
 
 fn run_probe(ctx: &ContextInner) -> Result<u32> {
     let module = ctx.load_module(PROBE_PTX, "fma-probe.ptx", false)?;
-    let f = module
-        .function("probe")
-        .ok_or_else(|| crate::Error::NotFound("probe entry".into()))?;
+    let f = module.function("probe").ok_or_else(|| crate::Error::NotFound("probe entry".into()))?;
     let out = ctx.alloc(4)?;
     let result = (|| {
-        let params =
-            f.pack_params(&[&out.to_le_bytes(), &A_BITS.to_le_bytes(), &C.to_le_bytes()])?;
+        let params = f.pack_params(&[&out.to_le_bytes(), &A_BITS.to_le_bytes(), &C.to_le_bytes()])?;
         ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params)?;
         let mut bytes = [0u8; 4];
         ctx.copy_dtoh(&mut bytes, out)?;

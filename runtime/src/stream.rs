@@ -54,8 +54,7 @@ impl Stream {
             .queue_family_index(device.queue_family)
             .flags(vk::CommandPoolCreateFlags::TRANSIENT);
         // SAFETY: valid create info for a queue family of this device.
-        let pool =
-            unsafe { device.raw.create_command_pool(&pool_info, None) }.map_err(map_create)?;
+        let pool = unsafe { device.raw.create_command_pool(&pool_info, None) }.map_err(map_create)?;
         let alloc_info = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -70,11 +69,7 @@ impl Stream {
             }
         };
         // SAFETY: valid create info.
-        let fence = match unsafe {
-            device
-                .raw
-                .create_fence(&vk::FenceCreateInfo::default(), None)
-        } {
+        let fence = match unsafe { device.raw.create_fence(&vk::FenceCreateInfo::default(), None) } {
             Ok(f) => f,
             Err(e) => {
                 // SAFETY: nothing else uses the pool.
@@ -125,12 +120,10 @@ impl Stream {
             // SAFETY: the previous batch has completed (flush waited for it),
             // so the pool's command buffer may be reset and re-recorded.
             unsafe {
-                d.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty())
-                    .map_err(map_create)?;
+                d.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()).map_err(map_create)?;
                 d.begin_command_buffer(
                     self.cmd,
-                    &vk::CommandBufferBeginInfo::default()
-                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                    &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
                 )
                 .map_err(map_create)?;
             }
@@ -147,15 +140,7 @@ impl Stream {
             let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
             // SAFETY: `cmd` is recording.
             unsafe {
-                d.cmd_pipeline_barrier(
-                    self.cmd,
-                    stages,
-                    stages,
-                    vk::DependencyFlags::empty(),
-                    &[barrier],
-                    &[],
-                    &[],
-                )
+                d.cmd_pipeline_barrier(self.cmd, stages, stages, vk::DependencyFlags::empty(), &[barrier], &[], &[])
             };
         }
         self.commands += 1;
@@ -207,11 +192,8 @@ impl Stream {
                 &[],
             );
             d.end_command_buffer(self.cmd).map_err(map_create)?;
-            d.queue_submit(self.device.queue, &submit, self.fence)
-                .map_err(map_queue)?;
-            let waited = d
-                .wait_for_fences(&[self.fence], true, u64::MAX)
-                .map_err(map_queue);
+            d.queue_submit(self.device.queue, &submit, self.fence).map_err(map_queue)?;
+            let waited = d.wait_for_fences(&[self.fence], true, u64::MAX).map_err(map_queue);
             if let Err(e) = waited {
                 // Do not reuse resources the device may still touch.
                 let _ = d.queue_wait_idle(self.device.queue);

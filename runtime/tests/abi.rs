@@ -8,28 +8,16 @@ use common::{assert_clean, context};
 use ptxvk_runtime::{Context, EntryInfo, Error, Module, ModuleInfo, ParamInfo, ParamPassing};
 
 fn words(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
 fn entry(name: &str, passing: ParamPassing) -> EntryInfo {
     EntryInfo {
         name: name.into(),
-        params: vec![ParamInfo {
-            name: "out".into(),
-            offset: 0,
-            size: 8,
-            align: 8,
-        }],
+        params: vec![ParamInfo { name: "out".into(), offset: 0, size: 8, align: 8 }],
         param_bytes: 8,
         param_passing: passing,
-        push_constant_bytes: if passing == ParamPassing::PushConstants {
-            40
-        } else {
-            32
-        },
+        push_constant_bytes: if passing == ParamPassing::PushConstants { 40 } else { 32 },
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
         reqntid: None,
@@ -41,10 +29,7 @@ fn entry(name: &str, passing: ParamPassing) -> EntryInfo {
 fn load(ctx: &Context) -> Module {
     let spirv = words(include_bytes!("spirv/abi_ids.spv"));
     let info = ModuleInfo {
-        entries: vec![
-            entry("ids", ParamPassing::PushConstants),
-            entry("ids_buf", ParamPassing::Buffer),
-        ],
+        entries: vec![entry("ids", ParamPassing::PushConstants), entry("ids_buf", ParamPassing::Buffer)],
         globals: vec![],
         global_data_bytes: 0,
     };
@@ -57,17 +42,12 @@ fn run(ctx: &Context, m: &Module, name: &str, blocks: u32, block: u32) {
     let d = ctx.alloc(n as u64 * 4).unwrap();
     ctx.memset_d32(d, u32::MAX, n as u64).unwrap();
     let params = f.pack_params(&[&d.to_le_bytes()]).unwrap();
-    ctx.launch(&f, [blocks, 1, 1], [block, 1, 1], 0, &params)
-        .unwrap();
+    ctx.launch(&f, [blocks, 1, 1], [block, 1, 1], 0, &params).unwrap();
     let mut bytes = vec![0u8; n * 4];
     ctx.copy_dtoh(&mut bytes, d).unwrap();
     let out = words(&bytes);
     for (i, &v) in out[..n - 1].iter().enumerate() {
-        assert_eq!(
-            v,
-            i as u32 / block,
-            "{name}: element {i} of {blocks}x{block}"
-        );
+        assert_eq!(v, i as u32 / block, "{name}: element {i} of {blocks}x{block}");
     }
     assert_eq!(out[n - 1], blocks, "{name}: nctaid.x");
     ctx.free(d).unwrap();
@@ -89,16 +69,21 @@ fn grid_split_with_push_constants_and_param_buffer() {
 fn load_spirv_checks_entry_points() {
     let ctx = context();
     let spirv = words(include_bytes!("spirv/abi_ids.spv"));
-    let info = ModuleInfo {
-        entries: vec![entry("nope", ParamPassing::PushConstants)],
-        ..Default::default()
-    };
-    assert!(matches!(
-        ctx.load_spirv(&spirv, info),
-        Err(Error::NotFound(_))
-    ));
-    assert!(matches!(
-        ctx.load_spirv(&[1, 2, 3], ModuleInfo::default()),
-        Err(Error::InvalidValue(_))
-    ));
+    let info = ModuleInfo { entries: vec![entry("nope", ParamPassing::PushConstants)], ..Default::default() };
+    assert!(matches!(ctx.load_spirv(&spirv, info), Err(Error::NotFound(_))));
+    assert!(matches!(ctx.load_spirv(&[1, 2, 3], ModuleInfo::default()), Err(Error::InvalidValue(_))));
+}
+
+/// The validation messenger counts what the layer reports: a SPIR-V module
+/// with an unknown version (1.99) is invalid usage of `vkCreateShaderModule`.
+#[test]
+fn validation_messages_are_counted() {
+    let ctx = context();
+    assert!(ctx.info().validation);
+    assert_eq!(ctx.validation_messages(), 0);
+    let mut spirv = words(include_bytes!("spirv/abi_ids.spv"));
+    spirv[1] = 0x0001_6300;
+    let info = ModuleInfo { entries: vec![entry("ids", ParamPassing::PushConstants)], ..Default::default() };
+    let _ = ctx.load_spirv(&spirv, info);
+    assert!(ctx.validation_messages() > 0);
 }

@@ -18,10 +18,7 @@ fn enumerate_and_select() {
     assert_eq!(ctx.info().name, devices[0].name);
     let default = Context::new(DeviceSelector::Default).unwrap();
     assert_eq!(default.info().uuid, devices[0].uuid);
-    assert!(matches!(
-        Context::new(DeviceSelector::Index(devices.len())),
-        Err(Error::InvalidValue(_))
-    ));
+    assert!(matches!(Context::new(DeviceSelector::Index(devices.len())), Err(Error::InvalidValue(_))));
     let info = ctx.info();
     assert!(info.max_threads_per_block >= 128 && info.max_threads_per_block.is_multiple_of(32));
     assert_eq!(info.max_grid_dim, [i32::MAX as u32, 65535, 65535]);

@@ -112,39 +112,18 @@ fn error_cases() {
     let d = ctx.alloc(100).unwrap();
     assert!(matches!(ctx.free(d + 4), Err(Error::InvalidValue(_))));
     assert!(matches!(ctx.free(12345), Err(Error::InvalidValue(_))));
-    assert!(matches!(
-        ctx.copy_htod(d + 50, &[0u8; 51]),
-        Err(Error::InvalidValue(_))
-    ));
-    assert!(matches!(
-        ctx.copy_htod(d + 100, &[0u8; 1]),
-        Err(Error::InvalidValue(_))
-    ));
+    assert!(matches!(ctx.copy_htod(d + 50, &[0u8; 51]), Err(Error::InvalidValue(_))));
+    assert!(matches!(ctx.copy_htod(d + 100, &[0u8; 1]), Err(Error::InvalidValue(_))));
     let mut buf = [0u8; 101];
-    assert!(matches!(
-        ctx.copy_dtoh(&mut buf, d),
-        Err(Error::InvalidValue(_))
-    ));
-    assert!(matches!(
-        ctx.copy_dtod(d, d + 1, 100),
-        Err(Error::InvalidValue(_))
-    ));
-    assert!(matches!(
-        ctx.memset_d32(d, 0, 26),
-        Err(Error::InvalidValue(_))
-    ));
-    assert!(matches!(
-        ctx.memset_d32(d, 0, u64::MAX),
-        Err(Error::InvalidValue(_))
-    ));
+    assert!(matches!(ctx.copy_dtoh(&mut buf, d), Err(Error::InvalidValue(_))));
+    assert!(matches!(ctx.copy_dtod(d, d + 1, 100), Err(Error::InvalidValue(_))));
+    assert!(matches!(ctx.memset_d32(d, 0, 26), Err(Error::InvalidValue(_))));
+    assert!(matches!(ctx.memset_d32(d, 0, u64::MAX), Err(Error::InvalidValue(_))));
     assert!(matches!(ctx.alloc(u64::MAX), Err(Error::OutOfMemory)));
     ctx.memset_d32(d, 7, 25).unwrap();
     ctx.free(d).unwrap();
     assert!(matches!(ctx.free(d), Err(Error::InvalidValue(_))));
-    assert!(matches!(
-        ctx.copy_htod(d, &[1]),
-        Err(Error::InvalidValue(_))
-    ));
+    assert!(matches!(ctx.copy_htod(d, &[1]), Err(Error::InvalidValue(_))));
     ctx.synchronize().unwrap();
     assert_clean(&ctx);
 }

@@ -23,10 +23,7 @@ pub struct Lcg(pub u64);
 
 impl Lcg {
     pub fn next_u32(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (self.0 >> 32) as u32
     }
 
@@ -38,9 +35,5 @@ impl Lcg {
 /// Fails the test if the validation layer reported anything.
 pub fn assert_clean(ctx: &Context) {
     assert!(ctx.info().validation, "validation layer not active");
-    assert_eq!(
-        ctx.validation_messages(),
-        0,
-        "validation layer reported problems (see log)"
-    );
+    assert_eq!(ctx.validation_messages(), 0, "validation layer reported problems (see log)");
 }
