@@ -184,6 +184,9 @@ impl ContextInner {
             return Err(Error::InvalidValue("cannot allocate 0 bytes".into()));
         }
         let size = align_up(bytes.max(4), ALLOC_ALIGN).ok_or(Error::OutOfMemory)?;
+        if size > self.info.max_buffer_size {
+            return Err(Error::OutOfMemory);
+        }
         let buffer = new_device_buffer(&self.device, size, "ptxvk allocation")?;
         let addr = buffer.address;
         self.lock().table.insert_user(Arc::new(buffer), bytes);
@@ -201,6 +204,9 @@ impl ContextInner {
     }
 
     pub(crate) fn copy_htod(&self, dst: u64, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
         let mut st = self.lock();
         st.stream.check()?;
         let target = st.table.resolve(dst, src.len() as u64, "destination")?;
@@ -225,11 +231,11 @@ impl ContextInner {
 
     pub(crate) fn copy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()> {
         let mut st = self.lock();
-        st.stream.check()?;
-        let source = st.table.resolve(src, dst.len() as u64, "source")?;
         if dst.is_empty() {
             return st.stream.flush();
         }
+        st.stream.check()?;
+        let source = st.table.resolve(src, dst.len() as u64, "source")?;
         for (i, chunk) in dst.chunks_mut(STAGING_CHUNK as usize).enumerate() {
             let readback = st.readback.get(&self.device, chunk.len() as u64)?;
             let region = vk::BufferCopy {
@@ -248,13 +254,13 @@ impl ContextInner {
     }
 
     pub(crate) fn copy_dtod(&self, dst: u64, src: u64, bytes: u64) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
         let mut st = self.lock();
         st.stream.check()?;
         let from = st.table.resolve(src, bytes, "source")?;
         let to = st.table.resolve(dst, bytes, "destination")?;
-        if bytes == 0 {
-            return Ok(());
-        }
         let same = Arc::ptr_eq(&from.buffer, &to.buffer);
         let overlap = same && from.offset < to.offset + bytes && to.offset < from.offset + bytes;
         let d = &self.device.raw;
@@ -292,12 +298,12 @@ impl ContextInner {
 
     /// Fills `bytes` bytes at `dst` with `pattern` repeated (period 1, 2 or 4).
     pub(crate) fn memset(&self, dst: u64, pattern: &[u8], bytes: u64) -> Result<()> {
-        let mut st = self.lock();
-        st.stream.check()?;
-        let target = st.table.resolve(dst, bytes, "destination")?;
         if bytes == 0 {
             return Ok(());
         }
+        let mut st = self.lock();
+        st.stream.check()?;
+        let target = st.table.resolve(dst, bytes, "destination")?;
         let d = &self.device.raw;
         // Offsets inside the buffer: fill the 4-aligned middle, stage the edges.
         let start = target.offset;

@@ -58,6 +58,9 @@ pub struct DeviceInfo {
     pub max_grid_dim: [u32; 3],
     /// `maxComputeWorkGroupCount`: the largest single dispatch.
     pub max_dispatch: [u32; 3],
+    /// Largest `VkBuffer`, hence largest allocation (`maxBufferSize` from
+    /// maintenance4; `u64::MAX` when the device does not say).
+    pub max_buffer_size: u64,
     /// `maxComputeSharedMemorySize`: static plus dynamic `.shared` bytes per block.
     pub max_shared_bytes: u32,
     /// `maxPushConstantsSize`.
@@ -278,6 +281,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     let mut psize = vk::PhysicalDeviceSubgroupSizeControlPropertiesEXT::default();
     let mut ppci = vk::PhysicalDevicePCIBusInfoPropertiesEXT::default();
     let mut psm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+    let mut pm4 = vk::PhysicalDeviceMaintenance4Properties::default();
     let limits;
     {
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut p11).push_next(&mut p12);
@@ -286,6 +290,9 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         }
         if avail.size_control_ext {
             p2 = p2.push_next(&mut psize);
+        }
+        if avail.maintenance4_ext {
+            p2 = p2.push_next(&mut pm4);
         }
         if avail.pci {
             p2 = p2.push_next(&mut ppci);
@@ -506,6 +513,13 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         ],
         max_grid_dim: [i32::MAX as u32, 65535, 65535],
         max_dispatch: limits.max_compute_work_group_count,
+        max_buffer_size: if avail.v13 {
+            p13.max_buffer_size
+        } else if avail.maintenance4_ext {
+            pm4.max_buffer_size
+        } else {
+            u64::MAX
+        },
         max_shared_bytes: limits.max_compute_shared_memory_size,
         max_push_constant_bytes: limits.max_push_constants_size,
         subgroup_size: required_subgroup_size.unwrap_or(p11.subgroup_size),

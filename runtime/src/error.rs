@@ -76,6 +76,7 @@ pub(crate) fn map_allocator(err: gpu_allocator::AllocationError) -> Error {
         A::NoCompatibleMemoryTypeFound => {
             Error::Unsupported("no compatible Vulkan memory type for this allocation".into())
         }
-        other => Error::InvalidValue(format!("memory allocation failed: {other}")),
+        A::FailedToMap(_) => Error::OutOfMemory,
+        other => Error::Unsupported(format!("memory allocation failed: {other}")),
     }
 }

@@ -120,6 +120,12 @@ impl Drop for Instance {
     }
 }
 
+/// The `VK_EXT_debug_utils` messenger callback: logs every message and counts
+/// warnings and errors.
+///
+/// # Safety
+/// Called by the loader with a valid (or null) callback-data pointer and the
+/// `MessageCounter` pointer given at messenger creation as `user`.
 unsafe extern "system" fn debug_callback(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
     _types: vk::DebugUtilsMessageTypeFlagsEXT,

@@ -12,6 +12,8 @@
 //! `stream` (command batching), `module` ([`Module`], [`Function`]),
 //! `context` ([`Context`]), `probe` (the fma probe).
 
+#![warn(missing_docs)]
+
 mod context;
 mod device;
 mod error;

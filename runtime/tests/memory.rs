@@ -120,6 +120,13 @@ fn error_cases() {
     assert!(matches!(ctx.memset_d32(d, 0, 26), Err(Error::InvalidValue(_))));
     assert!(matches!(ctx.memset_d32(d, 0, u64::MAX), Err(Error::InvalidValue(_))));
     assert!(matches!(ctx.alloc(u64::MAX), Err(Error::OutOfMemory)));
+    let too_big = ctx.info().total_memory.saturating_mul(2).max(1 << 40);
+    assert!(matches!(ctx.alloc(too_big), Err(Error::OutOfMemory)));
+    // Zero-length transfers are no-ops.
+    ctx.copy_htod(d, &[]).unwrap();
+    ctx.copy_dtoh(&mut [], d).unwrap();
+    ctx.copy_dtod(d, d, 0).unwrap();
+    ctx.memset_d8(d, 0, 0).unwrap();
     ctx.memset_d32(d, 7, 25).unwrap();
     ctx.free(d).unwrap();
     assert!(matches!(ctx.free(d), Err(Error::InvalidValue(_))));
