@@ -71,6 +71,13 @@ pub struct DeviceInfo {
     /// Subgroup size pipelines are created with (`VK_EXT_subgroup_size_control`,
     /// core in 1.3), when the device can run compute with 32-wide subgroups.
     pub required_subgroup_size: Option<u32>,
+    /// `computeFullSubgroups` (`VK_EXT_subgroup_size_control`, core in 1.3):
+    /// pipelines with a required subgroup size also require full subgroups.
+    pub supports_compute_full_subgroups: bool,
+    /// `maxComputeWorkgroupSubgroups`: with a required subgroup size `s`, a
+    /// block of more than `s * max_compute_workgroup_subgroups` threads runs
+    /// with the driver's choice of size.
+    pub max_compute_workgroup_subgroups: u32,
     /// Size of the largest device-local memory heap.
     pub total_memory: u64,
     /// Best guess at the number of multiprocessors (`VK_NV_shader_sm_builtins`,
@@ -304,10 +311,20 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         unsafe { raw_instance.get_physical_device_properties2(pd, &mut p2) };
         limits = p2.properties.limits;
     }
-    let (min_sg, max_sg, sg_stages) = if avail.v13 {
-        (p13.min_subgroup_size, p13.max_subgroup_size, p13.required_subgroup_size_stages)
+    let (min_sg, max_sg, sg_stages, max_wg_subgroups) = if avail.v13 {
+        (
+            p13.min_subgroup_size,
+            p13.max_subgroup_size,
+            p13.required_subgroup_size_stages,
+            p13.max_compute_workgroup_subgroups,
+        )
     } else {
-        (psize.min_subgroup_size, psize.max_subgroup_size, psize.required_subgroup_size_stages)
+        (
+            psize.min_subgroup_size,
+            psize.max_subgroup_size,
+            psize.required_subgroup_size_stages,
+            psize.max_compute_workgroup_subgroups,
+        )
     };
 
     // ---- choose features to enable ----
@@ -372,12 +389,13 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     e.clock.shader_subgroup_clock = q.clock.shader_subgroup_clock;
     e.clock.shader_device_clock = q.clock.shader_device_clock;
 
+    // Where the subgroup size can vary (and SPIR-V 1.6 modules may vary by
+    // default), ask for 32 so that a warp is a subgroup.
     let required_subgroup_size = (on(size_control)
-        && on(full_subgroups)
         && sg_stages.contains(vk::ShaderStageFlags::COMPUTE)
         && min_sg <= 32
         && 32 <= max_sg
-        && p11.subgroup_size != 32)
+        && min_sg != max_sg)
         .then_some(32);
 
     // ---- extensions ----
@@ -524,6 +542,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         max_push_constant_bytes: limits.max_push_constants_size,
         subgroup_size: required_subgroup_size.unwrap_or(p11.subgroup_size),
         required_subgroup_size,
+        supports_compute_full_subgroups: on(full_subgroups),
+        max_compute_workgroup_subgroups: max_wg_subgroups,
         total_memory,
         multiprocessor_count,
         pci: avail.pci.then_some(PciBusInfo {

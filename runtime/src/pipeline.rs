@@ -152,11 +152,14 @@ impl Pipeline {
             .module(src.shader.raw)
             .name(src.entry_name)
             .specialization_info(&spec);
-        if let Some(size) = device.info.required_subgroup_size {
-            if key.workgroup_size.is_multiple_of(size) {
+        let info = &device.info;
+        if let Some(size) = info.required_subgroup_size {
+            if key.workgroup_size as u64 <= size as u64 * info.max_compute_workgroup_subgroups as u64 {
                 required = required.required_subgroup_size(size);
-                stage =
-                    stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS).push_next(&mut required);
+                if info.supports_compute_full_subgroups && key.workgroup_size.is_multiple_of(size) {
+                    stage = stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS);
+                }
+                stage = stage.push_next(&mut required);
             }
         }
         let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(src.layout.raw)];
