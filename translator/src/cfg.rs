@@ -76,10 +76,9 @@ impl Cfg<'_> {
 }
 
 enum Pending {
-    Label(String),
     Branch(String, Span),
     CondBranch(String, bool, String, Span),
-    Return(Span),
+    Return,
     CondReturn(String, bool, Span),
 }
 
@@ -114,7 +113,6 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
         match s {
             Statement::Label(span, name) => {
                 raws.push(Raw { label: Some(name.clone()), insts: Vec::new(), end: None, span: *span });
-                let _ = Pending::Label(String::new());
             }
             Statement::Inst(i) if is_control(i) => {
                 let end = match i.opcode.as_str() {
@@ -135,7 +133,7 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                     }
                     _ => match &i.guard {
                         Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span),
-                        None => Pending::Return(i.span),
+                        None => Pending::Return,
                     },
                 };
                 let conditional = matches!(end, Pending::CondBranch(..) | Pending::CondReturn(..));
@@ -190,7 +188,7 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                 taken: lookup(t, *span)?,
                 fallthrough: if next < n { next } else { usize::MAX },
             },
-            Some(Pending::Return(_)) => Terminator::Return,
+            Some(Pending::Return) => Terminator::Return,
             Some(Pending::CondReturn(p, neg, span)) => {
                 let ret_block = n + extra.len();
                 extra.push(BasicBlock { label: None, insts: Vec::new(), term: Terminator::Return, term_span: *span });
@@ -201,7 +199,6 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                     fallthrough: if next < n { next } else { usize::MAX },
                 }
             }
-            Some(Pending::Label(_)) => Terminator::Return,
         };
         blocks.push(BasicBlock { label: r.label.clone(), insts: r.insts.clone(), term, term_span: r.span });
     }

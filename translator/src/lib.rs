@@ -81,3 +81,21 @@ pub fn disassemble(words: &[u32]) -> String {
         Err(e) => format!("; cannot disassemble: {e}\n"),
     }
 }
+
+/// The structured control flow of every function with a body, as text
+/// (one `function NAME` header per function, then its region tree).
+pub fn structure_dump(source: &str, file_name: &str) -> Result<String, Diagnostics> {
+    let module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    let mut out = String::new();
+    for item in &module.items {
+        let ast::ModuleItem::Function(f) = item else { continue };
+        let Some(body) = &f.body else { continue };
+        let wrap = |d: Diagnostic| Diagnostics::new(file_name, source, vec![d]);
+        let cfg = cfg::run(body).map_err(wrap)?;
+        let span_of = |b: usize| cfg.blocks[b].term_span;
+        let regions = structurize::run(&cfg, &span_of).map_err(wrap)?;
+        out.push_str(&format!("function {}\n", f.name));
+        out.push_str(&structurize::render(&cfg, &regions));
+    }
+    Ok(out)
+}

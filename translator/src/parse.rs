@@ -571,7 +571,7 @@ fn reg_operand(p: P) -> Operand {
     for item in p.into_inner() {
         match item.as_rule() {
             Rule::ident => name = item.as_str().to_string(),
-            Rule::component => component = item.as_str().bytes().nth(1),
+            Rule::component => component = item.as_str().as_bytes().get(1).copied(),
             _ => {}
         }
     }

@@ -103,8 +103,8 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Analysis, Dia
         rpo_index[*b] = i;
     }
     let mut preds: Vec<Vec<BlockId>> = vec![Vec::new(); n];
-    for b in 0..n {
-        for &s in &succs[b] {
+    for (b, ss) in succs.iter().enumerate() {
+        for &s in ss {
             preds[s].push(b);
         }
     }
@@ -154,8 +154,8 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Analysis, Dia
     };
     let mut is_loop_header = vec![false; n];
     let mut forward_preds = vec![0usize; n];
-    for b in 0..n {
-        for &s in &succs[b] {
+    for (b, ss) in succs.iter().enumerate() {
+        for &s in ss {
             if rpo_index[s] <= rpo_index[b] {
                 // Retreating edge: must be a back edge to a dominator.
                 if !dominates(s, b) {
@@ -235,5 +235,45 @@ fn do_branch(cfg: &Cfg, a: &Analysis, x: BlockId, y: BlockId, out: &mut Vec<Regi
         out.push(Region::Br(Target::Exit(y)));
     } else {
         do_tree(cfg, a, y, out);
+    }
+}
+
+/// Render regions as indented text (for golden tests and debugging), naming
+/// blocks by their label (or `bN`).
+pub fn render(cfg: &Cfg, regions: &[Region]) -> String {
+    let mut s = String::new();
+    render_into(cfg, regions, 0, &mut s);
+    s
+}
+
+fn block_name(cfg: &Cfg, b: BlockId) -> String {
+    cfg.blocks[b].label.clone().unwrap_or_else(|| format!("b{b}"))
+}
+
+fn render_into(cfg: &Cfg, regions: &[Region], depth: usize, s: &mut String) {
+    let pad = "  ".repeat(depth);
+    for r in regions {
+        match r {
+            Region::Code(b) => {
+                s.push_str(&format!("{pad}code {} ({} insts)\n", block_name(cfg, *b), cfg.blocks[*b].insts.len()))
+            }
+            Region::Block { follower, body } => {
+                s.push_str(&format!("{pad}block -> {}\n", block_name(cfg, *follower)));
+                render_into(cfg, body, depth + 1, s);
+            }
+            Region::Loop { header, body } => {
+                s.push_str(&format!("{pad}loop {}\n", block_name(cfg, *header)));
+                render_into(cfg, body, depth + 1, s);
+            }
+            Region::If { block, then_body, else_body } => {
+                s.push_str(&format!("{pad}if {}\n", block_name(cfg, *block)));
+                render_into(cfg, then_body, depth + 1, s);
+                s.push_str(&format!("{pad}else\n"));
+                render_into(cfg, else_body, depth + 1, s);
+            }
+            Region::Br(Target::Exit(b)) => s.push_str(&format!("{pad}break {}\n", block_name(cfg, *b))),
+            Region::Br(Target::Continue(b)) => s.push_str(&format!("{pad}continue {}\n", block_name(cfg, *b))),
+            Region::Return => s.push_str(&format!("{pad}return\n")),
+        }
     }
 }

@@ -52,22 +52,24 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
                 let bt = e.t_bool();
                 let clo = e.c_int(64, lo as u64);
                 let chi = e.c_int(64, hi as u64);
-                // Compare in the source's signedness.
+                // Compare in the source's signedness; a bound outside the
+                // source's range never applies.
+                let f = e.c_bool(false);
                 let (lt, gt) = if st.is_signed() {
-                    (
-                        e.b.s_less_than(bt, None, w, clo).map_err(internal1)?,
-                        if dt.is_signed() || true {
-                            e.b.s_greater_than(bt, None, w, chi).map_err(internal1)?
-                        } else {
-                            unreachable_word()?
-                        },
-                    )
+                    let lt = e.b.s_less_than(bt, None, w, clo).map_err(internal1)?;
+                    let gt = if hi <= i64::MAX as i128 {
+                        e.b.s_greater_than(bt, None, w, chi).map_err(internal1)?
+                    } else {
+                        f
+                    };
+                    (lt, gt)
                 } else {
-                    let f = e.c_bool(false);
-                    (
-                        if dt.is_signed() && lo < 0 { f } else { f },
-                        e.b.u_greater_than(bt, None, w, chi).map_err(internal1)?,
-                    )
+                    let gt = if hi < u64::MAX as i128 {
+                        e.b.u_greater_than(bt, None, w, chi).map_err(internal1)?
+                    } else {
+                        f
+                    };
+                    (f, gt)
                 };
                 let w = e.b.select(t64, None, lt, clo, w).map_err(internal1)?;
                 let w = e.b.select(t64, None, gt, chi, w).map_err(internal1)?;
@@ -139,10 +141,6 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             set(e, fx, d, r, K::Float(dbits), false)
         }
     }
-}
-
-fn unreachable_word() -> Result<Word, Diagnostic> {
-    Err(Diagnostic::error(Default::default(), "internal error"))
 }
 
 fn round(e: &mut Emitter, v: Word, rnd: &str, ft: Word) -> Result<Word, Diagnostic> {

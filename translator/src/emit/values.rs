@@ -2,7 +2,7 @@
 //! addresses, converted to the kind an instruction wants.
 
 use super::func::{internal1, Fx};
-use super::{Emitter, TyKey};
+use super::Emitter;
 use crate::ast::{FloatImm, Operand, ScalarType};
 use crate::diag::{Diagnostic, Span};
 use rspirv::dr::Operand as SOp;
@@ -397,9 +397,4 @@ pub(crate) fn pred(e: &mut Emitter, fx: &mut Fx, name: &str, negated: bool, span
     } else {
         Ok(v)
     }
-}
-
-/// Type key helper for vectors.
-pub(crate) fn vec_key(e: &mut Emitter, elem: Word, n: u32) -> Word {
-    e.ty(TyKey::Vec(elem, n))
 }

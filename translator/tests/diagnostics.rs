@@ -1,0 +1,76 @@
+//! Diagnostics as a user sees them: `file:line:col: error: ...`, the source
+//! line and a caret.
+
+use ptxvk_translator::{translate, Options};
+
+fn err(src: &str) -> String {
+    match translate(src, "k.ptx", &Options::default()) {
+        Ok(_) => panic!("expected an error"),
+        Err(d) => d.to_string(),
+    }
+}
+
+const HEAD: &str = ".version 8.0\n.target sm_80\n.address_size 64\n";
+
+#[test]
+fn syntax_error_has_location_line_and_caret() {
+    let src = format!("{HEAD}.visible .entry k()\n{{\n  mov.u32 %r1 %r2;\n}}\n");
+    let text = err(&src);
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("");
+    assert!(first.starts_with("k.ptx:6:"), "{text}");
+    assert!(first.contains("error: syntax error"), "{text}");
+    assert_eq!(lines.next(), Some("  mov.u32 %r1 %r2;"));
+    assert!(lines.next().unwrap_or("").trim_start().starts_with('^'), "{text}");
+}
+
+#[test]
+fn unsupported_instruction_is_named_with_its_line() {
+    let src =
+        format!("{HEAD}.visible .entry k()\n{{\n  .reg .b32 %r<3>;\n  mov.u32 %r1, 1;\n  bogus.op.u32 %r2, %r1;\n}}\n");
+    let text = err(&src);
+    assert!(text.starts_with("k.ptx:8:3: error: unsupported instruction 'bogus.op.u32'"), "{text}");
+}
+
+#[test]
+fn several_errors_are_reported() {
+    let src =
+        format!("{HEAD}.visible .entry k()\n{{\n  .reg .b32 %r<3>;\n  frob.u32 %r1, 1;\n  mov.u32 %r2, %nosuch;\n}}\n");
+    let text = err(&src);
+    assert!(text.contains("k.ptx:7:3: error: unsupported instruction 'frob.u32'"), "{text}");
+    assert!(text.contains("k.ptx:8:16: error: unknown name '%nosuch'"), "{text}");
+}
+
+#[test]
+fn undefined_label() {
+    let src = format!("{HEAD}.visible .entry k()\n{{\n  bra $L__nowhere;\n}}\n");
+    let text = err(&src);
+    assert!(text.contains("k.ptx:6:3: error: branch to undefined label '$L__nowhere'"), "{text}");
+}
+
+#[test]
+fn missing_entry_is_reported() {
+    let src = format!("{HEAD}.visible .entry k()\n{{\n  ret;\n}}\n");
+    let opts = Options { entry: Some("other".into()), ..Options::default() };
+    let Err(d) = translate(&src, "k.ptx", &opts) else { panic!("expected an error") };
+    assert!(d.to_string().contains("no .entry named 'other'"));
+}
+
+#[test]
+fn garbage_never_panics() {
+    let inputs = [
+        "",
+        "\u{0}\u{1}",
+        ".version",
+        ".version 1.0 .target",
+        "{{{{{{",
+        ".entry k(",
+        ".visible .entry k() { @ bra; }",
+        ".visible .entry k() { .reg .b32 %r<99999999999999999999>; }",
+        ".visible .entry k() { ld.global.u32 %r1, [%r2+%r3]; }",
+        ".visible .entry k() { mov.u32 %r1, 0x; }",
+    ];
+    for i in inputs {
+        let _ = translate(i, "x.ptx", &Options::default());
+    }
+}

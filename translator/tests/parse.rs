@@ -1,0 +1,191 @@
+//! Parser tests: module-level syntax, operands and immediates, and spans.
+
+use ptxvk_translator::ast::*;
+use ptxvk_translator::parse;
+
+const MODULE: &str = r#"
+// A module exercising PTX's module-level syntax.
+.version 8.5
+.target sm_80, texmode_independent, debug
+.address_size 64
+
+.file 1 "/tmp/k.cu"
+.global .align 4 .b8 table[16] = {1, 2, 3, 4, 0x10, 0b11, 017, -1};
+.const .align 8 .f64 coeffs[2] = {0d3FF0000000000000, 0d4000000000000000};
+.global .align 8 .u64 ptr_to_table = generic(table)+4;
+.global .v4 .f32 vec4;
+.global .u32 grid[2][3];
+.extern .shared .align 16 .b8 dyn[];
+.visible .global .u32 counter;
+.weak .global .u32 weak_var;
+.common .global .align 8 .u64 common_var;
+
+.extern .func (.param .b32 func_retval0) vprintf(.param .b64 fmt, .param .b64 args);
+
+.visible .func (.param .b32 ret) helper(.reg .u32 a, .param .align 8 .b8 s[16]) .noreturn
+{
+    ret;
+}
+
+.visible .entry kernel(
+    .param .u64 .ptr .global .align 16 p,
+    .param .align 8 .b8 by_value[24],
+    .param .f32 scale
+)
+.maxntid 256, 1, 1
+.reqntid 256
+.minnctapersm 2
+.maxnreg 64
+.pragma "nounroll";
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<100>;
+    .reg .b64 %rd<4>;
+    .reg .f32 %f<2>;
+    .local .align 4 .b8 depot[32];
+    .shared .align 4 .u32 tile[8][8];
+    /* block comment */
+    .loc 1 10 3
+    mov.u32 %r1, %tid.x;
+    mov.f32 %f1, 0f3F800000;
+    mov.f32 %f0, 1.5;
+    mov.b64 %rd0, {%r1, %r2};
+    mov.b64 {%r3, %r4}, %rd0;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r5, [by_value+8];
+    ld.global.v4.u32 {%r6, %r7, %r8, _}, [%rd1+16];
+    ld.global.u32 %r9, [%rd1+-4];
+    ld.shared.u32 %r10, [tile];
+    ld.global.u32 %r11, [0x100];
+    setp.lt.s32 %p1|%p2, %r1, -7;
+    @%p1 bra $L__exit;
+    @!%p2 add.s32 %r12, %r1, 0xFFFFFFFF;
+    { // nested scope
+        .reg .b32 %inner;
+        add.u32 %inner, %r1, 1;
+    }
+$L__exit:
+    ret;
+}
+.section .debug_info { .b32 0x10 .b8 1 }
+"#;
+
+#[test]
+fn module_level_syntax() {
+    let m = parse::run(MODULE).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!(m.version, Some((8, 5)));
+    assert_eq!(m.target, vec!["sm_80", "texmode_independent", "debug"]);
+    assert_eq!(m.address_size, 64);
+    let vars: Vec<&VarDecl> = m
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ModuleItem::Variable(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(vars.len(), 9);
+    assert_eq!(vars[0].space, StateSpace::Global);
+    assert_eq!(vars[0].align, Some(4));
+    assert_eq!(vars[0].names[0].dims, vec![Some(16)]);
+    let Some(Initializer::List(_, items)) = &vars[0].init else { panic!("list initializer") };
+    assert_eq!(items.len(), 8);
+    let Initializer::Expr(_, t) = &items[5] else { panic!() };
+    assert!(matches!(t[0].1, InitTerm::Int(3)), "0b11 is 3");
+    let Initializer::Expr(_, t) = &items[6] else { panic!() };
+    assert!(matches!(t[0].1, InitTerm::Int(15)), "017 is octal 15");
+    let Initializer::Expr(_, t) = &items[7] else { panic!() };
+    assert!(matches!(t[0].1, InitTerm::Int(-1)));
+    let Some(Initializer::Expr(_, t)) = &vars[2].init else { panic!("address initializer") };
+    assert!(matches!(&t[0].1, InitTerm::Generic(n) if n == "table"));
+    assert!(matches!(t[1].1, InitTerm::Int(4)));
+    assert_eq!(vars[3].vector, Some(4));
+    assert_eq!(vars[4].names[0].dims, vec![Some(2), Some(3)]);
+    assert_eq!(vars[5].linkage, vec![Linkage::Extern]);
+    assert_eq!(vars[5].names[0].dims, vec![None]);
+    assert_eq!(vars[6].linkage, vec![Linkage::Visible]);
+    assert_eq!(vars[7].linkage, vec![Linkage::Weak]);
+    assert_eq!(vars[8].linkage, vec![Linkage::Common]);
+
+    let funcs: Vec<&Function> = m
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ModuleItem::Function(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(funcs.len(), 3);
+    assert!(funcs[0].body.is_none());
+    assert_eq!(funcs[0].returns.len(), 1);
+    assert_eq!(funcs[1].params[0].space, StateSpace::Reg);
+    assert_eq!(funcs[1].params[1].align, Some(8));
+    assert!(funcs[1].perf.contains(&PerfDirective::NoReturn));
+    let k = funcs[2];
+    assert_eq!(k.kind, FunctionKind::Entry);
+    assert_eq!(k.params[0].ptr, Some((Some(StateSpace::Global), Some(16))));
+    assert_eq!(k.params[1].names[0].dims, vec![Some(24)]);
+    assert!(k.perf.contains(&PerfDirective::MaxNtid(vec![256, 1, 1])));
+    assert!(k.perf.contains(&PerfDirective::ReqNtid(vec![256])));
+    assert!(k.perf.contains(&PerfDirective::MinNctaPerSm(2)));
+    assert!(k.perf.contains(&PerfDirective::MaxNreg(64)));
+
+    let body = k.body.as_ref().expect("body");
+    let insts: Vec<&Instruction> = body
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Inst(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(insts[0].opcode, "mov");
+    assert!(matches!(&insts[0].operands[1], Operand::Name { name, component: Some(b'x'), .. } if name == "%tid"));
+    assert!(matches!(insts[1].operands[1], Operand::Float(_, FloatImm::F32Bits(0x3F80_0000))));
+    assert!(matches!(insts[2].operands[1], Operand::Float(_, FloatImm::Decimal(v)) if v == 1.5));
+    assert!(matches!(&insts[3].operands[1], Operand::Vector(_, v) if v.len() == 2));
+    assert!(matches!(&insts[4].operands[0], Operand::Vector(_, v) if v.len() == 2));
+    assert!(
+        matches!(&insts[5].operands[1], Operand::Address(_, Address { base: Some((_, b)), offset: 0 }) if b == "p")
+    );
+    assert!(matches!(&insts[6].operands[1], Operand::Address(_, Address { offset: 8, .. })));
+    let Operand::Vector(_, v) = &insts[7].operands[0] else { panic!("vector destination") };
+    assert!(matches!(v[3], Operand::Sink(_)));
+    assert_eq!(insts[7].modifiers, vec!["global", "v4", "u32"]);
+    assert!(matches!(&insts[8].operands[1], Operand::Address(_, Address { offset: -4, .. })));
+    assert!(matches!(&insts[10].operands[1], Operand::Address(_, Address { base: None, offset: 0x100 })));
+    assert!(matches!(&insts[11].operands[0], Operand::Pair(..)));
+    assert!(matches!(insts[11].operands[2], Operand::Int(_, -7)));
+    let g = insts[12].guard.as_ref().expect("guard");
+    assert!(!g.negated);
+    let g = insts[13].guard.as_ref().expect("guard");
+    assert!(g.negated);
+    assert!(matches!(insts[13].operands[2], Operand::Int(_, 0xFFFF_FFFF)));
+    assert!(body.iter().any(|s| matches!(s, Statement::Block(_))));
+    assert!(body.iter().any(|s| matches!(s, Statement::Label(_, l) if l == "$L__exit")));
+}
+
+#[test]
+fn spans_point_at_source() {
+    let m = parse::run(MODULE).expect("parses");
+    let ModuleItem::Function(k) = &m.items.last().expect("items") else { panic!() };
+    let Some(Statement::Inst(i)) = k.body.as_ref().and_then(|b| b.iter().find(|s| matches!(s, Statement::Inst(_))))
+    else {
+        panic!()
+    };
+    let text = &MODULE[i.span.start as usize..i.span.end as usize];
+    assert_eq!(text, "mov.u32 %r1, %tid.x");
+    let op = i.operands[1].span();
+    assert_eq!(&MODULE[op.start as usize..op.end as usize], "%tid.x");
+}
+
+#[test]
+fn integer_literals() {
+    assert_eq!(parse::parse_int("0x1F"), Some(31));
+    assert_eq!(parse::parse_int("0b101"), Some(5));
+    assert_eq!(parse::parse_int("017"), Some(15));
+    assert_eq!(parse::parse_int("42U"), Some(42));
+    assert_eq!(parse::parse_int("-8"), Some(-8));
+    assert_eq!(parse::parse_int("0"), Some(0));
+    assert_eq!(parse::parse_int("0xFFFFFFFFFFFFFFFF"), Some(u64::MAX as i128));
+    assert_eq!(parse::parse_int("0x1FFFFFFFFFFFFFFFF"), None);
+}
