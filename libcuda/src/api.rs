@@ -229,10 +229,7 @@ unsafe fn get_error_string(error: CUresult, p_str: *mut *const c_char) -> CuResu
 
 /// # Safety
 /// `p_str` is NULL or writable.
-unsafe fn string_answer(
-    s: Option<&'static std::ffi::CStr>,
-    p_str: *mut *const c_char,
-) -> CuResult<()> {
+unsafe fn string_answer(s: Option<&'static std::ffi::CStr>, p_str: *mut *const c_char) -> CuResult<()> {
     match s {
         // SAFETY: forwarded caller contract.
         Some(s) => unsafe { write_out(p_str, s.as_ptr()) },
@@ -252,10 +249,7 @@ const VERSIONED: &[(&str, &str)] = &[
     ("cuCtxPopCurrent", "cuCtxPopCurrent_v2"),
     ("cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2"),
     ("cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2"),
-    (
-        "cuDevicePrimaryCtxSetFlags",
-        "cuDevicePrimaryCtxSetFlags_v2",
-    ),
+    ("cuDevicePrimaryCtxSetFlags", "cuDevicePrimaryCtxSetFlags_v2"),
     ("cuDeviceTotalMem", "cuDeviceTotalMem_v2"),
     ("cuDeviceGetUuid", "cuDeviceGetUuid_v2"),
     ("cuModuleGetGlobal", "cuModuleGetGlobal_v2"),
@@ -288,16 +282,10 @@ const PROC_SYMBOL_NOT_FOUND: c_int = 1;
 
 /// Resolves an API name (without version suffix) for CUDA version `cuda_version`.
 pub fn resolve(symbol: &str, cuda_version: c_int) -> Option<*mut c_void> {
-    if NEWER_THAN_EXPORTED
-        .iter()
-        .any(|&(n, v)| n == symbol && cuda_version >= v)
-    {
+    if NEWER_THAN_EXPORTED.iter().any(|&(n, v)| n == symbol && cuda_version >= v) {
         return None;
     }
-    let target = VERSIONED
-        .iter()
-        .find(|(n, _)| *n == symbol)
-        .map_or(symbol, |(_, t)| t);
+    let target = VERSIONED.iter().find(|(n, _)| *n == symbol).map_or(symbol, |(_, t)| t);
     exported(target)
 }
 
@@ -338,8 +326,7 @@ unsafe fn get_proc_address(
                 write_out(pfn, std::ptr::null_mut())?;
                 write_opt(symbol_status, PROC_SYMBOL_NOT_FOUND);
             }
-            Err(CuError::CUDA_ERROR_NOT_FOUND
-                .because(format!("{name} is not provided by this driver")))
+            Err(CuError::CUDA_ERROR_NOT_FOUND.because(format!("{name} is not provided by this driver")))
         }
     }
 }
@@ -360,8 +347,7 @@ unsafe fn get_proc_address_v1(
 
 /// `cuGetExportTable`: `CUDA_ERROR_NOT_SUPPORTED`.
 fn get_export_table(_table: *mut *const c_void, _id: *const c_void) -> CuResult<()> {
-    Err(CuError::CUDA_ERROR_NOT_SUPPORTED
-        .because("cuGetExportTable: NVIDIA's private tables are not provided"))
+    Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("cuGetExportTable: NVIDIA's private tables are not provided"))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -422,12 +408,7 @@ mod tests {
 
     #[test]
     fn required_names_are_exported() {
-        for name in [
-            "cuInit",
-            "cuLaunchKernel",
-            "cuTensorMapEncodeTiled",
-            "cuTensorMapEncodeIm2col",
-        ] {
+        for name in ["cuInit", "cuLaunchKernel", "cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col"] {
             assert!(EXPORTED_NAMES.contains(&name));
         }
     }

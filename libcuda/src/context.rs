@@ -71,32 +71,25 @@ fn stack_top() -> Option<usize> {
 /// when no context is current or the current one has been destroyed.
 pub fn current() -> CuResult<Arc<ContextObj>> {
     driver::driver()?;
-    let top = stack_top().ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_CONTEXT.because("no context is current on this thread")
-    })?;
-    CONTEXTS.get(top as Handle).ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_CONTEXT.because("the current context has been destroyed")
-    })
+    let top = stack_top()
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because("no context is current on this thread"))?;
+    CONTEXTS
+        .get(top as Handle)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because("the current context has been destroyed"))
 }
 
 /// The live context `ctx`; `CUDA_ERROR_INVALID_CONTEXT` otherwise (the
 /// driver reports bad context handles as invalid contexts).
 pub fn lookup(ctx: Handle) -> CuResult<Arc<ContextObj>> {
     driver::driver()?;
-    CONTEXTS.get(ctx).ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_CONTEXT.because(format!("{ctx:p} is not a live context"))
-    })
+    CONTEXTS
+        .get(ctx)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because(format!("{ctx:p} is not a live context")))
 }
 
 fn new_context(device: &'static Device, primary: bool, flags: c_uint) -> CuResult<Handle> {
     let runtime = device.runtime()?.clone();
-    let obj = Arc::new(ContextObj {
-        device,
-        runtime,
-        primary,
-        flags,
-        owned: Mutex::new(Owned::default()),
-    });
+    let obj = Arc::new(ContextObj { device, runtime, primary, flags, owned: Mutex::new(Owned::default()) });
     Ok(CONTEXTS.insert(obj))
 }
 
@@ -135,9 +128,8 @@ pub unsafe fn ctx_create(pctx: *mut Handle, flags: c_uint, dev: CUdevice) -> CuR
 pub fn ctx_destroy(ctx: Handle) -> CuResult<()> {
     let obj = lookup(ctx)?;
     if obj.primary {
-        return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because(
-            "a primary context is released with cuDevicePrimaryCtxRelease, not destroyed",
-        ));
+        return Err(CuError::CUDA_ERROR_INVALID_CONTEXT
+            .because("a primary context is released with cuDevicePrimaryCtxRelease, not destroyed"));
     }
     CONTEXTS.remove(ctx);
     STACK.with(|s| s.borrow_mut().retain(|&c| c != ctx as usize));
@@ -272,9 +264,7 @@ pub fn primary_release(dev: CUdevice) -> CuResult<()> {
     let device = driver::device(dev)?;
     let mut state = primary_state(device);
     if state.refcount == 0 {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_CONTEXT.because("the primary context is not retained")
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because("the primary context is not retained"));
     }
     state.refcount -= 1;
     if state.refcount == 0 {
@@ -304,11 +294,7 @@ pub fn primary_reset(dev: CUdevice) -> CuResult<()> {
 ///
 /// # Safety
 /// `flags` and `active` are NULL or writable.
-pub unsafe fn primary_get_state(
-    dev: CUdevice,
-    flags: *mut c_uint,
-    active: *mut c_int,
-) -> CuResult<()> {
+pub unsafe fn primary_get_state(dev: CUdevice, flags: *mut c_uint, active: *mut c_int) -> CuResult<()> {
     let device = driver::device(dev)?;
     if flags.is_null() || active.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("flags or active is NULL"));
@@ -329,9 +315,7 @@ pub fn primary_set_flags(dev: CUdevice, flags: c_uint) -> CuResult<()> {
     // CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS
     const KNOWN: c_uint = 0x07 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80;
     if flags & !KNOWN != 0 {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown context flags {flags:#x}"))
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown context flags {flags:#x}")));
     }
     primary_state(device).flags = flags;
     Ok(())

@@ -54,9 +54,7 @@ pub unsafe fn device_get_count(count: *mut c_int) -> CuResult<()> {
 pub unsafe fn device_get_name(name: *mut c_char, len: c_int, dev: CUdevice) -> CuResult<()> {
     let d = driver::device(dev)?;
     if name.is_null() || len <= 0 {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_VALUE.because("name is NULL or len is not positive")
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("name is NULL or len is not positive"));
     }
     // SAFETY: `name` holds `len` writable bytes per the caller.
     unsafe { copy_c_string(name, len as usize, d.desc.name.as_bytes()) };
@@ -94,11 +92,7 @@ pub unsafe fn device_get_uuid(uuid: *mut [u8; 16], dev: CUdevice) -> CuResult<()
 ///
 /// # Safety
 /// `major` and `minor` are NULL or writable.
-pub unsafe fn device_compute_capability(
-    major: *mut c_int,
-    minor: *mut c_int,
-    dev: CUdevice,
-) -> CuResult<()> {
+pub unsafe fn device_compute_capability(major: *mut c_int, minor: *mut c_int, dev: CUdevice) -> CuResult<()> {
     driver::device(dev)?;
     if major.is_null() || minor.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("major or minor is NULL"));
@@ -116,22 +110,13 @@ pub unsafe fn device_compute_capability(
 ///
 /// # Safety
 /// `bus_id` is NULL or valid for writing `len` bytes.
-pub unsafe fn device_get_pci_bus_id(
-    bus_id: *mut c_char,
-    len: c_int,
-    dev: CUdevice,
-) -> CuResult<()> {
+pub unsafe fn device_get_pci_bus_id(bus_id: *mut c_char, len: c_int, dev: CUdevice) -> CuResult<()> {
     let d = driver::device(dev)?;
     if bus_id.is_null() || len <= 0 {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_VALUE.because("pciBusId is NULL or len is not positive")
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pciBusId is NULL or len is not positive"));
     }
     let text = match d.runtime()?.info().pci {
-        Some(p) => format!(
-            "{:08X}:{:02X}:{:02X}.{:X}",
-            p.domain, p.bus, p.device, p.function
-        ),
+        Some(p) => format!("{:08X}:{:02X}:{:02X}.{:X}", p.domain, p.bus, p.device, p.function),
         None => "00000000:00:00.0".to_string(),
     };
     // SAFETY: `bus_id` holds `len` writable bytes per the caller.
@@ -183,16 +168,10 @@ fn to_int(v: impl TryInto<c_int>) -> c_int {
 fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
     if attrib == ATTR_COMPUTE_CAPABILITY_MAJOR || attrib == ATTR_COMPUTE_CAPABILITY_MINOR {
         let (ma, mi) = driver::driver()?.compute_capability;
-        return Ok(if attrib == ATTR_COMPUTE_CAPABILITY_MAJOR {
-            ma
-        } else {
-            mi
-        });
+        return Ok(if attrib == ATTR_COMPUTE_CAPABILITY_MAJOR { ma } else { mi });
     }
     if !(1..=LAST_KNOWN_ATTRIBUTE).contains(&attrib) {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown device attribute {attrib}"))
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown device attribute {attrib}")));
     }
     let info = d.runtime()?.info();
     let pci = info.pci;

@@ -82,10 +82,7 @@ pub fn init() -> CuResult<()> {
                 primary: Mutex::new(Default::default()),
             })
             .collect();
-        Ok(Driver {
-            devices,
-            compute_capability: compute_capability_from_env(),
-        })
+        Ok(Driver { devices, compute_capability: compute_capability_from_env() })
     });
     match state {
         Ok(_) => Ok(()),
@@ -121,9 +118,7 @@ fn compute_capability_from_env() -> (i32, i32) {
     match parse_compute_capability(&text) {
         Some(cc) => cc,
         None => {
-            eprintln!(
-                "ptxvk: ignoring PTXVK_CC={text:?} (expected MAJOR.MINOR such as 8.6); using 8.0"
-            );
+            eprintln!("ptxvk: ignoring PTXVK_CC={text:?} (expected MAJOR.MINOR such as 8.6); using 8.0");
             DEFAULT_COMPUTE_CAPABILITY
         }
     }

@@ -67,8 +67,7 @@ pub unsafe fn c_str<'a>(ptr: *const c_char) -> CuResult<&'a str> {
     }
     // SAFETY: non-null and NUL-terminated, as the caller promises.
     let s = unsafe { CStr::from_ptr(ptr) };
-    s.to_str()
-        .map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE.because("string argument is not UTF-8"))
+    s.to_str().map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE.because("string argument is not UTF-8"))
 }
 
 /// `len` bytes at `ptr`; an empty slice when `len` is 0 (then `ptr` may be NULL).

@@ -19,18 +19,14 @@ pub struct Registry<T> {
 impl<T> Registry<T> {
     /// An empty registry (usable in a `static`).
     pub const fn new() -> Self {
-        Registry {
-            live: Mutex::new(BTreeMap::new()),
-        }
+        Registry { live: Mutex::new(BTreeMap::new()) }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<usize, Arc<T>>> {
         // A panic while the lock was held (caught at the C boundary) leaves a
         // map that is still consistent: each operation is a single insert or
         // remove.
-        self.live
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.live.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Registers `obj` and returns its handle (the object's address).
@@ -52,10 +48,7 @@ impl<T> Registry<T> {
 
     /// Every live object with its handle.
     pub fn all(&self) -> Vec<(*mut c_void, Arc<T>)> {
-        self.lock()
-            .iter()
-            .map(|(k, v)| (*k as *mut c_void, v.clone()))
-            .collect()
+        self.lock().iter().map(|(k, v)| (*k as *mut c_void, v.clone())).collect()
     }
 }
 

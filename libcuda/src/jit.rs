@@ -36,11 +36,7 @@ struct LogOut {
 
 impl Default for LogOut {
     fn default() -> Self {
-        LogOut {
-            buf: std::ptr::null_mut(),
-            cap: 0,
-            size_slot: std::ptr::null_mut(),
-        }
+        LogOut { buf: std::ptr::null_mut(), cap: 0, size_slot: std::ptr::null_mut() }
     }
 }
 
@@ -79,18 +75,15 @@ impl JitOptions {
     /// When `num > 0`, `options` and `values` are NULL or arrays of `num`
     /// elements; each log buffer holds as many bytes as its size option says,
     /// and all of them stay valid until [`JitOptions::finish`].
-    pub unsafe fn parse(
-        num: c_uint,
-        options: *const c_int,
-        values: *mut *mut c_void,
-    ) -> CuResult<JitOptions> {
+    pub unsafe fn parse(num: c_uint, options: *const c_int, values: *mut *mut c_void) -> CuResult<JitOptions> {
         let mut out = JitOptions::default();
         if num == 0 {
             return Ok(out);
         }
         if options.is_null() || values.is_null() {
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE
-                .because("numOptions > 0 with a NULL options or optionValues array"));
+            return Err(
+                CuError::CUDA_ERROR_INVALID_VALUE.because("numOptions > 0 with a NULL options or optionValues array")
+            );
         }
         for i in 0..num as usize {
             // SAFETY: both arrays have `num` elements per the caller.
@@ -111,10 +104,7 @@ impl JitOptions {
                 }
                 CU_JIT_LOG_VERBOSE => out.verbose = size_value(value) != 0,
                 o if (0..CU_JIT_NUM_OPTIONS_BOUND).contains(&o) => {}
-                o => {
-                    return Err(CuError::CUDA_ERROR_INVALID_VALUE
-                        .because(format!("unknown CUjit_option {o}")))
-                }
+                o => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUjit_option {o}"))),
             }
         }
         Ok(out)

@@ -81,16 +81,11 @@ pub unsafe fn func_get_attribute(pi: *mut c_int, attrib: c_int, hfunc: Handle) -
         CU_FUNC_ATTRIBUTE_PTX_VERSION => f.ptx_version,
         CU_FUNC_ATTRIBUTE_BINARY_VERSION => ma * 10 + mi,
         CU_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
-        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
-            to_int(f.max_dynamic_shared.load(Ordering::Relaxed))
-        }
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => to_int(f.max_dynamic_shared.load(Ordering::Relaxed)),
         CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => f.carveout.load(Ordering::Relaxed),
         // Cluster attributes: no clusters here.
         10..=LAST_FUNC_ATTRIBUTE => 0,
-        other => {
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE
-                .because(format!("unknown function attribute {other}")))
-        }
+        other => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown function attribute {other}"))),
     };
     // SAFETY: forwarded caller contract.
     unsafe { write_out(pi, v) }
@@ -112,24 +107,21 @@ pub fn func_set_attribute(hfunc: Handle, attrib: c_int, value: c_int) -> CuResul
                 .ok()
                 .filter(|&v| u64::from(v) + u64::from(static_bytes) <= u64::from(limit))
                 .ok_or_else(|| {
-                    CuError::CUDA_ERROR_INVALID_VALUE.because(format!(
-                        "{value} bytes of dynamic shared memory plus {static_bytes} static exceed the device's {limit}"
-                    ))
-                })?;
+                CuError::CUDA_ERROR_INVALID_VALUE.because(format!(
+                    "{value} bytes of dynamic shared memory plus {static_bytes} static exceed the device's {limit}"
+                ))
+            })?;
             f.max_dynamic_shared.store(v, Ordering::Relaxed);
             Ok(())
         }
         CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => {
             if !(-1..=100).contains(&value) {
-                return Err(
-                    CuError::CUDA_ERROR_INVALID_VALUE.because("carveout must be -1 or 0..=100")
-                );
+                return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("carveout must be -1 or 0..=100"));
             }
             f.carveout.store(value, Ordering::Relaxed);
             Ok(())
         }
-        other => Err(CuError::CUDA_ERROR_INVALID_VALUE
-            .because(format!("function attribute {other} cannot be set"))),
+        other => Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("function attribute {other} cannot be set"))),
     }
 }
 
@@ -138,9 +130,7 @@ pub fn func_set_attribute(hfunc: Handle, attrib: c_int, value: c_int) -> CuResul
 pub fn func_set_cache_config(hfunc: Handle, config: c_int) -> CuResult<()> {
     lookup_function(hfunc)?;
     if !(0..=3).contains(&config) {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown cache config {config}"))
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown cache config {config}")));
     }
     Ok(())
 }
@@ -161,10 +151,7 @@ pub unsafe fn func_get_name(name: *mut *const c_char, hfunc: Handle) -> CuResult
 ///
 /// # Safety
 /// `params` is NULL or an array with one readable pointer per parameter.
-unsafe fn args_from_kernel_params(
-    f: &FunctionObj,
-    params: *mut *mut c_void,
-) -> CuResult<Vec<&[u8]>> {
+unsafe fn args_from_kernel_params(f: &FunctionObj, params: *mut *mut c_void) -> CuResult<Vec<&[u8]>> {
     let info = f.function.info();
     if info.params.is_empty() {
         return Ok(Vec::new());
@@ -181,8 +168,7 @@ unsafe fn args_from_kernel_params(
         // SAFETY: the array has one entry per parameter, per the caller.
         let ptr = unsafe { *params.add(i) };
         if ptr.is_null() {
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE
-                .because(format!("kernelParams[{i}] ({}) is NULL", p.name)));
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("kernelParams[{i}] ({}) is NULL", p.name)));
         }
         // SAFETY: each entry points to a value of the parameter's size, per the caller.
         args.push(unsafe { bytes(ptr, p.size as usize) }?);
@@ -217,23 +203,19 @@ unsafe fn args_from_extra<'a>(f: &FunctionObj, extra: *mut *mut c_void) -> CuRes
                 size = Some(unsafe { read_in(p) }?);
             }
             other => {
-                return Err(CuError::CUDA_ERROR_INVALID_VALUE
-                    .because(format!("unknown key {other:#x} in extra")));
+                return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown key {other:#x} in extra")));
             }
         }
         i += 2;
     }
     let info = f.function.info();
     let (Some(size), false) = (size, buffer.is_null()) else {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(
-            "extra needs both CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE",
-        ));
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE
+            .because("extra needs both CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE"));
     };
     if size < info.param_bytes as usize {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!(
-            "parameter buffer has {size} bytes, {} needs {}",
-            info.name, info.param_bytes
-        )));
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE
+            .because(format!("parameter buffer has {size} bytes, {} needs {}", info.name, info.param_bytes)));
     }
     // SAFETY: `buffer` is readable for `size` bytes per the caller.
     let block = unsafe { bytes(buffer, size) }?;
@@ -241,9 +223,7 @@ unsafe fn args_from_extra<'a>(f: &FunctionObj, extra: *mut *mut c_void) -> CuRes
         .iter()
         .map(|p| {
             let (start, end) = (p.offset as usize, p.offset as usize + p.size as usize);
-            block.get(start..end).ok_or_else(|| {
-                CuError::CUDA_ERROR_INVALID_VALUE.because("parameter buffer too small")
-            })
+            block.get(start..end).ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("parameter buffer too small"))
         })
         .collect()
 }
@@ -278,9 +258,8 @@ pub unsafe fn launch_kernel(
     let grid = [grid_x, grid_y, grid_z];
     let block = [block_x, block_y, block_z];
     if grid.contains(&0) || block.contains(&0) {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!(
-            "zero grid or block dimension: grid {grid:?}, block {block:?}"
-        )));
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE
+            .because(format!("zero grid or block dimension: grid {grid:?}, block {block:?}")));
     }
     let dev = f.context.runtime.info();
     let threads = block.iter().map(|&d| u64::from(d)).product::<u64>();
@@ -301,9 +280,7 @@ pub unsafe fn launch_kernel(
     }
     let args = match (kernel_params.is_null(), extra.is_null()) {
         (false, false) => {
-            return Err(
-                CuError::CUDA_ERROR_INVALID_VALUE.because("both kernelParams and extra are given")
-            );
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("both kernelParams and extra are given"));
         }
         // SAFETY: forwarded caller contract.
         (true, false) => unsafe { args_from_extra(&f, extra) }?,
@@ -311,9 +288,7 @@ pub unsafe fn launch_kernel(
         _ => unsafe { args_from_kernel_params(&f, kernel_params) }?,
     };
     let packed = f.function.pack_params(&args)?;
-    f.context
-        .runtime
-        .launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
+    f.context.runtime.launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
     Ok(())
 }
 

@@ -37,9 +37,11 @@ fn owner_of(current: &std::sync::Arc<ContextObj>, addr: u64) -> Option<std::sync
     if current.owned().allocations.contains(&addr) {
         return Some(current.clone());
     }
-    CONTEXTS.all().into_iter().map(|(_, c)| c).find(|c| {
-        c.device.ordinal == current.device.ordinal && c.owned().allocations.contains(&addr)
-    })
+    CONTEXTS
+        .all()
+        .into_iter()
+        .map(|(_, c)| c)
+        .find(|c| c.device.ordinal == current.device.ordinal && c.owned().allocations.contains(&addr))
 }
 
 /// `cuMemFree_v2(CUdeviceptr dptr)`: freeing 0 does nothing; an address
@@ -50,8 +52,7 @@ pub fn mem_free(dptr: CUdeviceptr) -> CuResult<()> {
         return Ok(());
     }
     let owner = owner_of(&ctx, dptr).ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_VALUE
-            .because(format!("{dptr:#x} is not the start of a live allocation"))
+        CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} is not the start of a live allocation"))
     })?;
     owner.runtime.free(dptr)?;
     owner.owned().allocations.remove(&dptr);
@@ -80,15 +81,12 @@ pub unsafe fn mem_get_info(free: *mut usize, total: *mut usize) -> CuResult<()> 
 ///
 /// # Safety
 /// `pbase` and `psize` are NULL or writable.
-pub unsafe fn mem_get_address_range(
-    pbase: *mut CUdeviceptr,
-    psize: *mut usize,
-    dptr: CUdeviceptr,
-) -> CuResult<()> {
+pub unsafe fn mem_get_address_range(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr) -> CuResult<()> {
     let ctx = context::current()?;
-    let (base, size) = ctx.runtime.allocation_of(dptr).ok_or_else(|| {
-        CuError::CUDA_ERROR_NOT_FOUND.because(format!("{dptr:#x} is in no allocation"))
-    })?;
+    let (base, size) = ctx
+        .runtime
+        .allocation_of(dptr)
+        .ok_or_else(|| CuError::CUDA_ERROR_NOT_FOUND.because(format!("{dptr:#x} is in no allocation")))?;
     // SAFETY: optional outputs; writable per the caller.
     unsafe {
         write_opt(pbase, base);
@@ -138,12 +136,7 @@ pub fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()>
 ///
 /// # Safety
 /// As [`memcpy_htod`].
-pub unsafe fn memcpy_htod_async(
-    dst: CUdeviceptr,
-    src: *const c_void,
-    n: usize,
-    s: Handle,
-) -> CuResult<()> {
+pub unsafe fn memcpy_htod_async(dst: CUdeviceptr, src: *const c_void, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
     // SAFETY: forwarded caller contract.
     unsafe { memcpy_htod(dst, src, n) }
@@ -153,12 +146,7 @@ pub unsafe fn memcpy_htod_async(
 ///
 /// # Safety
 /// As [`memcpy_dtoh`].
-pub unsafe fn memcpy_dtoh_async(
-    dst: *mut c_void,
-    src: CUdeviceptr,
-    n: usize,
-    s: Handle,
-) -> CuResult<()> {
+pub unsafe fn memcpy_dtoh_async(dst: *mut c_void, src: CUdeviceptr, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
     // SAFETY: forwarded caller contract.
     unsafe { memcpy_dtoh(dst, src, n) }
@@ -184,9 +172,7 @@ pub fn memset_d8(dst: CUdeviceptr, value: u8, n: usize) -> CuResult<()> {
 pub fn memset_d16(dst: CUdeviceptr, value: u16, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     if dst & 1 != 0 {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_VALUE.because("cuMemsetD16 needs a 2-byte aligned address")
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("cuMemsetD16 needs a 2-byte aligned address"));
     }
     if n > 0 {
         ctx.runtime.memset_d16(dst, value, n as u64)?;
@@ -199,9 +185,7 @@ pub fn memset_d16(dst: CUdeviceptr, value: u16, n: usize) -> CuResult<()> {
 pub fn memset_d32(dst: CUdeviceptr, value: u32, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     if dst & 3 != 0 {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_VALUE.because("cuMemsetD32 needs a 4-byte aligned address")
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("cuMemsetD32 needs a 4-byte aligned address"));
     }
     if n > 0 {
         ctx.runtime.memset_d32(dst, value, n as u64)?;

@@ -65,25 +65,24 @@ pub static FUNCTIONS: Registry<FunctionObj> = Registry::new();
 /// The live module `hmod`; `CUDA_ERROR_INVALID_HANDLE` otherwise.
 pub fn lookup(hmod: Handle) -> CuResult<Arc<ModuleObj>> {
     driver::driver()?;
-    MODULES.get(hmod).ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{hmod:p} is not a live module"))
-    })
+    MODULES
+        .get(hmod)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{hmod:p} is not a live module")))
 }
 
 /// The live function `hfunc`; `CUDA_ERROR_INVALID_HANDLE` otherwise.
 pub fn lookup_function(hfunc: Handle) -> CuResult<Arc<FunctionObj>> {
     driver::driver()?;
-    FUNCTIONS.get(hfunc).ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{hfunc:p} is not a live function"))
-    })
+    FUNCTIONS
+        .get(hfunc)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{hfunc:p} is not a live function")))
 }
 
 /// Unregisters module `hmod` and its functions (the owner's bookkeeping is
 /// the caller's business).
 pub fn forget(hmod: Handle) {
     if let Some(module) = MODULES.remove(hmod) {
-        let functions =
-            std::mem::take(&mut *module.functions.lock().unwrap_or_else(|p| p.into_inner()));
+        let functions = std::mem::take(&mut *module.functions.lock().unwrap_or_else(|p| p.into_inner()));
         for handle in functions.into_values() {
             FUNCTIONS.remove(handle as Handle);
         }
@@ -152,25 +151,14 @@ fn load(ctx: &Arc<ContextObj>, image: &[u8], file_name: &str) -> Result<Handle, 
             return Err((CuError::CUDA_ERROR_INVALID_IMAGE.because(msg.clone()), msg));
         }
     };
-    let module = ctx
-        .runtime
-        .load_module(text, file_name)
-        .map_err(|e| match e {
-            ptxvk_runtime::Error::InvalidPtx(diag) => {
-                (CuError::CUDA_ERROR_INVALID_PTX.because(diag.clone()), diag)
-            }
-            other => {
-                let msg = other.to_string();
-                (CuError::from(other), msg)
-            }
-        })?;
-    let const_bytes = module
-        .info()
-        .globals
-        .iter()
-        .filter(|g| g.space == GlobalSpace::Const)
-        .map(|g| g.size)
-        .sum();
+    let module = ctx.runtime.load_module(text, file_name).map_err(|e| match e {
+        ptxvk_runtime::Error::InvalidPtx(diag) => (CuError::CUDA_ERROR_INVALID_PTX.because(diag.clone()), diag),
+        other => {
+            let msg = other.to_string();
+            (CuError::from(other), msg)
+        }
+    })?;
+    let const_bytes = module.info().globals.iter().filter(|g| g.space == GlobalSpace::Const).map(|g| g.size).sum();
     let obj = Arc::new(ModuleObj {
         context: ctx.clone(),
         runtime: module,
@@ -248,9 +236,8 @@ pub unsafe fn module_load(module: *mut Handle, fname: *const c_char) -> CuResult
     }
     // SAFETY: forwarded caller contract.
     let path = unsafe { c_str(fname) }?;
-    let data = std::fs::read(path).map_err(|e| {
-        CuError::CUDA_ERROR_FILE_NOT_FOUND.because(format!("cannot read {path}: {e}"))
-    })?;
+    let data = std::fs::read(path)
+        .map_err(|e| CuError::CUDA_ERROR_FILE_NOT_FOUND.because(format!("cannot read {path}: {e}")))?;
     let data = match data.iter().position(|&b| b == 0) {
         Some(end) if classify(&data) == ImageKind::Ptx => &data[..end],
         _ => &data[..],
@@ -268,8 +255,7 @@ pub fn module_load_fat_binary(module: Handle, fat_cubin: *const c_void) -> CuRes
     if module.is_null() || fat_cubin.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("module or fatCubin is NULL"));
     }
-    Err(CuError::CUDA_ERROR_INVALID_IMAGE
-        .because("fat binaries cannot be loaded; this driver runs PTX text only"))
+    Err(CuError::CUDA_ERROR_INVALID_IMAGE.because("fat binaries cannot be loaded; this driver runs PTX text only"))
 }
 
 /// `cuModuleUnload(CUmodule hmod)`.
@@ -286,11 +272,7 @@ pub fn module_unload(hmod: Handle) -> CuResult<()> {
 ///
 /// # Safety
 /// `hfunc` is NULL or writable; `name` is NULL or NUL-terminated.
-pub unsafe fn module_get_function(
-    hfunc: *mut Handle,
-    hmod: Handle,
-    name: *const c_char,
-) -> CuResult<()> {
+pub unsafe fn module_get_function(hfunc: *mut Handle, hmod: Handle, name: *const c_char) -> CuResult<()> {
     driver::driver()?;
     if hfunc.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("hfunc is NULL"));
@@ -303,13 +285,11 @@ pub unsafe fn module_get_function(
         Some(&h) => h as Handle,
         None => {
             let function = module.runtime.function(name).ok_or_else(|| {
-                CuError::CUDA_ERROR_NOT_FOUND
-                    .because(format!("the module has no entry named {name:?}"))
+                CuError::CUDA_ERROR_NOT_FOUND.because(format!("the module has no entry named {name:?}"))
             })?;
             let static_shared = function.info().static_shared_bytes;
             let info = module.context.runtime.info();
-            let default_dynamic =
-                crate::device::shared_per_block(info).saturating_sub(static_shared);
+            let default_dynamic = crate::device::shared_per_block(info).saturating_sub(static_shared);
             let obj = Arc::new(FunctionObj {
                 module: hmod as usize,
                 context: module.context.clone(),
@@ -344,9 +324,10 @@ pub unsafe fn module_get_global(
     let module = lookup(hmod)?;
     // SAFETY: forwarded caller contract.
     let name = unsafe { c_str(name) }?;
-    let (addr, size) = module.runtime.global(name).ok_or_else(|| {
-        CuError::CUDA_ERROR_NOT_FOUND.because(format!("the module has no variable named {name:?}"))
-    })?;
+    let (addr, size) = module
+        .runtime
+        .global(name)
+        .ok_or_else(|| CuError::CUDA_ERROR_NOT_FOUND.because(format!("the module has no variable named {name:?}")))?;
     // SAFETY: optional outputs, writable per the caller.
     unsafe {
         write_opt(dptr, addr);

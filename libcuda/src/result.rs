@@ -203,8 +203,7 @@ impl From<ptxvk_runtime::Error> for CuError {
 /// Whether `PTXVK_TRACE` asks for failing calls to be reported on stderr.
 fn tracing() -> bool {
     static TRACE: OnceLock<bool> = OnceLock::new();
-    *TRACE
-        .get_or_init(|| std::env::var_os("PTXVK_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
+    *TRACE.get_or_init(|| std::env::var_os("PTXVK_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
 }
 
 /// Runs an entry point's body and returns its `CUresult`.

@@ -30,8 +30,7 @@ pub static STREAMS: Registry<StreamObj> = Registry::new();
 /// live streams; anything else is `CUDA_ERROR_INVALID_HANDLE`.
 pub fn check(stream: Handle) -> CuResult<()> {
     let v = stream as usize;
-    if v == 0 || v == CU_STREAM_LEGACY || v == CU_STREAM_PER_THREAD || STREAMS.get(stream).is_some()
-    {
+    if v == 0 || v == CU_STREAM_LEGACY || v == CU_STREAM_PER_THREAD || STREAMS.get(stream).is_some() {
         Ok(())
     } else {
         Err(CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))
@@ -48,9 +47,7 @@ pub unsafe fn stream_create(ph_stream: *mut Handle, flags: c_uint) -> CuResult<(
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("phStream is NULL"));
     }
     if flags & !1 != 0 {
-        return Err(
-            CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown stream flags {flags:#x}"))
-        );
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown stream flags {flags:#x}")));
     }
     let handle = STREAMS.insert(Arc::new(StreamObj { context, flags }));
     // SAFETY: checked non-null; writable per the caller.
@@ -62,20 +59,16 @@ pub unsafe fn stream_create(ph_stream: *mut Handle, flags: c_uint) -> CuResult<(
 ///
 /// # Safety
 /// `ph_stream` is NULL or writable.
-pub unsafe fn stream_create_with_priority(
-    ph_stream: *mut Handle,
-    flags: c_uint,
-    _priority: c_int,
-) -> CuResult<()> {
+pub unsafe fn stream_create_with_priority(ph_stream: *mut Handle, flags: c_uint, _priority: c_int) -> CuResult<()> {
     // SAFETY: forwarded caller contract.
     unsafe { stream_create(ph_stream, flags) }
 }
 
 /// `cuStreamDestroy_v2(CUstream hStream)`: waits for the stream's work.
 pub fn stream_destroy(stream: Handle) -> CuResult<()> {
-    let obj = STREAMS.remove(stream).ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream"))
-    })?;
+    let obj = STREAMS
+        .remove(stream)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))?;
     obj.context.runtime.synchronize()?;
     Ok(())
 }

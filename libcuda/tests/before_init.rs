@@ -15,10 +15,7 @@ fn calls_before_cuinit() {
     let mut dev = -1;
     assert_eq!(cu!(api.cuDeviceGet(&mut dev, 0)), code::NOT_INITIALIZED);
     let mut ctx: Handle = std::ptr::null_mut();
-    assert_eq!(
-        cu!(api.cuCtxCreate_v2(&mut ctx, 0, 0)),
-        code::NOT_INITIALIZED
-    );
+    assert_eq!(cu!(api.cuCtxCreate_v2(&mut ctx, 0, 0)), code::NOT_INITIALIZED);
     assert_eq!(cu!(api.cuCtxGetCurrent(&mut ctx)), code::NOT_INITIALIZED);
     let mut dptr = 0u64;
     assert_eq!(cu!(api.cuMemAlloc_v2(&mut dptr, 16)), code::NOT_INITIALIZED);
@@ -29,10 +26,7 @@ fn calls_before_cuinit() {
     assert_eq!(cu!(api.cuDriverGetVersion(&mut version)), code::SUCCESS);
     assert!(version >= 12000, "driver version {version}");
     let mut s: *const c_char = std::ptr::null();
-    assert_eq!(
-        cu!(api.cuGetErrorName(code::NOT_INITIALIZED, &mut s)),
-        code::SUCCESS
-    );
+    assert_eq!(cu!(api.cuGetErrorName(code::NOT_INITIALIZED, &mut s)), code::SUCCESS);
 
     // cuInit's flags must be 0; a good call then makes the driver usable.
     assert_eq!(cu!(api.cuInit(1)), code::INVALID_VALUE);

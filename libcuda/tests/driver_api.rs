@@ -21,10 +21,7 @@ fn error_names_and_strings() {
         let mut s: *const c_char = std::ptr::null();
         let r = cu!(api.cuGetErrorName(rc, &mut s));
         // SAFETY: on success the library returns a static NUL-terminated string.
-        (
-            r,
-            (!s.is_null()).then(|| unsafe { CStr::from_ptr(s) }.to_str().unwrap().to_string()),
-        )
+        (r, (!s.is_null()).then(|| unsafe { CStr::from_ptr(s) }.to_str().unwrap().to_string()))
     };
     assert_eq!(name(0), (0, Some("CUDA_SUCCESS".into())));
     assert_eq!(name(1), (0, Some("CUDA_ERROR_INVALID_VALUE".into())));
@@ -36,10 +33,7 @@ fn error_names_and_strings() {
     assert_eq!(name(999), (0, Some("CUDA_ERROR_UNKNOWN".into())));
     // Not a CUresult: INVALID_VALUE and *pStr = NULL.
     assert_eq!(name(12345), (code::INVALID_VALUE, None));
-    assert_eq!(
-        cu!(api.cuGetErrorName(0, std::ptr::null_mut())),
-        code::INVALID_VALUE
-    );
+    assert_eq!(cu!(api.cuGetErrorName(0, std::ptr::null_mut())), code::INVALID_VALUE);
 
     let mut s: *const c_char = std::ptr::null();
     assert_eq!(cu!(api.cuGetErrorString(0, &mut s)), 0);
@@ -47,10 +41,7 @@ fn error_names_and_strings() {
     assert_eq!(unsafe { CStr::from_ptr(s) }.to_str().unwrap(), "no error");
     assert_eq!(cu!(api.cuGetErrorString(2, &mut s)), 0);
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { CStr::from_ptr(s) }.to_str().unwrap(),
-        "out of memory"
-    );
+    assert_eq!(unsafe { CStr::from_ptr(s) }.to_str().unwrap(), "out of memory");
     assert_eq!(cu!(api.cuGetErrorString(4242, &mut s)), code::INVALID_VALUE);
     assert!(s.is_null());
 }
@@ -62,53 +53,20 @@ fn null_outputs_are_invalid_value() {
     assert_eq!(cu!(api.cuDriverGetVersion(null_i)), code::INVALID_VALUE);
     assert_eq!(cu!(api.cuDeviceGetCount(null_i)), code::INVALID_VALUE);
     assert_eq!(cu!(api.cuDeviceGet(null_i, 0)), code::INVALID_VALUE);
-    assert_eq!(
-        cu!(api.cuDeviceGetAttribute(null_i, 10, 0)),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuDeviceGetName(std::ptr::null_mut(), 64, 0)),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuDeviceTotalMem_v2(std::ptr::null_mut(), 0)),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuDeviceGetUuid(std::ptr::null_mut(), 0)),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuCtxCreate_v2(std::ptr::null_mut(), 0, 0)),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuCtxGetCurrent(std::ptr::null_mut())),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuDevicePrimaryCtxRetain(std::ptr::null_mut(), 0)),
-        code::INVALID_VALUE
-    );
+    assert_eq!(cu!(api.cuDeviceGetAttribute(null_i, 10, 0)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuDeviceGetName(std::ptr::null_mut(), 64, 0)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuDeviceTotalMem_v2(std::ptr::null_mut(), 0)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuDeviceGetUuid(std::ptr::null_mut(), 0)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuCtxCreate_v2(std::ptr::null_mut(), 0, 0)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuCtxGetCurrent(std::ptr::null_mut())), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuDevicePrimaryCtxRetain(std::ptr::null_mut(), 0)), code::INVALID_VALUE);
     let _ctx = Ctx::new(api);
-    assert_eq!(
-        cu!(api.cuMemAlloc_v2(std::ptr::null_mut(), 16)),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuMemGetInfo_v2(std::ptr::null_mut(), std::ptr::null_mut())),
-        code::INVALID_VALUE
-    );
+    assert_eq!(cu!(api.cuMemAlloc_v2(std::ptr::null_mut(), 16)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuMemGetInfo_v2(std::ptr::null_mut(), std::ptr::null_mut())), code::INVALID_VALUE);
     assert_eq!(cu!(api.cuCtxGetDevice(null_i)), code::INVALID_VALUE);
     let mut m: Handle = std::ptr::null_mut();
-    assert_eq!(
-        cu!(api.cuModuleLoadData(&mut m, std::ptr::null())),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuModuleLoadData(std::ptr::null_mut(), b"x\0".as_ptr().cast())),
-        code::INVALID_VALUE
-    );
+    assert_eq!(cu!(api.cuModuleLoadData(&mut m, std::ptr::null())), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuModuleLoadData(std::ptr::null_mut(), c"x".as_ptr().cast())), code::INVALID_VALUE);
 }
 
 #[test]
@@ -124,34 +82,17 @@ fn devices_and_attributes() {
     assert_eq!(cu!(api.cuDeviceGet(&mut dev, -1)), code::INVALID_DEVICE);
 
     let mut name = [0x55 as c_char; 256];
-    check(
-        api,
-        cu!(api.cuDeviceGetName(name.as_mut_ptr(), 256, 0)),
-        "cuDeviceGetName",
-    );
+    check(api, cu!(api.cuDeviceGetName(name.as_mut_ptr(), 256, 0)), "cuDeviceGetName");
     // SAFETY: the library NUL-terminates within the 256 bytes.
-    let full = unsafe { CStr::from_ptr(name.as_ptr()) }
-        .to_str()
-        .unwrap()
-        .to_string();
+    let full = unsafe { CStr::from_ptr(name.as_ptr()) }.to_str().unwrap().to_string();
     assert!(!full.is_empty());
     let mut short = [0x55 as c_char; 4];
-    check(
-        api,
-        cu!(api.cuDeviceGetName(short.as_mut_ptr(), 4, 0)),
-        "cuDeviceGetName short",
-    );
+    check(api, cu!(api.cuDeviceGetName(short.as_mut_ptr(), 4, 0)), "cuDeviceGetName short");
     // SAFETY: NUL-terminated within 4 bytes.
     let cut = unsafe { CStr::from_ptr(short.as_ptr()) }.to_str().unwrap();
     assert_eq!(cut, &full[..full.len().min(3)]);
-    assert_eq!(
-        cu!(api.cuDeviceGetName(short.as_mut_ptr(), 0, 0)),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        cu!(api.cuDeviceGetName(short.as_mut_ptr(), 4, 7)),
-        code::INVALID_DEVICE
-    );
+    assert_eq!(cu!(api.cuDeviceGetName(short.as_mut_ptr(), 0, 0)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuDeviceGetName(short.as_mut_ptr(), 4, 7)), code::INVALID_DEVICE);
 
     let attr = |a: c_int| {
         let mut v = -12345;
@@ -165,28 +106,15 @@ fn devices_and_attributes() {
     });
     assert_eq!((attr(75).1, attr(76).1), expected_cc, "compute capability");
     let (mut ma, mut mi) = (0, 0);
-    check(
-        api,
-        cu!(api.cuDeviceComputeCapability(&mut ma, &mut mi, 0)),
-        "cuDeviceComputeCapability",
-    );
+    check(api, cu!(api.cuDeviceComputeCapability(&mut ma, &mut mi, 0)), "cuDeviceComputeCapability");
     assert_eq!((ma, mi), expected_cc);
     let (rc, threads) = attr(1);
     assert_eq!(rc, 0);
-    assert!(
-        threads >= 256 && threads % 32 == 0,
-        "MAX_THREADS_PER_BLOCK {threads}"
-    );
-    assert!(
-        attr(2).1 >= 256 && attr(3).1 >= 1 && attr(4).1 >= 1,
-        "MAX_BLOCK_DIM"
-    );
+    assert!(threads >= 256 && threads % 32 == 0, "MAX_THREADS_PER_BLOCK {threads}");
+    assert!(attr(2).1 >= 256 && attr(3).1 >= 1 && attr(4).1 >= 1, "MAX_BLOCK_DIM");
     assert!(attr(5).1 >= 65535, "MAX_GRID_DIM_X");
     let smem = attr(8).1;
-    assert!(
-        smem >= 16 * 1024 && smem <= 48 * 1024,
-        "MAX_SHARED_MEMORY_PER_BLOCK {smem}"
-    );
+    assert!((16 * 1024..=48 * 1024).contains(&smem), "MAX_SHARED_MEMORY_PER_BLOCK {smem}");
     assert!(attr(97).1 >= smem, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN");
     assert!(attr(16).1 >= 1, "MULTIPROCESSOR_COUNT");
     assert_eq!(attr(41), (0, 1), "UNIFIED_ADDRESSING");
@@ -197,22 +125,11 @@ fn devices_and_attributes() {
     assert_eq!(attr(-3).0, code::INVALID_VALUE);
 
     let mut total = 0usize;
-    check(
-        api,
-        cu!(api.cuDeviceTotalMem_v2(&mut total, 0)),
-        "cuDeviceTotalMem",
-    );
+    check(api, cu!(api.cuDeviceTotalMem_v2(&mut total, 0)), "cuDeviceTotalMem");
     assert!(total > 0);
     let mut uuid = [0u8; 16];
-    check(
-        api,
-        cu!(api.cuDeviceGetUuid(&mut uuid, 0)),
-        "cuDeviceGetUuid",
-    );
-    assert_eq!(
-        cu!(api.cuDeviceGetUuid(&mut uuid, 99)),
-        code::INVALID_DEVICE
-    );
+    check(api, cu!(api.cuDeviceGetUuid(&mut uuid, 0)), "cuDeviceGetUuid");
+    assert_eq!(cu!(api.cuDeviceGetUuid(&mut uuid, 99)), code::INVALID_DEVICE);
 }
 
 #[test]
@@ -252,27 +169,16 @@ fn context_stack() {
     check(api, cu!(api.cuCtxGetCurrent(&mut cur)), "cuCtxGetCurrent");
     assert_eq!(cur, a);
     // Popping with a NULL output is allowed.
-    check(
-        api,
-        cu!(api.cuCtxPopCurrent_v2(std::ptr::null_mut())),
-        "pop to NULL",
-    );
+    check(api, cu!(api.cuCtxPopCurrent_v2(std::ptr::null_mut())), "pop to NULL");
 
     // Bad context handles.
     assert_eq!(cu!(api.cuCtxPushCurrent_v2(bogus())), code::INVALID_CONTEXT);
     assert_eq!(cu!(api.cuCtxSetCurrent(bogus())), code::INVALID_CONTEXT);
     assert_eq!(cu!(api.cuCtxDestroy_v2(bogus())), code::INVALID_CONTEXT);
-    assert_eq!(
-        cu!(api.cuCtxDestroy_v2(std::ptr::null_mut())),
-        code::INVALID_CONTEXT
-    );
+    assert_eq!(cu!(api.cuCtxDestroy_v2(std::ptr::null_mut())), code::INVALID_CONTEXT);
 
     check(api, cu!(api.cuCtxDestroy_v2(b)), "destroy b");
-    assert_eq!(
-        cu!(api.cuCtxDestroy_v2(b)),
-        code::INVALID_CONTEXT,
-        "double destroy"
-    );
+    assert_eq!(cu!(api.cuCtxDestroy_v2(b)), code::INVALID_CONTEXT, "double destroy");
     assert_eq!(cu!(api.cuCtxSetCurrent(b)), code::INVALID_CONTEXT);
     check(api, cu!(api.cuCtxDestroy_v2(a)), "destroy a");
     check(api, cu!(api.cuCtxGetCurrent(&mut cur)), "cuCtxGetCurrent");
@@ -284,47 +190,21 @@ fn primary_context() {
     let api = init();
     let (mut p1, mut p2): (Handle, Handle) = (std::ptr::null_mut(), std::ptr::null_mut());
     check(api, cu!(api.cuDevicePrimaryCtxRetain(&mut p1, 0)), "retain");
-    check(
-        api,
-        cu!(api.cuDevicePrimaryCtxRetain(&mut p2, 0)),
-        "retain again",
-    );
+    check(api, cu!(api.cuDevicePrimaryCtxRetain(&mut p2, 0)), "retain again");
     assert_eq!(p1, p2);
-    assert_eq!(
-        cu!(api.cuDevicePrimaryCtxRetain(&mut p2, 42)),
-        code::INVALID_DEVICE
-    );
+    assert_eq!(cu!(api.cuDevicePrimaryCtxRetain(&mut p2, 42)), code::INVALID_DEVICE);
     check(api, cu!(api.cuCtxSetCurrent(p1)), "set primary current");
     let mut dptr = 0u64;
-    check(
-        api,
-        cu!(api.cuMemAlloc_v2(&mut dptr, 256)),
-        "alloc in primary",
-    );
+    check(api, cu!(api.cuMemAlloc_v2(&mut dptr, 256)), "alloc in primary");
     check(api, cu!(api.cuMemFree_v2(dptr)), "free in primary");
     // A primary context is released, not destroyed.
     assert_eq!(cu!(api.cuCtxDestroy_v2(p1)), code::INVALID_CONTEXT);
     check(api, cu!(api.cuDevicePrimaryCtxRelease_v2(0)), "release");
-    check(
-        api,
-        cu!(api.cuDevicePrimaryCtxRelease_v2(0)),
-        "release again",
-    );
-    assert_eq!(
-        cu!(api.cuDevicePrimaryCtxRelease_v2(0)),
-        code::INVALID_CONTEXT,
-        "over-release"
-    );
+    check(api, cu!(api.cuDevicePrimaryCtxRelease_v2(0)), "release again");
+    assert_eq!(cu!(api.cuDevicePrimaryCtxRelease_v2(0)), code::INVALID_CONTEXT, "over-release");
     // The thread's current context is gone with it.
-    assert_eq!(
-        cu!(api.cuMemAlloc_v2(&mut dptr, 256)),
-        code::INVALID_CONTEXT
-    );
-    check(
-        api,
-        cu!(api.cuCtxSetCurrent(std::ptr::null_mut())),
-        "clear current",
-    );
+    assert_eq!(cu!(api.cuMemAlloc_v2(&mut dptr, 256)), code::INVALID_CONTEXT);
+    check(api, cu!(api.cuCtxSetCurrent(std::ptr::null_mut())), "clear current");
 }
 
 #[test]
@@ -332,30 +212,15 @@ fn bad_handles() {
     let api = init();
     let _ctx = Ctx::new(api);
     let mut f: Handle = std::ptr::null_mut();
-    assert_eq!(
-        cu!(api.cuModuleGetFunction(&mut f, bogus(), b"k\0".as_ptr().cast())),
-        code::INVALID_HANDLE
-    );
-    assert_eq!(
-        cu!(api.cuModuleGetFunction(&mut f, std::ptr::null_mut(), b"k\0".as_ptr().cast())),
-        code::INVALID_HANDLE
-    );
+    assert_eq!(cu!(api.cuModuleGetFunction(&mut f, bogus(), c"k".as_ptr().cast())), code::INVALID_HANDLE);
+    assert_eq!(cu!(api.cuModuleGetFunction(&mut f, std::ptr::null_mut(), c"k".as_ptr().cast())), code::INVALID_HANDLE);
     assert_eq!(cu!(api.cuModuleUnload(bogus())), code::INVALID_HANDLE);
     let mut d = 0u64;
     let mut sz = 0usize;
-    assert_eq!(
-        cu!(api.cuModuleGetGlobal_v2(&mut d, &mut sz, bogus(), b"g\0".as_ptr().cast())),
-        code::INVALID_HANDLE
-    );
+    assert_eq!(cu!(api.cuModuleGetGlobal_v2(&mut d, &mut sz, bogus(), c"g".as_ptr().cast())), code::INVALID_HANDLE);
     let mut v = 0;
-    assert_eq!(
-        cu!(api.cuFuncGetAttribute(&mut v, 0, bogus())),
-        code::INVALID_HANDLE
-    );
-    assert_eq!(
-        cu!(api.cuFuncSetAttribute(bogus(), 8, 0)),
-        code::INVALID_HANDLE
-    );
+    assert_eq!(cu!(api.cuFuncGetAttribute(&mut v, 0, bogus())), code::INVALID_HANDLE);
+    assert_eq!(cu!(api.cuFuncSetAttribute(bogus(), 8, 0)), code::INVALID_HANDLE);
     let r = cu!(api.cuLaunchKernel(
         bogus(),
         1,
@@ -380,11 +245,7 @@ fn bad_handles() {
     let mut s: Handle = std::ptr::null_mut();
     check(api, cu!(api.cuStreamCreate(&mut s, 0)), "cuStreamCreate");
     check(api, cu!(api.cuStreamSynchronize(s)), "cuStreamSynchronize");
-    check(
-        api,
-        cu!(api.cuStreamSynchronize(std::ptr::null_mut())),
-        "null stream",
-    );
+    check(api, cu!(api.cuStreamSynchronize(std::ptr::null_mut())), "null stream");
     check(api, cu!(api.cuStreamDestroy_v2(s)), "cuStreamDestroy");
     assert_eq!(cu!(api.cuStreamSynchronize(s)), code::INVALID_HANDLE);
 }
@@ -399,86 +260,36 @@ fn memory_round_trips() {
     check(api, cu!(api.cuMemAlloc_v2(&mut dptr, n)), "cuMemAlloc");
     assert_ne!(dptr, 0);
     let data: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
-    check(
-        api,
-        cu!(api.cuMemcpyHtoD_v2(dptr, data.as_ptr().cast(), n)),
-        "HtoD",
-    );
+    check(api, cu!(api.cuMemcpyHtoD_v2(dptr, data.as_ptr().cast(), n)), "HtoD");
     let mut back = vec![0u8; n];
-    check(
-        api,
-        cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), dptr, n)),
-        "DtoH",
-    );
+    check(api, cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), dptr, n)), "DtoH");
     assert_eq!(back, data);
-    assert_eq!(
-        cu!(api.cuMemcpyHtoD_v2(dptr, std::ptr::null(), 16)),
-        code::INVALID_VALUE
-    );
-    check(
-        api,
-        cu!(api.cuMemcpyHtoD_v2(dptr, std::ptr::null(), 0)),
-        "zero-byte copy",
-    );
+    assert_eq!(cu!(api.cuMemcpyHtoD_v2(dptr, std::ptr::null(), 16)), code::INVALID_VALUE);
+    check(api, cu!(api.cuMemcpyHtoD_v2(dptr, std::ptr::null(), 0)), "zero-byte copy");
 
     let mut other = 0u64;
     check(api, cu!(api.cuMemAlloc_v2(&mut other, n)), "cuMemAlloc 2");
     check(api, cu!(api.cuMemcpyDtoD_v2(other, dptr, n)), "DtoD");
-    check(
-        api,
-        cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), other, n)),
-        "DtoH 2",
-    );
+    check(api, cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), other, n)), "DtoH 2");
     assert_eq!(back, data);
 
-    check(
-        api,
-        cu!(api.cuMemsetD32_v2(dptr, 0xdeadbeef, n / 4)),
-        "memset32",
-    );
-    check(
-        api,
-        cu!(api.cuMemsetD16_v2(dptr + 8, 0x1234, 2)),
-        "memset16",
-    );
+    check(api, cu!(api.cuMemsetD32_v2(dptr, 0xdeadbeef, n / 4)), "memset32");
+    check(api, cu!(api.cuMemsetD16_v2(dptr + 8, 0x1234, 2)), "memset16");
     check(api, cu!(api.cuMemsetD8_v2(dptr + 1, 0x7f, 2)), "memset8");
-    check(
-        api,
-        cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), dptr, 16)),
-        "DtoH 3",
-    );
+    check(api, cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), dptr, 16)), "DtoH 3");
     assert_eq!(
         &back[..16],
-        &[
-            0xef, 0x7f, 0x7f, 0xde, 0xef, 0xbe, 0xad, 0xde, 0x34, 0x12, 0x34, 0x12, 0xef, 0xbe,
-            0xad, 0xde
-        ]
+        &[0xef, 0x7f, 0x7f, 0xde, 0xef, 0xbe, 0xad, 0xde, 0x34, 0x12, 0x34, 0x12, 0xef, 0xbe, 0xad, 0xde]
     );
-    assert_eq!(
-        cu!(api.cuMemsetD32_v2(dptr + 2, 0, 1)),
-        code::INVALID_VALUE,
-        "misaligned memset32"
-    );
+    assert_eq!(cu!(api.cuMemsetD32_v2(dptr + 2, 0, 1)), code::INVALID_VALUE, "misaligned memset32");
 
     let (mut free, mut total) = (0usize, 0usize);
-    check(
-        api,
-        cu!(api.cuMemGetInfo_v2(&mut free, &mut total)),
-        "cuMemGetInfo",
-    );
+    check(api, cu!(api.cuMemGetInfo_v2(&mut free, &mut total)), "cuMemGetInfo");
     assert!(free <= total && total > 0);
 
-    assert_eq!(
-        cu!(api.cuMemFree_v2(dptr + 4)),
-        code::INVALID_VALUE,
-        "interior pointer"
-    );
+    assert_eq!(cu!(api.cuMemFree_v2(dptr + 4)), code::INVALID_VALUE, "interior pointer");
     check(api, cu!(api.cuMemFree_v2(dptr)), "free");
-    assert_eq!(
-        cu!(api.cuMemFree_v2(dptr)),
-        code::INVALID_VALUE,
-        "double free"
-    );
+    assert_eq!(cu!(api.cuMemFree_v2(dptr)), code::INVALID_VALUE, "double free");
     check(api, cu!(api.cuMemFree_v2(other)), "free 2");
 }
 
@@ -488,19 +299,11 @@ fn load_with_log(api: &common::Api, image: &[u8], cap: usize) -> (u32, String, u
     let options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
     let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), cap as *mut c_void];
     let mut module: Handle = std::ptr::null_mut();
-    let rc = cu!(api.cuModuleLoadDataEx(
-        &mut module,
-        image.as_ptr().cast(),
-        2,
-        options.as_ptr(),
-        values.as_mut_ptr()
-    ));
+    let rc = cu!(api.cuModuleLoadDataEx(&mut module, image.as_ptr().cast(), 2, options.as_ptr(), values.as_mut_ptr()));
     if rc == 0 {
         check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
     }
-    let text = CStr::from_bytes_until_nul(&log)
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let text = CStr::from_bytes_until_nul(&log).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     (rc, text, values[1] as usize)
 }
 
@@ -530,10 +333,7 @@ fn bad_ptx_reports_diagnostics_in_the_error_log() {
 
     // cuModuleLoadData gives the same code without a log.
     let mut module: Handle = std::ptr::null_mut();
-    assert_eq!(
-        cu!(api.cuModuleLoadData(&mut module, ptx.as_ptr().cast())),
-        code::INVALID_PTX
-    );
+    assert_eq!(cu!(api.cuModuleLoadData(&mut module, ptx.as_ptr().cast())), code::INVALID_PTX);
 }
 
 #[test]
@@ -554,7 +354,7 @@ fn binary_images_are_refused() {
     let mut module: Handle = std::ptr::null_mut();
     let rc = cu!(api.cuModuleLoadDataEx(
         &mut module,
-        b".version 9.5\0".as_ptr().cast(),
+        c".version 9.5".as_ptr().cast(),
         1,
         std::ptr::null(),
         std::ptr::null_mut()
@@ -590,25 +390,13 @@ fn get_proc_address() {
     let mut status = -1;
     check(
         api,
-        cu!(api.cuGetProcAddress_v2(
-            b"cuMemAlloc\0".as_ptr().cast(),
-            &mut f,
-            12000,
-            0,
-            &mut status
-        )),
+        cu!(api.cuGetProcAddress_v2(c"cuMemAlloc".as_ptr().cast(), &mut f, 12000, 0, &mut status)),
         "cuGetProcAddress",
     );
     assert!(!f.is_null());
     assert_eq!(status, 0);
     assert_eq!(f as usize, api.cuMemAlloc_v2 as usize);
-    let rc = cu!(api.cuGetProcAddress_v2(
-        b"cuNoSuchFunction\0".as_ptr().cast(),
-        &mut f,
-        12000,
-        0,
-        &mut status
-    ));
+    let rc = cu!(api.cuGetProcAddress_v2(c"cuNoSuchFunction".as_ptr().cast(), &mut f, 12000, 0, &mut status));
     assert_eq!(rc, code::NOT_FOUND);
     assert!(f.is_null());
     assert_eq!(status, 1);

@@ -8,26 +8,22 @@ use std::ffi::{c_int, c_void};
 use common::{check, code, init, ptx_image, Api, Ctx, Handle, Lcg};
 
 const POISON: u8 = 0xAB;
+/// `CU_LAUNCH_PARAM_BUFFER_POINTER` (`cuda.h`).
+const CU_LAUNCH_PARAM_BUFFER_POINTER: usize = 1;
+/// `CU_LAUNCH_PARAM_BUFFER_SIZE` (`cuda.h`).
+const CU_LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
 
 fn load(api: &Api, name: &str) -> Handle {
     let image = ptx_image(name);
     let mut module: Handle = std::ptr::null_mut();
-    check(
-        api,
-        cu!(api.cuModuleLoadData(&mut module, image.as_ptr().cast())),
-        name,
-    );
+    check(api, cu!(api.cuModuleLoadData(&mut module, image.as_ptr().cast())), name);
     module
 }
 
 fn function(api: &Api, module: Handle, name: &str) -> Handle {
     let cname = format!("{name}\0");
     let mut f: Handle = std::ptr::null_mut();
-    check(
-        api,
-        cu!(api.cuModuleGetFunction(&mut f, module, cname.as_ptr().cast())),
-        name,
-    );
+    check(api, cu!(api.cuModuleGetFunction(&mut f, module, cname.as_ptr().cast())), name);
     f
 }
 
@@ -38,20 +34,12 @@ fn alloc(api: &Api, bytes: usize) -> u64 {
 }
 
 fn upload<T>(api: &Api, d: u64, data: &[T]) {
-    check(
-        api,
-        cu!(api.cuMemcpyHtoD_v2(d, data.as_ptr().cast(), std::mem::size_of_val(data))),
-        "HtoD",
-    );
+    check(api, cu!(api.cuMemcpyHtoD_v2(d, data.as_ptr().cast(), std::mem::size_of_val(data))), "HtoD");
 }
 
 fn download<T: Default + Clone>(api: &Api, d: u64, n: usize) -> Vec<T> {
     let mut out = vec![T::default(); n];
-    check(
-        api,
-        cu!(api.cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), d, n * std::mem::size_of::<T>())),
-        "DtoH",
-    );
+    check(api, cu!(api.cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), d, n * std::mem::size_of::<T>())), "DtoH");
     out
 }
 
@@ -68,18 +56,10 @@ fn vadd_f32_kernel_params() {
     let mut rng = Lcg(0x5eed);
     let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
     let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
-    let (da, db, dc) = (
-        alloc(api, n * 4),
-        alloc(api, n * 4),
-        alloc(api, (n + 16) * 4),
-    );
+    let (da, db, dc) = (alloc(api, n * 4), alloc(api, n * 4), alloc(api, (n + 16) * 4));
     upload(api, da, &a);
     upload(api, db, &b);
-    check(
-        api,
-        cu!(api.cuMemsetD8_v2(dc, POISON, (n + 16) * 4)),
-        "poison",
-    );
+    check(api, cu!(api.cuMemsetD8_v2(dc, POISON, (n + 16) * 4)), "poison");
 
     let (mut pa, mut pb, mut pc, mut pn) = (da, db, dc, n as i32);
     let mut params: [*mut c_void; 4] = [
@@ -109,19 +89,10 @@ fn vadd_f32_kernel_params() {
     let c: Vec<u32> = download(api, dc, n + 16);
     for i in 0..n {
         let want = (a[i] + b[i]).to_bits();
-        assert_eq!(
-            c[i],
-            want,
-            "c[{i}] = {} expected {}",
-            f32::from_bits(c[i]),
-            a[i] + b[i]
-        );
+        assert_eq!(c[i], want, "c[{i}] = {} expected {}", f32::from_bits(c[i]), a[i] + b[i]);
     }
     let poison = u32::from_ne_bytes([POISON; 4]);
-    assert!(
-        c[n..].iter().all(|&x| x == poison),
-        "elements past n were written"
-    );
+    assert!(c[n..].iter().all(|&x| x == poison), "elements past n were written");
 
     for d in [da, db, dc] {
         check(api, cu!(api.cuMemFree_v2(d)), "cuMemFree");
@@ -129,10 +100,7 @@ fn vadd_f32_kernel_params() {
     check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
     // The function died with its module.
     let mut v = 0;
-    assert_eq!(
-        cu!(api.cuFuncGetAttribute(&mut v, 0, f)),
-        code::INVALID_HANDLE
-    );
+    assert_eq!(cu!(api.cuFuncGetAttribute(&mut v, 0, f)), code::INVALID_HANDLE);
 }
 
 /// The same kernel with the parameter block passed through `extra`, and the
@@ -143,16 +111,9 @@ fn vadd_f32_extra_and_launch_checks() {
     let _ctx = Ctx::new(api);
     let module = load(api, "vadd_f32.ptx");
     let f = function(api, module, "vadd_f32");
-    assert_eq!(
-        function(api, module, "vadd_f32"),
-        f,
-        "same handle for the same entry"
-    );
+    assert_eq!(function(api, module, "vadd_f32"), f, "same handle for the same entry");
     let mut missing: Handle = std::ptr::null_mut();
-    assert_eq!(
-        cu!(api.cuModuleGetFunction(&mut missing, module, b"nope\0".as_ptr().cast())),
-        code::NOT_FOUND
-    );
+    assert_eq!(cu!(api.cuModuleGetFunction(&mut missing, module, c"nope".as_ptr().cast())), code::NOT_FOUND);
 
     let attr = |a: c_int| {
         let mut v = -1;
@@ -166,21 +127,10 @@ fn vadd_f32_extra_and_launch_checks() {
     assert_eq!(attr(99).0, code::INVALID_VALUE);
     let max_dyn = attr(8).1;
     assert!(max_dyn > 0);
-    assert_eq!(
-        cu!(api.cuFuncSetAttribute(f, 8, 1 << 30)),
-        code::INVALID_VALUE
-    );
-    check(
-        api,
-        cu!(api.cuFuncSetAttribute(f, 8, 1024)),
-        "set max dynamic shared",
-    );
+    assert_eq!(cu!(api.cuFuncSetAttribute(f, 8, 1 << 30)), code::INVALID_VALUE);
+    check(api, cu!(api.cuFuncSetAttribute(f, 8, 1024)), "set max dynamic shared");
     assert_eq!(attr(8), (0, 1024));
-    assert_eq!(
-        cu!(api.cuFuncSetAttribute(f, 0, 1)),
-        code::INVALID_VALUE,
-        "read-only attribute"
-    );
+    assert_eq!(cu!(api.cuFuncSetAttribute(f, 0, 1)), code::INVALID_VALUE, "read-only attribute");
 
     let n = 1000usize;
     let mut rng = Lcg(42);
@@ -199,66 +149,37 @@ fn vadd_f32_extra_and_launch_checks() {
         c: u64,
         n: i32,
     }
-    let mut p = Params {
-        a: da,
-        b: db,
-        c: dc,
-        n: n as i32,
-    };
+    let mut p = Params { a: da, b: db, c: dc, n: n as i32 };
     let mut size = std::mem::size_of::<Params>();
     let mut extra: [*mut c_void; 5] = [
-        1 as *mut c_void,
+        CU_LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
         (&mut p as *mut Params).cast(),
-        2 as *mut c_void,
+        CU_LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
         (&mut size as *mut usize).cast(),
         std::ptr::null_mut(),
     ];
-    let null = std::ptr::null_mut();
-    let launch =
-        |grid: u32, block: u32, shared: u32, params: *mut *mut c_void, extra: *mut *mut c_void| {
-            cu!(api.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shared, null, params, extra))
-        };
+    let null: *mut *mut c_void = std::ptr::null_mut();
+    let launch = |grid: u32, block: u32, shared: u32, params: *mut *mut c_void, extra: *mut *mut c_void| {
+        cu!(api.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shared, std::ptr::null_mut(), params, extra))
+    };
     // Launch checks: zero or oversized dimensions, too much dynamic shared
     // memory, both parameter forms, no parameters at all.
-    assert_eq!(
-        launch(0, 128, 0, null, extra.as_mut_ptr()),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        launch(8, 0, 0, null, extra.as_mut_ptr()),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        launch(8, 4096, 0, null, extra.as_mut_ptr()),
-        code::INVALID_VALUE
-    );
-    assert_eq!(
-        launch(8, 128, 4096, null, extra.as_mut_ptr()),
-        code::INVALID_VALUE
-    );
+    assert_eq!(launch(0, 128, 0, null, extra.as_mut_ptr()), code::INVALID_VALUE);
+    assert_eq!(launch(8, 0, 0, null, extra.as_mut_ptr()), code::INVALID_VALUE);
+    assert_eq!(launch(8, 4096, 0, null, extra.as_mut_ptr()), code::INVALID_VALUE);
+    assert_eq!(launch(8, 128, 4096, null, extra.as_mut_ptr()), code::INVALID_VALUE);
     let mut one: [*mut c_void; 1] = [(&mut p.a as *mut u64).cast()];
-    assert_eq!(
-        launch(8, 128, 0, one.as_mut_ptr(), extra.as_mut_ptr()),
-        code::INVALID_VALUE
-    );
+    assert_eq!(launch(8, 128, 0, one.as_mut_ptr(), extra.as_mut_ptr()), code::INVALID_VALUE);
     assert_eq!(launch(8, 128, 0, null, null), code::INVALID_VALUE);
 
-    check(
-        api,
-        launch(8, 128, 0, null, extra.as_mut_ptr()),
-        "launch with extra",
-    );
+    check(api, launch(8, 128, 0, null, extra.as_mut_ptr()), "launch with extra");
     check(api, cu!(api.cuCtxSynchronize()), "cuCtxSynchronize");
     let c: Vec<f32> = download(api, dc, n);
     for i in 0..n {
         assert_eq!(c[i].to_bits(), (a[i] + b[i]).to_bits(), "c[{i}]");
     }
     check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
-    assert_eq!(
-        cu!(api.cuModuleUnload(module)),
-        code::INVALID_HANDLE,
-        "double unload"
-    );
+    assert_eq!(cu!(api.cuModuleUnload(module)), code::INVALID_HANDLE, "double unload");
 }
 
 /// `cuModuleGetGlobal` on a `.const` variable with an initializer and a
@@ -271,48 +192,21 @@ fn module_globals() {
     let f = function(api, module, "scale_count");
 
     let (mut scale, mut scale_size) = (0u64, 0usize);
-    check(
-        api,
-        cu!(api.cuModuleGetGlobal_v2(
-            &mut scale,
-            &mut scale_size,
-            module,
-            b"scale\0".as_ptr().cast()
-        )),
-        "scale",
-    );
+    check(api, cu!(api.cuModuleGetGlobal_v2(&mut scale, &mut scale_size, module, c"scale".as_ptr().cast())), "scale");
     assert_eq!(scale_size, 4);
-    assert_eq!(
-        download::<u32>(api, scale, 1),
-        vec![3],
-        "initializer applied at load"
-    );
+    assert_eq!(download::<u32>(api, scale, 1), vec![3], "initializer applied at load");
     let mut counter = 0u64;
     check(
         api,
-        cu!(api.cuModuleGetGlobal_v2(
-            &mut counter,
-            std::ptr::null_mut(),
-            module,
-            b"counter\0".as_ptr().cast()
-        )),
+        cu!(api.cuModuleGetGlobal_v2(&mut counter, std::ptr::null_mut(), module, c"counter".as_ptr().cast())),
         "counter",
     );
     assert_eq!(download::<u32>(api, counter, 1), vec![0]);
     let mut nothing = 0u64;
-    let rc = cu!(api.cuModuleGetGlobal_v2(
-        &mut nothing,
-        std::ptr::null_mut(),
-        module,
-        b"missing\0".as_ptr().cast()
-    ));
+    let rc = cu!(api.cuModuleGetGlobal_v2(&mut nothing, std::ptr::null_mut(), module, c"missing".as_ptr().cast()));
     assert_eq!(rc, code::NOT_FOUND);
     let mut cbytes = -1;
-    check(
-        api,
-        cu!(api.cuFuncGetAttribute(&mut cbytes, 2, f)),
-        "CONST_SIZE_BYTES",
-    );
+    check(api, cu!(api.cuFuncGetAttribute(&mut cbytes, 2, f)), "CONST_SIZE_BYTES");
     assert_eq!(cbytes, 4);
 
     upload(api, scale, &[5u32]);
@@ -320,8 +214,7 @@ fn module_globals() {
     let out = alloc(api, n * 4);
     check(api, cu!(api.cuMemsetD8_v2(out, POISON, n * 4)), "poison");
     let (mut pout, mut pn) = (out, n as i32);
-    let mut params: [*mut c_void; 2] =
-        [(&mut pout as *mut u64).cast(), (&mut pn as *mut i32).cast()];
+    let mut params: [*mut c_void; 2] = [(&mut pout as *mut u64).cast(), (&mut pn as *mut i32).cast()];
     let rc = cu!(api.cuLaunchKernel(
         f,
         4,

@@ -103,13 +103,24 @@ driver_api! {
 }
 
 /// Calls a driver entry point: `cu!(api.cuInit(0))`.
+///
+/// Each argument is evaluated into a local first, so the `unsafe` call only
+/// touches values the caller built in safe code.
 #[macro_export]
 macro_rules! cu {
-    ($api:ident . $name:ident ( $($arg:expr),* $(,)? )) => {{
+    ($api:ident . $name:ident ( $($arg:expr),* $(,)? )) => {
+        cu!(@bind ($api.$name) [] $($arg,)*)
+    };
+    (@bind ($f:expr) [$($done:ident)*] $head:expr, $($rest:expr,)*) => {{
+        let arg = $head;
+        cu!(@bind ($f) [$($done)* arg] $($rest,)*)
+    }};
+    (@bind ($f:expr) [$($done:ident)*]) => {{
+        let entry = $f;
         // SAFETY: every pointer argument the tests pass is NULL, a pointer to
         // a live local of the right type, or deliberately bogus where the
         // test checks that the library rejects it without touching it.
-        unsafe { ($api.$name)($($arg),*) }
+        unsafe { entry($($done),*) }
     }};
 }
 
@@ -166,11 +177,7 @@ pub struct Ctx {
 impl Ctx {
     pub fn new(api: &Api) -> Ctx {
         let mut handle: Handle = std::ptr::null_mut();
-        check(
-            api,
-            cu!(api.cuCtxCreate_v2(&mut handle, 0, 0)),
-            "cuCtxCreate",
-        );
+        check(api, cu!(api.cuCtxCreate_v2(&mut handle, 0, 0)), "cuCtxCreate");
         Ctx { handle }
     }
 }
@@ -187,10 +194,7 @@ pub struct Lcg(pub u64);
 
 impl Lcg {
     pub fn next_u32(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (self.0 >> 32) as u32
     }
 
@@ -202,9 +206,7 @@ impl Lcg {
 
 /// Reads a test data file as a NUL-terminated PTX image.
 pub fn ptx_image(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
     let mut text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.push(0);
     text
