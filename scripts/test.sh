@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need, then runs every test of the
+# workspace on lavapipe (or on the GPU that PTXVK_DEVICE selects), and checks
+# formatting and lints.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+# Without a GPU, lavapipe is the device; pin it so other ICDs are not tried.
+if [[ -z "${VK_ICD_FILENAMES:-}" && -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json && -z "${PTXVK_DEVICE:-}" ]]; then
+    export VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+fi
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo test --workspace
