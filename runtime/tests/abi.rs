@@ -87,3 +87,19 @@ fn validation_messages_are_counted() {
     let _ = ctx.load_spirv(&spirv, info);
     assert!(ctx.validation_messages() > 0);
 }
+
+/// Dropping the context with work queued finishes that work first; a module
+/// may outlive its context.
+#[test]
+fn drop_context_with_queued_work() {
+    let ctx = context();
+    let m = load(&ctx);
+    let f = m.function("ids").unwrap();
+    let d = ctx.alloc(64 * 4 + 4).unwrap();
+    let params = f.pack_params(&[&d.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [2, 1, 1], [32, 1, 1], 0, &params).unwrap();
+    assert_clean(&ctx);
+    drop(ctx);
+    drop(f);
+    drop(m);
+}
