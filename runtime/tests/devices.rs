@@ -29,20 +29,25 @@ fn enumerate_and_select() {
     assert!(info.multiprocessor_count >= 1);
     common::assert_clean(&ctx);
 
-    // PTXVK_DEVICE names a device by case-insensitive name substring or index;
-    // a name that matches nothing leaves the order alone.
-    std::env::set_var("PTXVK_DEVICE", devices[0].name.to_uppercase());
-    assert_eq!(enumerate_devices().unwrap()[0].uuid, devices[0].uuid);
+    // PTXVK_DEVICE names a device by case-insensitive name substring or index
+    // into the type-sorted list; a name that matches nothing leaves the order alone.
+    let original = std::env::var_os("PTXVK_DEVICE");
+    std::env::remove_var("PTXVK_DEVICE");
+    let base = enumerate_devices().unwrap();
+    std::env::set_var("PTXVK_DEVICE", base[0].name.to_uppercase());
+    assert_eq!(enumerate_devices().unwrap()[0].uuid, base[0].uuid);
     std::env::set_var("PTXVK_DEVICE", "0");
-    assert_eq!(enumerate_devices().unwrap()[0].uuid, devices[0].uuid);
+    assert_eq!(enumerate_devices().unwrap()[0].uuid, base[0].uuid);
     std::env::set_var("PTXVK_DEVICE", "no such device");
-    assert_eq!(enumerate_devices().unwrap().len(), devices.len());
-    if let Some(last) = devices.last() {
-        std::env::set_var("PTXVK_DEVICE", last.name.to_lowercase());
-        let reordered = enumerate_devices().unwrap();
-        assert_eq!(reordered[0].uuid, last.uuid);
+    assert_eq!(enumerate_devices().unwrap(), base);
+    if let Some(last) = base.last() {
+        std::env::set_var("PTXVK_DEVICE", format!("{}", base.len() - 1));
+        assert_eq!(enumerate_devices().unwrap()[0].uuid, last.uuid);
         let ctx = Context::new(DeviceSelector::Default).unwrap();
         assert_eq!(ctx.info().uuid, last.uuid);
     }
-    std::env::remove_var("PTXVK_DEVICE");
+    match original {
+        Some(v) => std::env::set_var("PTXVK_DEVICE", v),
+        None => std::env::remove_var("PTXVK_DEVICE"),
+    }
 }

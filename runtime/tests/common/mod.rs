@@ -3,10 +3,14 @@
 
 use ptxvk_runtime::{Context, DeviceSelector};
 
-/// Pins lavapipe (when installed) and enables validation before any context exists.
+/// Pins lavapipe (when installed and no device is chosen) and enables validation before any context exists.
 pub fn setup() {
     const LVP: &str = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
-    if std::env::var_os("VK_ICD_FILENAMES").is_none() && std::path::Path::new(LVP).exists() {
+    // Like scripts/test.sh: pin lavapipe unless a device is chosen explicitly.
+    if std::env::var_os("VK_ICD_FILENAMES").is_none()
+        && std::env::var_os("PTXVK_DEVICE").is_none()
+        && std::path::Path::new(LVP).exists()
+    {
         std::env::set_var("VK_ICD_FILENAMES", LVP);
     }
     std::env::set_var("PTXVK_VALIDATION", "1");
