@@ -106,6 +106,20 @@ fn release_resources(ctx: &ContextObj) {
     }
 }
 
+/// Context creation flags: `CU_CTX_SCHED_MASK` (0x07), `CU_CTX_MAP_HOST`
+/// (0x08), `CU_CTX_LMEM_RESIZE_TO_MAX` (0x10), `CU_CTX_COREDUMP_ENABLE` (0x20),
+/// `CU_CTX_USER_COREDUMP_ENABLE` (0x40), `CU_CTX_SYNC_MEMOPS` (0x80). They are
+/// recorded and reported back; none changes behaviour here.
+const KNOWN_CONTEXT_FLAGS: c_uint = 0xff;
+
+/// "CUDA_ERROR_INVALID_VALUE" for flags outside [`KNOWN_CONTEXT_FLAGS`].
+fn check_flags(flags: c_uint) -> CuResult<()> {
+    if flags & !KNOWN_CONTEXT_FLAGS != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown context flags {flags:#x}")));
+    }
+    Ok(())
+}
+
 /// `cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)`:
 /// creates a context and makes it current (pushes it on this thread's stack).
 ///
@@ -116,6 +130,7 @@ pub unsafe fn ctx_create(pctx: *mut Handle, flags: c_uint, dev: CUdevice) -> CuR
     if pctx.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pctx is NULL"));
     }
+    check_flags(flags)?;
     let handle = new_context(device, false, flags)?;
     STACK.with(|s| s.borrow_mut().push(handle as usize));
     // SAFETY: checked non-null; writable per the caller.
@@ -311,12 +326,7 @@ pub unsafe fn primary_get_state(dev: CUdevice, flags: *mut c_uint, active: *mut 
 /// scheduling flags are recorded and reported back; they change nothing.
 pub fn primary_set_flags(dev: CUdevice, flags: c_uint) -> CuResult<()> {
     let device = driver::device(dev)?;
-    // CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_COREDUMP_ENABLE |
-    // CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS
-    const KNOWN: c_uint = 0x07 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80;
-    if flags & !KNOWN != 0 {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown context flags {flags:#x}")));
-    }
+    check_flags(flags)?;
     primary_state(device).flags = flags;
     Ok(())
 }

@@ -1,0 +1,24 @@
+//! `PTXVK_CC` overrides the reported compute capability. Its own process, so
+//! the variable is set before `cuInit` reads it.
+
+mod common;
+
+use common::{check, code, Ctx};
+
+#[test]
+fn ptxvk_cc_overrides_compute_capability() {
+    // Only test in this process: no other thread reads the environment.
+    std::env::set_var("PTXVK_CC", "8.6");
+    let api = common::init();
+    let (mut ma, mut mi) = (0, 0);
+    check(api, cu!(api.cuDeviceGetAttribute(&mut ma, 75, 0)), "COMPUTE_CAPABILITY_MAJOR");
+    check(api, cu!(api.cuDeviceGetAttribute(&mut mi, 76, 0)), "COMPUTE_CAPABILITY_MINOR");
+    assert_eq!((ma, mi), (8, 6));
+    let (mut a, mut b) = (0, 0);
+    check(api, cu!(api.cuDeviceComputeCapability(&mut a, &mut b, 0)), "cuDeviceComputeCapability");
+    assert_eq!((a, b), (8, 6));
+    // Context flags outside the documented ones are refused.
+    let mut ctx: common::Handle = std::ptr::null_mut();
+    assert_eq!(cu!(api.cuCtxCreate_v2(&mut ctx, 0x1000, 0)), code::INVALID_VALUE);
+    let _ctx = Ctx::new(api);
+}
