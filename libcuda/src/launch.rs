@@ -236,8 +236,10 @@ unsafe fn args_from_extra<'a>(f: &FunctionObj, extra: *mut *mut c_void) -> CuRes
 /// order with all other work of the device; `hStream` is checked, not used.
 ///
 /// # Safety
-/// `kernel_params` and `extra` are NULL or as [`args_from_kernel_params`] and
-/// [`args_from_extra`] describe.
+/// `kernel_params` is NULL or holds one readable pointer per parameter, each
+/// to a value of the parameter's size; `extra` is NULL or a
+/// `CU_LAUNCH_PARAM_END`-terminated key/value array whose buffer is readable
+/// for the size it gives.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn launch_kernel(
     hfunc: Handle,
