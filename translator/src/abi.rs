@@ -148,3 +148,15 @@ pub struct ModuleInfo {
     /// Total size of the module data buffer (0 when there are no variables).
     pub global_data_bytes: u64,
 }
+
+/// Generic addresses of `.shared` memory: `SHARED_WINDOW | offset`.
+///
+/// A generic address is 64 bits. Device (`.global`/`.const`) addresses are
+/// used as they are; `.shared` and `.local` addresses are tagged in the top
+/// 16 bits, which no Vulkan device address uses (they are canonical 48-bit
+/// or smaller), so `cvta`, `isspacep` and generic loads can tell them apart.
+pub const SHARED_WINDOW: u64 = 0xFFFE_0000_0000_0000;
+/// Generic addresses of `.local` memory: `LOCAL_WINDOW | offset`.
+pub const LOCAL_WINDOW: u64 = 0xFFFD_0000_0000_0000;
+/// Mask of the window tag.
+pub const WINDOW_MASK: u64 = 0xFFFF_0000_0000_0000;

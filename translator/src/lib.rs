@@ -13,6 +13,7 @@ pub mod diag;
 mod emit;
 pub mod layout;
 pub mod parse;
+pub mod scope;
 pub mod structurize;
 
 pub use abi::*;

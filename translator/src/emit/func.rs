@@ -11,11 +11,31 @@ use rspirv::dr::Operand;
 use rspirv::spirv::{self, Word};
 use std::collections::{BTreeSet, HashMap};
 
-/// Everything decided about an entry before emitting its code.
+/// A formal parameter or return value of a `.func`.
+#[derive(Clone, Debug)]
+pub(crate) enum Formal {
+    /// A `.param` formal: bytes at `offset` in the function's local words.
+    Param { name: String, offset: u32, size: u32 },
+    /// A `.reg` formal, passed by value.
+    Reg { name: String, kind: K },
+}
+
+impl Formal {
+    fn words(size: u32) -> u32 {
+        size.div_ceil(4).max(1)
+    }
+}
+
+/// Everything decided about a function before emitting its code.
 pub(crate) struct Plan<'a> {
     pub func: &'a ast::Function,
-    pub info: EntryInfo,
+    /// Launch metadata (entries only).
+    pub info: Option<EntryInfo>,
     pub static_shared_bytes: u32,
+    pub params: Vec<Formal>,
+    pub returns: Vec<Formal>,
+    /// Names of functions this one calls directly.
+    pub callees: Vec<(String, Span)>,
     shared: HashMap<String, Placed>,
     local: HashMap<String, Placed>,
     local_bytes: u32,
@@ -34,18 +54,62 @@ fn collect_decls<'a>(stmts: &'a [Statement], out: &mut Vec<&'a ast::VarDecl>) {
     }
 }
 
-pub(crate) fn plan_entry<'a>(
-    _e: &mut Emitter,
+fn collect_calls(stmts: &[Statement], out: &mut Vec<(String, Span)>) {
+    for s in stmts {
+        match s {
+            Statement::Inst(i) if i.opcode == "call" => {
+                if let Some(ast::Operand::Name { name, span, .. }) =
+                    i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..)))
+                {
+                    out.push((name.clone(), *span));
+                }
+            }
+            Statement::Block(b) => collect_calls(b, out),
+            _ => {}
+        }
+    }
+}
+
+fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> Result<(), Diagnostic> {
+    if d.vector.is_some() || d.ty == ScalarType::B128 {
+        return Err(Diagnostic::error(d.span, "vector and .b128 registers are not supported yet"));
+    }
+    for n in &d.names {
+        match n.count {
+            Some(c) => {
+                if c > 4_000_000 {
+                    return Err(Diagnostic::error(n.span, "too many registers"));
+                }
+                for i in 0..c {
+                    regs.push((format!("{}{}", n.name, i), d.ty, n.span));
+                }
+            }
+            None => {
+                if !n.dims.is_empty() {
+                    return Err(Diagnostic::error(n.span, "register arrays are not supported"));
+                }
+                regs.push((n.name.clone(), d.ty, n.span))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Plan a function whose scopes have been resolved into `body`.
+pub(crate) fn plan_function<'a>(
+    e: &mut Emitter,
     f: &'a ast::Function,
+    body: &'a [Statement],
     module_shared: &[(&'a ast::VarDecl, &'a ast::VarName)],
 ) -> Result<Plan<'a>, Diagnostic> {
-    let body = f.body.as_deref().unwrap_or(&[]);
+    let is_entry = f.kind == ast::FunctionKind::Entry;
     let mut decls = Vec::new();
     collect_decls(body, &mut decls);
     let mut regs = Vec::new();
     let mut shared_static: Vec<(&ast::VarDecl, &ast::VarName)> = Vec::new();
     let mut shared_dynamic: Vec<(&ast::VarDecl, &ast::VarName)> = Vec::new();
     let mut locals = Vec::new();
+    let mut param_vars = Vec::new();
     for &(d, n) in module_shared {
         if n.dims.first() == Some(&None) {
             shared_dynamic.push((d, n));
@@ -53,31 +117,27 @@ pub(crate) fn plan_entry<'a>(
             shared_static.push((d, n));
         }
     }
-    for d in decls {
-        match d.space {
-            StateSpace::Reg => {
-                if d.vector.is_some() || d.ty == ScalarType::B128 {
-                    return Err(Diagnostic::error(d.span, "vector and .b128 registers are not supported yet"));
-                }
+    // Formals of a .func: .param ones live in local memory, .reg ones are registers.
+    let mut formal_params = Vec::new();
+    let mut formal_returns = Vec::new();
+    if !is_entry {
+        for (list, out) in [(&f.params, &mut formal_params), (&f.returns, &mut formal_returns)] {
+            for d in list.iter() {
                 for n in &d.names {
-                    match n.count {
-                        Some(c) => {
-                            if c > 4_000_000 {
-                                return Err(Diagnostic::error(n.span, "too many registers"));
-                            }
-                            for i in 0..c {
-                                regs.push((format!("{}{}", n.name, i), d.ty, n.span));
-                            }
-                        }
-                        None => {
-                            if !n.dims.is_empty() {
-                                return Err(Diagnostic::error(n.span, "register arrays are not supported"));
-                            }
-                            regs.push((n.name.clone(), d.ty, n.span))
-                        }
+                    if d.space == StateSpace::Reg {
+                        regs.push((n.name.clone(), d.ty, n.span));
+                        out.push(Formal::Reg { name: n.name.clone(), kind: storage_kind(d.ty) });
+                    } else {
+                        param_vars.push((d, n));
+                        out.push(Formal::Param { name: n.name.clone(), offset: 0, size: 0 });
                     }
                 }
             }
+        }
+    }
+    for d in decls {
+        match d.space {
+            StateSpace::Reg => expand_regs(d, &mut regs)?,
             StateSpace::Shared => {
                 for n in &d.names {
                     if n.dims.first() == Some(&None) {
@@ -88,10 +148,11 @@ pub(crate) fn plan_entry<'a>(
                 }
             }
             StateSpace::Local => locals.extend(d.names.iter().map(|n| (d, n))),
+            StateSpace::Param => param_vars.extend(d.names.iter().map(|n| (d, n))),
             other => {
                 return Err(Diagnostic::error(
                     d.span,
-                    format!("{} declarations inside a kernel are not supported yet", other.name()),
+                    format!("{} declarations inside a function are not supported yet", other.name()),
                 ))
             }
         }
@@ -106,12 +167,36 @@ pub(crate) fn plan_entry<'a>(
     if static_end > u32::MAX as u64 / 2 {
         return Err(Diagnostic::error(f.span, "static .shared memory is too large"));
     }
+    // Local words: .local variables, then .param variables (word aligned, so
+    // that calls can pass them as whole words).
     let (placed, local_end) = layout::place(&locals, 0)?;
-    if local_end > 1 << 24 {
+    let mut local: HashMap<String, Placed> = placed.into_iter().collect();
+    let mut end = local_end.div_ceil(4) * 4;
+    for (d, n) in &param_vars {
+        let size = layout::var_size(d, n)?;
+        let align = (layout::var_align(d) as u64).max(4);
+        end = end.div_ceil(align) * align;
+        local.insert(n.name.clone(), Placed { offset: end, size, ty: d.ty });
+        end += size.div_ceil(4) * 4;
+    }
+    if end > 1 << 24 {
         return Err(Diagnostic::error(f.span, ".local memory is too large"));
     }
-    let local: HashMap<String, Placed> = placed.into_iter().collect();
-    let info = entry_info(f, _e.opts, static_end as u32, !shared_dynamic.is_empty(), local_end as u32)?;
+    for formal in formal_params.iter_mut().chain(formal_returns.iter_mut()) {
+        if let Formal::Param { name, offset, size } = formal {
+            if let Some(p) = local.get(name.as_str()) {
+                *offset = p.offset as u32;
+                *size = p.size as u32;
+            }
+        }
+    }
+    let info = if is_entry {
+        Some(entry_info(f, e.opts, static_end as u32, !shared_dynamic.is_empty(), local_end as u32)?)
+    } else {
+        None
+    };
+    let mut callees = Vec::new();
+    collect_calls(body, &mut callees);
     let cfg = cfg::run(body)?;
     let span_of = |b: usize| -> Span {
         let blk = &cfg.blocks[b];
@@ -122,13 +207,69 @@ pub(crate) fn plan_entry<'a>(
         func: f,
         info,
         static_shared_bytes: static_end as u32,
+        params: formal_params,
+        returns: formal_returns,
+        callees,
         shared,
         local,
-        local_bytes: local_end as u32,
+        local_bytes: end as u32,
         regs,
         cfg,
         regions,
     })
+}
+
+impl Plan<'_> {
+    /// Bytes of local memory (including `.param` variables).
+    pub fn local_bytes(&self) -> u32 {
+        self.local_bytes
+    }
+}
+
+/// A callable `.func` as seen from call sites of one entry's code.
+#[derive(Clone, Debug)]
+pub(crate) struct Callee {
+    pub id: Word,
+    pub params: Vec<Formal>,
+    pub returns: Vec<Formal>,
+    pub fn_type: Word,
+    pub ret_type: Word,
+    pub param_types: Vec<Word>,
+}
+
+/// The SPIR-V type of a formal: an array of words or a register value.
+fn formal_type(e: &mut Emitter, f: &Formal) -> Word {
+    match f {
+        Formal::Param { size, .. } => {
+            let u32t = e.t_int(32);
+            let n = e.c_u32(Formal::words(*size));
+            e.ty(TyKey::Array(u32t, n))
+        }
+        Formal::Reg { kind, .. } => e.kty(*kind),
+    }
+}
+
+/// The signature of a planned `.func`, with a fresh function id.
+pub(crate) fn callee(e: &mut Emitter, plan: &Plan) -> Callee {
+    let param_types: Vec<Word> = plan.params.iter().map(|f| formal_type(e, f)).collect();
+    let ret_type = if plan.returns.is_empty() {
+        e.ty(TyKey::Void)
+    } else {
+        let members: Vec<Word> = plan.returns.iter().map(|f| formal_type(e, f)).collect();
+        e.ty(TyKey::Struct(members))
+    };
+    let fn_type = e.ty(TyKey::Func(ret_type, param_types.clone()));
+    Callee { id: e.b.id(), params: plan.params.clone(), returns: plan.returns.clone(), fn_type, ret_type, param_types }
+}
+
+/// Per-entry globals shared by the entry and the functions it calls.
+#[derive(Clone, Copy)]
+pub(crate) struct EntryVars {
+    pub push_var: Option<Word>,
+    pub shared_var: Option<Word>,
+    /// `Private` words holding every function's `.local` frame (per invocation).
+    pub local_var: Option<Word>,
+    pub passing: ParamPassing,
 }
 
 pub(crate) struct Frame {
@@ -147,6 +288,8 @@ pub(crate) struct Fx<'a> {
     pub local: HashMap<String, Placed>,
     pub shared_var: Option<Word>,
     pub local_var: Option<Word>,
+    /// Byte offset of this function's frame in the local words.
+    pub local_base: u32,
     pub push_var: Option<Word>,
     pub linear: Word,
     pub brk: Word,
@@ -155,6 +298,36 @@ pub(crate) struct Fx<'a> {
     frames: Vec<Frame>,
     codes: HashMap<Target, u32>,
     cfg: &'a Cfg<'a>,
+    /// `None` in an entry; the return values of a `.func`.
+    pub returns: Option<(Vec<Formal>, Word)>,
+    /// Functions callable from here, by PTX name.
+    pub callees: &'a HashMap<String, Callee>,
+}
+
+impl Fx<'_> {
+    /// A copy of the memory view without `.local` (atomics never reach it).
+    pub(crate) fn view_without_local<'b>(fx: &Fx<'b>) -> Fx<'b> {
+        Fx {
+            regs: HashMap::new(),
+            params: HashMap::new(),
+            passing: fx.passing,
+            shared: HashMap::new(),
+            local: HashMap::new(),
+            shared_var: fx.shared_var,
+            local_var: None,
+            local_base: fx.local_base,
+            push_var: fx.push_var,
+            linear: fx.linear,
+            brk: fx.brk,
+            open: fx.open,
+            errors: Vec::new(),
+            frames: Vec::new(),
+            codes: HashMap::new(),
+            cfg: fx.cfg,
+            returns: None,
+            callees: fx.callees,
+        }
+    }
 }
 
 /// Storage kind of a register of PTX type `t`.
@@ -171,11 +344,13 @@ pub(crate) fn storage_kind(t: ScalarType) -> K {
     }
 }
 
-pub(crate) fn emit_entry(e: &mut Emitter, plan: Plan) -> Result<EntryInfo, Vec<Diagnostic>> {
+/// Create the push-constant and shared-memory variables of an entry.
+pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> EntryVars {
     let u32t = e.t_int(32);
-    // Globals first: rspirv puts variables created inside a block into the function.
-    let push_var = if plan.info.push_constant_bytes > 0 {
-        let n = e.c_u32(plan.info.push_constant_bytes / 4);
+    let info = entry.info.as_ref();
+    let push_bytes = info.map(|i| i.push_constant_bytes).unwrap_or(0);
+    let push_var = if push_bytes > 0 {
+        let n = e.c_u32(push_bytes / 4);
         let arr = e.ty(TyKey::Array(u32t, n));
         // rspirv de-duplicates structs: decorate each block type once.
         let st = e.ty(TyKey::Struct(vec![arr]));
@@ -188,7 +363,7 @@ pub(crate) fn emit_entry(e: &mut Emitter, plan: Plan) -> Result<EntryInfo, Vec<D
     } else {
         None
     };
-    let uses_shared = !plan.shared.is_empty();
+    let uses_shared = plans.iter().any(|p| !p.shared.is_empty());
     let shared_var = if uses_shared {
         let len = e.spec_shared_words;
         let arr = e.ty(TyKey::Array(u32t, len));
@@ -197,10 +372,51 @@ pub(crate) fn emit_entry(e: &mut Emitter, plan: Plan) -> Result<EntryInfo, Vec<D
     } else {
         None
     };
+    let local_total: u32 = plans.iter().map(|p| p.local_bytes.div_ceil(4) * 4).sum();
+    let local_var = if local_total > 0 {
+        let n = e.c_u32(local_total / 4);
+        let arr = e.ty(TyKey::Array(u32t, n));
+        let pt = e.t_ptr(spirv::StorageClass::Private, arr);
+        Some(e.b.variable(pt, None, spirv::StorageClass::Private, None))
+    } else {
+        None
+    };
+    EntryVars {
+        push_var,
+        shared_var,
+        local_var,
+        passing: info.map(|i| i.param_passing).unwrap_or(ParamPassing::PushConstants),
+    }
+}
 
-    let void = e.ty(TyKey::Void);
-    let fnty = e.ty(TyKey::Func(void, vec![]));
-    let fid = e.b.begin_function(void, None, spirv::FunctionControl::NONE, fnty).map_err(internal)?;
+/// Emit an entry (`me` is `None`) or one entry's copy of a `.func`.
+pub(crate) fn emit_function(
+    e: &mut Emitter,
+    plan: &Plan,
+    vars: EntryVars,
+    me: Option<&Callee>,
+    callees: &HashMap<String, Callee>,
+    local_base: u32,
+) -> Result<Word, Vec<Diagnostic>> {
+    let u32t = e.t_int(32);
+    let (fid, ret_type) = match me {
+        None => {
+            let void = e.ty(TyKey::Void);
+            let fnty = e.ty(TyKey::Func(void, vec![]));
+            (e.b.begin_function(void, None, spirv::FunctionControl::NONE, fnty).map_err(internal)?, void)
+        }
+        Some(c) => {
+            e.b.begin_function(c.ret_type, Some(c.id), spirv::FunctionControl::DONT_INLINE, c.fn_type)
+                .map_err(internal)?;
+            (c.id, c.ret_type)
+        }
+    };
+    let mut incoming = Vec::new();
+    if let Some(c) = me {
+        for t in &c.param_types {
+            incoming.push(e.b.function_parameter(*t).map_err(internal)?);
+        }
+    }
     e.b.begin_block(None).map_err(internal)?;
     let mut regs = HashMap::new();
     for (name, t, _span) in &plan.regs {
@@ -213,24 +429,21 @@ pub(crate) fn emit_entry(e: &mut Emitter, plan: Plan) -> Result<EntryInfo, Vec<D
     let zero = e.c_u32(0);
     let pu = e.t_ptr(spirv::StorageClass::Function, u32t);
     let brk = e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero));
-    let local_var = if plan.local_bytes > 0 {
-        let n = e.c_u32(plan.local_bytes.div_ceil(4));
-        let arr = e.ty(TyKey::Array(u32t, n));
-        let pt = e.t_ptr(spirv::StorageClass::Function, arr);
-        Some(e.b.variable(pt, None, spirv::StorageClass::Function, None))
-    } else {
-        None
-    };
     let linear = e.b.load(u32t, None, e.local_index, None, []).map_err(internal)?;
     let mut fx = Fx {
         regs,
-        params: plan.info.params.iter().map(|p| (p.name.clone(), p.clone())).collect(),
-        passing: plan.info.param_passing,
-        shared: plan.shared,
-        local: plan.local,
-        shared_var,
-        local_var,
-        push_var,
+        params: plan
+            .info
+            .as_ref()
+            .map(|i| i.params.iter().map(|p| (p.name.clone(), p.clone())).collect())
+            .unwrap_or_default(),
+        passing: vars.passing,
+        shared: plan.shared.clone(),
+        local: plan.local.clone(),
+        shared_var: vars.shared_var,
+        local_var: vars.local_var,
+        local_base,
+        push_var: vars.push_var,
         linear,
         brk,
         open: true,
@@ -238,21 +451,42 @@ pub(crate) fn emit_entry(e: &mut Emitter, plan: Plan) -> Result<EntryInfo, Vec<D
         frames: Vec::new(),
         codes: HashMap::new(),
         cfg: &plan.cfg,
+        returns: me.map(|_| (plan.returns.clone(), ret_type)),
+        callees,
     };
-    // Padding invocations (beyond the block's thread count) exit at once.
     let r = (|| -> Result<(), Diagnostic> {
-        let [nx, ny, nz] = e.spec_ntid;
-        let xy = e.b.i_mul(u32t, None, nx, ny).map_err(internal1)?;
-        let n = e.b.i_mul(u32t, None, xy, nz).map_err(internal1)?;
-        let bt = e.t_bool();
-        let pad = e.b.u_greater_than_equal(bt, None, linear, n).map_err(internal1)?;
-        let exit = e.b.id();
-        let go = e.b.id();
-        e.b.selection_merge(go, spirv::SelectionControl::NONE).map_err(internal1)?;
-        e.b.branch_conditional(pad, exit, go, []).map_err(internal1)?;
-        e.b.begin_block(Some(exit)).map_err(internal1)?;
-        e.b.ret().map_err(internal1)?;
-        e.b.begin_block(Some(go)).map_err(internal1)?;
+        if me.is_none() {
+            // Padding invocations (beyond the block's thread count) exit at once.
+            let [nx, ny, nz] = e.spec_ntid;
+            let xy = e.b.i_mul(u32t, None, nx, ny).map_err(internal1)?;
+            let n = e.b.i_mul(u32t, None, xy, nz).map_err(internal1)?;
+            let bt = e.t_bool();
+            let pad = e.b.u_greater_than_equal(bt, None, linear, n).map_err(internal1)?;
+            let exit = e.b.id();
+            let go = e.b.id();
+            e.b.selection_merge(go, spirv::SelectionControl::NONE).map_err(internal1)?;
+            e.b.branch_conditional(pad, exit, go, []).map_err(internal1)?;
+            e.b.begin_block(Some(exit)).map_err(internal1)?;
+            e.b.ret().map_err(internal1)?;
+            e.b.begin_block(Some(go)).map_err(internal1)?;
+        }
+        // Incoming arguments to their homes.
+        for (formal, value) in plan.params.iter().zip(incoming) {
+            match formal {
+                Formal::Param { offset, size, .. } => {
+                    for j in 0..Formal::words(*size) {
+                        let w = e.b.composite_extract(u32t, None, value, [j]).map_err(internal1)?;
+                        super::mem::store_local_word(e, &fx, offset / 4 + j, w)?;
+                    }
+                }
+                Formal::Reg { name, kind } => {
+                    if let Some(&(var, _)) = fx.regs.get(name.as_str()) {
+                        let _ = kind;
+                        e.b.store(var, value, None, []).map_err(internal1)?;
+                    }
+                }
+            }
+        }
         emit_regions(e, &mut fx, &plan.regions)?;
         if fx.open {
             e.b.unreachable().map_err(internal1)?;
@@ -264,16 +498,49 @@ pub(crate) fn emit_entry(e: &mut Emitter, plan: Plan) -> Result<EntryInfo, Vec<D
         fx.errors.push(d);
     }
     if !fx.errors.is_empty() {
+        // Leave the builder ready for the next function; the module is discarded.
+        if e.b.selected_block().is_some() {
+            let _ = e.b.unreachable();
+        }
+        let _ = e.b.end_function();
         return Err(fx.errors);
     }
     e.b.end_function().map_err(internal)?;
-    let mut iface = vec![e.local_index, e.workgroup_id];
-    iface.extend(push_var);
-    iface.extend(shared_var);
-    e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, plan.func.name.clone(), iface);
-    let mut info = plan.info;
-    info.static_shared_bytes = plan.static_shared_bytes;
-    Ok(info)
+    Ok(fid)
+}
+
+/// `ret` of a `.func`: gather the return values.
+fn emit_return(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
+    let Some((rets, ret_type)) = fx.returns.clone() else {
+        return e.b.ret().map_err(internal1);
+    };
+    if rets.is_empty() {
+        return e.b.ret().map_err(internal1);
+    }
+    let u32t = e.t_int(32);
+    let mut members = Vec::new();
+    for r in &rets {
+        match r {
+            Formal::Param { offset, size, .. } => {
+                let mut words = Vec::new();
+                for j in 0..Formal::words(*size) {
+                    words.push(super::mem::load_local_word(e, fx, offset / 4 + j)?);
+                }
+                let n = e.c_u32(Formal::words(*size));
+                let at = e.ty(TyKey::Array(u32t, n));
+                members.push(e.b.composite_construct(at, None, words).map_err(internal1)?);
+            }
+            Formal::Reg { name, kind } => {
+                let Some(&(var, _)) = fx.regs.get(name.as_str()) else {
+                    return Err(Diagnostic::error(Span::default(), format!("internal error: return register {name}")));
+                };
+                let t = e.kty(*kind);
+                members.push(e.b.load(t, None, var, None, []).map_err(internal1)?);
+            }
+        }
+    }
+    let v = e.b.composite_construct(ret_type, None, members).map_err(internal1)?;
+    e.b.ret_value(v).map_err(internal1)
 }
 
 fn internal(e: rspirv::dr::Error) -> Vec<Diagnostic> {
@@ -337,7 +604,7 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
             }
             Region::Br(t) => branch(e, fx, *t, false)?,
             Region::Return => {
-                e.b.ret().map_err(internal1)?;
+                emit_return(e, fx)?;
                 fx.open = false;
             }
         }

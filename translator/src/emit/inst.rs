@@ -124,6 +124,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             mem::atom(e, fx, inst, t, false)
         }
         "cvta" => cvta(e, fx, inst),
+        "isspacep" => isspacep(e, fx, inst),
         "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" => {
             let t = last_type(inst)?;
             if t.is_float() {
@@ -173,7 +174,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             Ok(())
         }
         "trap" | "brkpt" => Err(unsupported(inst, "kernel traps are not supported yet")),
-        "call" => Err(unsupported(inst, "function calls are not supported yet")),
+        "call" => super::call::call(e, fx, inst),
         _ => Err(unsupported(inst, "")),
     }
 }
@@ -223,13 +224,62 @@ fn cvta(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
     let t = last_type(inst)?;
     let [d, a] = operands::<2>(inst)?;
     let space = mem::space_of(inst)?;
-    if !matches!(space, mem::Space::Global | mem::Space::Const) {
-        return Err(unsupported(inst, "generic addressing of .shared/.local/.param memory is not supported yet"));
-    }
-    // .global and .const addresses are generic addresses unchanged.
+    let to = inst.has("to");
     let k = kind_of(t);
-    let v = get(e, fx, a, k, false)?;
-    set(e, fx, d, v, k, false)
+    match space {
+        // .global and .const addresses are generic addresses unchanged.
+        mem::Space::Global | mem::Space::Const => {
+            let v = get(e, fx, a, k, false)?;
+            set(e, fx, d, v, k, false)
+        }
+        mem::Space::Shared | mem::Space::Local => {
+            if t.size() != 8 {
+                return Err(unsupported(
+                    inst,
+                    "32-bit generic addresses need .address_size 32, which is not supported",
+                ));
+            }
+            let window = if space == mem::Space::Shared { crate::abi::SHARED_WINDOW } else { crate::abi::LOCAL_WINDOW };
+            let u64t = e.t_int(64);
+            let v = get(e, fx, a, K::Int(64), false)?;
+            let r = if to {
+                let m = e.c_int(64, !crate::abi::WINDOW_MASK);
+                e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?
+            } else {
+                let m = e.c_int(64, 0xFFFF_FFFF);
+                let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
+                let w = e.c_int(64, window);
+                e.b.bitwise_or(u64t, None, off, w).map_err(internal1)?
+            };
+            set(e, fx, d, r, K::Int(64), false)
+        }
+        _ => Err(unsupported(inst, "generic addresses of kernel parameters are not supported yet")),
+    }
+}
+
+fn isspacep(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
+    let [d, a] = operands::<2>(inst)?;
+    let space = mem::space_of(inst)?;
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let v = get(e, fx, a, K::Int(64), false)?;
+    let m = e.c_int(64, crate::abi::WINDOW_MASK);
+    let tag = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
+    let sw = e.c_int(64, crate::abi::SHARED_WINDOW);
+    let lw = e.c_int(64, crate::abi::LOCAL_WINDOW);
+    let is_shared = e.b.i_equal(bt, None, tag, sw).map_err(internal1)?;
+    let is_local = e.b.i_equal(bt, None, tag, lw).map_err(internal1)?;
+    let r = match space {
+        mem::Space::Shared => is_shared,
+        mem::Space::Local => is_local,
+        mem::Space::Global => {
+            let either = e.b.logical_or(bt, None, is_shared, is_local).map_err(internal1)?;
+            e.b.logical_not(bt, None, either).map_err(internal1)?
+        }
+        mem::Space::Const => e.c_bool(false),
+        _ => return Err(unsupported(inst, "")),
+    };
+    set(e, fx, d, r, K::Pred, false)
 }
 
 fn signed_op(t: ScalarType, s: Op, u: Op) -> Op {

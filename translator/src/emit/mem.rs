@@ -20,6 +20,8 @@ pub(crate) enum Addr {
     Local(Word),
     /// A constant byte offset in the kernel parameter block.
     Param(u32),
+    /// A generic address: global, or tagged shared/local (see [`crate::abi::SHARED_WINDOW`]).
+    Generic(Word),
 }
 
 /// The state space an instruction names.
@@ -84,10 +86,10 @@ pub(crate) fn resolve(e: &mut Emitter, fx: &mut Fx, space: Space, a: &Address, s
         return Ok(Addr::Shared(c));
     }
     if let Some(p) = fx.local.get(name.as_str()) {
-        if !matches!(space, Space::Local | Space::Generic) {
+        if !matches!(space, Space::Local | Space::Param | Space::Generic) {
             return Err(Diagnostic::error(*bspan, format!("'{name}' is a .local variable")));
         }
-        let c = e.c_u32((p.offset as i64 + a.offset) as u32);
+        let c = e.c_u32((fx.local_base as i64 + p.offset as i64 + a.offset) as u32);
         return Ok(Addr::Local(c));
     }
     if let Some(&(off, _)) = e.globals.get(name.as_str()) {
@@ -121,7 +123,7 @@ pub(crate) fn resolve(e: &mut Emitter, fx: &mut Fx, space: Space, a: &Address, s
             } else {
                 v
             };
-            Ok(Addr::Global(v))
+            Ok(if space == Space::Generic { Addr::Generic(v) } else { Addr::Global(v) })
         }
     }
 }
@@ -140,7 +142,79 @@ pub(crate) fn advance(e: &mut Emitter, a: Addr, by: u32) -> Result<Addr, Diagnos
         Addr::Shared(v) => Addr::Shared(off_u32(e, v, by as i64)?),
         Addr::Local(v) => Addr::Local(off_u32(e, v, by as i64)?),
         Addr::Param(o) => Addr::Param(o + by),
+        Addr::Generic(v) => {
+            let u64t = e.t_int(64);
+            let c = e.c_int(64, by as u64);
+            Addr::Generic(e.b.i_add(u64t, None, v, c).map_err(internal1)?)
+        }
     })
+}
+
+/// Split a generic access by window: run `body` once per state space the
+/// address may be in, and merge the results (`OpPhi` when there is a value).
+pub(crate) fn dispatch(
+    e: &mut Emitter,
+    fx: &Fx,
+    addr: Word,
+    result: Option<K>,
+    body: &mut dyn FnMut(&mut Emitter, &Fx, Addr) -> Result<Option<Word>, Diagnostic>,
+) -> Result<Option<Word>, Diagnostic> {
+    let mut windows = Vec::new();
+    if fx.shared_var.is_some() {
+        windows.push(crate::abi::SHARED_WINDOW);
+    }
+    if fx.local_var.is_some() {
+        windows.push(crate::abi::LOCAL_WINDOW);
+    }
+    dispatch_from(e, fx, addr, result, &windows, body)
+}
+
+fn dispatch_from(
+    e: &mut Emitter,
+    fx: &Fx,
+    addr: Word,
+    result: Option<K>,
+    windows: &[u64],
+    body: &mut dyn FnMut(&mut Emitter, &Fx, Addr) -> Result<Option<Word>, Diagnostic>,
+) -> Result<Option<Word>, Diagnostic> {
+    let Some((&w, rest)) = windows.split_first() else {
+        return body(e, fx, Addr::Global(addr));
+    };
+    let u64t = e.t_int(64);
+    let u32t = e.t_int(32);
+    let bt = e.t_bool();
+    let mask = e.c_int(64, crate::abi::WINDOW_MASK);
+    let tag = e.b.bitwise_and(u64t, None, addr, mask).map_err(internal1)?;
+    let want = e.c_int(64, w);
+    let hit = e.b.i_equal(bt, None, tag, want).map_err(internal1)?;
+    let yes = e.b.id();
+    let no = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(hit, yes, no, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    let off = e.b.u_convert(u32t, None, addr).map_err(internal1)?;
+    let a = if w == crate::abi::SHARED_WINDOW { Addr::Shared(off) } else { Addr::Local(off) };
+    let r1 = body(e, fx, a)?;
+    let end1 =
+        e.b.selected_block()
+            .and_then(|i| e.b.module_ref().functions.last().and_then(|f| f.blocks.get(i)).and_then(|b| b.label_id()));
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(no)).map_err(internal1)?;
+    let r2 = dispatch_from(e, fx, addr, result, rest, body)?;
+    let end2 =
+        e.b.selected_block()
+            .and_then(|i| e.b.module_ref().functions.last().and_then(|f| f.blocks.get(i)).and_then(|b| b.label_id()));
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    match (result, r1, r2, end1, end2) {
+        (Some(k), Some(v1), Some(v2), Some(b1), Some(b2)) => {
+            let t = e.kty(k);
+            Ok(Some(e.b.phi(t, None, [(v1, b1), (v2, b2)]).map_err(internal1)?))
+        }
+        (None, ..) => Ok(None),
+        _ => Err(Diagnostic::error(Span::default(), "internal error: generic dispatch")),
+    }
 }
 
 /// The kind a memory access of PTX type `t` reads or writes.
@@ -172,6 +246,7 @@ fn word_ptr(e: &mut Emitter, fx: &Fx, sc: StorageClass, index: Word) -> Result<W
         StorageClass::Workgroup => fx.shared_var,
         _ => fx.local_var,
     };
+    let sc = if sc == StorageClass::Workgroup { sc } else { StorageClass::Private };
     let Some(var) = var else {
         return Err(Diagnostic::error(Span::default(), "access to a state space the function does not declare"));
     };
@@ -317,8 +392,12 @@ pub(crate) fn load(e: &mut Emitter, fx: &Fx, a: Addr, k: K, volatile: bool) -> R
             e.b.load(t, None, p, Some(ma), [SOp::LiteralBit32(k.bits() / 8)]).map_err(internal1)
         }
         Addr::Shared(off) => load_words(e, fx, StorageClass::Workgroup, off, k),
-        Addr::Local(off) => load_words(e, fx, StorageClass::Function, off, k),
+        Addr::Local(off) => load_words(e, fx, StorageClass::Private, off, k),
         Addr::Param(off) => load_param(e, fx, off, k),
+        Addr::Generic(addr) => {
+            let r = dispatch(e, fx, addr, Some(k), &mut |e, fx, a| load(e, fx, a, k, volatile).map(Some))?;
+            r.ok_or_else(|| Diagnostic::error(Span::default(), "internal error: generic load"))
+        }
     }
 }
 
@@ -342,8 +421,12 @@ pub(crate) fn store(
             e.b.store(p, v, Some(ma), [SOp::LiteralBit32(k.bits() / 8)]).map_err(internal1)
         }
         Addr::Shared(off) => store_words(e, fx, StorageClass::Workgroup, off, v, k),
-        Addr::Local(off) => store_words(e, fx, StorageClass::Function, off, v, k),
+        Addr::Local(off) => store_words(e, fx, StorageClass::Private, off, v, k),
         Addr::Param(_) => Err(Diagnostic::error(span, "stores to kernel parameters are not supported yet")),
+        Addr::Generic(addr) => {
+            dispatch(e, fx, addr, None, &mut |e, fx, a| store(e, fx, a, v, k, volatile, span).map(|_| None))?;
+            Ok(())
+        }
     }
 }
 
@@ -466,6 +549,43 @@ pub(crate) fn atom(
     }
     let b = vals.first().ok_or_else(|| Diagnostic::error(inst.span, "missing atomic operand"))?;
     let vb = get(e, fx, b, k, false)?;
+    let vc = if op == "cas" {
+        let c = vals.get(1).ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
+        Some(get(e, fx, c, k, false)?)
+    } else {
+        None
+    };
+    let old_bits = match a {
+        Addr::Generic(g) => {
+            let shared_only = Fx::view_without_local(fx);
+            dispatch(e, &shared_only, g, Some(K::Int(bits)), &mut |e, fx, a| {
+                atom_core(e, fx, inst, a, t, op, vb, vc).map(Some)
+            })?
+            .ok_or_else(|| Diagnostic::error(inst.span, "internal error: generic atomic"))?
+        }
+        a => atom_core(e, fx, inst, a, t, op, vb, vc)?,
+    };
+    if let Some(d) = dst {
+        let v = e.convert(old_bits, K::Int(bits), k, false)?;
+        set(e, fx, d, v, k, t.is_signed())?;
+    }
+    Ok(())
+}
+
+/// One atomic read-modify-write at a resolved address; returns the old value's bits.
+#[allow(clippy::too_many_arguments)]
+fn atom_core(
+    e: &mut Emitter,
+    fx: &Fx,
+    inst: &Instruction,
+    a: Addr,
+    t: ScalarType,
+    op: &str,
+    vb: Word,
+    vc: Option<Word>,
+) -> Result<Word, Diagnostic> {
+    let k = mem_kind(t);
+    let bits = k.bits();
     let (ptr, sc) = match a {
         Addr::Global(addr) => (
             psb_ptr(e, if matches!(k, K::Float(_)) { K::Int(bits) } else { k }, addr)?,
@@ -512,8 +632,7 @@ pub(crate) fn atom(
         );
         e.emit_inst(i)?
     } else if op == "cas" {
-        let c = vals.get(1).ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
-        let vc = get(e, fx, c, k, false)?;
+        let vc = vc.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
         let ic = e.convert(vc, k, K::Int(bits), false)?;
         e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, ic, ib).map_err(internal1)?
     } else if op == "add" && k == K::Float(32) && sc == StorageClass::PhysicalStorageBuffer {
@@ -571,11 +690,7 @@ pub(crate) fn atom(
             }
         })?
     };
-    if let Some(d) = dst {
-        let v = e.convert(old_bits, K::Int(bits), k, false)?;
-        set(e, fx, d, v, k, signed)?;
-    }
-    Ok(())
+    Ok(old_bits)
 }
 
 fn unreachable_addr() -> Diagnostic {
@@ -611,4 +726,19 @@ fn cas_loop(
     e.b.branch_conditional(done, merge, header, []).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
     Ok(old)
+}
+
+/// Store word `index` of the function's local words.
+pub(crate) fn store_local_word(e: &mut Emitter, fx: &Fx, index: u32, v: Word) -> Result<(), Diagnostic> {
+    let i = e.c_u32(fx.local_base / 4 + index);
+    let p = word_ptr(e, fx, StorageClass::Private, i)?;
+    e.b.store(p, v, None, []).map_err(internal1)
+}
+
+/// Load word `index` of the function's local words.
+pub(crate) fn load_local_word(e: &mut Emitter, fx: &Fx, index: u32) -> Result<Word, Diagnostic> {
+    let i = e.c_u32(fx.local_base / 4 + index);
+    let p = word_ptr(e, fx, StorageClass::Private, i)?;
+    let u32t = e.t_int(32);
+    e.b.load(u32t, None, p, None, []).map_err(internal1)
 }

@@ -18,6 +18,7 @@
 //! out of the innermost construct, and is re-dispatched at each construct's
 //! merge block until it reaches its destination.
 
+mod call;
 mod cvt;
 mod float;
 mod func;
@@ -272,59 +273,119 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         e.spec_global_address = Some(c);
     }
 
-    // Functions that are called are not supported yet: report them where used.
     let mut entries = Vec::new();
+    // Resolve scopes, then plan every function with a body.
+    let functions: Vec<&ast::Function> = module
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ModuleItem::Function(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let bodies: Vec<Option<Vec<ast::Statement>>> = functions
+        .iter()
+        .map(|f| {
+            f.body.as_ref().map(|b| {
+                let outer: Vec<String> = f
+                    .params
+                    .iter()
+                    .chain(f.returns.iter())
+                    .flat_map(|d| d.names.iter().map(|n| n.name.clone()))
+                    .collect();
+                crate::scope::run(b, &outer)
+            })
+        })
+        .collect();
+    let mut plans: HashMap<String, func::Plan> = HashMap::new();
+    let mut entry_names = Vec::new();
     let mut max_static_shared_words = 1u32;
-    let mut pending_entries = Vec::new();
-    for item in &module.items {
-        let ModuleItem::Function(f) = item else { continue };
-        if f.kind != FunctionKind::Entry {
-            continue;
-        }
-        if let Some(only) = &opts.entry {
-            if &f.name != only {
-                continue;
+    for (f, body) in functions.iter().zip(&bodies) {
+        let Some(body) = body else {
+            if f.kind == FunctionKind::Entry && !f.linkage.contains(&Linkage::Extern) {
+                errors.push(Diagnostic::error(f.span, format!("entry '{}' has no body", f.name)));
             }
-        }
-        if f.body.is_none() {
-            if f.linkage.contains(&Linkage::Extern) {
-                continue;
-            }
-            errors.push(Diagnostic::error(f.span, format!("entry '{}' has no body", f.name)));
             continue;
+        };
+        if f.kind == FunctionKind::Entry {
+            if let Some(only) = &opts.entry {
+                if &f.name != only {
+                    continue;
+                }
+            }
+            entry_names.push(f.name.clone());
         }
-        pending_entries.push(f);
-    }
-    if let Some(only) = &opts.entry {
-        if pending_entries.is_empty() && errors.is_empty() {
-            errors.push(Diagnostic::error(Span::default(), format!("no .entry named '{only}' in the module")));
-        }
-    }
-    // Shared-memory spec constant: the default is the largest static size.
-    let mut plans = Vec::new();
-    for f in &pending_entries {
-        match func::plan_entry(&mut e, f, &module_shared) {
+        match func::plan_function(&mut e, f, body, &module_shared) {
             Ok(p) => {
                 max_static_shared_words = max_static_shared_words.max(abi::shared_words(p.static_shared_bytes, 0));
-                plans.push(p);
+                plans.insert(f.name.clone(), p);
             }
             Err(d) => errors.push(d),
+        }
+    }
+    if let Some(only) = &opts.entry {
+        if entry_names.is_empty() && errors.is_empty() {
+            errors.push(Diagnostic::error(Span::default(), format!("no .entry named '{only}' in the module")));
         }
     }
     let sw = e.b.spec_constant_bit32(u32t, max_static_shared_words);
     e.b.decorate(sw, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_SHARED_WORDS)]);
     e.spec_shared_words = sw;
 
-    for plan in plans {
-        let f = plan.func;
-        match func::emit_entry(&mut e, plan) {
-            Ok(info) => entries.push(info),
-            Err(mut ds) => {
-                if ds.is_empty() {
-                    ds.push(Diagnostic::error(f.span, "internal error while emitting the function"));
-                }
-                errors.extend(ds)
+    for name in &entry_names {
+        let Some(plan) = plans.get(name) else { continue };
+        // The functions this entry reaches, callees after callers; recursion is reported.
+        let reach = match reachable(&plans, name) {
+            Ok(r) => r,
+            Err(d) => {
+                errors.push(d);
+                continue;
             }
+        };
+        let reached: Vec<&func::Plan> = reach.iter().filter_map(|n| plans.get(n)).collect();
+        let mut all = vec![plan];
+        all.extend(reached.iter().copied());
+        let vars = func::entry_vars(&mut e, &all, plan);
+        let mut callees = HashMap::new();
+        for p in &reached {
+            let c = func::callee(&mut e, p);
+            callees.insert(p.func.name.clone(), c);
+        }
+        let mut ok = true;
+        // Frames: the entry's at 0, then each function's, one after another.
+        let mut bases = HashMap::new();
+        let mut next = plan.local_bytes().div_ceil(4) * 4;
+        for p in &reached {
+            bases.insert(p.func.name.clone(), next);
+            next += p.local_bytes().div_ceil(4) * 4;
+        }
+        match func::emit_function(&mut e, plan, vars, None, &callees, 0) {
+            Ok(fid) => {
+                let mut iface = vec![e.local_index, e.workgroup_id];
+                iface.extend(vars.push_var);
+                iface.extend(vars.shared_var);
+                iface.extend(vars.local_var);
+                e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
+            }
+            Err(ds) => {
+                errors.extend(ds);
+                ok = false;
+            }
+        }
+        if ok {
+            for p in &reached {
+                let me = callees.get(&p.func.name).cloned();
+                let base = bases.get(&p.func.name).copied().unwrap_or(0);
+                if let Err(ds) = func::emit_function(&mut e, p, vars, me.as_ref(), &callees, base) {
+                    errors.extend(ds);
+                }
+            }
+        }
+        if let Some(mut info) = plan.info.clone() {
+            // Local memory of the whole call tree.
+            info.local_bytes = next;
+            info.static_shared_bytes = all.iter().map(|p| p.static_shared_bytes).max().unwrap_or(0);
+            entries.push(info);
         }
     }
     if !errors.is_empty() {
@@ -377,4 +438,50 @@ pub(crate) fn entry_info(
         maxntid,
         local_bytes,
     })
+}
+
+/// The `.func`s reachable from `root` (excluding it), or a diagnostic naming
+/// a recursive cycle (SPIR-V for Vulkan cannot express recursion).
+fn reachable(plans: &HashMap<String, func::Plan>, root: &str) -> Result<Vec<String>, Diagnostic> {
+    let mut order = Vec::new();
+    let mut state: HashMap<String, u8> = HashMap::new();
+    let mut path: Vec<String> = Vec::new();
+    fn visit(
+        plans: &HashMap<String, func::Plan>,
+        n: &str,
+        state: &mut HashMap<String, u8>,
+        path: &mut Vec<String>,
+        order: &mut Vec<String>,
+    ) -> Result<(), Diagnostic> {
+        state.insert(n.to_string(), 1);
+        path.push(n.to_string());
+        if let Some(p) = plans.get(n) {
+            for (c, span) in &p.callees {
+                match state.get(c.as_str()) {
+                    Some(1) => {
+                        let start = path.iter().position(|x| x == c).unwrap_or(0);
+                        let mut cycle: Vec<String> = path[start..].to_vec();
+                        cycle.push(c.clone());
+                        return Err(Diagnostic::error(
+                            *span,
+                            format!("recursion is not supported on Vulkan: call cycle {}", cycle.join(" -> ")),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        if plans.contains_key(c.as_str()) {
+                            visit(plans, c, state, path, order)?;
+                        }
+                    }
+                }
+            }
+        }
+        path.pop();
+        state.insert(n.to_string(), 2);
+        order.push(n.to_string());
+        Ok(())
+    }
+    visit(plans, root, &mut state, &mut path, &mut order)?;
+    order.retain(|n| n != root);
+    Ok(order)
 }

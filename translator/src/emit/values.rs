@@ -338,7 +338,7 @@ pub(crate) fn symbol_address(
         return Ok(Some((e.c_u32(p.offset as u32), K::Int(32))));
     }
     if let Some(p) = fx.local.get(name) {
-        return Ok(Some((e.c_u32(p.offset as u32), K::Int(32))));
+        return Ok(Some((e.c_u32(fx.local_base + p.offset as u32), K::Int(32))));
     }
     if let Some(&(off, _)) = e.globals.get(name) {
         let Some(base) = e.spec_global_address else {

@@ -1,0 +1,137 @@
+//! Pass: resolve nested scopes by renaming.
+//!
+//! PTX declarations inside a `{ ... }` block are visible only there, and nvcc
+//! reuses names in sibling blocks (`.param .b32 param0;` in every call
+//! sequence), sometimes with different types. This pass gives every
+//! declaration a function-unique name (`param0` in a second scope becomes
+//! `param0$1`) and rewrites the uses inside its scope, so later passes can
+//! treat a function's names as one flat namespace. Parameterized register
+//! declarations (`%r<4>`) that need renaming are expanded into single names.
+
+use crate::ast::{Address, Instruction, Operand, Statement, VarDecl, VarName};
+use std::collections::{HashMap, HashSet};
+
+/// Rename the declarations of a function body. `outer` holds names visible
+/// from outside the body (parameters).
+pub fn run(body: &[Statement], outer: &[String]) -> Vec<Statement> {
+    let mut used: HashSet<String> = outer.iter().cloned().collect();
+    // Names declared at the top level of the body are the function's own.
+    for st in body {
+        if let Statement::Decl(d) = st {
+            for n in &d.names {
+                used.extend(expanded(n));
+            }
+        }
+    }
+    let mut stack: Vec<HashMap<String, String>> = Vec::new();
+    let mut counter = 0u32;
+    block(body, &mut stack, &mut used, &mut counter, true)
+}
+
+fn expanded(n: &VarName) -> Vec<String> {
+    match n.count {
+        Some(c) => (0..c.min(1 << 22)).map(|i| format!("{}{i}", n.name)).collect(),
+        None => vec![n.name.clone()],
+    }
+}
+
+fn block(
+    stmts: &[Statement],
+    stack: &mut Vec<HashMap<String, String>>,
+    used: &mut HashSet<String>,
+    counter: &mut u32,
+    top: bool,
+) -> Vec<Statement> {
+    stack.push(HashMap::new());
+    let mut out = Vec::with_capacity(stmts.len());
+    for s in stmts {
+        match s {
+            Statement::Decl(d) => out.push(Statement::Decl(declare(d, stack, used, counter, top))),
+            Statement::Inst(i) => out.push(Statement::Inst(rename_inst(i, stack))),
+            Statement::Block(inner) => out.push(Statement::Block(block(inner, stack, used, counter, false))),
+            other => out.push(other.clone()),
+        }
+    }
+    stack.pop();
+    out
+}
+
+fn declare(
+    d: &VarDecl,
+    stack: &mut [HashMap<String, String>],
+    used: &mut HashSet<String>,
+    counter: &mut u32,
+    top: bool,
+) -> VarDecl {
+    let mut d = d.clone();
+    let mut names = Vec::new();
+    for n in &d.names {
+        let all = expanded(n);
+        let clash = !top && all.iter().any(|x| used.contains(x));
+        let _ = top;
+        if !clash {
+            for x in &all {
+                used.insert(x.clone());
+                if let Some(scope) = stack.last_mut() {
+                    scope.insert(x.clone(), x.clone());
+                }
+            }
+            names.push(n.clone());
+            continue;
+        }
+        *counter += 1;
+        for x in all {
+            let new = format!("{x}${counter}");
+            used.insert(new.clone());
+            if let Some(scope) = stack.last_mut() {
+                scope.insert(x, new.clone());
+            }
+            names.push(VarName { span: n.span, name: new, count: None, dims: n.dims.clone() });
+        }
+    }
+    d.names = names;
+    d
+}
+
+fn lookup(stack: &[HashMap<String, String>], name: &str) -> Option<String> {
+    stack.iter().rev().find_map(|s| s.get(name)).filter(|n| n.as_str() != name).cloned()
+}
+
+fn rename_inst(i: &Instruction, stack: &[HashMap<String, String>]) -> Instruction {
+    let mut i = i.clone();
+    if let Some(g) = &mut i.guard {
+        if let Some(n) = lookup(stack, &g.name) {
+            g.name = n;
+        }
+    }
+    for op in &mut i.operands {
+        rename_operand(op, stack);
+    }
+    i
+}
+
+fn rename_operand(op: &mut Operand, stack: &[HashMap<String, String>]) {
+    match op {
+        Operand::Name { name, .. } => {
+            if let Some(n) = lookup(stack, name) {
+                *name = n;
+            }
+        }
+        Operand::Not(_, inner) => rename_operand(inner, stack),
+        Operand::Pair(_, a, b) => {
+            rename_operand(a, stack);
+            rename_operand(b, stack);
+        }
+        Operand::Vector(_, v) | Operand::List(_, v) => {
+            for o in v {
+                rename_operand(o, stack);
+            }
+        }
+        Operand::Address(_, Address { base: Some((_, name)), .. }) => {
+            if let Some(n) = lookup(stack, name) {
+                *name = n;
+            }
+        }
+        _ => {}
+    }
+}
