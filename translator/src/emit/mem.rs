@@ -150,6 +150,9 @@ pub(crate) fn advance(e: &mut Emitter, a: Addr, by: u32) -> Result<Addr, Diagnos
     })
 }
 
+/// One access at a resolved address, returning its value if it has one.
+pub(crate) type AccessFn<'f> = dyn FnMut(&mut Emitter, &Fx, Addr) -> Result<Option<Word>, Diagnostic> + 'f;
+
 /// Split a generic access by window: run `body` once per state space the
 /// address may be in, and merge the results (`OpPhi` when there is a value).
 pub(crate) fn dispatch(
@@ -157,7 +160,7 @@ pub(crate) fn dispatch(
     fx: &Fx,
     addr: Word,
     result: Option<K>,
-    body: &mut dyn FnMut(&mut Emitter, &Fx, Addr) -> Result<Option<Word>, Diagnostic>,
+    body: &mut AccessFn,
 ) -> Result<Option<Word>, Diagnostic> {
     let mut windows = Vec::new();
     if fx.shared_var.is_some() {
@@ -175,7 +178,7 @@ fn dispatch_from(
     addr: Word,
     result: Option<K>,
     windows: &[u64],
-    body: &mut dyn FnMut(&mut Emitter, &Fx, Addr) -> Result<Option<Word>, Diagnostic>,
+    body: &mut AccessFn,
 ) -> Result<Option<Word>, Diagnostic> {
     let Some((&w, rest)) = windows.split_first() else {
         return body(e, fx, Addr::Global(addr));
