@@ -36,6 +36,18 @@ pub enum Terminator {
     },
     /// `ret` or `exit` (or falling off the end of the body).
     Return,
+    /// Made by [`crate::reducible`]: to `taken` when the 32-bit register
+    /// `reg` equals `value`, otherwise to `fallthrough`.
+    Dispatch {
+        /// A register the pass declares.
+        reg: String,
+        /// The value tested.
+        value: u32,
+        /// Target when equal.
+        taken: BlockId,
+        /// Target otherwise.
+        fallthrough: BlockId,
+    },
 }
 
 /// A basic block.
@@ -49,6 +61,9 @@ pub struct BasicBlock<'a> {
     pub term: Terminator,
     /// Span of the terminating instruction (or of the label).
     pub term_span: Span,
+    /// Made by [`crate::reducible`]: set a 32-bit register to a value
+    /// before the instructions.
+    pub assign: Option<(String, u32)>,
 }
 
 /// A function's control-flow graph.
@@ -63,7 +78,7 @@ impl Cfg<'_> {
     pub fn successors(&self, b: BlockId) -> Vec<BlockId> {
         match &self.blocks[b].term {
             Terminator::Branch(t) => vec![*t],
-            Terminator::CondBranch { taken, fallthrough, .. } => {
+            Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. } => {
                 if taken == fallthrough {
                     vec![*taken]
                 } else {
@@ -191,7 +206,13 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
             Some(Pending::Return) => Terminator::Return,
             Some(Pending::CondReturn(p, neg, span)) => {
                 let ret_block = n + extra.len();
-                extra.push(BasicBlock { label: None, insts: Vec::new(), term: Terminator::Return, term_span: *span });
+                extra.push(BasicBlock {
+                    label: None,
+                    insts: Vec::new(),
+                    term: Terminator::Return,
+                    term_span: *span,
+                    assign: None,
+                });
                 Terminator::CondBranch {
                     pred: p.clone(),
                     negated: *neg,
@@ -200,7 +221,13 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                 }
             }
         };
-        blocks.push(BasicBlock { label: r.label.clone(), insts: r.insts.clone(), term, term_span: r.span });
+        blocks.push(BasicBlock {
+            label: r.label.clone(),
+            insts: r.insts.clone(),
+            term,
+            term_span: r.span,
+            assign: None,
+        });
     }
     blocks.extend(extra);
     // A fallthrough past the last block (conditional branch at the very end) returns.
@@ -221,6 +248,7 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
             insts: Vec::new(),
             term: Terminator::Return,
             term_span: Span::default(),
+            assign: None,
         });
         for b in blocks.iter_mut() {
             if let Terminator::CondBranch { fallthrough, taken, .. } = &mut b.term {
@@ -256,7 +284,7 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
     for b in out.iter_mut() {
         match &mut b.term {
             Terminator::Branch(t) => *t = remap[*t],
-            Terminator::CondBranch { taken, fallthrough, .. } => {
+            Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. } => {
                 *taken = remap[*taken];
                 *fallthrough = remap[*fallthrough];
             }

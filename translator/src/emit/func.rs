@@ -197,7 +197,10 @@ pub(crate) fn plan_function<'a>(
     };
     let mut callees = Vec::new();
     collect_calls(body, &mut callees);
-    let cfg = cfg::run(body)?;
+    let mut cfg = cfg::run(body)?;
+    for r in crate::reducible::run(&mut cfg) {
+        regs.push((r, ScalarType::U32, f.span));
+    }
     let span_of = |b: usize| -> Span {
         let blk = &cfg.blocks[b];
         blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
@@ -568,6 +571,13 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
         match r {
             Region::Code(b) => {
                 let blk = &fx.cfg.blocks[*b];
+                if let Some((reg, value)) = &blk.assign {
+                    let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
+                        return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
+                    };
+                    let c = e.c_u32(*value);
+                    e.b.store(var, c, None, []).map_err(internal1)?;
+                }
                 for inst in blk.insts.clone() {
                     if !fx.open {
                         reopen(e, fx)?;
@@ -580,12 +590,24 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
             Region::Block { follower, body } => construct(e, fx, Target::Exit(*follower), body)?,
             Region::Loop { header, body } => construct(e, fx, Target::Continue(*header), body)?,
             Region::If { block, then_body, else_body } => {
-                let Terminator::CondBranch { pred, negated, .. } = &fx.cfg.blocks[*block].term else {
-                    return Err(Diagnostic::error(Span::default(), "internal error: If without a condition"));
-                };
                 let span = fx.cfg.blocks[*block].term_span;
-                let (pred, negated) = (pred.clone(), *negated);
-                let c = super::values::pred(e, fx, &pred, negated, span)?;
+                let c = match &fx.cfg.blocks[*block].term {
+                    Terminator::CondBranch { pred, negated, .. } => {
+                        let (pred, negated) = (pred.clone(), *negated);
+                        super::values::pred(e, fx, &pred, negated, span)?
+                    }
+                    Terminator::Dispatch { reg, value, .. } => {
+                        let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
+                            return Err(Diagnostic::error(span, "internal error: dispatch register"));
+                        };
+                        let u32t = e.t_int(32);
+                        let v = e.b.load(u32t, None, var, None, []).map_err(internal1)?;
+                        let k = e.c_u32(*value);
+                        let bt = e.t_bool();
+                        e.b.i_equal(bt, None, v, k).map_err(internal1)?
+                    }
+                    _ => return Err(Diagnostic::error(span, "internal error: If without a condition")),
+                };
                 let t = e.b.id();
                 let f = e.b.id();
                 let m = e.b.id();
