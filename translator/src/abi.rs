@@ -160,3 +160,7 @@ pub const SHARED_WINDOW: u64 = 0xFFFE_0000_0000_0000;
 pub const LOCAL_WINDOW: u64 = 0xFFFD_0000_0000_0000;
 /// Mask of the window tag.
 pub const WINDOW_MASK: u64 = 0xFFFF_0000_0000_0000;
+
+/// "Addresses" of `.func`s (`mov.u64 %rd, func`): `FUNCTION_WINDOW | index`.
+/// Indirect calls compare against these; they are not dereferenceable.
+pub const FUNCTION_WINDOW: u64 = 0xFFFC_0000_0000_0000;

@@ -92,6 +92,8 @@ impl Cfg<'_> {
 
 enum Pending {
     Branch(String, Span),
+    /// `brx.idx index, list` (with an optional guard).
+    Indexed(Option<(String, bool)>, String, String, Span),
     CondBranch(String, bool, String, Span),
     Return,
     CondReturn(String, bool, Span),
@@ -108,7 +110,7 @@ fn flatten<'a>(stmts: &'a [Statement], out: &mut Vec<&'a Statement>) {
 }
 
 fn is_control(i: &Instruction) -> bool {
-    matches!(i.opcode.as_str(), "bra" | "ret" | "exit")
+    matches!(i.opcode.as_str(), "bra" | "brx" | "ret" | "exit")
 }
 
 /// Build the CFG of a function body.
@@ -124,13 +126,29 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
         span: Span,
     }
     let mut raws: Vec<Raw> = vec![Raw { label: None, insts: Vec::new(), end: None, span: Span::default() }];
-    for s in flat {
+    for &s in &flat {
         match s {
             Statement::Label(span, name) => {
                 raws.push(Raw { label: Some(name.clone()), insts: Vec::new(), end: None, span: *span });
             }
             Statement::Inst(i) if is_control(i) => {
                 let end = match i.opcode.as_str() {
+                    "brx" => {
+                        let (Some(Operand::Name { name: idx, .. }), Some(Operand::Name { name: list, .. })) =
+                            (i.operands.first(), i.operands.get(1))
+                        else {
+                            return Err(Diagnostic::error(
+                                i.span,
+                                "'brx.idx' needs an index register and a .branchtargets list",
+                            ));
+                        };
+                        Pending::Indexed(
+                            i.guard.as_ref().map(|g| (g.name.clone(), g.negated)),
+                            idx.clone(),
+                            list.clone(),
+                            i.span,
+                        )
+                    }
                     "bra" => {
                         let target = match i.operands.first() {
                             Some(Operand::Name { name, .. }) => name.clone(),
@@ -170,6 +188,12 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
         }
     }
 
+    let mut lists: HashMap<&str, &Vec<String>> = HashMap::new();
+    for st in &flat {
+        if let Statement::TargetList { name, calls: false, targets, .. } = st {
+            lists.insert(name.as_str(), targets);
+        }
+    }
     let mut by_label: HashMap<&str, usize> = HashMap::new();
     for (idx, r) in raws.iter().enumerate() {
         if let Some(l) = &r.label {
@@ -204,6 +228,48 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                 fallthrough: if next < n { next } else { usize::MAX },
             },
             Some(Pending::Return) => Terminator::Return,
+            Some(Pending::Indexed(guard, idx, list, span)) => {
+                let Some(targets) = lists.get(list.as_str()) else {
+                    return Err(Diagnostic::error(
+                        *span,
+                        format!("'{list}' is not a .branchtargets list of this function"),
+                    ));
+                };
+                let mut ids = Vec::new();
+                for t in targets.iter() {
+                    ids.push(lookup(t, *span)?);
+                }
+                let Some((&last, rest)) = ids.split_last() else {
+                    return Err(Diagnostic::error(*span, format!("'{list}' is empty")));
+                };
+                // idx == 0 ? t0 : (idx == 1 ? t1 : ... t_last)
+                let mut next_target = last;
+                for (k, &t) in rest.iter().enumerate().rev() {
+                    let id = n + extra.len();
+                    extra.push(BasicBlock {
+                        label: None,
+                        insts: Vec::new(),
+                        term: Terminator::Dispatch {
+                            reg: idx.clone(),
+                            value: k as u32,
+                            taken: t,
+                            fallthrough: next_target,
+                        },
+                        term_span: *span,
+                        assign: None,
+                    });
+                    next_target = id;
+                }
+                match guard {
+                    None => Terminator::Branch(next_target),
+                    Some((p, neg)) => Terminator::CondBranch {
+                        pred: p.clone(),
+                        negated: *neg,
+                        taken: next_target,
+                        fallthrough: if next < n { next } else { usize::MAX },
+                    },
+                }
+            }
             Some(Pending::CondReturn(p, neg, span)) => {
                 let ret_block = n + extra.len();
                 extra.push(BasicBlock {

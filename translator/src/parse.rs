@@ -467,6 +467,20 @@ fn body(p: P) -> Result<Vec<Statement>, Diagnostic> {
             Rule::var_decl => out.push(Statement::Decl(var_decl(item)?)),
             Rule::body => out.push(Statement::Block(body(item)?)),
             Rule::instruction => out.push(Statement::Inst(instruction(item)?)),
+            Rule::target_list => {
+                let span = span_of(&item);
+                let mut name = String::new();
+                let mut calls = false;
+                let mut targets = Vec::new();
+                for (k, t) in item.into_inner().enumerate() {
+                    match t.as_rule() {
+                        Rule::target_kind => calls = t.as_str() == ".calltargets",
+                        _ if k == 0 => name = t.as_str().to_string(),
+                        _ => targets.push(t.as_str().to_string()),
+                    }
+                }
+                out.push(Statement::TargetList { span, name, calls, targets });
+            }
             Rule::prototype => {
                 let span = span_of(&item);
                 let mut it = item.into_inner();

@@ -597,12 +597,10 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
                         super::values::pred(e, fx, &pred, negated, span)?
                     }
                     Terminator::Dispatch { reg, value, .. } => {
-                        let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
-                            return Err(Diagnostic::error(span, "internal error: dispatch register"));
-                        };
-                        let u32t = e.t_int(32);
-                        let v = e.b.load(u32t, None, var, None, []).map_err(internal1)?;
-                        let k = e.c_u32(*value);
+                        let (reg, value) = (reg.clone(), *value);
+                        let op = ast::Operand::Name { span, name: reg, component: None };
+                        let v = super::values::get(e, fx, &op, K::Int(32), false)?;
+                        let k = e.c_u32(value);
                         let bt = e.t_bool();
                         e.b.i_equal(bt, None, v, k).map_err(internal1)?
                     }

@@ -349,6 +349,9 @@ pub(crate) fn symbol_address(
         let v = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
         return Ok(Some((v, K::Int(64))));
     }
+    if let Some(&i) = e.func_index.get(name) {
+        return Ok(Some((e.c_int(64, crate::abi::FUNCTION_WINDOW | i as u64), K::Int(64))));
+    }
     if fx.params.contains_key(name) {
         return Err(Diagnostic::error(
             span,
