@@ -96,7 +96,8 @@ enum Pending {
     Indexed(Option<(String, bool)>, String, String, Span),
     CondBranch(String, bool, String, Span),
     Return,
-    CondReturn(String, bool, Span),
+    CondReturn(String, bool, Span, bool),
+    Exit(Span),
 }
 
 /// Flatten nested blocks into a statement list of instructions and labels.
@@ -114,7 +115,13 @@ fn is_control(i: &Instruction) -> bool {
 }
 
 /// Build the CFG of a function body.
-pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
+/// The pseudo-register an `exit` inside a `.func` sets (through
+/// [`BasicBlock::assign`]) before returning, so that callers stop too.
+pub const EXITED: &str = "%__exited";
+
+/// Build the CFG of a function body. In a `.func` (`in_func`), `exit` sets
+/// [`EXITED`] and returns.
+pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnostic> {
     let mut flat = Vec::new();
     flatten(body, &mut flat);
 
@@ -164,19 +171,18 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                             None => Pending::Branch(target, i.span),
                         }
                     }
-                    _ => match &i.guard {
-                        Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span),
+                    op => match &i.guard {
+                        Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span, in_func && op == "exit"),
+                        None if in_func && op == "exit" => Pending::Exit(i.span),
                         None => Pending::Return,
                     },
                 };
-                let conditional = matches!(end, Pending::CondBranch(..) | Pending::CondReturn(..));
                 if let Some(last) = raws.last_mut() {
                     last.end = Some(end);
                     last.span = i.span;
                 }
                 // A new block starts after every control instruction; after an
                 // unconditional one it is unreachable unless labelled.
-                let _ = conditional;
                 raws.push(Raw { label: None, insts: Vec::new(), end: None, span: i.span });
             }
             Statement::Inst(i) => {
@@ -270,14 +276,25 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                     },
                 }
             }
-            Some(Pending::CondReturn(p, neg, span)) => {
+            Some(Pending::Exit(span)) => {
                 let ret_block = n + extra.len();
                 extra.push(BasicBlock {
                     label: None,
                     insts: Vec::new(),
                     term: Terminator::Return,
                     term_span: *span,
-                    assign: None,
+                    assign: Some((EXITED.to_string(), 1)),
+                });
+                Terminator::Branch(ret_block)
+            }
+            Some(Pending::CondReturn(p, neg, span, exit)) => {
+                let ret_block = n + extra.len();
+                extra.push(BasicBlock {
+                    label: None,
+                    insts: Vec::new(),
+                    term: Terminator::Return,
+                    term_span: *span,
+                    assign: exit.then(|| (EXITED.to_string(), 1)),
                 });
                 Terminator::CondBranch {
                     pred: p.clone(),

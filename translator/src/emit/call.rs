@@ -143,6 +143,20 @@ fn direct(
             Formal::Reg { kind, .. } => set(e, fx, dst, m, *kind, false)?,
         }
     }
+    // A callee that ran `exit` ends this function too.
+    if let Some(flag) = fx.exited_var {
+        let bt = e.t_bool();
+        let v = e.b.load(u32t, None, flag, None, []).map_err(internal1)?;
+        let z = e.c_u32(0);
+        let gone = e.b.i_not_equal(bt, None, v, z).map_err(internal1)?;
+        let out = e.b.id();
+        let stay = e.b.id();
+        e.b.selection_merge(stay, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
+        e.b.branch_conditional(gone, out, stay, []).map_err(internal1)?;
+        e.b.begin_block(Some(out)).map_err(internal1)?;
+        super::func::emit_return(e, fx)?;
+        e.b.begin_block(Some(stay)).map_err(internal1)?;
+    }
     Ok(())
 }
 

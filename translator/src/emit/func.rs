@@ -36,6 +36,8 @@ pub(crate) struct Plan<'a> {
     pub returns: Vec<Formal>,
     /// Names of functions this one calls directly.
     pub callees: Vec<(String, Span)>,
+    /// Whether an `exit` in this `.func` can end the thread.
+    pub may_exit: bool,
     shared: HashMap<String, Placed>,
     local: HashMap<String, Placed>,
     local_bytes: u32,
@@ -197,7 +199,7 @@ pub(crate) fn plan_function<'a>(
     };
     let mut callees = Vec::new();
     collect_calls(body, &mut callees);
-    let mut cfg = cfg::run(body)?;
+    let mut cfg = cfg::run(body, !is_entry)?;
     for r in crate::reducible::run(&mut cfg) {
         regs.push((r, ScalarType::U32, f.span));
     }
@@ -206,8 +208,10 @@ pub(crate) fn plan_function<'a>(
         blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
     };
     let regions = structurize::run(&cfg, &span_of)?;
+    let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
     Ok(Plan {
         func: f,
+        may_exit,
         info,
         static_shared_bytes: static_end as u32,
         params: formal_params,
@@ -272,6 +276,8 @@ pub(crate) struct EntryVars {
     pub shared_var: Option<Word>,
     /// `Private` words holding every function's `.local` frame (per invocation).
     pub local_var: Option<Word>,
+    /// `Private` u32 set by `exit` inside a `.func` (see [`cfg::EXITED`]).
+    pub exited_var: Option<Word>,
     pub passing: ParamPassing,
 }
 
@@ -293,6 +299,8 @@ pub(crate) struct Fx<'a> {
     pub local_var: Option<Word>,
     /// Byte offset of this function's frame in the local words.
     pub local_base: u32,
+    /// See [`EntryVars::exited_var`].
+    pub exited_var: Option<Word>,
     pub push_var: Option<Word>,
     pub linear: Word,
     pub brk: Word,
@@ -318,6 +326,7 @@ impl Fx<'_> {
             local: HashMap::new(),
             shared_var: fx.shared_var,
             local_var: None,
+            exited_var: None,
             local_base: fx.local_base,
             push_var: fx.push_var,
             linear: fx.linear,
@@ -384,10 +393,18 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     } else {
         None
     };
+    let exited_var = if plans.iter().any(|p| p.may_exit) {
+        let pt = e.t_ptr(spirv::StorageClass::Private, u32t);
+        let zero = e.c_u32(0);
+        Some(e.b.variable(pt, None, spirv::StorageClass::Private, Some(zero)))
+    } else {
+        None
+    };
     EntryVars {
         push_var,
         shared_var,
         local_var,
+        exited_var,
         passing: info.map(|i| i.param_passing).unwrap_or(ParamPassing::PushConstants),
     }
 }
@@ -445,6 +462,7 @@ pub(crate) fn emit_function(
         local: plan.local.clone(),
         shared_var: vars.shared_var,
         local_var: vars.local_var,
+        exited_var: vars.exited_var,
         local_base,
         push_var: vars.push_var,
         linear,
@@ -513,7 +531,7 @@ pub(crate) fn emit_function(
 }
 
 /// `ret` of a `.func`: gather the return values.
-fn emit_return(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
+pub(crate) fn emit_return(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
     let Some((rets, ret_type)) = fx.returns.clone() else {
         return e.b.ret().map_err(internal1);
     };
@@ -572,7 +590,8 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
             Region::Code(b) => {
                 let blk = &fx.cfg.blocks[*b];
                 if let Some((reg, value)) = &blk.assign {
-                    let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
+                    let var = if reg == cfg::EXITED { fx.exited_var.map(|v| (v, K::Int(32))) } else { None };
+                    let Some((var, _)) = var.or_else(|| fx.regs.get(reg.as_str()).copied()) else {
                         return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
                     };
                     let c = e.c_u32(*value);

@@ -381,6 +381,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.push_var);
                 iface.extend(vars.shared_var);
                 iface.extend(vars.local_var);
+                iface.extend(vars.exited_var);
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
             }
             Err(ds) => {
