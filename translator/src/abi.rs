@@ -147,6 +147,10 @@ pub struct ModuleInfo {
     pub globals: Vec<GlobalInfo>,
     /// Total size of the module data buffer (0 when there are no variables).
     pub global_data_bytes: u64,
+    /// When a kernel of the module can execute `trap`: the byte offset in the
+    /// module data buffer of a 32-bit word that `trap` sets to 1. The runtime
+    /// reports a launch failure when it finds the word set.
+    pub trap_offset: Option<u64>,
 }
 
 /// Generic addresses of `.shared` memory: `SHARED_WINDOW | offset`.

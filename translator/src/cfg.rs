@@ -96,8 +96,8 @@ enum Pending {
     Indexed(Option<(String, bool)>, String, String, Span),
     CondBranch(String, bool, String, Span),
     Return,
-    CondReturn(String, bool, Span, bool),
-    Exit(Span),
+    CondReturn(String, bool, Span, Option<u32>),
+    Exit(Span, u32),
 }
 
 /// Flatten nested blocks into a statement list of instructions and labels.
@@ -111,13 +111,17 @@ fn flatten<'a>(stmts: &'a [Statement], out: &mut Vec<&'a Statement>) {
 }
 
 fn is_control(i: &Instruction) -> bool {
-    matches!(i.opcode.as_str(), "bra" | "brx" | "ret" | "exit")
+    matches!(i.opcode.as_str(), "bra" | "brx" | "ret" | "exit" | "trap")
 }
 
 /// Build the CFG of a function body.
 /// The pseudo-register an `exit` inside a `.func` sets (through
 /// [`BasicBlock::assign`]) before returning, so that callers stop too.
 pub const EXITED: &str = "%__exited";
+
+/// The value [`EXITED`] gets from `trap`: the thread ends and the launch is
+/// reported as failed (see [`crate::abi::ModuleInfo::trap_offset`]).
+pub const TRAPPED: u32 = 2;
 
 /// Build the CFG of a function body. In a `.func` (`in_func`), `exit` sets
 /// [`EXITED`] and returns.
@@ -171,9 +175,18 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                             None => Pending::Branch(target, i.span),
                         }
                     }
+                    "trap" => match &i.guard {
+                        Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span, Some(TRAPPED)),
+                        None => Pending::Exit(i.span, TRAPPED),
+                    },
                     op => match &i.guard {
-                        Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span, in_func && op == "exit"),
-                        None if in_func && op == "exit" => Pending::Exit(i.span),
+                        Some(g) => Pending::CondReturn(
+                            g.name.clone(),
+                            g.negated,
+                            i.span,
+                            (in_func && op == "exit").then_some(1),
+                        ),
+                        None if in_func && op == "exit" => Pending::Exit(i.span, 1),
                         None => Pending::Return,
                     },
                 };
@@ -276,14 +289,14 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                     },
                 }
             }
-            Some(Pending::Exit(span)) => {
+            Some(Pending::Exit(span, value)) => {
                 let ret_block = n + extra.len();
                 extra.push(BasicBlock {
                     label: None,
                     insts: Vec::new(),
                     term: Terminator::Return,
                     term_span: *span,
-                    assign: Some((EXITED.to_string(), 1)),
+                    assign: Some((EXITED.to_string(), *value)),
                 });
                 Terminator::Branch(ret_block)
             }
@@ -294,7 +307,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                     insts: Vec::new(),
                     term: Terminator::Return,
                     term_span: *span,
-                    assign: exit.then(|| (EXITED.to_string(), 1)),
+                    assign: exit.map(|v| (EXITED.to_string(), v)),
                 });
                 Terminator::CondBranch {
                     pred: p.clone(),

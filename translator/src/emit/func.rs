@@ -590,12 +590,22 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
             Region::Code(b) => {
                 let blk = &fx.cfg.blocks[*b];
                 if let Some((reg, value)) = &blk.assign {
-                    let var = if reg == cfg::EXITED { fx.exited_var.map(|v| (v, K::Int(32))) } else { None };
-                    let Some((var, _)) = var.or_else(|| fx.regs.get(reg.as_str()).copied()) else {
-                        return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
+                    if reg == cfg::EXITED && *value == cfg::TRAPPED {
+                        set_trap_word(e)?;
+                    }
+                    // In an entry there is no exited flag: the return that follows ends the thread.
+                    let var = if reg == cfg::EXITED {
+                        fx.exited_var
+                    } else {
+                        let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
+                            return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
+                        };
+                        Some(var)
                     };
-                    let c = e.c_u32(*value);
-                    e.b.store(var, c, None, []).map_err(internal1)?;
+                    if let Some(var) = var {
+                        let c = e.c_u32(*value);
+                        e.b.store(var, c, None, []).map_err(internal1)?;
+                    }
                 }
                 for inst in blk.insts.clone() {
                     if !fx.open {
@@ -649,6 +659,23 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// `trap`: set the module's trap word (the runtime reports the launch failed).
+fn set_trap_word(e: &mut Emitter) -> Result<(), Diagnostic> {
+    let (Some(base), Some(off)) = (e.spec_global_address, e.trap_offset) else {
+        return Err(Diagnostic::error(Span::default(), "internal error: trap word missing"));
+    };
+    let u64t = e.t_int(64);
+    let u32t = e.t_int(32);
+    let c = e.c_int(64, off);
+    let a = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
+    let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, u32t);
+    let p = e.b.convert_u_to_ptr(pt, None, a).map_err(internal1)?;
+    let one = e.c_u32(1);
+    let scope = e.c_u32(spirv::Scope::Device as u32);
+    let sem = e.c_u32(0);
+    e.b.atomic_store(p, scope, sem, one).map_err(internal1)
 }
 
 /// End the current block with `OpUnreachable` if it is still open.

@@ -123,6 +123,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             let t = last_type(inst)?;
             mem::atom(e, fx, inst, t, false)
         }
+        "cp" => super::async_copy::cp_async(e, fx, inst),
         "cvta" => cvta(e, fx, inst),
         "isspacep" => isspacep(e, fx, inst),
         "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" => {

@@ -18,6 +18,7 @@
 //! out of the innermost construct, and is re-dispatched at each construct's
 //! merge block until it reaches its destination.
 
+mod async_copy;
 mod call;
 mod cvt;
 mod float;
@@ -76,6 +77,8 @@ pub(crate) struct Emitter<'o> {
     pub func_index: HashMap<String, u32>,
     /// `.func`s whose address is taken (candidates of indirect calls).
     pub address_taken: BTreeSet<String>,
+    /// Offset of the trap word in the module data buffer.
+    pub trap_offset: Option<u64>,
 }
 
 impl<'o> Emitter<'o> {
@@ -208,6 +211,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         decorated: BTreeSet::new(),
         func_index: HashMap::new(),
         address_taken: BTreeSet::new(),
+        trap_offset: None,
     };
     e.cap(Capability::Shader);
     e.cap(Capability::PhysicalStorageBufferAddresses);
@@ -233,10 +237,15 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             }
         }
     }
-    let (globals, data_bytes) = match layout::module_data(&data_vars, &e.func_index) {
+    let (globals, mut data_bytes) = match layout::module_data(&data_vars, &e.func_index) {
         Ok(x) => x,
         Err(d) => return Err(vec![d]),
     };
+    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_trap))) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.trap_offset = Some(off);
+        data_bytes = off + 8;
+    }
     for g in &globals {
         e.globals.insert(g.name.clone(), (g.offset, g.size));
     }
@@ -413,7 +422,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         use rspirv::binary::Assemble;
         e.b.module().assemble()
     };
-    Ok((words, ModuleInfo { entries, globals, global_data_bytes: data_bytes }))
+    Ok((words, ModuleInfo { entries, globals, global_data_bytes: data_bytes, trap_offset: e.trap_offset }))
 }
 
 /// Entry metadata from a function's declarations.
@@ -538,4 +547,12 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
             _ => {}
         }
     }
+}
+
+fn uses_trap(stmts: &[ast::Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        ast::Statement::Inst(i) => i.opcode == "trap",
+        ast::Statement::Block(b) => uses_trap(b),
+        _ => false,
+    })
 }
