@@ -78,6 +78,9 @@ pub fn place(vars: &[(&VarDecl, &VarName)], start: u64) -> Result<(Vec<(String, 
     Ok((out, off))
 }
 
+/// Largest module data buffer (all `.global`/`.const` variables) accepted.
+pub const MAX_MODULE_DATA: u64 = 1 << 30;
+
 /// The module data buffer: every module-scope `.global` and `.const` variable.
 pub fn module_data(vars: &[&VarDecl], funcs: &HashMap<String, u32>) -> Result<(Vec<GlobalInfo>, u64), Diagnostic> {
     let mut off = 0u64;
@@ -95,6 +98,12 @@ pub fn module_data(vars: &[&VarDecl], funcs: &HashMap<String, u32>) -> Result<(V
             }
             let size = var_size(d, n)?;
             off = align_up(off, var_align(d).max(1) as u64);
+            if off + size > MAX_MODULE_DATA {
+                return Err(Diagnostic::error(
+                    n.span,
+                    format!("module .global/.const variables exceed {} MiB", MAX_MODULE_DATA >> 20),
+                ));
+            }
             index.insert(n.name.clone(), off);
             out.push(GlobalInfo {
                 name: n.name.clone(),

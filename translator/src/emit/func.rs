@@ -72,6 +72,9 @@ fn collect_calls(stmts: &[Statement], out: &mut Vec<(String, Span)>) {
     }
 }
 
+/// Most registers one function may declare.
+pub(crate) const MAX_REGISTERS: usize = 1 << 22;
+
 fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> Result<(), Diagnostic> {
     if d.vector.is_some() || d.ty == ScalarType::B128 {
         return Err(Diagnostic::error(d.span, "vector and .b128 registers are not supported yet"));
@@ -79,8 +82,8 @@ fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> 
     for n in &d.names {
         match n.count {
             Some(c) => {
-                if c > 4_000_000 {
-                    return Err(Diagnostic::error(n.span, "too many registers"));
+                if c as usize + regs.len() > MAX_REGISTERS {
+                    return Err(Diagnostic::error(n.span, format!("more than {MAX_REGISTERS} registers in one function")));
                 }
                 for i in 0..c {
                     regs.push((format!("{}{}", n.name, i), d.ty, n.span));
