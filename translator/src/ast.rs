@@ -2,9 +2,10 @@
 //!
 //! The tree keeps PTX's own vocabulary. Every node carries the [`Span`] of the
 //! source text it came from. Instructions are kept in the ISA's generic shape
-//! (opcode, dot-modifiers, operands); [`crate::lower`] decodes them into typed
-//! IR instructions, so that a form the translator does not know is reported
-//! with its name and line rather than rejected by the grammar.
+//! (opcode, dot-modifiers, operands); [`crate::check`] decodes each against
+//! the instruction table ([`crate::isa`]) and records the typed form in
+//! [`Instruction::decoded`], so that an unknown instruction or modifier is
+//! reported with its name and line rather than rejected by the grammar.
 
 use crate::diag::Span;
 
@@ -337,6 +338,9 @@ pub struct Instruction {
     pub modifiers: Vec<String>,
     /// Operands.
     pub operands: Vec<Operand>,
+    /// The typed form, filled in by [`crate::check`] (`None` before the
+    /// check, or when the instruction did not decode).
+    pub decoded: Option<crate::isa::Decoded>,
 }
 
 impl Instruction {
@@ -385,6 +389,23 @@ pub enum Operand {
     Pair(Span, Box<Operand>, Box<Operand>),
     /// `_`
     Sink(Span),
+    /// `[a, b, ...]`: texture, surface and tensor coordinates
+    /// (`[tex, {x, y}]`, `[tmap, {c0, c1}]`).
+    Bracket(Span, Vec<Operand>),
+    /// An operand with a selector suffix: video byte/half selectors
+    /// (`a.b0`, `d.h1`, `a.b3210`) and `[a].unified`.
+    Select {
+        /// Span of the whole operand.
+        span: Span,
+        /// The operand selected from.
+        base: Box<Operand>,
+        /// The selector without its dot (`b0`, `h10`, `unified`).
+        selector: String,
+    },
+    /// `-a` (video `vmad` operands).
+    Neg(Span, Box<Operand>),
+    /// `var+imm` / `var-imm`: the address of a variable plus a constant.
+    SymbolOffset(Span, String, i64),
 }
 
 /// A floating-point immediate.
@@ -410,7 +431,11 @@ impl Operand {
             | Operand::Vector(s, _)
             | Operand::List(s, _)
             | Operand::Pair(s, _, _)
-            | Operand::Sink(s) => *s,
+            | Operand::Sink(s)
+            | Operand::Bracket(s, _)
+            | Operand::Neg(s, _)
+            | Operand::SymbolOffset(s, _, _) => *s,
+            Operand::Select { span, .. } => *span,
         }
     }
 }

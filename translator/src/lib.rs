@@ -1,16 +1,19 @@
 //! PTX → Vulkan SPIR-V translator.
 //!
 //! The pipeline is a flat list of passes (see [`translate`]):
-//! `parse` (pest grammar → [`ast`]) → `lower` (AST → [`ir`], state spaces
-//! mapped as the launch ABI in [`abi`] says) → `structurize` (goto CFG →
-//! structured regions) → `emit` (rspirv).
+//! [`parse`] (pest grammar → [`ast`]) → [`check`] (every instruction decoded
+//! against the ISA table in [`isa`], operand types checked) → `emit`
+//! (scopes resolved, state spaces mapped as the launch ABI in [`abi`] says,
+//! goto CFG [`structurize`]d into regions, SPIR-V written with rspirv).
 #![forbid(unsafe_code)]
 
 pub mod abi;
 pub mod ast;
 pub mod cfg;
+pub mod check;
 pub mod diag;
 mod emit;
+pub mod isa;
 pub mod layout;
 pub mod parse;
 pub mod reducible;
@@ -64,14 +67,26 @@ pub struct Translation {
 ///
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
-    let module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    let module = front_end(source, file_name)?;
     let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;
     Ok(Translation { spirv, info })
 }
 
-/// Check syntax (the grammar and declarations) without lowering.
+/// Check syntax, instruction forms and operand types without lowering.
 pub fn check_syntax(source: &str, file_name: &str) -> Result<(), Diagnostics> {
-    parse::run(source).map(|_| ()).map_err(|d| Diagnostics::new(file_name, source, d))
+    front_end(source, file_name).map(|_| ())
+}
+
+/// Parse and check: the module with every instruction decoded, or every
+/// error found.
+pub fn front_end(source: &str, file_name: &str) -> Result<ast::Module, Diagnostics> {
+    let mut module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    let errors = check::run(&mut module);
+    if errors.is_empty() {
+        Ok(module)
+    } else {
+        Err(Diagnostics::new(file_name, source, errors))
+    }
 }
 
 /// Disassemble SPIR-V words to text (rspirv's disassembler).

@@ -555,6 +555,7 @@ fn instruction(p: P) -> Result<Instruction, Diagnostic> {
         opcode: String::new(),
         modifiers: Vec::new(),
         operands: Vec::new(),
+        decoded: None,
     };
     for item in p.into_inner() {
         match item.as_rule() {
@@ -589,59 +590,114 @@ fn operand(p: P) -> Result<Operand, Diagnostic> {
     let Some(first) = inner.next() else {
         return Err(Diagnostic::error(span, "empty operand"));
     };
-    Ok(match first.as_rule() {
+    let op = match first.as_rule() {
         Rule::not => {
             let Some(r) = inner.next() else { return Err(Diagnostic::error(span, "'!' without an operand")) };
-            Operand::Not(span, Box::new(reg_operand(r)))
+            return Ok(Operand::Not(span, Box::new(reg_operand(r))));
         }
         Rule::reg_operand => reg_operand(first),
-        Rule::integer | Rule::neg_integer => Operand::Int(span, int_of(&first)?),
-        Rule::float_literal => match parse_float(first.as_str()) {
-            Some(f) => Operand::Float(span, f),
-            None => return Err(Diagnostic::error(span, "bad float literal")),
-        },
-        Rule::sink => Operand::Sink(span),
-        Rule::pred_pair => {
-            let mut it = first.into_inner();
-            match (it.next(), it.next()) {
-                (Some(a), Some(b)) => Operand::Pair(span, Box::new(reg_operand(a)), Box::new(reg_operand(b))),
-                _ => return Err(Diagnostic::error(span, "bad predicate pair")),
+        Rule::integer | Rule::neg_integer => return Ok(Operand::Int(span, int_of(&first)?)),
+        Rule::float_literal => {
+            return match parse_float(first.as_str()) {
+                Some(f) => Ok(Operand::Float(span, f)),
+                None => Err(Diagnostic::error(span, "bad float literal")),
             }
         }
+        Rule::sink => return Ok(Operand::Sink(span)),
+        Rule::neg_operand => {
+            let Some(r) = first.into_inner().next() else { return Err(Diagnostic::error(span, "'-' without an operand")) };
+            return Ok(Operand::Neg(span, Box::new(reg_operand(r))));
+        }
         Rule::vector_operand => {
+            let vspan = span_of(&first);
             let mut v = Vec::new();
             for o in first.into_inner() {
                 v.push(operand(o)?);
             }
-            Operand::Vector(span, v)
+            Operand::Vector(vspan, v)
         }
         Rule::paren_list => {
             let mut v = Vec::new();
             for o in first.into_inner() {
                 v.push(operand(o)?);
             }
-            Operand::List(span, v)
+            return Ok(Operand::List(span, v));
+        }
+        Rule::bracket_list => {
+            let mut v = Vec::new();
+            for o in first.into_inner() {
+                v.push(operand(o)?);
+            }
+            return Ok(Operand::Bracket(span, v));
         }
         Rule::address => {
-            let Some(expr) = first.into_inner().next() else { return Err(Diagnostic::error(span, "empty address")) };
-            Operand::Address(span, address(expr)?)
+            let mut it = first.into_inner();
+            let Some(expr) = it.next() else { return Err(Diagnostic::error(span, "empty address")) };
+            let a = Operand::Address(span, address(expr)?);
+            return Ok(match it.next() {
+                Some(_) => Operand::Select { span, base: Box::new(a), selector: "unified".to_string() },
+                None => a,
+            });
         }
         _ => return Err(Diagnostic::error(span, "unexpected operand")),
-    })
+    };
+    // `var+imm` and `p|q` tails.
+    let mut op = op;
+    for tail in inner {
+        match tail.as_rule() {
+            Rule::offset_tail => {
+                let mut it = tail.into_inner();
+                let neg = it.next().is_some_and(|o| o.as_str() == "-");
+                let Some(n) = it.next() else { return Err(Diagnostic::error(span, "offset without a value")) };
+                let v = int_of(&n)?;
+                let v = i64::try_from(v)
+                    .or_else(|_| u64::try_from(v).map(|u| u as i64))
+                    .map_err(|_| Diagnostic::error(span_of(&n), "offset out of range"))?;
+                let v = if neg { v.wrapping_neg() } else { v };
+                let Operand::Name { name, component: None, .. } = op else {
+                    return Err(Diagnostic::error(span, "only a variable name may take an offset"));
+                };
+                op = Operand::SymbolOffset(span, name, v);
+            }
+            Rule::pair_tail => {
+                let Some(q) = tail.into_inner().next() else { return Err(Diagnostic::error(span, "'|' without an operand")) };
+                op = Operand::Pair(span, Box::new(op), Box::new(reg_operand(q)));
+            }
+            _ => {}
+        }
+    }
+    Ok(op)
 }
 
 fn reg_operand(p: P) -> Operand {
     let span = span_of(&p);
     let mut name = String::new();
     let mut component = None;
+    let mut selector = None;
     for item in p.into_inner() {
         match item.as_rule() {
             Rule::ident => name = item.as_str().to_string(),
-            Rule::component => component = item.as_str().as_bytes().get(1).copied(),
+            // Colour names are aliases of the vector components (6.4.3).
+            Rule::component => {
+                component = item.as_str().as_bytes().get(1).map(|c| match c {
+                    b'r' => b'x',
+                    b'g' => b'y',
+                    b'b' => b'z',
+                    b'a' => b'w',
+                    other => *other,
+                })
+            }
+            Rule::selector => selector = Some(item.as_str()[1..].to_string()),
             _ => {}
         }
     }
-    Operand::Name { span, name, component }
+    match selector {
+        Some(selector) => {
+            let base = Operand::Name { span, name, component: None };
+            Operand::Select { span, base: Box::new(base), selector }
+        }
+        None => Operand::Name { span, name, component },
+    }
 }
 
 fn address(p: P) -> Result<Address, Diagnostic> {

@@ -25,11 +25,11 @@ fn syntax_error_has_location_line_and_caret() {
 }
 
 #[test]
-fn unsupported_instruction_is_named_with_its_line() {
+fn unknown_instruction_is_named_with_its_line() {
     let src =
         format!("{HEAD}.visible .entry k()\n{{\n  .reg .b32 %r<3>;\n  mov.u32 %r1, 1;\n  bogus.op.u32 %r2, %r1;\n}}\n");
     let text = err(&src);
-    assert!(text.starts_with("k.ptx:8:3: error: unsupported instruction 'bogus.op.u32'"), "{text}");
+    assert!(text.starts_with("k.ptx:8:3: error: unknown instruction 'bogus.op.u32'"), "{text}");
 }
 
 #[test]
@@ -37,7 +37,7 @@ fn several_errors_are_reported() {
     let src =
         format!("{HEAD}.visible .entry k()\n{{\n  .reg .b32 %r<3>;\n  frob.u32 %r1, 1;\n  mov.u32 %r2, %nosuch;\n}}\n");
     let text = err(&src);
-    assert!(text.contains("k.ptx:7:3: error: unsupported instruction 'frob.u32'"), "{text}");
+    assert!(text.contains("k.ptx:7:3: error: unknown instruction 'frob.u32'"), "{text}");
     assert!(text.contains("k.ptx:8:16: error: unknown name '%nosuch'"), "{text}");
 }
 
