@@ -80,11 +80,15 @@ pub fn check_syntax(source: &str, file_name: &str) -> Result<(), Diagnostics> {
 /// Parse and check: the module with every instruction decoded, or every
 /// error found.
 pub fn front_end(source: &str, file_name: &str) -> Result<ast::Module, Diagnostics> {
-    let mut module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
-    let errors = check::run(&mut module);
+    let (module, mut errors) = parse::run_recovering(source);
+    let Some(mut module) = module else {
+        return Err(Diagnostics::new(file_name, source, errors));
+    };
+    errors.extend(check::run(&mut module));
     if errors.is_empty() {
         Ok(module)
     } else {
+        errors.sort_by_key(|d| d.span.start);
         Err(Diagnostics::new(file_name, source, errors))
     }
 }

@@ -17,22 +17,104 @@ fn span_of(p: &P) -> Span {
     Span { start: s.start() as u32, end: s.end() as u32 }
 }
 
-/// Parse a PTX module.
+/// Parse a PTX module; any syntax error is an error.
 pub fn run(source: &str) -> Result<Module, Vec<Diagnostic>> {
-    if source.len() > u32::MAX as usize / 2 {
-        return Err(vec![Diagnostic::error(Span::default(), "input too large (over 2 GiB)")]);
+    match run_recovering(source) {
+        (Some(m), errors) if errors.is_empty() => Ok(m),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// Most syntax errors reported for one input (the parser recovers at the
+/// next statement after each).
+pub const MAX_SYNTAX_ERRORS: usize = 20;
+
+/// Bytes re-parsed while recovering from syntax errors, as a multiple of the
+/// input size: recovery re-parses the whole input, so it stops early on
+/// large inputs.
+const RECOVERY_BUDGET: usize = 8;
+
+/// Parse a PTX module, recovering from syntax errors: the statement that
+/// does not parse is blanked out (up to its `;`, without crossing a brace;
+/// offsets are kept) and the text parsed again, up to
+/// [`MAX_SYNTAX_ERRORS`] times. Returns the module of the last parse, when
+/// one succeeded, and every error.
+pub fn run_recovering(source: &str) -> (Option<Module>, Vec<Diagnostic>) {
+    if source.len() > MAX_INPUT {
+        let msg = format!("input too large ({} MiB; the limit is {} MiB)", source.len() >> 20, MAX_INPUT >> 20);
+        return (None, vec![Diagnostic::error(Span::default(), msg)]);
     }
     if let Some(d) = nesting_check(source) {
-        return Err(vec![d]);
+        return (None, vec![d]);
     }
-    let mut pairs = match PtxParser::parse(Rule::module, source) {
-        Ok(p) => p,
-        Err(e) => return Err(vec![convert_error(source, e)]),
-    };
+    let mut errors = Vec::new();
+    let mut patched: Option<String> = None;
+    let mut work = 0usize;
+    loop {
+        let text = patched.as_deref().unwrap_or(source);
+        work += text.len();
+        match PtxParser::parse(Rule::module, text) {
+            Ok(pairs) => {
+                let (module, mut more) = build(pairs);
+                errors.append(&mut more);
+                return (Some(module), errors);
+            }
+            Err(e) => {
+                let d = convert_error(text, e);
+                let at = d.span.start as usize;
+                errors.push(d);
+                if errors.len() >= MAX_SYNTAX_ERRORS || work > RECOVERY_BUDGET * source.len().max(1 << 20) {
+                    return (None, errors);
+                }
+                let Some((start, end)) = statement_around(text, at) else { return (None, errors) };
+                let mut bytes = text.as_bytes().to_vec();
+                for b in &mut bytes[start..end] {
+                    if *b != b'\n' {
+                        *b = b' ';
+                    }
+                }
+                match String::from_utf8(bytes) {
+                    Ok(s) => patched = Some(s),
+                    Err(_) => return (None, errors),
+                }
+            }
+        }
+    }
+}
+
+/// Largest input accepted (bytes): spans are 32-bit, and a parse keeps a
+/// token tree several times the input size.
+pub const MAX_INPUT: usize = 1 << 30;
+
+/// The byte range of the statement containing `at`: from after the previous
+/// `;`, `{` or `}` to the next `;` (inclusive), stopping before a brace.
+/// `None` when the range is empty (recovery would make no progress).
+fn statement_around(text: &str, at: usize) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    let at = at.min(b.len());
+    let mut start = at;
+    while start > 0 && !matches!(b[start - 1], b';' | b'{' | b'}') {
+        start -= 1;
+    }
+    let mut end = at;
+    while end < b.len() && !matches!(b[end], b';' | b'{' | b'}') {
+        end += 1;
+    }
+    if end < b.len() && b[end] == b';' {
+        end += 1;
+    }
+    // Nothing but whitespace: no progress possible.
+    if b[start..end].iter().all(|c| c.is_ascii_whitespace()) {
+        return None;
+    }
+    Some((start, end))
+}
+
+fn build(mut pairs: pest::iterators::Pairs<'_, Rule>) -> (Module, Vec<Diagnostic>) {
     let mut errors = Vec::new();
     let mut module = Module { address_size: 64, ..Default::default() };
     let Some(root) = pairs.next() else {
-        return Err(vec![Diagnostic::error(Span::default(), "empty parse")]);
+        return (module, vec![Diagnostic::error(Span::default(), "empty parse")]);
     };
     for item in root.into_inner() {
         match item.as_rule() {
@@ -70,11 +152,7 @@ pub fn run(source: &str) -> Result<Module, Vec<Diagnostic>> {
             _ => {} // .file, .section, .loc, .pragma, EOI
         }
     }
-    if errors.is_empty() {
-        Ok(module)
-    } else {
-        Err(errors)
-    }
+    (module, errors)
 }
 
 /// Deepest `{`/`(`/`[` nesting accepted; PTX needs a handful of levels, and
