@@ -20,6 +20,8 @@ pub struct Module {
     pub address_size: u32,
     /// Functions and module-scope variables in source order.
     pub items: Vec<ModuleItem>,
+    /// `.alias alias, aliasee;` pairs.
+    pub aliases: Vec<(Span, String, String)>,
 }
 
 /// A module-scope item.
@@ -72,6 +74,12 @@ pub enum PerfDirective {
     ReqNctaPerCluster(Vec<u32>),
     /// `.explicitcluster`
     ExplicitCluster,
+    /// `.blocksareclusters`
+    BlocksAreClusters,
+    /// `.abi_preserve n`: registers the callee must preserve.
+    AbiPreserve(u32),
+    /// `.abi_preserve_control n`: control registers the callee must preserve.
+    AbiPreserveControl(u32),
     /// `.noreturn`
     NoReturn,
     /// `.pragma "..."`

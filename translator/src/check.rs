@@ -31,6 +31,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Check a parsed module; fill in the decoded form of each instruction.
 pub fn run(module: &mut Module) -> Vec<Diagnostic> {
     let mut c = Checker { diags: Vec::new(), scopes: vec![Scope::default()], functions: HashMap::default() };
+    for (_, alias, _) in &module.aliases {
+        c.functions.insert(alias.clone(), ());
+    }
     for item in &module.items {
         match item {
             ModuleItem::Variable(v) => c.declare(v),

@@ -149,6 +149,13 @@ fn build(mut pairs: pest::iterators::Pairs<'_, Rule>) -> (Module, Vec<Diagnostic
                 Ok(v) => module.items.push(ModuleItem::Variable(v)),
                 Err(e) => errors.push(e),
             },
+            Rule::alias => {
+                let span = span_of(&item);
+                let mut it = item.into_inner().map(|p| p.as_str().to_string());
+                if let (Some(a), Some(b)) = (it.next(), it.next()) {
+                    module.aliases.push((span, a, b));
+                }
+            }
             _ => {} // .file, .section, .loc, .pragma, EOI
         }
     }
@@ -361,6 +368,8 @@ fn perf_directive(p: P) -> Result<PerfDirective, Diagnostic> {
     let Some(first) = inner.next() else {
         return Ok(if text.starts_with(".noreturn") {
             PerfDirective::NoReturn
+        } else if text.starts_with(".blocksareclusters") {
+            PerfDirective::BlocksAreClusters
         } else {
             PerfDirective::ExplicitCluster
         });
@@ -381,6 +390,8 @@ fn perf_directive(p: P) -> Result<PerfDirective, Diagnostic> {
         ".maxnctapersm" => PerfDirective::MaxNctaPerSm(one),
         ".maxnreg" => PerfDirective::MaxNreg(one),
         ".maxclusterrank" => PerfDirective::MaxClusterRank(one),
+        ".abi_preserve" => PerfDirective::AbiPreserve(one),
+        ".abi_preserve_control" => PerfDirective::AbiPreserveControl(one),
         _ => PerfDirective::ReqNctaPerCluster(nums),
     })
 }
