@@ -469,6 +469,12 @@ fn decl_rest<'a>(
         match item.as_rule() {
             Rule::decl_attr => {
                 let Some(a) = item.into_inner().next() else { continue };
+                if a.as_rule() == Rule::attribute {
+                    // `.attribute(.managed)` is kept as `attribute(.managed)`.
+                    let words: Vec<&str> = a.into_inner().map(|w| w.as_str()).collect();
+                    d.other_attrs.push(format!("attribute({})", words.join(",")));
+                    continue;
+                }
                 if a.as_rule() == Rule::align {
                     let n = a.into_inner().next().map(|n| u32_of(&n)).transpose()?.unwrap_or(1);
                     if after_ptr {
