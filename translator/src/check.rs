@@ -30,7 +30,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 /// Check a parsed module; fill in the decoded form of each instruction.
 pub fn run(module: &mut Module) -> Vec<Diagnostic> {
-    let mut c = Checker { diags: Vec::new(), scopes: vec![Scope::default()], functions: HashMap::default() };
+    let mut c = Checker {
+        diags: Vec::new(),
+        scopes: vec![Scope::default()],
+        functions: HashMap::default(),
+        decode_cache: HashMap::default(),
+    };
     for (_, alias, _) in &module.aliases {
         c.functions.insert(alias.clone(), ());
     }
@@ -105,6 +110,39 @@ struct Checker {
     diags: Vec<Diagnostic>,
     scopes: Vec<Scope>,
     functions: Map<()>,
+    /// Decoded forms by hash of mnemonic and operand shapes.
+    decode_cache: HashMap<u64, Vec<CacheEntry>, BuildHasherDefault<Fx>>,
+}
+
+/// A decoded form with the mnemonic and operand shapes it was decoded from.
+type CacheEntry = (String, Vec<u16>, Decoded);
+
+/// Whether `mnemonic` (`ld.global.u32`) is the instruction's opcode and modifiers.
+fn mnemonic_is(mnemonic: &str, inst: &ast::Instruction) -> bool {
+    let mut parts = mnemonic.split('.');
+    parts.next() == Some(inst.opcode.as_str())
+        && inst.modifiers.iter().all(|m| parts.next() == Some(m.as_str()))
+        && parts.next().is_none()
+}
+
+/// What decoding sees of an operand: its kind and element count.
+fn shape_code(op: &Operand) -> u16 {
+    let (kind, n) = match op {
+        Operand::Name { .. } => (0, 0),
+        Operand::Not(..) => (1, 0),
+        Operand::Int(..) => (2, 0),
+        Operand::Float(..) => (3, 0),
+        Operand::Address(..) => (4, 0),
+        Operand::Vector(_, v) => (5, v.len()),
+        Operand::List(_, v) => (6, v.len()),
+        Operand::Pair(..) => (7, 0),
+        Operand::Sink(_) => (8, 0),
+        Operand::Bracket(_, v) => (9, v.len()),
+        Operand::Select { base, .. } => (10 + u16::from(matches!(**base, Operand::Address(..))), 0),
+        Operand::Neg(..) => (12, 0),
+        Operand::SymbolOffset(..) => (13, 0),
+    };
+    (kind << 12) | (n.min(0xfff) as u16)
 }
 
 fn collect_labels(stmts: &[Statement], out: &mut Map<()>) {
@@ -269,7 +307,7 @@ impl Checker {
                 None => self.error(g.span, format!("unknown name '{}'", g.name)),
             }
         }
-        let d = match isa::decode(inst) {
+        let d = match self.decode_cached(inst) {
             Ok(d) => d,
             Err(e) => {
                 self.error(e.span, e.message);
@@ -282,10 +320,38 @@ impl Checker {
         };
         inst.decoded = Some(d);
         let form = d.form();
-        let Some(specs) = isa::decode::assign(form, inst.operands.len()) else { return };
-        for (spec, op) in specs.into_iter().zip(&inst.operands) {
+        for (spec, op) in isa::decode::assigned(form, inst.operands.len()).zip(&inst.operands) {
             self.operand(inst, &d, spec, op, labels);
         }
+    }
+
+    /// Decode through a cache: a module repeats few distinct mnemonics with
+    /// few operand shapes, and the decoded form depends on nothing else.
+    fn decode_cached(&mut self, inst: &ast::Instruction) -> Result<Decoded, Diagnostic> {
+        let mut h = Fx::default();
+        h.write(inst.opcode.as_bytes());
+        for m in &inst.modifiers {
+            h.write_u8(b'.');
+            h.write(m.as_bytes());
+        }
+        for op in &inst.operands {
+            h.write_u16(shape_code(op));
+        }
+        let key = h.finish();
+        if let Some(entries) = self.decode_cache.get(&key) {
+            for (mnemonic, shapes, d) in entries {
+                if mnemonic_is(mnemonic, inst)
+                    && shapes.len() == inst.operands.len()
+                    && shapes.iter().zip(&inst.operands).all(|(s, o)| *s == shape_code(o))
+                {
+                    return Ok(*d);
+                }
+            }
+        }
+        let d = isa::decode(inst)?;
+        let shapes = inst.operands.iter().map(shape_code).collect();
+        self.decode_cache.entry(key).or_default().push((inst.mnemonic(), shapes, d));
+        Ok(d)
     }
 
     /// The value of an operand; reports undeclared names.
@@ -377,10 +443,7 @@ impl Checker {
                 _ => None,
             };
             if let Some(what) = bad {
-                self.error(
-                    op.span(),
-                    format!("the destination of '{}' must be a register, not {what}", mnemonic()),
-                );
+                self.error(op.span(), format!("the destination of '{}' must be a register, not {what}", mnemonic()));
                 return;
             }
         }
@@ -470,20 +533,18 @@ impl Checker {
         relaxed: bool,
     ) {
         match value {
-            Value::Reg(have, None) | Value::Special(have) => {
-                if !compatible(want, have, relaxed) {
-                    let what = if matches!(value, Value::Special(_)) { "special register" } else { "register" };
-                    self.error(
-                        op.span(),
-                        format!(
-                            "operand '{}' of '{}' has type {}, but a {} {what} is given",
-                            spec.name,
-                            inst.mnemonic(),
-                            type_name(want),
-                            type_name(have),
-                        ),
-                    );
-                }
+            Value::Reg(have, None) | Value::Special(have) if !compatible(want, have, relaxed) => {
+                let what = if matches!(value, Value::Special(_)) { "special register" } else { "register" };
+                self.error(
+                    op.span(),
+                    format!(
+                        "operand '{}' of '{}' has type {}, but a {} {what} is given",
+                        spec.name,
+                        inst.mnemonic(),
+                        type_name(want),
+                        type_name(have),
+                    ),
+                );
             }
             Value::Reg(have, Some(n)) => {
                 self.error(

@@ -7,6 +7,10 @@
 //! goto CFG [`structurize`]d into regions, SPIR-V written with rspirv).
 #![forbid(unsafe_code)]
 
+// pest_derive without its `std` feature (no stack guard per rule call; the
+// parser bounds recursion with `parse::MAX_NESTING`) names `::alloc`.
+extern crate alloc;
+
 pub mod abi;
 pub mod ast;
 pub mod cfg;

@@ -158,7 +158,8 @@ fn first_message(d: &ptxvk_translator::Diagnostics) -> String {
 /// Directive samples: name, what it is, a module using it.
 fn directives() -> Vec<(&'static str, &'static str, String)> {
     let head = ".version 8.7\n.target sm_90a\n.address_size 64\n";
-    let entry = |attrs: &str, body: &str| format!("{head}.visible .entry k(.param .u64 p){attrs}\n{{\n{body}\n    ret;\n}}\n");
+    let entry =
+        |attrs: &str, body: &str| format!("{head}.visible .entry k(.param .u64 p){attrs}\n{{\n{body}\n    ret;\n}}\n");
     vec![
         (".version", "PTX ISA version", entry("", "")),
         (".target", "target architecture and platform options", entry("", "")),

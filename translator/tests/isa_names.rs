@@ -24,7 +24,10 @@ fn names_rs_is_up_to_date() {
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::write(&path, want).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
         } else {
-            panic!("{} is stale; regenerate with UPDATE_GOLDEN=1 cargo test -p ptxvk-translator --test isa_names", path.display());
+            panic!(
+                "{} is stale; regenerate with UPDATE_GOLDEN=1 cargo test -p ptxvk-translator --test isa_names",
+                path.display()
+            );
         }
     }
 }

@@ -83,7 +83,10 @@ fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> 
         match n.count {
             Some(c) => {
                 if c as usize + regs.len() > MAX_REGISTERS {
-                    return Err(Diagnostic::error(n.span, format!("more than {MAX_REGISTERS} registers in one function")));
+                    return Err(Diagnostic::error(
+                        n.span,
+                        format!("more than {MAX_REGISTERS} registers in one function"),
+                    ));
                 }
                 for i in 0..c {
                     regs.push((format!("{}{}", n.name, i), d.ty, n.span));

@@ -46,9 +46,10 @@ impl Decoded {
     /// The modifiers chosen for group `g`, if the form has it and it is present.
     pub fn get(&self, g: Group) -> Option<&'static [Mod]> {
         let form = self.form();
-        form.elems.iter().zip(self.picks.iter()).find_map(|(e, &p)| {
-            (e.group == Some(g) && p > 0).then(|| e.alts[p as usize - 1].as_slice())
-        })
+        form.elems
+            .iter()
+            .zip(self.picks.iter())
+            .find_map(|(e, &p)| (e.group == Some(g) && p > 0).then(|| e.alts[p as usize - 1].as_slice()))
     }
 
     /// The single modifier chosen for group `g` (the first word of a
@@ -153,10 +154,8 @@ pub fn decode(inst: &ast::Instruction) -> Result<Decoded, Diagnostic> {
     }
     if !counts.is_empty() {
         counts.sort();
-        let expected: Vec<String> = counts
-            .iter()
-            .map(|&(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo} to {hi}") })
-            .collect();
+        let expected: Vec<String> =
+            counts.iter().map(|&(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo} to {hi}") }).collect();
         let expected = expected.join(" or ");
         let plural = if expected == "1" { "" } else { "s" };
         return Err(Diagnostic::error(
@@ -193,11 +192,8 @@ pub fn decode(inst: &ast::Instruction) -> Result<Decoded, Diagnostic> {
                 None => alt_text(&elem.alts[0]),
             };
             let choices: Vec<String> = elem.alts.iter().map(|a| alt_text(a)).collect();
-            let choices = if choices.len() > 12 {
-                format!("{}, ...", choices[..12].join(", "))
-            } else {
-                choices.join(", ")
-            };
+            let choices =
+                if choices.len() > 12 { format!("{}, ...", choices[..12].join(", ")) } else { choices.join(", ") };
             Diagnostic::error(
                 inst.opcode_span,
                 format!("'{}' lacks {what} (one of {choices}; form: {})", inst.mnemonic(), form.syntax),
@@ -261,32 +257,41 @@ enum OperandFail {
     Shape(Diagnostic),
 }
 
-/// The operand specs that the given operands fill: the required ones and
-/// the first optional ones, in order.
-pub fn assign<'f>(form: &'f Form, n: usize) -> Option<Vec<&'f super::table::OperandSpec>> {
+/// The operand specs that `n` operands fill: the required ones and the
+/// first optional ones, in order; `None` when `n` does not fit the form.
+pub fn assign(form: &Form, n: usize) -> Option<Vec<&super::table::OperandSpec>> {
     let required = form.required_operands as usize;
     if n < required || n > form.max_operands() {
         return None;
     }
-    let mut optional_left = n - required;
-    let mut out = Vec::with_capacity(n);
-    for spec in &form.operands {
+    Some(assigned(form, n).collect())
+}
+
+/// [`assign`] as an iterator (empty when `n` does not fit the form).
+pub fn assigned(form: &Form, n: usize) -> impl Iterator<Item = &super::table::OperandSpec> {
+    let required = form.required_operands as usize;
+    let fits = n >= required && n <= form.max_operands();
+    let mut optional_left = if fits { n - required } else { 0 };
+    form.operands.iter().filter(move |spec| {
+        if !fits {
+            return false;
+        }
         if spec.optional {
             if optional_left == 0 {
-                continue;
+                return false;
             }
             optional_left -= 1;
         }
-        out.push(spec);
-    }
-    Some(out)
+        true
+    })
 }
 
 fn match_operands(form: &Form, _d: &Decoded, inst: &ast::Instruction) -> Result<(), OperandFail> {
-    let Some(specs) = assign(form, inst.operands.len()) else {
+    let n = inst.operands.len();
+    if n < form.required_operands as usize || n > form.max_operands() {
         return Err(OperandFail::Count);
-    };
-    for (k, (spec, op)) in specs.iter().zip(&inst.operands).enumerate() {
+    }
+    for (k, (spec, op)) in assigned(form, n).zip(&inst.operands).enumerate() {
         if !shape_fits(spec, op) {
             let what = match spec.shape {
                 Shape::Plain => "a register or a constant".to_string(),

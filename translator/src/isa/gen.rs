@@ -52,11 +52,13 @@ pub fn words(text: &'static str) -> Result<Words, String> {
                 for (e, _) in elems {
                     match e {
                         RawElem::Fixed(word) => {
-                            if !block.groups.iter().any(|g| g.names.iter().any(|n| *n == word)) {
+                            if !block.groups.iter().any(|g| g.names.contains(&word)) {
                                 w.mods.extend(word.split('.').map(str::to_string));
                             }
                         }
-                        RawElem::Inline(words) => w.mods.extend(words.iter().flat_map(|x| x.split('.')).map(str::to_string)),
+                        RawElem::Inline(words) => {
+                            w.mods.extend(words.iter().flat_map(|x| x.split('.')).map(str::to_string))
+                        }
                         RawElem::Group(_) => {}
                     }
                 }
@@ -100,7 +102,12 @@ pub fn names_rs(text: &'static str) -> Result<String, String> {
          //! One variant per opcode, modifier word and modifier group of the\n\
          //! instruction table, each documented with its PTX spelling.\n\n",
     );
-    enum_block(&mut out, "Opcode", "A PTX opcode: the first word of an instruction (`ld` in `ld.global.u32`).", &w.opcodes)?;
+    enum_block(
+        &mut out,
+        "Opcode",
+        "A PTX opcode: the first word of an instruction (`ld` in `ld.global.u32`).",
+        &w.opcodes,
+    )?;
     enum_block(
         &mut out,
         "Mod",

@@ -3232,4 +3232,3 @@ impl Group {
         Self::NAMES.binary_search(&s).ok().map(|i| Self::ALL[i])
     }
 }
-

@@ -273,12 +273,11 @@ pub fn template(mnemonic: &str) -> Result<(String, Vec<(RawElem, bool)>), String
                 elems.push((RawElem::Fixed(mnemonic[start..i].to_string()), false));
             }
             b'{' => {
-                let close = mnemonic[i..].find('}').map(|c| c + i).ok_or_else(|| format!("unclosed '{{' in '{mnemonic}'"))?;
+                let close =
+                    mnemonic[i..].find('}').map(|c| c + i).ok_or_else(|| format!("unclosed '{{' in '{mnemonic}'"))?;
                 let inner = &mnemonic[i + 1..close];
-                let words: Vec<String> = inner
-                    .split(',')
-                    .map(|w| w.trim().trim_start_matches('.').to_string())
-                    .collect();
+                let words: Vec<String> =
+                    inner.split(',').map(|w| w.trim().trim_start_matches('.').to_string()).collect();
                 if words.iter().any(|w| w.split('.').any(|p| p.is_empty() || !p.chars().all(is_word_char))) {
                     return Err(format!("bad optional modifier '{{{inner}}}' in '{mnemonic}'"));
                 }

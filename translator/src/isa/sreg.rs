@@ -138,7 +138,10 @@ impl SpecialRegister {
         match self {
             Gridid | Clock64 | Pm64(_) | Globaltimer | CurrentGraphExec => ScalarType::U64,
             IsExplicitCluster => ScalarType::Pred,
-            Envreg(_) | ReservedSmemOffsetBegin | ReservedSmemOffsetEnd | ReservedSmemOffsetCap
+            Envreg(_)
+            | ReservedSmemOffsetBegin
+            | ReservedSmemOffsetEnd
+            | ReservedSmemOffsetCap
             | ReservedSmemOffset(_) => ScalarType::B32,
             _ => ScalarType::U32,
         }
@@ -209,10 +212,11 @@ impl SpecialRegister {
             Envreg(i) => format!("%envreg{i}"),
             ReservedSmemOffset(i) => format!("%reserved_smem_offset_{i}"),
             other => {
+                // The variant name in snake case (`ClockHi` → `%clock_hi`).
                 let s = format!("{other:?}");
                 let mut out = String::from("%");
-                for (k, c) in s.chars().enumerate() {
-                    if c.is_ascii_uppercase() && k > 0 && !s[..k].ends_with(|p: char| p.is_ascii_digit()) {
+                for (k, c) in s.char_indices() {
+                    if c.is_ascii_uppercase() && k > 0 {
                         out.push('_');
                     }
                     out.push(c.to_ascii_lowercase());
@@ -224,7 +228,9 @@ impl SpecialRegister {
 }
 
 fn numbered(n: &str) -> Option<SpecialRegister> {
-    let idx = |digits: &str, max: u8| digits.parse::<u8>().ok().filter(|&i| i < max && (digits == "0" || !digits.starts_with('0')));
+    let idx = |digits: &str, max: u8| {
+        digits.parse::<u8>().ok().filter(|&i| i < max && (digits == "0" || !digits.starts_with('0')))
+    };
     if let Some(d) = n.strip_prefix("envreg") {
         return idx(d, 32).map(SpecialRegister::Envreg);
     }

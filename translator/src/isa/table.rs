@@ -168,13 +168,8 @@ pub fn build(text: &'static str) -> Table {
     };
     for inst in &insts {
         let inst_id = t.instructions.len() as u16;
-        let mut info = InstInfo {
-            name: inst.name,
-            ptx: inst.ptx,
-            sm: inst.sm,
-            description: inst.description,
-            forms: Vec::new(),
-        };
+        let mut info =
+            InstInfo { name: inst.name, ptx: inst.ptx, sm: inst.sm, description: inst.description, forms: Vec::new() };
         for block in &inst.blocks {
             let mut used_names: Vec<String> = Vec::new();
             for &(line, line_no) in &block.syntax {
@@ -265,10 +260,9 @@ fn mods_of_words<S: AsRef<str>>(words: &[S]) -> Result<Vec<Mod>, String> {
 
 fn elem(block: &raw::RawBlock, e: RawElem, optional: bool) -> Result<Elem, String> {
     let (group, alts) = match e {
-        RawElem::Fixed(word) => match block.groups.iter().find(|g| g.names.iter().any(|n| *n == word)) {
+        RawElem::Fixed(word) => match block.groups.iter().find(|g| g.names.contains(&word)) {
             Some(g) => {
-                let group =
-                    Group::from_name(&word).ok_or_else(|| format!("group '.{word}' missing from names.rs"))?;
+                let group = Group::from_name(&word).ok_or_else(|| format!("group '.{word}' missing from names.rs"))?;
                 let alts = g.alternatives.iter().map(|a| mods_of_words(a)).collect::<Result<Vec<_>, _>>()?;
                 (Some(group), alts)
             }

@@ -1,10 +1,20 @@
 //! Pass 1: PTX text → [`ast::Module`] with spans, using the `pest` grammar in
-//! `ptx.pest`.
+//! `ptx.pest` for the module's structure and the scanner in [`inst`] for
+//! instruction statements.
+//!
+//! The input is cut into chunks at top-level item boundaries (after a `;`
+//! or a closing `}` at nesting depth 0, once a chunk holds
+//! [`CHUNK_BYTES`]) and each chunk is parsed on its own, so pest's token
+//! queue never holds more than one chunk (the largest function, at worst),
+//! and recovery from a syntax error re-parses one chunk only.
 
 use crate::ast::*;
 use crate::diag::{Diagnostic, Span};
 use pest::iterators::Pair;
 use pest::Parser;
+use std::cell::Cell;
+
+mod inst;
 
 #[derive(pest_derive::Parser)]
 #[grammar = "ptx.pest"]
@@ -12,9 +22,15 @@ struct PtxParser;
 
 type P<'a> = Pair<'a, Rule>;
 
+thread_local! {
+    /// Offset of the chunk being built in the whole source.
+    static BASE: Cell<u32> = const { Cell::new(0) };
+}
+
 fn span_of(p: &P) -> Span {
     let s = p.as_span();
-    Span { start: s.start() as u32, end: s.end() as u32 }
+    let base = BASE.with(Cell::get);
+    Span { start: base + s.start() as u32, end: base + s.end() as u32 }
 }
 
 /// Parse a PTX module; any syntax error is an error.
@@ -36,37 +52,66 @@ const RECOVERY_BUDGET: usize = 8;
 
 /// Parse a PTX module, recovering from syntax errors: the statement that
 /// does not parse is blanked out (up to its `;`, without crossing a brace;
-/// offsets are kept) and the text parsed again, up to
-/// [`MAX_SYNTAX_ERRORS`] times. Returns the module of the last parse, when
-/// one succeeded, and every error.
+/// offsets are kept) and its chunk parsed again, up to [`MAX_SYNTAX_ERRORS`]
+/// times. Returns the module (when every chunk parsed in the end) and every
+/// error.
 pub fn run_recovering(source: &str) -> (Option<Module>, Vec<Diagnostic>) {
     if source.len() > MAX_INPUT {
         let msg = format!("input too large ({} MiB; the limit is {} MiB)", source.len() >> 20, MAX_INPUT >> 20);
         return (None, vec![Diagnostic::error(Span::default(), msg)]);
     }
-    if let Some(d) = nesting_check(source) {
-        return (None, vec![d]);
-    }
+    let chunks = match chunks(source) {
+        Ok(c) => c,
+        Err(d) => return (None, vec![d]),
+    };
+    let mut module = Module { address_size: 64, ..Default::default() };
     let mut errors = Vec::new();
-    let mut patched: Option<String> = None;
+    let mut complete = true;
     let mut work = 0usize;
+    let budget = RECOVERY_BUDGET * source.len().max(1 << 20);
+    for (start, end) in chunks {
+        let text = &source[start..end];
+        if !parse_chunk(text, start as u32, &mut module, &mut errors, &mut work, budget) {
+            complete = false;
+        }
+        if errors.len() >= MAX_SYNTAX_ERRORS {
+            return (None, errors);
+        }
+    }
+    (complete.then_some(module), errors)
+}
+
+/// Parse one chunk into `module`, recovering from syntax errors; `false`
+/// when it never parsed.
+fn parse_chunk(
+    chunk: &str,
+    base: u32,
+    module: &mut Module,
+    errors: &mut Vec<Diagnostic>,
+    work: &mut usize,
+    budget: usize,
+) -> bool {
+    let mut patched: Option<String> = None;
     loop {
-        let text = patched.as_deref().unwrap_or(source);
-        work += text.len();
+        let text = patched.as_deref().unwrap_or(chunk);
+        *work += text.len();
         match PtxParser::parse(Rule::module, text) {
             Ok(pairs) => {
-                let (module, mut more) = build(pairs);
-                errors.append(&mut more);
-                return (Some(module), errors);
+                BASE.with(|b| b.set(base));
+                build(pairs, module, errors);
+                BASE.with(|b| b.set(0));
+                return true;
             }
             Err(e) => {
-                let d = convert_error(text, e);
+                let mut d = convert_error(text, e);
                 let at = d.span.start as usize;
+                d.span.start += base;
+                d.span.end += base;
                 errors.push(d);
-                if errors.len() >= MAX_SYNTAX_ERRORS || work > RECOVERY_BUDGET * source.len().max(1 << 20) {
-                    return (None, errors);
+                if errors.len() >= MAX_SYNTAX_ERRORS || *work > budget {
+                    return false;
                 }
-                let Some((start, end)) = statement_around(text, at) else { return (None, errors) };
+                let Some((start, end)) = statement_around(text, at) else { return false };
                 let mut bytes = text.as_bytes().to_vec();
                 for b in &mut bytes[start..end] {
                     if *b != b'\n' {
@@ -75,11 +120,80 @@ pub fn run_recovering(source: &str) -> (Option<Module>, Vec<Diagnostic>) {
                 }
                 match String::from_utf8(bytes) {
                     Ok(s) => patched = Some(s),
-                    Err(_) => return (None, errors),
+                    Err(_) => return false,
                 }
             }
         }
     }
+}
+
+/// Least size of a chunk (bytes), so that small items are parsed together.
+pub const CHUNK_BYTES: usize = 256 << 10;
+
+/// Cut the source at top-level item boundaries into chunks of at least
+/// [`CHUNK_BYTES`]; reject nesting deeper than [`MAX_NESTING`]. Comments
+/// and strings are skipped.
+fn chunks(source: &str) -> Result<Vec<(usize, usize)>, Diagnostic> {
+    let b = source.as_bytes();
+    let mut out = Vec::new();
+    let mut chunk_start = 0;
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i += memchr_newline(&b[i..]);
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' | b'(' | b'[' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(Diagnostic::error(
+                        Span { start: i as u32, end: i as u32 + 1 },
+                        format!("nesting deeper than {MAX_NESTING} levels"),
+                    ));
+                }
+            }
+            b'}' | b')' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 && b[i] == b'}' && i + 1 - chunk_start >= CHUNK_BYTES {
+                    out.push((chunk_start, i + 1));
+                    chunk_start = i + 1;
+                }
+            }
+            b';' if depth == 0 && i + 1 - chunk_start >= CHUNK_BYTES => {
+                out.push((chunk_start, i + 1));
+                chunk_start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if chunk_start < b.len() || out.is_empty() {
+        out.push((chunk_start, b.len()));
+    }
+    Ok(out)
+}
+
+/// Bytes up to the next newline (or the end).
+fn memchr_newline(b: &[u8]) -> usize {
+    b.iter().position(|&c| c == b'\n').unwrap_or(b.len())
 }
 
 /// Largest input accepted (bytes): spans are 32-bit, and a parse keeps a
@@ -110,11 +224,11 @@ fn statement_around(text: &str, at: usize) -> Option<(usize, usize)> {
     Some((start, end))
 }
 
-fn build(mut pairs: pest::iterators::Pairs<'_, Rule>) -> (Module, Vec<Diagnostic>) {
-    let mut errors = Vec::new();
-    let mut module = Module { address_size: 64, ..Default::default() };
+/// Add the items of a parsed chunk to `module`.
+fn build(mut pairs: pest::iterators::Pairs<'_, Rule>, module: &mut Module, errors: &mut Vec<Diagnostic>) {
     let Some(root) = pairs.next() else {
-        return (module, vec![Diagnostic::error(Span::default(), "empty parse")]);
+        errors.push(Diagnostic::error(Span::default(), "empty parse"));
+        return;
     };
     for item in root.into_inner() {
         match item.as_rule() {
@@ -159,57 +273,11 @@ fn build(mut pairs: pest::iterators::Pairs<'_, Rule>) -> (Module, Vec<Diagnostic
             _ => {} // .file, .section, .loc, .pragma, EOI
         }
     }
-    (module, errors)
 }
 
 /// Deepest `{`/`(`/`[` nesting accepted; PTX needs a handful of levels, and
 /// the recursive-descent parser must not exhaust the stack on hostile input.
 pub const MAX_NESTING: usize = 200;
-
-/// Reject input nested deeper than [`MAX_NESTING`], skipping comments and strings.
-fn nesting_check(source: &str) -> Option<Diagnostic> {
-    let b = source.as_bytes();
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'{' | b'(' | b'[' => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Some(Diagnostic::error(
-                        Span { start: i as u32, end: i as u32 + 1 },
-                        format!("nesting deeper than {MAX_NESTING} levels"),
-                    ));
-                }
-            }
-            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
 
 fn convert_error(source: &str, e: pest::error::Error<Rule>) -> Diagnostic {
     let pos = match e.location {
@@ -255,11 +323,10 @@ fn rule_description(r: &Rule) -> Option<String> {
     Some(
         match r {
             Rule::EOI => "end of input",
-            Rule::operand | Rule::reg_operand => "an operand",
+            Rule::instruction => "an instruction",
             Rule::ident => "a name",
             Rule::integer | Rule::neg_integer => "an integer",
-            Rule::instruction | Rule::opcode => "an instruction",
-            Rule::label => "a label",
+            Rule::labelled => "a label",
             Rule::var_decl | Rule::state_space => "a declaration",
             Rule::function | Rule::function_kind => "a function",
             Rule::module_var | Rule::linkage => "a module-scope declaration",
@@ -606,221 +673,42 @@ fn body(p: P) -> Result<Vec<Statement>, Diagnostic> {
     let mut out = Vec::new();
     for item in p.into_inner() {
         match item.as_rule() {
-            Rule::label => {
-                let span = span_of(&item);
-                let name = item.into_inner().next().map(|i| i.as_str().to_string()).unwrap_or_default();
-                out.push(Statement::Label(span, name));
-            }
+            Rule::instruction => out.push(Statement::Inst(instruction(item)?)),
+            Rule::labelled => out.push(labelled(item)),
             Rule::var_decl => out.push(Statement::Decl(var_decl(item)?)),
             Rule::body => out.push(Statement::Block(body(item)?)),
-            Rule::instruction => out.push(Statement::Inst(instruction(item)?)),
-            Rule::target_list => {
-                let span = span_of(&item);
-                let mut name = String::new();
-                let mut calls = false;
-                let mut targets = Vec::new();
-                for (k, t) in item.into_inner().enumerate() {
-                    match t.as_rule() {
-                        Rule::target_kind => calls = t.as_str() == ".calltargets",
-                        _ if k == 0 => name = t.as_str().to_string(),
-                        _ => targets.push(t.as_str().to_string()),
-                    }
-                }
-                out.push(Statement::TargetList { span, name, calls, targets });
-            }
-            Rule::prototype => {
-                let span = span_of(&item);
-                let mut it = item.into_inner();
-                let name = it.next().map(|i| i.as_str().to_string()).unwrap_or_default();
-                let rest = it.next().map(|i| i.as_str().to_string()).unwrap_or_default();
-                out.push(Statement::Prototype(span, name, rest));
-            }
             _ => {}
         }
     }
     Ok(out)
 }
 
+/// `name:`, or a prototype or target list named `name`.
+fn labelled(p: P) -> Statement {
+    let span = span_of(&p);
+    let mut it = p.into_inner();
+    let name = it.next().map(|i| i.as_str().to_string()).unwrap_or_default();
+    let Some(tail) = it.next() else { return Statement::Label(span, name) };
+    match tail.as_rule() {
+        Rule::proto_tail => {
+            let rest = tail.into_inner().next().map(|r| r.as_str().trim().to_string()).unwrap_or_default();
+            Statement::Prototype(span, name, rest)
+        }
+        _ => {
+            let mut calls = false;
+            let mut targets = Vec::new();
+            for t in tail.into_inner() {
+                match t.as_rule() {
+                    Rule::target_kind => calls = t.as_str() == ".calltargets",
+                    _ => targets.push(t.as_str().to_string()),
+                }
+            }
+            Statement::TargetList { span, name, calls, targets }
+        }
+    }
+}
+
 fn instruction(p: P) -> Result<Instruction, Diagnostic> {
     let span = span_of(&p);
-    let mut inst = Instruction {
-        span,
-        guard: None,
-        opcode_span: span,
-        opcode: String::new(),
-        modifiers: Vec::new(),
-        operands: Vec::new(),
-        decoded: None,
-    };
-    for item in p.into_inner() {
-        match item.as_rule() {
-            Rule::guard => {
-                let gspan = span_of(&item);
-                let mut negated = false;
-                let mut name = String::new();
-                for g in item.into_inner() {
-                    match g.as_rule() {
-                        Rule::not => negated = true,
-                        _ => name = g.as_str().to_string(),
-                    }
-                }
-                inst.guard = Some(Guard { span: gspan, negated, name });
-            }
-            Rule::opcode => {
-                inst.opcode_span = span_of(&item);
-                let mut parts = item.as_str().split('.');
-                inst.opcode = parts.next().unwrap_or("").to_string();
-                inst.modifiers = parts.map(|s| s.to_string()).collect();
-            }
-            Rule::operand => inst.operands.push(operand(item)?),
-            _ => {}
-        }
-    }
-    Ok(inst)
-}
-
-fn operand(p: P) -> Result<Operand, Diagnostic> {
-    let span = span_of(&p);
-    let mut inner = p.into_inner();
-    let Some(first) = inner.next() else {
-        return Err(Diagnostic::error(span, "empty operand"));
-    };
-    let op = match first.as_rule() {
-        Rule::not => {
-            let Some(r) = inner.next() else { return Err(Diagnostic::error(span, "'!' without an operand")) };
-            return Ok(Operand::Not(span, Box::new(reg_operand(r))));
-        }
-        Rule::reg_operand => reg_operand(first),
-        Rule::integer | Rule::neg_integer => return Ok(Operand::Int(span, int_of(&first)?)),
-        Rule::float_literal => {
-            return match parse_float(first.as_str()) {
-                Some(f) => Ok(Operand::Float(span, f)),
-                None => Err(Diagnostic::error(span, "bad float literal")),
-            }
-        }
-        Rule::sink => return Ok(Operand::Sink(span)),
-        Rule::neg_operand => {
-            let Some(r) = first.into_inner().next() else { return Err(Diagnostic::error(span, "'-' without an operand")) };
-            return Ok(Operand::Neg(span, Box::new(reg_operand(r))));
-        }
-        Rule::vector_operand => {
-            let vspan = span_of(&first);
-            let mut v = Vec::new();
-            for o in first.into_inner() {
-                v.push(operand(o)?);
-            }
-            Operand::Vector(vspan, v)
-        }
-        Rule::paren_list => {
-            let mut v = Vec::new();
-            for o in first.into_inner() {
-                v.push(operand(o)?);
-            }
-            return Ok(Operand::List(span, v));
-        }
-        Rule::bracket_list => {
-            let mut v = Vec::new();
-            for o in first.into_inner() {
-                v.push(operand(o)?);
-            }
-            return Ok(Operand::Bracket(span, v));
-        }
-        Rule::address => {
-            let mut it = first.into_inner();
-            let Some(expr) = it.next() else { return Err(Diagnostic::error(span, "empty address")) };
-            let a = Operand::Address(span, address(expr)?);
-            return Ok(match it.next() {
-                Some(_) => Operand::Select { span, base: Box::new(a), selector: "unified".to_string() },
-                None => a,
-            });
-        }
-        _ => return Err(Diagnostic::error(span, "unexpected operand")),
-    };
-    // `var+imm` and `p|q` tails.
-    let mut op = op;
-    for tail in inner {
-        match tail.as_rule() {
-            Rule::offset_tail => {
-                let mut it = tail.into_inner();
-                let neg = it.next().is_some_and(|o| o.as_str() == "-");
-                let Some(n) = it.next() else { return Err(Diagnostic::error(span, "offset without a value")) };
-                let v = int_of(&n)?;
-                let v = i64::try_from(v)
-                    .or_else(|_| u64::try_from(v).map(|u| u as i64))
-                    .map_err(|_| Diagnostic::error(span_of(&n), "offset out of range"))?;
-                let v = if neg { v.wrapping_neg() } else { v };
-                let Operand::Name { name, component: None, .. } = op else {
-                    return Err(Diagnostic::error(span, "only a variable name may take an offset"));
-                };
-                op = Operand::SymbolOffset(span, name, v);
-            }
-            Rule::pair_tail => {
-                let Some(q) = tail.into_inner().next() else { return Err(Diagnostic::error(span, "'|' without an operand")) };
-                op = Operand::Pair(span, Box::new(op), Box::new(reg_operand(q)));
-            }
-            _ => {}
-        }
-    }
-    Ok(op)
-}
-
-fn reg_operand(p: P) -> Operand {
-    let span = span_of(&p);
-    let mut name = String::new();
-    let mut component = None;
-    let mut selector = None;
-    for item in p.into_inner() {
-        match item.as_rule() {
-            Rule::ident => name = item.as_str().to_string(),
-            // Colour names are aliases of the vector components (6.4.3).
-            Rule::component => {
-                component = item.as_str().as_bytes().get(1).map(|c| match c {
-                    b'r' => b'x',
-                    b'g' => b'y',
-                    b'b' => b'z',
-                    b'a' => b'w',
-                    other => *other,
-                })
-            }
-            Rule::selector => selector = Some(item.as_str()[1..].to_string()),
-            _ => {}
-        }
-    }
-    match selector {
-        Some(selector) => {
-            let base = Operand::Name { span, name, component: None };
-            Operand::Select { span, base: Box::new(base), selector }
-        }
-        None => Operand::Name { span, name, component },
-    }
-}
-
-fn address(p: P) -> Result<Address, Diagnostic> {
-    let span = span_of(&p);
-    let mut base = None;
-    let mut offset: i64 = 0;
-    let mut sign = 1i64;
-    for item in p.into_inner() {
-        match item.as_rule() {
-            Rule::reg_operand => {
-                if base.is_some() {
-                    return Err(Diagnostic::error(span_of(&item), "an address may add only constants to its base"));
-                }
-                let s = span_of(&item);
-                base = Some((s, item.as_str().to_string()));
-            }
-            Rule::address_op => sign = if item.as_str() == "-" { -1 } else { 1 },
-            Rule::integer | Rule::neg_integer => {
-                let v = int_of(&item)?;
-                let v = i64::try_from(v)
-                    .or_else(|_| u64::try_from(v).map(|u| u as i64))
-                    .map_err(|_| Diagnostic::error(span_of(&item), "address offset out of range"))?;
-                offset = offset.wrapping_add(sign.wrapping_mul(v));
-                sign = 1;
-            }
-            _ => {}
-        }
-    }
-    let _ = span;
-    Ok(Address { base, offset })
+    inst::scan(p.as_str(), span.start)
 }
