@@ -15,6 +15,7 @@
 
 pub mod decode;
 pub mod gen;
+#[rustfmt::skip]
 pub mod names;
 pub mod raw;
 pub mod sreg;

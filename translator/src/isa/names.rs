@@ -3232,3 +3232,4 @@ impl Group {
         Self::NAMES.binary_search(&s).ok().map(|i| Self::ALL[i])
     }
 }
+
