@@ -56,6 +56,12 @@ pub fn run(module: &mut Module) -> Vec<Diagnostic> {
         }
         let mut labels = HashMap::default();
         collect_labels(body, &mut labels);
+        let mut registers = 0u64;
+        if let Some(span) = count_registers(body, &mut registers) {
+            c.error(span, format!("more than {MAX_REGISTERS} registers in one function"));
+            c.scopes.pop();
+            continue;
+        }
         c.block(body, &labels);
         c.scopes.pop();
         if c.diags.len() >= MAX_DIAGNOSTICS {
@@ -64,6 +70,34 @@ pub fn run(module: &mut Module) -> Vec<Diagnostic> {
     }
     c.diags.truncate(MAX_DIAGNOSTICS);
     c.diags
+}
+
+/// Most registers one function may declare (the translator gives each a
+/// variable).
+pub const MAX_REGISTERS: u64 = 1 << 22;
+
+/// Count the registers a body declares; the span of the declaration that
+/// goes past [`MAX_REGISTERS`], if one does.
+fn count_registers(stmts: &[Statement], total: &mut u64) -> Option<Span> {
+    for s in stmts {
+        match s {
+            Statement::Decl(d) if d.space == StateSpace::Reg => {
+                for n in &d.names {
+                    *total += n.count.map_or(1, u64::from);
+                    if *total > MAX_REGISTERS {
+                        return Some(n.span);
+                    }
+                }
+            }
+            Statement::Block(b) => {
+                if let Some(s) = count_registers(b, total) {
+                    return Some(s);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Decode one instruction without declarations (for tools and tests).

@@ -30,11 +30,24 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    /// An error at `span`.
+    /// An error at `span`. Messages longer than [`MAX_MESSAGE`] bytes (a
+    /// quoted name can be as long as the input) are shortened.
     pub fn error(span: Span, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, span, message: message.into() }
+        let mut message = message.into();
+        if message.len() > MAX_MESSAGE {
+            let mut cut = MAX_MESSAGE;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push('…');
+        }
+        Diagnostic { severity: Severity::Error, span, message }
     }
 }
+
+/// Longest diagnostic message (bytes).
+pub const MAX_MESSAGE: usize = 400;
 
 /// Most diagnostics reported for one input.
 pub const MAX_DIAGNOSTICS: usize = 100;
@@ -47,8 +60,13 @@ pub struct Diagnostics {
     /// The diagnostics.
     pub items: Vec<Diagnostic>,
     line_starts: Vec<u32>,
-    source_lines: Vec<String>,
+    /// For each item: the part of its source line shown (at most
+    /// [`MAX_SHOWN_LINE`] bytes around the column) and the column within it.
+    source_lines: Vec<(String, usize)>,
 }
+
+/// Longest part of a source line shown under a diagnostic (bytes).
+pub const MAX_SHOWN_LINE: usize = 200;
 
 impl Diagnostics {
     /// Diagnostics for `source`.
@@ -62,11 +80,21 @@ impl Diagnostics {
         }
         let mut source_lines = Vec::new();
         for d in &items {
-            let (line, _) = locate(&line_starts, d.span.start);
+            let (line, col) = locate(&line_starts, d.span.start);
             let start = line_starts[line] as usize;
             let end = line_starts.get(line + 1).map(|&e| e as usize).unwrap_or(source.len());
             let text = source.get(start.min(source.len())..end.min(source.len())).unwrap_or("");
-            source_lines.push(text.trim_end_matches(['\n', '\r']).to_string());
+            let text = text.trim_end_matches(['\n', '\r']);
+            // A window of the line around the column, on character boundaries.
+            let mut from = col.saturating_sub(MAX_SHOWN_LINE / 2).min(text.len());
+            while from > 0 && !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            let mut to = (from + MAX_SHOWN_LINE).min(text.len());
+            while to < text.len() && !text.is_char_boundary(to) {
+                to += 1;
+            }
+            source_lines.push((text[from..to].to_string(), col - from.min(col)));
         }
         Diagnostics { file_name: file_name.to_string(), items, line_starts, source_lines }
     }
@@ -95,13 +123,14 @@ fn locate(line_starts: &[u32], offset: u32) -> (usize, usize) {
 
 impl std::fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (d, text) in self.items.iter().zip(&self.source_lines) {
-            let (line, col) = locate(&self.line_starts, d.span.start);
+        for (d, (text, col)) in self.items.iter().zip(&self.source_lines) {
+            let (line, full_col) = locate(&self.line_starts, d.span.start);
+            let col = *col;
             let kind = match d.severity {
                 Severity::Error => "error",
                 Severity::Warning => "warning",
             };
-            writeln!(f, "{}:{}:{}: {}: {}", self.file_name, line + 1, col + 1, kind, d.message)?;
+            writeln!(f, "{}:{}:{}: {}: {}", self.file_name, line + 1, full_col + 1, kind, d.message)?;
             let text = text.replace('\t', " ");
             writeln!(f, "{text}")?;
             let width =

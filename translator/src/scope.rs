@@ -14,18 +14,52 @@ use std::collections::{HashMap, HashSet};
 /// Rename the declarations of a function body. `outer` holds names visible
 /// from outside the body (parameters).
 pub fn run(body: &[Statement], outer: &[String]) -> Vec<Statement> {
-    let mut used: HashSet<String> = outer.iter().cloned().collect();
-    // Names declared at the top level of the body are the function's own.
+    let mut used = Used { names: outer.iter().cloned().collect(), ranges: HashMap::new() };
+    // Names declared at the top level of the body are the function's own;
+    // parameterized registers stay ranges (`%r<1000000>` is one entry).
     for st in body {
         if let Statement::Decl(d) = st {
             for n in &d.names {
-                used.extend(expanded(n));
+                match n.count {
+                    Some(c) => {
+                        let e = used.ranges.entry(n.name.clone()).or_insert(0);
+                        *e = (*e).max(c);
+                    }
+                    None => {
+                        used.names.insert(n.name.clone());
+                    }
+                }
             }
         }
     }
     let mut stack: Vec<HashMap<String, String>> = Vec::new();
     let mut counter = 0u32;
     block(body, &mut stack, &mut used, &mut counter, true)
+}
+
+/// Names in use in a function: single names and parameterized ranges
+/// (`%r` with count 100 stands for `%r0` .. `%r99`).
+struct Used {
+    names: HashSet<String>,
+    ranges: HashMap<String, u32>,
+}
+
+impl Used {
+    fn contains(&self, name: &str) -> bool {
+        if self.names.contains(name) {
+            return true;
+        }
+        let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+        (1..=digits).any(|k| {
+            let (prefix, index) = name.split_at(name.len() - k);
+            (index.len() == 1 || !index.starts_with('0'))
+                && matches!((self.ranges.get(prefix), index.parse::<u64>()), (Some(&c), Ok(i)) if i < u64::from(c))
+        })
+    }
+
+    fn insert(&mut self, name: String) {
+        self.names.insert(name);
+    }
 }
 
 fn expanded(n: &VarName) -> Vec<String> {
@@ -38,7 +72,7 @@ fn expanded(n: &VarName) -> Vec<String> {
 fn block(
     stmts: &[Statement],
     stack: &mut Vec<HashMap<String, String>>,
-    used: &mut HashSet<String>,
+    used: &mut Used,
     counter: &mut u32,
     top: bool,
 ) -> Vec<Statement> {
@@ -59,16 +93,19 @@ fn block(
 fn declare(
     d: &VarDecl,
     stack: &mut [HashMap<String, String>],
-    used: &mut HashSet<String>,
+    used: &mut Used,
     counter: &mut u32,
     top: bool,
 ) -> VarDecl {
     let mut d = d.clone();
+    if top {
+        // Already in `used`; top-level names keep their names.
+        return d;
+    }
     let mut names = Vec::new();
     for n in &d.names {
         let all = expanded(n);
-        let clash = !top && all.iter().any(|x| used.contains(x));
-        let _ = top;
+        let clash = all.iter().any(|x| used.contains(x));
         if !clash {
             for x in &all {
                 used.insert(x.clone());

@@ -172,7 +172,10 @@ fn chunks(source: &str) -> Result<Vec<(usize, usize)>, Diagnostic> {
             }
             b'}' | b')' | b']' => {
                 depth = depth.saturating_sub(1);
-                if depth == 0 && b[i] == b'}' && i + 1 - chunk_start >= CHUNK_BYTES {
+                // A function body ends its item; an initializer's `}` is
+                // followed by the declaration's `;`.
+                let next = b[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+                if depth == 0 && b[i] == b'}' && next != Some(&b';') && i + 1 - chunk_start >= CHUNK_BYTES {
                     out.push((chunk_start, i + 1));
                     chunk_start = i + 1;
                 }
@@ -255,7 +258,7 @@ fn build(mut pairs: pest::iterators::Pairs<'_, Rule>, module: &mut Module, error
                     _ => errors.push(Diagnostic::error(span, ".address_size must be 32 or 64")),
                 }
             }
-            Rule::function => match function(item) {
+            Rule::function => match function(item, errors) {
                 Ok(f) => module.items.push(ModuleItem::Function(f)),
                 Err(e) => errors.push(e),
             },
@@ -337,7 +340,7 @@ fn rule_description(r: &Rule) -> Option<String> {
             Rule::version => ".version",
             Rule::target => ".target",
             Rule::address_size => ".address_size",
-            Rule::initializer => "an initializer",
+            Rule::init_list | Rule::init_num | Rule::init_expr => "an initializer",
             _ => return None,
         }
         .to_string(),
@@ -392,7 +395,7 @@ fn linkage_of(s: &str) -> Linkage {
     }
 }
 
-fn function(p: P) -> Result<Function, Diagnostic> {
+fn function(p: P, errors: &mut Vec<Diagnostic>) -> Result<Function, Diagnostic> {
     let span = span_of(&p);
     let mut f = Function {
         span,
@@ -422,7 +425,7 @@ fn function(p: P) -> Result<Function, Diagnostic> {
                 }
             }
             Rule::perf_directive => f.perf.push(perf_directive(item)?),
-            Rule::body => f.body = Some(body(item)?),
+            Rule::body => f.body = Some(body(item, errors)?),
             _ => {}
         }
     }
@@ -579,7 +582,7 @@ fn decl_rest<'a>(
                 }
             }
             Rule::var_name => d.names.push(var_name(item)?),
-            Rule::initializer => d.init = Some(initializer(item)?),
+            Rule::init_list | Rule::init_num | Rule::init_expr => d.init = Some(initializer(item)?),
             _ => {}
         }
     }
@@ -619,18 +622,45 @@ fn var_name(p: P) -> Result<VarName, Diagnostic> {
 
 fn initializer(p: P) -> Result<Initializer, Diagnostic> {
     let span = span_of(&p);
-    let Some(inner) = p.into_inner().next() else {
-        return Err(Diagnostic::error(span, "empty initializer"));
-    };
-    match inner.as_rule() {
+    match p.as_rule() {
         Rule::init_list => {
             let mut items = Vec::new();
-            for i in inner.into_inner() {
+            for i in p.into_inner() {
                 items.push(initializer(i)?);
             }
             Ok(Initializer::List(span, items))
         }
-        _ => init_expr(inner),
+        Rule::init_num => {
+            let text = p.as_str();
+            let term = if is_float_text(text) {
+                match parse_float(text) {
+                    Some(f) => float_term(f),
+                    None => return Err(Diagnostic::error(span, "bad float literal")),
+                }
+            } else {
+                InitTerm::Int(int_of(&p)?)
+            };
+            Ok(Initializer::Expr(span, vec![(InitSign::Plus, term)]))
+        }
+        _ => init_expr(p),
+    }
+}
+
+/// Whether a number is written as a floating-point literal.
+fn is_float_text(t: &str) -> bool {
+    let u = t.strip_prefix('-').unwrap_or(t);
+    u.starts_with("0f")
+        || u.starts_with("0F")
+        || u.starts_with("0d")
+        || u.starts_with("0D")
+        || (!u.starts_with("0x") && !u.starts_with("0X") && u.contains(['.', 'e', 'E']))
+}
+
+fn float_term(f: FloatImm) -> InitTerm {
+    match f {
+        FloatImm::F32Bits(b) => InitTerm::Float(f32::from_bits(b) as f64, Some(b)),
+        FloatImm::F64Bits(b) => InitTerm::Float(f64::from_bits(b), None),
+        FloatImm::Decimal(v) => InitTerm::Float(v, None),
     }
 }
 
@@ -652,9 +682,7 @@ fn init_expr(p: P) -> Result<Initializer, Diagnostic> {
                         InitTerm::Mask(Box::new(init_expr(e)?))
                     }
                     Rule::float_literal => match parse_float(t.as_str()) {
-                        Some(FloatImm::F32Bits(b)) => InitTerm::Float(f32::from_bits(b) as f64, Some(b)),
-                        Some(FloatImm::F64Bits(b)) => InitTerm::Float(f64::from_bits(b), None),
-                        Some(FloatImm::Decimal(v)) => InitTerm::Float(v, None),
+                        Some(f) => float_term(f),
                         None => return Err(Diagnostic::error(span_of(&t), "bad float literal")),
                     },
                     Rule::integer | Rule::neg_integer => InitTerm::Int(int_of(&t)?),
@@ -669,14 +697,23 @@ fn init_expr(p: P) -> Result<Initializer, Diagnostic> {
     Ok(Initializer::Expr(span, terms))
 }
 
-fn body(p: P) -> Result<Vec<Statement>, Diagnostic> {
+/// A body's statements; an instruction that does not scan is reported in
+/// `errors` and left out, so that the rest is still checked.
+fn body(p: P, errors: &mut Vec<Diagnostic>) -> Result<Vec<Statement>, Diagnostic> {
     let mut out = Vec::new();
     for item in p.into_inner() {
         match item.as_rule() {
-            Rule::instruction => out.push(Statement::Inst(instruction(item)?)),
+            Rule::instruction => match instruction(item) {
+                Ok(i) => out.push(Statement::Inst(i)),
+                Err(e) => {
+                    if errors.len() < MAX_SYNTAX_ERRORS {
+                        errors.push(e);
+                    }
+                }
+            },
             Rule::labelled => out.push(labelled(item)),
             Rule::var_decl => out.push(Statement::Decl(var_decl(item)?)),
-            Rule::body => out.push(Statement::Block(body(item)?)),
+            Rule::body => out.push(Statement::Block(body(item, errors)?)),
             _ => {}
         }
     }
