@@ -1,7 +1,8 @@
 //! ptxvk benchmarks, all in one run:
 //!
-//! 1. PTX → SPIR-V translation throughput (MB/s of PTX text) on the largest
-//!    fixture in `tests/fixtures`;
+//! 1. front-end and translation throughput with peak memory on a generated
+//!    8 MB PTX file ([`frontend`]), and PTX → SPIR-V translation latency and
+//!    throughput on the largest fixture in `tests/fixtures`;
 //! 2. saxpy over 16M `f32` (`y = a * x + y`), launched through the runtime
 //!    from the PTX `nvcc` emits (`bench/saxpy_f32.ptx`), against the same
 //!    computation as a hand-written compute shader dispatched with plain
@@ -11,12 +12,16 @@
 //! cargo run --release -p ptxvk-bench
 //! ```
 //!
+//! (`ptxvk-bench --measure parse|check|translate` runs one front-end step;
+//! the benchmark runs itself that way to measure each step's peak memory.)
+//!
 //! Each saxpy path is run once to warm up (lavapipe compiles a pipeline at
 //! its first dispatch), then timed as the median of [`RUNS`] runs of
 //! "dispatch, wait for completion". The outputs of the warm-up runs, both
 //! from the same inputs, are checked against each other and against the CPU.
 
 mod baseline;
+mod frontend;
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -40,6 +45,19 @@ const RUNS: usize = 10;
 const TRANSLATE_MIN_TIME: Duration = Duration::from_millis(500);
 
 fn main() -> ExitCode {
+    // `ptxvk-bench --measure STEP`: one front-end step (see `frontend`).
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, flag, step] = args.as_slice() {
+        if flag == "--measure" {
+            return match frontend::measure_step(step) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    }
     // Before any Vulkan initialisation, and while the program has one
     // thread: lavapipe's on-disk shader cache would make the first dispatch
     // depend on earlier runs.
@@ -59,6 +77,8 @@ fn main() -> ExitCode {
 
 /// Runs both benchmarks; `Ok(false)` when a result is wrong.
 fn run() -> Result<bool, Box<dyn Error>> {
+    frontend::run()?;
+    println!();
     let ctx = Context::new(DeviceSelector::Default)?;
     let info = ctx.info();
     println!("device: {} ({}), {} CPU threads", info.name, info.driver_name, num_threads());
