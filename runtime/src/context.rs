@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
 use gpu_allocator::MemoryLocation;
-use ptxvk_translator::{abi, Options, ParamPassing};
+use ptxvk_translator::{abi, Options, ParamPassing, WarpPath};
 
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
@@ -343,6 +343,7 @@ impl ContextInner {
             entry: None,
             max_push_constant_bytes: self.info.max_push_constant_bytes,
             emulate_fma,
+            warp_path: self.info.warp_path,
         }
     }
 
@@ -435,10 +436,15 @@ impl ContextInner {
                 )));
             }
         }
-        let shared_bytes = abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4;
+        // On the slice warp path every subgroup must be full: pad to whole subgroups.
+        let granule = if info.warp_path == WarpPath::Slice { info.subgroup_size } else { 32 };
+        let workgroup_size = abi::workgroup_size(block, granule);
+        let scratch = entry.scratch_bytes(workgroup_size);
+        let shared_bytes = abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4 + scratch;
         if shared_bytes > info.max_shared_bytes as u64 {
             return Err(Error::LaunchOutOfResources(format!(
-                "launch of {}: {} bytes of static and {dynamic_shared_bytes} of dynamic shared memory exceed the device's {}",
+                "launch of {}: {} bytes of static and {dynamic_shared_bytes} of dynamic shared memory, with {scratch} \
+                 of warp scratch for {threads} threads, exceed the device's {}",
                 entry.name, entry.static_shared_bytes, info.max_shared_bytes
             )));
         }
@@ -453,7 +459,7 @@ impl ContextInner {
         let params = &params[..param_bytes];
         let key = PipelineKey {
             entry: f.index,
-            workgroup_size: abi::padded_block_threads(block) as u32,
+            workgroup_size: workgroup_size as u32,
             ntid: block,
             shared_words: abi::shared_words(
                 entry.static_shared_bytes,

@@ -29,6 +29,56 @@ pub enum TargetEnv {
     Vulkan1_3,
 }
 
+/// How 32-lane warp operations are implemented (see `shared/DESIGN.md`,
+/// "Warps on devices whose subgroup is not 32", and the module docs of
+/// `emit::warp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub enum WarpPath {
+    /// The pipeline runs with full 32-wide subgroups: a warp is a subgroup,
+    /// warp operations are `GroupNonUniform*` instructions.
+    Native,
+    /// The pipeline runs with full subgroups whose size is a multiple of 32
+    /// (64, 128): a warp is a 32-lane slice of a subgroup.
+    Slice,
+    /// Any subgroup size: warps exchange values through workgroup memory and
+    /// barriers, in workgroup-uniform control flow. Correct on every device.
+    #[default]
+    Emulated,
+}
+
+impl WarpPath {
+    /// The path's name on command lines (`native`, `slice`, `emulated`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WarpPath::Native => "native",
+            WarpPath::Slice => "slice",
+            WarpPath::Emulated => "emulated",
+        }
+    }
+
+    /// Parse a command-line name.
+    pub fn from_name(s: &str) -> Option<WarpPath> {
+        match s {
+            "native" => Some(WarpPath::Native),
+            "slice" => Some(WarpPath::Slice),
+            "emulated" => Some(WarpPath::Emulated),
+            _ => None,
+        }
+    }
+
+    /// The path for a device whose pipelines run with full subgroups of
+    /// `subgroup_size` invocations (`None`: sizes are not controlled, or
+    /// subgroup operations are missing): native for 32, slice for a
+    /// multiple of 32, emulated otherwise.
+    pub fn for_subgroup_size(subgroup_size: Option<u32>) -> WarpPath {
+        match subgroup_size {
+            Some(32) => WarpPath::Native,
+            Some(s) if s > 32 && s % 32 == 0 => WarpPath::Slice,
+            _ => WarpPath::Emulated,
+        }
+    }
+}
+
 /// Translation options.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -42,11 +92,20 @@ pub struct Options {
     /// Emulate a correctly rounded fused multiply-add (for drivers whose
     /// `Fma` is not fused, such as lavapipe).
     pub emulate_fma: bool,
+    /// How warp operations are implemented; the runtime picks it from the
+    /// device's subgroup properties.
+    pub warp_path: WarpPath,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { target_env: TargetEnv::Vulkan1_2, entry: None, max_push_constant_bytes: 128, emulate_fma: true }
+        Options {
+            target_env: TargetEnv::Vulkan1_2,
+            entry: None,
+            max_push_constant_bytes: 128,
+            emulate_fma: true,
+            warp_path: WarpPath::Emulated,
+        }
     }
 }
 

@@ -4,6 +4,10 @@
 //! from the caller's `.param` variables (which live in its local words) and
 //! stored into the callee's; return values come back in a struct and are
 //! stored into the caller's `.param` (or register) destinations.
+//!
+//! A function that runs in workgroup-uniform mode (see [`super::uniform`])
+//! is called by every invocation with the caller's activity as a trailing
+//! `bool` argument; its results are stored only where the caller is active.
 
 use super::func::{internal1, Formal, Fx};
 use super::mem::{load_local_word, store_local_word};
@@ -13,7 +17,9 @@ use crate::ast::{Instruction, Operand};
 use crate::diag::Diagnostic;
 use rspirv::spirv::Word;
 
-pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
+/// Emit a `call`. `active` is the caller's activity when the call is a
+/// collective one in uniform mode.
+pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Option<Word>) -> Result<(), Diagnostic> {
     let ops = inst.operands.as_slice();
     let (rets, rest): (&[Operand], &[Operand]) = match ops.first() {
         Some(Operand::List(_, r)) => (r.as_slice(), &ops[1..]),
@@ -65,7 +71,28 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
             Formal::Reg { kind, .. } => get(e, fx, arg, *kind, false)?,
         });
     }
+    if c.uniform {
+        let Some(a) = active else {
+            return Err(Diagnostic::error(inst.span, "internal error: uniform function called from ordinary code"));
+        };
+        values.push(a);
+    }
     let r = e.b.function_call(c.ret_type, None, c.id, values).map_err(internal1)?;
+    if c.returns.is_empty() {
+        return Ok(());
+    }
+    // Results only where the caller is active.
+    let merge = match active {
+        Some(a) => {
+            let yes = e.b.id();
+            let merge = e.b.id();
+            e.b.selection_merge(merge, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
+            e.b.branch_conditional(a, yes, merge, []).map_err(internal1)?;
+            e.b.begin_block(Some(yes)).map_err(internal1)?;
+            Some(merge)
+        }
+        None => None,
+    };
     for (i, (formal, dst)) in c.returns.iter().zip(rets).enumerate() {
         let member_type: Word = c_member_type(e, formal);
         let m = e.b.composite_extract(member_type, None, r, [i as u32]).map_err(internal1)?;
@@ -79,6 +106,10 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
             }
             Formal::Reg { kind, .. } => set(e, fx, dst, m, *kind, false)?,
         }
+    }
+    if let Some(merge) = merge {
+        e.b.branch(merge).map_err(internal1)?;
+        e.b.begin_block(Some(merge)).map_err(internal1)?;
     }
     Ok(())
 }

@@ -224,12 +224,21 @@ impl Plan<'_> {
     pub fn local_bytes(&self) -> u32 {
         self.local_bytes
     }
+
+    /// Every instruction of the body (control transfers excluded).
+    pub fn instructions(&self) -> impl Iterator<Item = &ast::Instruction> + '_ {
+        self.cfg.blocks.iter().flat_map(|b| b.insts.iter().copied())
+    }
 }
 
 /// A callable `.func` as seen from call sites of one entry's code.
 #[derive(Clone, Debug)]
 pub(crate) struct Callee {
     pub id: Word,
+    /// Runs in workgroup-uniform mode (see [`super::uniform`]): every
+    /// invocation calls it, and a trailing `bool` argument says whether the
+    /// caller's invocation is active.
+    pub uniform: bool,
     pub params: Vec<Formal>,
     pub returns: Vec<Formal>,
     pub fn_type: Word,
@@ -251,7 +260,11 @@ fn formal_type(e: &mut Emitter, f: &Formal) -> Word {
 
 /// The signature of a planned `.func`, with a fresh function id.
 pub(crate) fn callee(e: &mut Emitter, plan: &Plan) -> Callee {
-    let param_types: Vec<Word> = plan.params.iter().map(|f| formal_type(e, f)).collect();
+    let mut param_types: Vec<Word> = plan.params.iter().map(|f| formal_type(e, f)).collect();
+    let uniform = e.uniform_fns.contains(&plan.func.name);
+    if uniform {
+        param_types.push(e.t_bool());
+    }
     let ret_type = if plan.returns.is_empty() {
         e.ty(TyKey::Void)
     } else {
@@ -259,7 +272,15 @@ pub(crate) fn callee(e: &mut Emitter, plan: &Plan) -> Callee {
         e.ty(TyKey::Struct(members))
     };
     let fn_type = e.ty(TyKey::Func(ret_type, param_types.clone()));
-    Callee { id: e.b.id(), params: plan.params.clone(), returns: plan.returns.clone(), fn_type, ret_type, param_types }
+    Callee {
+        id: e.b.id(),
+        uniform,
+        params: plan.params.clone(),
+        returns: plan.returns.clone(),
+        fn_type,
+        ret_type,
+        param_types,
+    }
 }
 
 /// Per-entry globals shared by the entry and the functions it calls.
@@ -270,13 +291,40 @@ pub(crate) struct EntryVars {
     /// `Private` words holding every function's `.local` frame (per invocation).
     pub local_var: Option<Word>,
     pub passing: ParamPassing,
+    /// The translator's `Workgroup` scratch words (see [`super::uniform`]).
+    pub scratch_var: Option<Word>,
 }
 
+/// What a structured construct is for: a region's target, or the boundary
+/// of an escape region (ordinary code inside a workgroup-uniform function,
+/// see [`super::uniform`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Dest {
+    /// A [`Target`] of the structured regions.
+    To(Target),
+    /// Leave the innermost escape region (the target is stored in the
+    /// uniform state variable).
+    Escape,
+}
+
+/// The `brk` code of [`Dest::Escape`].
+const ESCAPE_CODE: u32 = 0xFFFF_FFFE;
+
 pub(crate) struct Frame {
-    kind: Target,
+    kind: Dest,
     merge: Word,
     cont: Word,
-    pending: BTreeSet<Target>,
+    pending: BTreeSet<Dest>,
+}
+
+/// Per-function state of workgroup-uniform mode (see [`super::uniform`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UniformFx {
+    /// The invocation's state: 0 active, else a target code, a park code or
+    /// [`super::uniform::RETURNED`].
+    pub st: Word,
+    /// Park codes handed out so far.
+    pub parks: u32,
 }
 
 /// Per-function emission state.
@@ -297,7 +345,11 @@ pub(crate) struct Fx<'a> {
     pub errors: Vec<Diagnostic>,
     frames: Vec<Frame>,
     codes: HashMap<Target, u32>,
-    cfg: &'a Cfg<'a>,
+    pub cfg: &'a Cfg<'a>,
+    /// Workgroup-uniform mode state, when this function runs in it.
+    pub uniform: Option<UniformFx>,
+    /// The translator's `Workgroup` scratch words, when the entry has them.
+    pub scratch_var: Option<Word>,
     /// `None` in an entry; the return values of a `.func`.
     pub returns: Option<(Vec<Formal>, Word)>,
     /// Functions callable from here, by PTX name.
@@ -326,6 +378,8 @@ impl Fx<'_> {
             cfg: fx.cfg,
             returns: None,
             callees: fx.callees,
+            uniform: fx.uniform,
+            scratch_var: fx.scratch_var,
         }
     }
 }
@@ -381,11 +435,18 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     } else {
         None
     };
+    let (per_invocation, fixed) = super::uniform::scratch_words(e, plans, entry);
+    let scratch_var = if per_invocation + fixed > 0 {
+        Some(super::uniform::scratch_variable(e, per_invocation, fixed))
+    } else {
+        None
+    };
     EntryVars {
         push_var,
         shared_var,
         local_var,
         passing: info.map(|i| i.param_passing).unwrap_or(ParamPassing::PushConstants),
+        scratch_var,
     }
 }
 
@@ -429,7 +490,9 @@ pub(crate) fn emit_function(
     let zero = e.c_u32(0);
     let pu = e.t_ptr(spirv::StorageClass::Function, u32t);
     let brk = e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero));
-    let linear = e.b.load(u32t, None, e.local_index, None, []).map_err(internal)?;
+    let uniform = e.uniform_fns.contains(&plan.func.name);
+    let st = if uniform { Some(e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero))) } else { None };
+    let linear = super::warp::linear_index(e).map_err(|d| vec![d])?;
     let mut fx = Fx {
         regs,
         params: plan
@@ -453,9 +516,15 @@ pub(crate) fn emit_function(
         cfg: &plan.cfg,
         returns: me.map(|_| (plan.returns.clone(), ret_type)),
         callees,
+        uniform: st.map(|st| UniformFx { st, parks: 0 }),
+        scratch_var: vars.scratch_var,
     };
+    // A uniform `.func` receives its caller's activity as the last argument.
+    let active_in = if me.is_some_and(|c| c.uniform) { incoming.pop() } else { None };
     let r = (|| -> Result<(), Diagnostic> {
-        if me.is_none() {
+        if let Some(u) = fx.uniform {
+            super::uniform::prologue(e, &fx, u, me.is_none(), active_in)?;
+        } else if me.is_none() {
             // Padding invocations (beyond the block's thread count) exit at once.
             let [nx, ny, nz] = e.spec_ntid;
             let xy = e.b.i_mul(u32t, None, nx, ny).map_err(internal1)?;
@@ -487,7 +556,14 @@ pub(crate) fn emit_function(
                 }
             }
         }
-        emit_regions(e, &mut fx, &plan.regions)?;
+        if fx.uniform.is_some() {
+            // Every invocation reaches the end; the state says how it left.
+            super::uniform::emit_body(e, &mut fx, &plan.regions)?;
+            emit_return(e, &mut fx)?;
+            fx.open = false;
+        } else {
+            emit_regions(e, &mut fx, &plan.regions)?;
+        }
         if fx.open {
             e.b.unreachable().map_err(internal1)?;
             fx.open = false;
@@ -559,7 +635,8 @@ pub(crate) fn reopen(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), Diagnostic> {
+/// Emit regions as ordinary structured control flow.
+pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), Diagnostic> {
     for r in regions {
         if !fx.open {
             // Code after a transfer is unreachable; keep the module well formed.
@@ -577,8 +654,8 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
                     }
                 }
             }
-            Region::Block { follower, body } => construct(e, fx, Target::Exit(*follower), body)?,
-            Region::Loop { header, body } => construct(e, fx, Target::Continue(*header), body)?,
+            Region::Block { follower, body } => construct(e, fx, Dest::To(Target::Exit(*follower)), body)?,
+            Region::Loop { header, body } => construct(e, fx, Dest::To(Target::Continue(*header)), body)?,
             Region::If { block, then_body, else_body } => {
                 let Terminator::CondBranch { pred, negated, .. } = &fx.cfg.blocks[*block].term else {
                     return Err(Diagnostic::error(Span::default(), "internal error: If without a condition"));
@@ -602,11 +679,19 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
                 e.b.begin_block(Some(m)).map_err(internal1)?;
                 fx.open = true;
             }
-            Region::Br(t) => branch(e, fx, *t, false)?,
-            Region::Return => {
-                emit_return(e, fx)?;
-                fx.open = false;
-            }
+            Region::Br(t) => branch(e, fx, Dest::To(*t), false)?,
+            Region::Return => match fx.uniform {
+                // Inside an escape region: park the invocation for good.
+                Some(u) => {
+                    let c = e.c_u32(super::uniform::RETURNED);
+                    e.b.store(u.st, c, None, []).map_err(internal1)?;
+                    branch(e, fx, Dest::Escape, false)?;
+                }
+                None => {
+                    emit_return(e, fx)?;
+                    fx.open = false;
+                }
+            },
         }
     }
     Ok(())
@@ -621,7 +706,14 @@ fn close(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-fn construct(e: &mut Emitter, fx: &mut Fx, kind: Target, body: &[Region]) -> Result<(), Diagnostic> {
+/// Ordinary emission of `regions` inside a uniform function, for the
+/// invocations whose state is 0: a one-pass loop construct that branches
+/// out of the regions leave after storing their target in the state.
+pub(crate) fn escape_region(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), Diagnostic> {
+    construct(e, fx, Dest::Escape, regions)
+}
+
+fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Result<(), Diagnostic> {
     let header = e.b.id();
     let start = e.b.id();
     let cont = e.b.id();
@@ -634,6 +726,11 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Target, body: &[Region]) -> Res
     fx.open = true;
     fx.frames.push(Frame { kind, merge, cont, pending: BTreeSet::new() });
     emit_regions(e, fx, body)?;
+    if kind == Dest::Escape && fx.open {
+        // Falling off the end of an escape region: the invocation stays active.
+        e.b.branch(merge).map_err(internal1)?;
+        fx.open = false;
+    }
     close(e, fx)?;
     let frame = fx.frames.pop().ok_or_else(|| Diagnostic::error(Span::default(), "internal error: frame"))?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
@@ -642,7 +739,7 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Target, body: &[Region]) -> Res
     fx.open = true;
     // Re-dispatch branches that leave more than this construct.
     for t in frame.pending {
-        let code = target_code(fx, t);
+        let code = dest_code(fx, t);
         let u32t = e.t_int(32);
         let bt = e.t_bool();
         let v = e.b.load(u32t, None, fx.brk, None, []).map_err(internal1)?;
@@ -660,14 +757,35 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Target, body: &[Region]) -> Res
     Ok(())
 }
 
-fn target_code(fx: &mut Fx, t: Target) -> u32 {
+/// The code of a target, in `brk` and in the uniform state (1, 2, ...).
+pub(crate) fn target_code(fx: &mut Fx, t: Target) -> u32 {
     let n = fx.codes.len() as u32 + 1;
     *fx.codes.entry(t).or_insert(n)
 }
 
-fn branch(e: &mut Emitter, fx: &mut Fx, t: Target, reset: bool) -> Result<(), Diagnostic> {
-    let Some(j) = fx.frames.iter().rposition(|f| f.kind == t) else {
-        return Err(Diagnostic::error(Span::default(), "internal error: branch target outside its region"));
+fn dest_code(fx: &mut Fx, d: Dest) -> u32 {
+    match d {
+        Dest::To(t) => target_code(fx, t),
+        Dest::Escape => ESCAPE_CODE,
+    }
+}
+
+fn branch(e: &mut Emitter, fx: &mut Fx, t: Dest, reset: bool) -> Result<(), Diagnostic> {
+    let escape = fx.frames.iter().rposition(|f| f.kind == Dest::Escape);
+    let found = fx.frames.iter().rposition(|f| f.kind == t).filter(|&j| escape.map_or(true, |k| j >= k));
+    let (j, t) = match (found, t, escape) {
+        (Some(j), _, _) => (j, t),
+        // A target outside the escape region: store it in the state and leave.
+        (None, Dest::To(target), Some(k)) => {
+            let Some(u) = fx.uniform else {
+                return Err(Diagnostic::error(Span::default(), "internal error: escape without uniform state"));
+            };
+            let c = target_code(fx, target);
+            let c = e.c_u32(c);
+            e.b.store(u.st, c, None, []).map_err(internal1)?;
+            (k, Dest::Escape)
+        }
+        _ => return Err(Diagnostic::error(Span::default(), "internal error: branch target outside its region")),
     };
     let inner = fx.frames.len() - 1;
     if j == inner {
@@ -676,12 +794,12 @@ fn branch(e: &mut Emitter, fx: &mut Fx, t: Target, reset: bool) -> Result<(), Di
             e.b.store(fx.brk, zero, None, []).map_err(internal1)?;
         }
         let dest = match t {
-            Target::Exit(_) => fx.frames[j].merge,
-            Target::Continue(_) => fx.frames[j].cont,
+            Dest::To(Target::Continue(_)) => fx.frames[j].cont,
+            Dest::To(Target::Exit(_)) | Dest::Escape => fx.frames[j].merge,
         };
         e.b.branch(dest).map_err(internal1)?;
     } else {
-        let code = target_code(fx, t);
+        let code = dest_code(fx, t);
         let c = e.c_u32(code);
         e.b.store(fx.brk, c, None, []).map_err(internal1)?;
         for f in &mut fx.frames[j + 1..] {
