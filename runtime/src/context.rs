@@ -122,7 +122,17 @@ impl Context {
     /// Translates PTX and loads it. Bad PTX gives [`Error::InvalidPtx`] with
     /// the rendered diagnostics.
     pub fn load_module(&self, ptx: &str, file_name: &str) -> Result<Module> {
-        self.0.load_module(ptx, file_name, self.0.info.emulate_fma)
+        self.0.load_module(ptx, file_name, self.0.info.emulate_fma, self.0.info.warp_path)
+    }
+
+    /// Like [`Context::load_module`], with warp operations built for `path`
+    /// instead of the device's choice; [`Error::Unsupported`] unless the
+    /// device can run it (see [`DeviceInfo::warp_paths`]).
+    pub fn load_module_with_warp_path(&self, ptx: &str, file_name: &str, path: WarpPath) -> Result<Module> {
+        if !self.0.info.warp_paths.contains(&path) {
+            return Err(Error::Unsupported(format!("the {} warp path on this device", path.name())));
+        }
+        self.0.load_module(ptx, file_name, self.0.info.emulate_fma, path)
     }
 
     /// Loads an already translated module (for example `ptx2spv` output or a
@@ -130,12 +140,12 @@ impl Context {
     /// produced with this device's options; the SPIR-V must follow the launch
     /// ABI in [`ptxvk_translator::abi`].
     pub fn load_spirv(&self, spirv: &[u32], info: ptxvk_translator::ModuleInfo) -> Result<Module> {
-        self.0.load_spirv(spirv, info)
+        self.0.load_spirv(spirv, info, self.0.info.warp_path)
     }
 
     /// The translator options modules are translated with on this device.
     pub fn translate_options(&self) -> Options {
-        self.0.options(self.0.info.emulate_fma)
+        self.0.options(self.0.info.emulate_fma, self.0.info.warp_path)
     }
 
     /// Queues a kernel launch. `params` is the packed parameter block (see
@@ -337,23 +347,34 @@ impl ContextInner {
         Ok(())
     }
 
-    fn options(&self, emulate_fma: bool) -> Options {
+    fn options(&self, emulate_fma: bool, warp_path: WarpPath) -> Options {
         Options {
             target_env: self.info.target_env,
             entry: None,
             max_push_constant_bytes: self.info.max_push_constant_bytes,
             emulate_fma,
-            warp_path: self.info.warp_path,
+            warp_path,
         }
     }
 
-    pub(crate) fn load_module(&self, ptx: &str, file_name: &str, emulate_fma: bool) -> Result<Module> {
-        let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma))
+    pub(crate) fn load_module(
+        &self,
+        ptx: &str,
+        file_name: &str,
+        emulate_fma: bool,
+        warp_path: WarpPath,
+    ) -> Result<Module> {
+        let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma, warp_path))
             .map_err(|d| Error::InvalidPtx(d.to_string()))?;
-        self.load_spirv(&translation.spirv, translation.info)
+        self.load_spirv(&translation.spirv, translation.info, warp_path)
     }
 
-    pub(crate) fn load_spirv(&self, spirv: &[u32], info: ptxvk_translator::ModuleInfo) -> Result<Module> {
+    pub(crate) fn load_spirv(
+        &self,
+        spirv: &[u32],
+        info: ptxvk_translator::ModuleInfo,
+        warp_path: WarpPath,
+    ) -> Result<Module> {
         check_entry_points(spirv, &info)?;
         for e in &info.entries {
             if e.push_constant_bytes > self.info.max_push_constant_bytes || e.push_constant_bytes % 4 != 0 {
@@ -375,7 +396,7 @@ impl ContextInner {
         } else {
             None
         };
-        let inner = ModuleInner::new(&self.device, spirv, info, data)?;
+        let inner = ModuleInner::new(&self.device, spirv, info, data, warp_path)?;
         Ok(Module(Arc::new(inner)))
     }
 
@@ -437,7 +458,7 @@ impl ContextInner {
             }
         }
         // On the slice warp path every subgroup must be full: pad to whole subgroups.
-        let granule = if info.warp_path == WarpPath::Slice { info.subgroup_size } else { 32 };
+        let granule = if f.module.warp_path == WarpPath::Slice { info.subgroup_size } else { 32 };
         let workgroup_size = abi::workgroup_size(block, granule);
         let scratch = entry.scratch_bytes(workgroup_size);
         let shared_bytes = abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4 + scratch;

@@ -117,6 +117,8 @@ pub(crate) struct PipelineSource<'a> {
     pub(crate) cache: &'a PipelineCache,
     pub(crate) entry_name: &'a CStr,
     pub(crate) global_data_address: u64,
+    /// The module's warp path (native and slice need full subgroups).
+    pub(crate) warp_path: ptxvk_translator::WarpPath,
 }
 
 /// Byte layout of the specialization data: five u32 then the u64 address at 24.
@@ -161,7 +163,7 @@ impl Pipeline {
                 }
                 stage = stage.push_next(&mut required);
             }
-        } else if info.warp_path != ptxvk_translator::WarpPath::Emulated
+        } else if src.warp_path != ptxvk_translator::WarpPath::Emulated
             && info.supports_compute_full_subgroups
             && key.workgroup_size.is_multiple_of(info.subgroup_size.max(1))
         {

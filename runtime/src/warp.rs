@@ -38,7 +38,7 @@ pub(crate) struct SubgroupFacts {
 }
 
 /// The paths the device can run, best first (always ending with emulated).
-fn possible(f: &SubgroupFacts) -> Vec<WarpPath> {
+pub(crate) fn possible(f: &SubgroupFacts) -> Vec<WarpPath> {
     let ops = vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::BALLOT | vk::SubgroupFeatureFlags::SHUFFLE;
     let usable = f.stages.contains(vk::ShaderStageFlags::COMPUTE) && f.operations.contains(ops);
     let fixed = f.required_size.is_none() && (f.min_size == f.max_size || f.max_size == 0);
@@ -51,7 +51,7 @@ fn possible(f: &SubgroupFacts) -> Vec<WarpPath> {
             out.push(WarpPath::Native);
         }
         let s = f.default_size;
-        if fixed && s > 32 && s % 32 == 0 && f.full_subgroups && f.max_threads % s == 0 {
+        if fixed && s > 32 && s.is_multiple_of(32) && f.full_subgroups && f.max_threads.is_multiple_of(s) {
             out.push(WarpPath::Slice);
         }
     }
@@ -59,16 +59,15 @@ fn possible(f: &SubgroupFacts) -> Vec<WarpPath> {
     out
 }
 
-/// The warp path for a device (see the module docs).
-pub(crate) fn choose(f: &SubgroupFacts) -> WarpPath {
-    let paths = possible(f);
+/// The warp path for a device that can run `paths` (see the module docs).
+pub(crate) fn choose(paths: &[WarpPath]) -> WarpPath {
     if let Some(wanted) = std::env::var(WARP_PATH_ENV).ok().and_then(|v| WarpPath::from_name(v.trim())) {
         if paths.contains(&wanted) {
             return wanted;
         }
         log::warn!("ptxvk: {WARP_PATH_ENV}={} is not available on this device", wanted.name());
     }
-    paths[0]
+    paths.first().copied().unwrap_or(WarpPath::Emulated)
 }
 
 #[cfg(test)]

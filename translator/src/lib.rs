@@ -73,7 +73,7 @@ impl WarpPath {
     pub fn for_subgroup_size(subgroup_size: Option<u32>) -> WarpPath {
         match subgroup_size {
             Some(32) => WarpPath::Native,
-            Some(s) if s > 32 && s % 32 == 0 => WarpPath::Slice,
+            Some(s) if s > 32 && s.is_multiple_of(32) => WarpPath::Slice,
             _ => WarpPath::Emulated,
         }
     }

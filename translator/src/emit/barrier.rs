@@ -119,7 +119,10 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Wor
     }
     // `bar.sync a{, b}`: a barrier number (0–15) and an optional thread count.
     if inst.operands.is_empty() || inst.operands.len() > 2 {
-        return Err(Diagnostic::error(inst.span, format!("'{}' takes a barrier number and an optional thread count", inst.mnemonic())));
+        return Err(Diagnostic::error(
+            inst.span,
+            format!("'{}' takes a barrier number and an optional thread count", inst.mnemonic()),
+        ));
     }
     check_barrier_number(&inst.operands[0])?;
     workgroup_barrier(e)
@@ -142,7 +145,10 @@ fn reduce(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Res
         _ => {
             return Err(Diagnostic::error(
                 inst.span,
-                format!("'{}' takes a destination, a barrier number, an optional thread count and a predicate", inst.mnemonic()),
+                format!(
+                    "'{}' takes a destination, a barrier number, an optional thread count and a predicate",
+                    inst.mnemonic()
+                ),
             ))
         }
     };

@@ -81,9 +81,9 @@ pub(crate) fn bfe(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
     let n = e.c_u32(bits);
     let top = e.c_u32(bits - 1);
     let pos_c = umin(e, pos, n)?;
-        let avail = e.b.i_sub(u32t, None, n, pos_c).map_err(internal1)?;
+    let avail = e.b.i_sub(u32t, None, n, pos_c).map_err(internal1)?;
     let l = umin(e, len, avail)?;
-        let sh = umin(e, pos_c, top)?;
+    let sh = umin(e, pos_c, top)?;
     let sh = amount(e, sh, bits)?;
     let x = e.b.shift_right_logical(t, None, va, sh).map_err(internal1)?;
     let mask = low_mask(e, l, bits)?;
@@ -130,7 +130,7 @@ pub(crate) fn bfi(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
     let top = e.c_u32(bits - 1);
     let outside = e.b.u_greater_than_equal(bt, None, pos, n).map_err(internal1)?;
     let pos_s = umin(e, pos, top)?;
-        let mask = low_mask(e, len, bits)?;
+    let mask = low_mask(e, len, bits)?;
     let sh = amount(e, pos_s, bits)?;
     let mask = e.b.shift_left_logical(t, None, mask, sh).map_err(internal1)?;
     let keep = e.b.not(t, None, mask).map_err(internal1)?;

@@ -557,8 +557,14 @@ pub(crate) fn emit_function(
             }
         }
         if fx.uniform.is_some() {
+            // Loop regions without the code after them (see `structurize::LoopExits`).
+            let span_of = |b: usize| -> Span {
+                let blk = &plan.cfg.blocks[b];
+                blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
+            };
+            let regions = structurize::run_with(&plan.cfg, &span_of, structurize::LoopExits::Outside)?;
             // Every invocation reaches the end; the state says how it left.
-            super::uniform::emit_body(e, &mut fx, &plan.regions)?;
+            super::uniform::emit_body(e, &mut fx, &regions)?;
             emit_return(e, &mut fx)?;
             fx.open = false;
         } else {
@@ -772,7 +778,7 @@ fn dest_code(fx: &mut Fx, d: Dest) -> u32 {
 
 fn branch(e: &mut Emitter, fx: &mut Fx, t: Dest, reset: bool) -> Result<(), Diagnostic> {
     let escape = fx.frames.iter().rposition(|f| f.kind == Dest::Escape);
-    let found = fx.frames.iter().rposition(|f| f.kind == t).filter(|&j| escape.map_or(true, |k| j >= k));
+    let found = fx.frames.iter().rposition(|f| f.kind == t).filter(|&j| !matches!(escape, Some(k) if j < k));
     let (j, t) = match (found, t, escape) {
         (Some(j), _, _) => (j, t),
         // A target outside the escape region: store it in the state and leave.

@@ -165,10 +165,9 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             let t = e.c_bool(true);
             super::warp::emit(e, fx, inst, t)
         }
-        "bar" | "barrier" => Err(Diagnostic::error(
-            inst.span,
-            "internal error: a block barrier outside workgroup-uniform control flow",
-        )),
+        "bar" | "barrier" => {
+            Err(Diagnostic::error(inst.span, "internal error: a block barrier outside workgroup-uniform control flow"))
+        }
         "membar" | "fence" => {
             let scope = mem::scope_of(inst, spirv::Scope::Device);
             let scope = if inst.has("cta") { spirv::Scope::Workgroup } else { scope };

@@ -142,8 +142,7 @@ pub(crate) fn scratch_words(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> (
     if !e.uniform_fns.contains(&entry.func.name) {
         return (0, 0);
     }
-    let exchange =
-        e.opts.warp_path == WarpPath::Emulated && plans.iter().any(|p| p.instructions().any(is_warp_op));
+    let exchange = e.opts.warp_path == WarpPath::Emulated && plans.iter().any(|p| p.instructions().any(is_warp_op));
     (if exchange { 2 } else { 0 }, VOTE_WORDS)
 }
 
@@ -245,9 +244,7 @@ fn transition(e: &mut Emitter, fx: &Fx, from: u32, to: u32) -> Result<(), Diagno
 
 fn region_is_collective(e: &Emitter, fx: &Fx, r: &Region) -> bool {
     match r {
-        Region::Code(b) => {
-            fx.cfg.blocks[*b].insts.iter().any(|i| is_collective(i, e.opts.warp_path, &e.uniform_fns))
-        }
+        Region::Code(b) => fx.cfg.blocks[*b].insts.iter().any(|i| is_collective(i, e.opts.warp_path, &e.uniform_fns)),
         Region::Block { body, .. } | Region::Loop { body, .. } => body.iter().any(|r| region_is_collective(e, fx, r)),
         Region::If { then_body, else_body, .. } => {
             then_body.iter().chain(else_body).any(|r| region_is_collective(e, fx, r))

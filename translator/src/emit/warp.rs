@@ -205,12 +205,8 @@ pub(crate) fn read(e: &mut Emitter, fx: &Fx, lanes: Lanes, i: Word) -> Result<Wo
 fn func_var(e: &mut Emitter, ty: Word) -> Result<Word, Diagnostic> {
     let pt = e.t_ptr(StorageClass::Function, ty);
     let id = e.b.id();
-    let inst = rspirv::dr::Instruction::new(
-        Op::Variable,
-        Some(pt),
-        Some(id),
-        vec![SOp::StorageClass(StorageClass::Function)],
-    );
+    let inst =
+        rspirv::dr::Instruction::new(Op::Variable, Some(pt), Some(id), vec![SOp::StorageClass(StorageClass::Function)]);
     let current = e.b.selected_block();
     e.b.select_block(Some(0)).map_err(internal1)?;
     e.b.insert_into_block(rspirv::dr::InsertPoint::Begin, inst).map_err(internal1)?;
@@ -347,7 +343,14 @@ pub(crate) fn ballot(e: &mut Emitter, fx: &Fx, cond: Word) -> Result<Word, Diagn
 }
 
 /// Store `v` to `op` where `active` holds (`active` may be the constant true).
-pub(crate) fn set_if(e: &mut Emitter, fx: &mut Fx, active: Word, op: &Operand, v: Word, k: K) -> Result<(), Diagnostic> {
+pub(crate) fn set_if(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    active: Word,
+    op: &Operand,
+    v: Word,
+    k: K,
+) -> Result<(), Diagnostic> {
     if matches!(op, Operand::Sink(_)) {
         return Ok(());
     }
