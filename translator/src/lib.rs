@@ -145,6 +145,16 @@ pub fn disassemble(words: &[u32]) -> String {
 /// The structured control flow of every function with a body, as text
 /// (one `function NAME` header per function, then its region tree).
 pub fn structure_dump(source: &str, file_name: &str) -> Result<String, Diagnostics> {
+    structure_dump_with(source, file_name, structurize::LoopExits::Inside)
+}
+
+/// [`structure_dump`] with loop exits placed as `exits` says (workgroup-uniform
+/// functions use [`structurize::LoopExits::Outside`]).
+pub fn structure_dump_with(
+    source: &str,
+    file_name: &str,
+    exits: structurize::LoopExits,
+) -> Result<String, Diagnostics> {
     let module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
     let mut out = String::new();
     for item in &module.items {
@@ -153,7 +163,7 @@ pub fn structure_dump(source: &str, file_name: &str) -> Result<String, Diagnosti
         let wrap = |d: Diagnostic| Diagnostics::new(file_name, source, vec![d]);
         let cfg = cfg::run(body).map_err(wrap)?;
         let span_of = |b: usize| cfg.blocks[b].term_span;
-        let regions = structurize::run(&cfg, &span_of).map_err(wrap)?;
+        let regions = structurize::run_with(&cfg, &span_of, exits).map_err(wrap)?;
         out.push_str(&format!("function {}\n", f.name));
         out.push_str(&structurize::render(&cfg, &regions));
     }
