@@ -40,8 +40,11 @@ pub(crate) struct Plan<'a> {
     local: HashMap<String, Placed>,
     local_bytes: u32,
     regs: Vec<(String, ScalarType, Span)>,
-    cfg: Cfg<'a>,
+    pub cfg: Cfg<'a>,
     regions: Vec<Region>,
+    /// The regions for workgroup-uniform emission (loop exits outside loops,
+    /// see [`structurize::LoopExits`]).
+    pub uniform_regions: Vec<Region>,
 }
 
 fn collect_decls<'a>(stmts: &'a [Statement], out: &mut Vec<&'a ast::VarDecl>) {
@@ -203,6 +206,7 @@ pub(crate) fn plan_function<'a>(
         blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
     };
     let regions = structurize::run(&cfg, &span_of)?;
+    let uniform_regions = structurize::run_with(&cfg, &span_of, structurize::LoopExits::Outside)?;
     Ok(Plan {
         func: f,
         info,
@@ -216,6 +220,7 @@ pub(crate) fn plan_function<'a>(
         regs,
         cfg,
         regions,
+        uniform_regions,
     })
 }
 
@@ -557,14 +562,8 @@ pub(crate) fn emit_function(
             }
         }
         if fx.uniform.is_some() {
-            // Loop regions without the code after them (see `structurize::LoopExits`).
-            let span_of = |b: usize| -> Span {
-                let blk = &plan.cfg.blocks[b];
-                blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
-            };
-            let regions = structurize::run_with(&plan.cfg, &span_of, structurize::LoopExits::Outside)?;
             // Every invocation reaches the end; the state says how it left.
-            super::uniform::emit_body(e, &mut fx, &regions)?;
+            super::uniform::emit_body(e, &mut fx, &plan.uniform_regions)?;
             emit_return(e, &mut fx)?;
             fx.open = false;
         } else {

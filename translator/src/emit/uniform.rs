@@ -64,7 +64,7 @@ use super::func::{self, internal1, Fx, Plan, UniformFx};
 use super::values::pred;
 use super::{Emitter, TyKey};
 use crate::ast::{Instruction, Operand};
-use crate::cfg::Terminator;
+use crate::cfg::{Cfg, Terminator};
 use crate::diag::{Diagnostic, Span};
 use crate::structurize::{Region, Target};
 use crate::WarpPath;
@@ -135,15 +135,35 @@ pub(crate) fn functions(plans: &HashMap<String, Plan>, path: WarpPath) -> BTreeS
 /// Words of the vote slots at the start of the scratch array.
 pub(crate) const VOTE_WORDS: u32 = 3;
 
-/// Scratch words (per invocation, fixed) an entry needs: vote slots when it
-/// runs in uniform mode, and two exchange words per invocation when a warp
-/// operation in its call tree is emulated. `plans` is the entry's call tree.
+/// Whether a uniform function takes workgroup votes: a loop with
+/// collectives (the loop condition), or `bar.red`.
+fn needs_votes(e: &Emitter, plan: &Plan) -> bool {
+    fn has_loop(e: &Emitter, cfg: &Cfg, rs: &[Region]) -> bool {
+        rs.iter().any(|r| match r {
+            Region::Loop { .. } => region_is_collective(e, cfg, r),
+            Region::Block { body, .. } => has_loop(e, cfg, body),
+            Region::If { then_body, else_body, .. } => has_loop(e, cfg, then_body) || has_loop(e, cfg, else_body),
+            _ => false,
+        })
+    }
+    plan.instructions().any(|i| matches!(i.opcode.as_str(), "bar" | "barrier") && i.has("red"))
+        || has_loop(e, &plan.cfg, &plan.uniform_regions)
+}
+
+/// Scratch words (per invocation, fixed) an entry needs, when it runs in
+/// uniform mode: two exchange words per invocation when a warp operation in
+/// its call tree is emulated; the vote slots when a function of the tree
+/// takes votes (or exchanges, which come after them). `plans` is the entry's
+/// call tree. Kernels whose barriers are all in straight-line code and
+/// conditionals need none.
 pub(crate) fn scratch_words(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> (u32, u32) {
     if !e.uniform_fns.contains(&entry.func.name) {
         return (0, 0);
     }
-    let exchange = e.opts.warp_path == WarpPath::Emulated && plans.iter().any(|p| p.instructions().any(is_warp_op));
-    (if exchange { 2 } else { 0 }, VOTE_WORDS)
+    let uniform: Vec<&&Plan> = plans.iter().filter(|p| e.uniform_fns.contains(&p.func.name)).collect();
+    let exchange = e.opts.warp_path == WarpPath::Emulated && uniform.iter().any(|p| p.instructions().any(is_warp_op));
+    let votes = uniform.iter().any(|p| needs_votes(e, p));
+    (if exchange { 2 } else { 0 }, if exchange || votes { VOTE_WORDS } else { 0 })
 }
 
 /// The scratch array of an entry: `wg_size * per_invocation + fixed` words.
@@ -204,7 +224,7 @@ pub(crate) fn prologue(
     };
     let v = e.b.select(u32t, None, parked, ret, zero).map_err(internal1)?;
     e.b.store(u.st, v, None, []).map_err(internal1)?;
-    if is_entry {
+    if is_entry && fx.scratch_var.is_some() {
         super::barrier::init_votes(e, fx)?;
     }
     Ok(())
@@ -242,12 +262,12 @@ fn transition(e: &mut Emitter, fx: &Fx, from: u32, to: u32) -> Result<(), Diagno
     e.b.store(st, n, None, []).map_err(internal1)
 }
 
-fn region_is_collective(e: &Emitter, fx: &Fx, r: &Region) -> bool {
+fn region_is_collective(e: &Emitter, cfg: &Cfg, r: &Region) -> bool {
     match r {
-        Region::Code(b) => fx.cfg.blocks[*b].insts.iter().any(|i| is_collective(i, e.opts.warp_path, &e.uniform_fns)),
-        Region::Block { body, .. } | Region::Loop { body, .. } => body.iter().any(|r| region_is_collective(e, fx, r)),
+        Region::Code(b) => cfg.blocks[*b].insts.iter().any(|i| is_collective(i, e.opts.warp_path, &e.uniform_fns)),
+        Region::Block { body, .. } | Region::Loop { body, .. } => body.iter().any(|r| region_is_collective(e, cfg, r)),
         Region::If { then_body, else_body, .. } => {
-            then_body.iter().chain(else_body).any(|r| region_is_collective(e, fx, r))
+            then_body.iter().chain(else_body).any(|r| region_is_collective(e, cfg, r))
         }
         Region::Br(_) | Region::Return => false,
     }
@@ -256,13 +276,13 @@ fn region_is_collective(e: &Emitter, fx: &Fx, r: &Region) -> bool {
 fn seq(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), Diagnostic> {
     let mut i = 0;
     while i < regions.len() {
-        if region_is_collective(e, fx, &regions[i]) {
+        if region_is_collective(e, fx.cfg, &regions[i]) {
             region(e, fx, &regions[i])?;
             i += 1;
             continue;
         }
         let start = i;
-        while i < regions.len() && !region_is_collective(e, fx, &regions[i]) {
+        while i < regions.len() && !region_is_collective(e, fx.cfg, &regions[i]) {
             i += 1;
         }
         match &regions[start..i] {
