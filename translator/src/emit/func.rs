@@ -485,17 +485,20 @@ pub(crate) fn emit_function(
     }
     e.b.begin_block(None).map_err(internal)?;
     let mut regs = HashMap::new();
+    let uniform = e.uniform_fns.contains(&plan.func.name);
     for (name, t, _span) in &plan.regs {
         let k = storage_kind(*t);
         let ty = e.kty(k);
         let pt = e.t_ptr(spirv::StorageClass::Function, ty);
-        let v = e.b.variable(pt, None, spirv::StorageClass::Function, None);
+        // In uniform mode inactive invocations compute with registers they
+        // never wrote: give them defined values, never undef or poison.
+        let init = if uniform { Some(e.zero(k)) } else { None };
+        let v = e.b.variable(pt, None, spirv::StorageClass::Function, init);
         regs.insert(name.clone(), (v, k));
     }
     let zero = e.c_u32(0);
     let pu = e.t_ptr(spirv::StorageClass::Function, u32t);
     let brk = e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero));
-    let uniform = e.uniform_fns.contains(&plan.func.name);
     let st = if uniform { Some(e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero))) } else { None };
     let linear = super::warp::linear_index(e).map_err(|d| vec![d])?;
     let mut fx = Fx {

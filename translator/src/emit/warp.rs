@@ -351,7 +351,8 @@ pub(crate) fn set_if(
     v: Word,
     k: K,
 ) -> Result<(), Diagnostic> {
-    if matches!(op, Operand::Sink(_)) {
+    // `_` (also inside `d|p`, where the grammar reads it as a name) discards.
+    if matches!(op, Operand::Sink(_)) || matches!(op, Operand::Name { name, .. } if name == "_") {
         return Ok(());
     }
     if active == e.c_bool(true) {
