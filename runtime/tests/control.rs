@@ -279,3 +279,95 @@ fn cp_async_zero_fills() {
     }
     assert_clean(&ctx);
 }
+
+#[test]
+fn four_kib_struct_by_value_with_its_address_taken() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/params_big.ptx"), "params_big.ptx").unwrap();
+    let f = m.function("struct_4k").unwrap();
+    assert_eq!(f.info().param_passing, ptxvk_runtime::ParamPassing::Buffer);
+    let n = 3000usize;
+    let mut rng = Lcg(21);
+    let table: Vec<u32> = (0..1024).map(|_| rng.next_u32()).collect();
+    let idx: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let didx = upload_u32(&ctx, &idx);
+    let dout = poisoned(&ctx, n + 16);
+    let tbytes: Vec<u8> = table.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let params =
+        f.pack_params(&[&tbytes, &didx.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(128), 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, n + 16);
+    for i in 0..n {
+        let v = table[(idx[i] & 1023) as usize].wrapping_mul(3).wrapping_add(table[i & 1023]);
+        assert_eq!(out[i], v, "element {i}");
+    }
+    assert!(out[n..].iter().all(|&v| v == POISON));
+    assert_clean(&ctx);
+}
+
+#[test]
+fn twenty_mixed_parameters() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/params_big.ptx"), "params_big.ptx").unwrap();
+    let f = m.function("many_params").unwrap();
+    // 104 bytes: with the 32-byte header, more than lavapipe's 128 bytes of push constants.
+    assert_eq!(f.info().param_bytes, 104);
+    if ctx.info().max_push_constant_bytes < 136 {
+        assert_eq!(f.info().param_passing, ptxvk_runtime::ParamPassing::Buffer);
+    }
+    let dout = poisoned(&ctx, 64);
+    let (a, b, c, d, e, ff) = (-7i8, -300i16, 123456i32, -9_876_543_210i64, 1234.75f32, -98765.25f64);
+    let (g, h, i, j) = (200u8, 60000u16, 4_000_000_000u32, 12_345_678_901_234u64);
+    let (k, l, mm, nn, o, p, q, r, s) = (1i32, -2i32, 3i32, -4i32, 5.5f64, -6.5f32, 7i32, -8i8, 9_000_000_000i64);
+    let args: Vec<Vec<u8>> = vec![
+        dout.to_le_bytes().to_vec(),
+        a.to_le_bytes().to_vec(),
+        b.to_le_bytes().to_vec(),
+        c.to_le_bytes().to_vec(),
+        d.to_le_bytes().to_vec(),
+        e.to_le_bytes().to_vec(),
+        ff.to_le_bytes().to_vec(),
+        g.to_le_bytes().to_vec(),
+        h.to_le_bytes().to_vec(),
+        i.to_le_bytes().to_vec(),
+        j.to_le_bytes().to_vec(),
+        k.to_le_bytes().to_vec(),
+        l.to_le_bytes().to_vec(),
+        mm.to_le_bytes().to_vec(),
+        nn.to_le_bytes().to_vec(),
+        o.to_le_bytes().to_vec(),
+        p.to_le_bytes().to_vec(),
+        q.to_le_bytes().to_vec(),
+        r.to_le_bytes().to_vec(),
+        s.to_le_bytes().to_vec(),
+    ];
+    let refs: Vec<&[u8]> = args.iter().map(|v| v.as_slice()).collect();
+    let params = f.pack_params(&refs).unwrap();
+    ctx.launch(&f, [1, 1, 1], [48, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 64);
+    let acc: i64 = a as i64
+        + b as i64
+        + c as i64
+        + d
+        + e as i64
+        + ff as i64
+        + g as i64
+        + h as i64
+        + i as i64
+        + j as i64
+        + k as i64
+        + l as i64
+        + mm as i64
+        + nn as i64
+        + o as i64
+        + p as i64
+        + q as i64
+        + r as i64
+        + s;
+    let folded = (acc ^ (acc >> 32)) as i32;
+    for t in 0..48 {
+        assert_eq!(out[t] as i32, folded.wrapping_add(t as i32), "thread {t}");
+    }
+    assert!(out[48..].iter().all(|&v| v == POISON));
+    assert_clean(&ctx);
+}

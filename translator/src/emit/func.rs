@@ -72,6 +72,23 @@ fn collect_calls(stmts: &[Statement], out: &mut Vec<(String, Span)>) {
     }
 }
 
+/// Whether any of `names` is used as a value (its address taken), rather
+/// than only as the base of a `[name+offset]` address.
+fn names_used_as_values(stmts: &[Statement], names: &std::collections::HashSet<&str>) -> bool {
+    fn operand(o: &ast::Operand, names: &std::collections::HashSet<&str>) -> bool {
+        match o {
+            ast::Operand::Name { name, .. } => names.contains(name.as_str()),
+            ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().any(|x| operand(x, names)),
+            _ => false,
+        }
+    }
+    stmts.iter().any(|s| match s {
+        Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names)),
+        Statement::Block(b) => names_used_as_values(b, names),
+        _ => false,
+    })
+}
+
 /// Most registers one function may declare.
 pub(crate) const MAX_REGISTERS: usize = 1 << 22;
 
@@ -83,7 +100,10 @@ fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> 
         match n.count {
             Some(c) => {
                 if c as usize + regs.len() > MAX_REGISTERS {
-                    return Err(Diagnostic::error(n.span, format!("more than {MAX_REGISTERS} registers in one function")));
+                    return Err(Diagnostic::error(
+                        n.span,
+                        format!("more than {MAX_REGISTERS} registers in one function"),
+                    ));
                 }
                 for i in 0..c {
                     regs.push((format!("{}{}", n.name, i), d.ty, n.span));
@@ -196,7 +216,10 @@ pub(crate) fn plan_function<'a>(
         }
     }
     let info = if is_entry {
-        Some(entry_info(f, e.opts, static_end as u32, !shared_dynamic.is_empty(), local_end as u32)?)
+        let names: std::collections::HashSet<&str> =
+            f.params.iter().flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
+        let addressed = names_used_as_values(body, &names);
+        Some(entry_info(f, e.opts, static_end as u32, !shared_dynamic.is_empty(), local_end as u32, addressed)?)
     } else {
         None
     };

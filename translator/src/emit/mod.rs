@@ -432,9 +432,12 @@ pub(crate) fn entry_info(
     static_shared: u32,
     dynamic: bool,
     local_bytes: u32,
+    params_addressed: bool,
 ) -> Result<EntryInfo, Diagnostic> {
     let (params, param_bytes) = layout::params(&f.params)?;
-    let fits = abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4 <= opts.max_push_constant_bytes;
+    // A parameter whose address is taken must live in addressable memory.
+    let fits =
+        !params_addressed && abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4 <= opts.max_push_constant_bytes;
     let (passing, push) = if fits {
         (ParamPassing::PushConstants, abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4)
     } else {
