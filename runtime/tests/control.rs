@@ -365,8 +365,8 @@ fn twenty_mixed_parameters() {
         + r as i64
         + s;
     let folded = (acc ^ (acc >> 32)) as i32;
-    for t in 0..48 {
-        assert_eq!(out[t] as i32, folded.wrapping_add(t as i32), "thread {t}");
+    for (t, &v) in out.iter().take(48).enumerate() {
+        assert_eq!(v as i32, folded.wrapping_add(t as i32), "thread {t}");
     }
     assert!(out[48..].iter().all(|&v| v == POISON));
     assert_clean(&ctx);
