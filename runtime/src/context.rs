@@ -378,6 +378,9 @@ impl ContextInner {
     pub(crate) fn load_module(&self, ptx: &str, file_name: &str, emulate_fma: bool) -> Result<Module> {
         let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma))
             .map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        if std::env::var(crate::instance::SPIRV_VAL_ENV).is_ok_and(|v| v == "1") {
+            spirv_val(&translation.spirv, self.info.target_env, file_name)?;
+        }
         self.load_spirv(&translation.spirv, translation.info)
     }
 
@@ -623,4 +626,34 @@ fn module_data_image(info: &ptxvk_translator::ModuleInfo, base: u64) -> Result<V
         }
     }
     Ok(image)
+}
+
+/// Runs `spirv-val` on a translated module (see [`crate::instance::SPIRV_VAL_ENV`]).
+fn spirv_val(spirv: &[u32], env: ptxvk_translator::TargetEnv, file_name: &str) -> Result<()> {
+    use std::io::Write;
+    let target = match env {
+        ptxvk_translator::TargetEnv::Vulkan1_2 => "vulkan1.2",
+        ptxvk_translator::TargetEnv::Vulkan1_3 => "vulkan1.3",
+    };
+    let bytes: Vec<u8> = spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut child = std::process::Command::new("spirv-val")
+        .args(["--target-env", target, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Unsupported(format!("PTXVK_SPIRV_VAL=1 but spirv-val cannot run: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(&bytes).map_err(|e| Error::Unsupported(format!("spirv-val: {e}")))?;
+    }
+    let out = child.wait_with_output().map_err(|e| Error::Unsupported(format!("spirv-val: {e}")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Error::InvalidPtx(format!(
+            "{file_name}: internal error: the translated module fails spirv-val:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )))
+    }
 }

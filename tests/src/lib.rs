@@ -73,6 +73,7 @@ pub fn setup() {
             std::env::set_var("VK_ICD_FILENAMES", LAVAPIPE_ICD);
         }
         std::env::set_var(ptxvk_runtime::instance::VALIDATION_ENV, "1");
+        std::env::set_var(ptxvk_runtime::instance::SPIRV_VAL_ENV, "1");
         // Another logger may already be installed; then that one prints.
         let _ = log::set_logger(&STDERR_LOGGER);
         log::set_max_level(log::LevelFilter::Warn);
