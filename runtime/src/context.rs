@@ -372,6 +372,7 @@ impl ContextInner {
             entry: None,
             max_push_constant_bytes: self.info.max_push_constant_bytes,
             emulate_fma,
+            float_atomics: self.info.supports_buffer_f32_atomic_add,
         }
     }
 

@@ -371,3 +371,29 @@ fn twenty_mixed_parameters() {
     assert!(out[48..].iter().all(|&v| v == POISON));
     assert_clean(&ctx);
 }
+
+#[test]
+fn shared_64_bit_atomics() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/shared_atomics64.ptx"), "sh64.ptx").unwrap();
+    let f = m.function("sh64").unwrap();
+    let threads = 60usize;
+    let mut rng = Lcg(77);
+    let input: Vec<u64> = (0..threads).map(|_| (rng.next_u32() as u64) << 32 | rng.next_u32() as u64).collect();
+    let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let din = ctx.alloc(bytes.len() as u64).unwrap();
+    ctx.copy_htod(din, &bytes).unwrap();
+    let dout = poisoned(&ctx, 12);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 12);
+    let word = |i: usize| out[2 * i] as u64 | (out[2 * i + 1] as u64) << 32;
+    let sum = input.iter().fold(0u64, |a, &v| a.wrapping_add(v));
+    let max = input.iter().map(|&v| v as i64).max().unwrap().max(0) as u64;
+    let min = *input.iter().min().unwrap();
+    let xor = input.iter().fold(0u64, |a, &v| a ^ v);
+    assert_eq!([word(0), word(1), word(2), word(3)], [sum, max, min, xor]);
+    assert_eq!(out[8], 1 + 100, "thread 1's 32-bit slot");
+    assert_eq!(out[9], 15 + 100, "thread 15's 32-bit slot");
+    assert_clean(&ctx);
+}

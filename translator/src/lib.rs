@@ -43,11 +43,21 @@ pub struct Options {
     /// Emulate a correctly rounded fused multiply-add (for drivers whose
     /// `Fma` is not fused, such as lavapipe).
     pub emulate_fma: bool,
+    /// The device has `shaderBufferFloat32AtomicAdd`
+    /// (`VK_EXT_shader_atomic_float`); otherwise float atomics use
+    /// compare-and-swap loops.
+    pub float_atomics: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { target_env: TargetEnv::Vulkan1_2, entry: None, max_push_constant_bytes: 128, emulate_fma: true }
+        Options {
+            target_env: TargetEnv::Vulkan1_2,
+            entry: None,
+            max_push_constant_bytes: 128,
+            emulate_fma: true,
+            float_atomics: false,
+        }
     }
 }
 

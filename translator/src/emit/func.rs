@@ -38,6 +38,9 @@ pub(crate) struct Plan<'a> {
     pub callees: Vec<(String, Span)>,
     /// Whether an `exit` in this `.func` can end the thread.
     pub may_exit: bool,
+    /// Whether it has 64-bit atomics that may reach `.shared` memory (then
+    /// the entry's shared memory is an array of 64-bit words).
+    pub wide_atomics: bool,
     shared: HashMap<String, Placed>,
     local: HashMap<String, Placed>,
     local_bytes: u32,
@@ -85,6 +88,19 @@ fn names_used_as_values(stmts: &[Statement], names: &std::collections::HashSet<&
     stmts.iter().any(|s| match s {
         Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names)),
         Statement::Block(b) => names_used_as_values(b, names),
+        _ => false,
+    })
+}
+
+/// 64-bit `atom`/`red` on `.shared` or generic addresses.
+fn has_wide_shared_atomics(stmts: &[Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        Statement::Inst(i) if i.opcode == "atom" || i.opcode == "red" => {
+            let wide = i.modifiers.iter().filter_map(|m| ScalarType::from_name(m)).any(|t| t.size() == 8);
+            let other_space = i.modifiers.iter().any(|m| matches!(m.as_str(), "global" | "local" | "param" | "const"));
+            wide && !other_space
+        }
+        Statement::Block(b) => has_wide_shared_atomics(b),
         _ => false,
     })
 }
@@ -235,9 +251,11 @@ pub(crate) fn plan_function<'a>(
     };
     let regions = structurize::run(&cfg, &span_of)?;
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
+    let wide_atomics = has_wide_shared_atomics(body);
     Ok(Plan {
         func: f,
         may_exit,
+        wide_atomics,
         info,
         static_shared_bytes: static_end as u32,
         params: formal_params,
@@ -304,6 +322,8 @@ pub(crate) struct EntryVars {
     pub local_var: Option<Word>,
     /// `Private` u32 set by `exit` inside a `.func` (see [`cfg::EXITED`]).
     pub exited_var: Option<Word>,
+    /// The shared words are 64 bits wide (64-bit shared atomics).
+    pub shared_wide: bool,
     pub passing: ParamPassing,
 }
 
@@ -327,6 +347,8 @@ pub(crate) struct Fx<'a> {
     pub local_base: u32,
     /// See [`EntryVars::exited_var`].
     pub exited_var: Option<Word>,
+    /// See [`EntryVars::shared_wide`].
+    pub shared_wide: bool,
     pub push_var: Option<Word>,
     pub linear: Word,
     pub brk: Word,
@@ -353,6 +375,7 @@ impl Fx<'_> {
             shared_var: fx.shared_var,
             local_var: None,
             exited_var: None,
+            shared_wide: fx.shared_wide,
             local_base: fx.local_base,
             push_var: fx.push_var,
             linear: fx.linear,
@@ -402,7 +425,22 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
         None
     };
     let uses_shared = plans.iter().any(|p| !p.shared.is_empty());
-    let shared_var = if uses_shared {
+    let shared_wide = uses_shared && plans.iter().any(|p| p.wide_atomics);
+    let shared_var = if uses_shared && shared_wide {
+        // ceil(words / 2) 64-bit words.
+        let u64t = e.t_int(64);
+        let one = e.c_u32(1);
+        let two = e.c_u32(2);
+        let words = e.spec_shared_words;
+        let plus = spec_op(e, u32t, spirv::Op::IAdd, &[words, one]);
+        let len = spec_op(e, u32t, spirv::Op::UDiv, &[plus, two]);
+        let arr = e.b.type_array(u64t, len);
+        if e.decorated.insert(arr) {
+            e.b.decorate(arr, spirv::Decoration::ArrayStride, [Operand::LiteralBit32(8)]);
+        }
+        let pt = e.t_ptr(spirv::StorageClass::Workgroup, arr);
+        Some(e.b.variable(pt, None, spirv::StorageClass::Workgroup, None))
+    } else if uses_shared {
         let len = e.spec_shared_words;
         let arr = e.ty(TyKey::Array(u32t, len));
         let pt = e.t_ptr(spirv::StorageClass::Workgroup, arr);
@@ -431,8 +469,19 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
         shared_var,
         local_var,
         exited_var,
+        shared_wide,
         passing: info.map(|i| i.param_passing).unwrap_or(ParamPassing::PushConstants),
     }
+}
+
+/// `OpSpecConstantOp` (rspirv's builder takes no operands for it).
+fn spec_op(e: &mut Emitter, ty: Word, op: spirv::Op, args: &[Word]) -> Word {
+    let id = e.b.id();
+    let mut ops = vec![Operand::LiteralSpecConstantOpInteger(op)];
+    ops.extend(args.iter().map(|a| Operand::IdRef(*a)));
+    let inst = rspirv::dr::Instruction::new(spirv::Op::SpecConstantOp, Some(ty), Some(id), ops);
+    e.b.insert_types_global_values(rspirv::dr::InsertPoint::End, inst);
+    id
 }
 
 /// Emit an entry (`me` is `None`) or one entry's copy of a `.func`.
@@ -489,6 +538,7 @@ pub(crate) fn emit_function(
         shared_var: vars.shared_var,
         local_var: vars.local_var,
         exited_var: vars.exited_var,
+        shared_wide: vars.shared_wide,
         local_base,
         push_var: vars.push_var,
         linear,

@@ -82,6 +82,11 @@ pub(crate) struct Emitter<'o> {
 }
 
 impl<'o> Emitter<'o> {
+    /// Whether native float32 atomic add may be used.
+    pub fn opts_float_atomics(&self) -> bool {
+        self.opts.float_atomics
+    }
+
     pub fn cap(&mut self, c: Capability) {
         if self.caps.insert(c as u32) {
             self.b.capability(c);
