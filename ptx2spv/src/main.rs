@@ -77,6 +77,9 @@ struct Cli {
     /// Emit an exact fused multiply-add emulation (for drivers whose `Fma` is not fused).
     #[arg(long = "emulate-fma", default_value_t = false)]
     emulate_fma: bool,
+    /// Use native float32 atomic add (the device has `shaderBufferFloat32AtomicAdd`).
+    #[arg(long = "float-atomics", default_value_t = false)]
+    float_atomics: bool,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -130,6 +133,7 @@ fn run(cli: Cli) -> Result<(), String> {
         entry: cli.entry.clone(),
         max_push_constant_bytes: cli.push_constant_bytes,
         emulate_fma: cli.emulate_fma,
+        float_atomics: cli.float_atomics,
         warp_path: match (cli.warp_path, cli.subgroup_size) {
             (Some(Warp::Native), _) => WarpPath::Native,
             (Some(Warp::Slice), _) => WarpPath::Slice,

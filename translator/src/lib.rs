@@ -13,6 +13,7 @@ pub mod diag;
 mod emit;
 pub mod layout;
 pub mod parse;
+pub mod reducible;
 pub mod scope;
 pub mod structurize;
 
@@ -92,6 +93,10 @@ pub struct Options {
     /// Emulate a correctly rounded fused multiply-add (for drivers whose
     /// `Fma` is not fused, such as lavapipe).
     pub emulate_fma: bool,
+    /// The device has `shaderBufferFloat32AtomicAdd`
+    /// (`VK_EXT_shader_atomic_float`); otherwise float atomics use
+    /// compare-and-swap loops.
+    pub float_atomics: bool,
     /// How warp operations are implemented; the runtime picks it from the
     /// device's subgroup properties.
     pub warp_path: WarpPath,
@@ -104,6 +109,7 @@ impl Default for Options {
             entry: None,
             max_push_constant_bytes: 128,
             emulate_fma: true,
+            float_atomics: false,
             warp_path: WarpPath::Emulated,
         }
     }
@@ -161,7 +167,8 @@ pub fn structure_dump_with(
         let ast::ModuleItem::Function(f) = item else { continue };
         let Some(body) = &f.body else { continue };
         let wrap = |d: Diagnostic| Diagnostics::new(file_name, source, vec![d]);
-        let cfg = cfg::run(body).map_err(wrap)?;
+        let mut cfg = cfg::run(body, f.kind == ast::FunctionKind::Func).map_err(wrap)?;
+        reducible::run(&mut cfg);
         let span_of = |b: usize| cfg.blocks[b].term_span;
         let regions = structurize::run_with(&cfg, &span_of, exits).map_err(wrap)?;
         out.push_str(&format!("function {}\n", f.name));

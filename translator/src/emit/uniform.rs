@@ -64,7 +64,7 @@ use super::func::{self, internal1, Fx, Plan, UniformFx};
 use super::values::pred;
 use super::{Emitter, TyKey};
 use crate::ast::{Instruction, Operand};
-use crate::cfg::{Cfg, Terminator};
+use crate::cfg::Cfg;
 use crate::diag::{Diagnostic, Span};
 use crate::structurize::{Region, Target};
 use crate::WarpPath;
@@ -345,12 +345,7 @@ fn region(e: &mut Emitter, fx: &mut Fx, r: &Region) -> Result<(), Diagnostic> {
             Ok(())
         }
         Region::If { block, then_body, else_body } => {
-            let Terminator::CondBranch { pred: p, negated, .. } = &fx.cfg.blocks[*block].term else {
-                return Err(Diagnostic::error(Span::default(), "internal error: If without a condition"));
-            };
-            let span = fx.cfg.blocks[*block].term_span;
-            let (p, negated) = (p.clone(), *negated);
-            let c = pred(e, fx, &p, negated, span)?;
+            let c = func::branch_condition(e, fx, *block)?;
             let Some(u) = fx.uniform.as_mut() else {
                 return Err(Diagnostic::error(Span::default(), "internal error: no uniform state"));
             };
@@ -380,13 +375,16 @@ fn region(e: &mut Emitter, fx: &mut Fx, r: &Region) -> Result<(), Diagnostic> {
     }
 }
 
-/// A basic block with collective instructions.
+/// A basic block with collective instructions. Runs of ordinary
+/// instructions end at collectives and after calls (a callee that runs
+/// `exit` parks the invocation, and the next run must see it).
 fn code(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(), Diagnostic> {
     let insts = fx.cfg.blocks[b].insts.clone();
     let mut run: Vec<&Instruction> = Vec::new();
+    let mut assign = fx.cfg.blocks[b].assign.is_some();
     for inst in insts {
         if is_collective(inst, e.opts.warp_path, &e.uniform_fns) {
-            ordinary(e, fx, &run)?;
+            ordinary(e, fx, b, &run, std::mem::take(&mut assign))?;
             run.clear();
             if let Err(mut d) = collective(e, fx, inst) {
                 if d.span == Span::default() {
@@ -396,14 +394,19 @@ fn code(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(), Diagnostic> {
             }
         } else {
             run.push(inst);
+            if inst.opcode == "call" {
+                ordinary(e, fx, b, &run, std::mem::take(&mut assign))?;
+                run.clear();
+            }
         }
     }
-    ordinary(e, fx, &run)
+    ordinary(e, fx, b, &run, assign)
 }
 
-/// Ordinary instructions, for the active invocations.
-fn ordinary(e: &mut Emitter, fx: &mut Fx, run: &[&Instruction]) -> Result<(), Diagnostic> {
-    if run.is_empty() {
+/// Ordinary instructions (after block `b`'s assignment when `assign`), for
+/// the active invocations.
+fn ordinary(e: &mut Emitter, fx: &mut Fx, b: usize, run: &[&Instruction], assign: bool) -> Result<(), Diagnostic> {
+    if run.is_empty() && !assign {
         return Ok(());
     }
     let act = is_active(e, fx)?;
@@ -412,6 +415,9 @@ fn ordinary(e: &mut Emitter, fx: &mut Fx, run: &[&Instruction]) -> Result<(), Di
     e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
     e.b.branch_conditional(act, yes, merge, []).map_err(internal1)?;
     e.b.begin_block(Some(yes)).map_err(internal1)?;
+    if assign {
+        func::block_assign(e, fx, b)?;
+    }
     for inst in run {
         if let Err(d) = super::inst::emit(e, fx, inst) {
             fx.errors.push(d);
