@@ -468,3 +468,143 @@ fn scratch_is_reported() {
     );
     assert_clean(&ctx);
 }
+
+/// `exit` inside a `.func` before `bar.sync`: exited threads no longer take
+/// part (blocks of 64; threads above 40 exit).
+const EXIT_IN_FUNC: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.func maybe_exit(.reg .b32 %x)
+{
+    .reg .pred %p;
+    setp.gt.u32 %p, %x, 40;
+    @%p exit;
+    ret;
+}
+.visible .entry k(.param .u64 out)
+{
+    .shared .align 4 .b32 s[64];
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], 1;
+    call maybe_exit, (%r1);
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, s;
+    add.u32 %r4, %r3, %r2;
+    st.shared.u32 [%r4], %r1;
+    bar.sync 0;
+    shr.u32 %r5, %r1, 1;
+    shl.b32 %r5, %r5, 2;
+    add.u32 %r5, %r3, %r5;
+    ld.shared.u32 %r6, [%r5];
+    add.u32 %r6, %r6, 100;
+    st.global.u32 [%rd3], %r6;
+    ret;
+}
+"#;
+
+#[test]
+fn exit_in_func_before_barrier() {
+    on_every_path("exit_in_func_before_barrier", EXIT_IN_FUNC, |ctx, m| {
+        let f = m.function("k").unwrap();
+        let dout = poisoned(ctx, 64);
+        launch(ctx, &f, 1, 64, &[&dout.to_le_bytes()]);
+        let want: Vec<u32> = (0..64u32).map(|t| if t > 40 { 1 } else { t / 2 + 100 }).collect();
+        check("exit_in_func", &download(ctx, dout, 64), &want);
+        ctx.free(dout).unwrap();
+    });
+    // The same with a barrier in the function: it runs in uniform mode too.
+    let uniform = EXIT_IN_FUNC.replace("    setp.gt.u32 %p, %x, 40;", "    bar.sync 0;\n    setp.gt.u32 %p, %x, 40;");
+    on_every_path("exit_in_uniform_func_before_barrier", &uniform, |ctx, m| {
+        let f = m.function("k").unwrap();
+        let dout = poisoned(ctx, 64);
+        launch(ctx, &f, 1, 64, &[&dout.to_le_bytes()]);
+        let want: Vec<u32> = (0..64u32).map(|t| if t > 40 { 1 } else { t / 2 + 100 }).collect();
+        check("exit_in_uniform_func", &download(ctx, dout, 64), &want);
+        ctx.free(dout).unwrap();
+    });
+}
+
+/// An irreducible loop (entered at A or B by thread parity) before
+/// `bar.sync` (blocks of 64).
+const IRREDUCIBLE_THEN_SYNC: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .shared .align 4 .b32 s[64];
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %r1;
+    mov.u32 %r3, 0;
+    and.b32 %r4, %r1, 7;
+    add.u32 %r4, %r4, 3;
+    and.b32 %r5, %r1, 1;
+    setp.eq.u32 %p1, %r5, 1;
+    @%p1 bra B;
+A:
+    shl.b32 %r2, %r2, 1;
+    add.u32 %r2, %r2, 1;
+    add.u32 %r3, %r3, 1;
+    setp.ge.u32 %p2, %r3, %r4;
+    @%p2 bra DONE;
+B:
+    add.u32 %r2, %r2, 3;
+    add.u32 %r3, %r3, 1;
+    setp.lt.u32 %p3, %r3, %r4;
+    @%p3 bra A;
+DONE:
+    shl.b32 %r6, %r1, 2;
+    mov.u32 %r7, s;
+    add.u32 %r8, %r7, %r6;
+    st.shared.u32 [%r8], %r2;
+    bar.sync 0;
+    xor.b32 %r9, %r6, 4;
+    add.u32 %r9, %r7, %r9;
+    ld.shared.u32 %r10, [%r9];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r10;
+    ret;
+}
+"#;
+
+#[test]
+fn irreducible_loop_before_barrier() {
+    on_every_path("irreducible_loop_before_barrier", IRREDUCIBLE_THEN_SYNC, |ctx, m| {
+        let f = m.function("k").unwrap();
+        let dout = poisoned(ctx, 64);
+        launch(ctx, &f, 1, 64, &[&dout.to_le_bytes()]);
+        let run = |t: u32| {
+            let (mut x, mut c, lim) = (t, 0u32, (t & 7) + 3);
+            let mut at_a = t & 1 == 0;
+            loop {
+                if at_a {
+                    x = x.wrapping_mul(2).wrapping_add(1);
+                    c += 1;
+                    if c >= lim {
+                        return x;
+                    }
+                }
+                x = x.wrapping_add(3);
+                c += 1;
+                if c >= lim {
+                    return x;
+                }
+                at_a = true;
+            }
+        };
+        let want: Vec<u32> = (0..64u32).map(|t| run(t ^ 1)).collect();
+        check("irreducible", &download(ctx, dout, 64), &want);
+        ctx.free(dout).unwrap();
+    });
+}
