@@ -17,6 +17,12 @@
 //! more than one loop construct stores its target in a `brk` variable, breaks
 //! out of the innermost construct, and is re-dispatched at each construct's
 //! merge block until it reaches its destination.
+//!
+//! Functions with barriers, or with warp operations on the emulated warp
+//! path, are emitted in workgroup-uniform mode instead ([`uniform`]): every
+//! invocation follows the same control flow and thread activity is data, so
+//! that barriers ([`barrier`]) and emulated warp operations ([`warp`]) are
+//! reached by the whole workgroup wherever CUDA code puts them.
 
 mod async_copy;
 mod barrier;

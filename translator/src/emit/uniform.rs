@@ -52,6 +52,14 @@
 //! argument; it keeps its own state, so the caller's is untouched, and the
 //! caller stores the results only where it is active.
 //!
+//! `exit` in a `.func` sets the entry's exited flag (see `cfg::EXITED`); after
+//! a call the caller parks invocations whose flag is set, so runs of
+//! ordinary instructions end after every call.
+//!
+//! Loop regions come from [`crate::structurize::LoopExits::Outside`]: code
+//! after a loop is outside its region, so invocations that leave a loop early
+//! wait at its end for the others before they reach a barrier that follows.
+//!
 //! # Limits
 //! Named barriers and thread counts are not distinguished: every `bar.sync`,
 //! `bar.arrive` and `bar.red` is a barrier of the whole workgroup (see
