@@ -15,6 +15,8 @@ use common::{assert_clean, context, Lcg};
 use ptxvk_runtime::{Context, Function, Module, WarpPath};
 
 const DIVERGENCE: &str = include_str!("../../tests/fixtures/warp/warp_divergence.ptx");
+/// The same kernels from `nvcc -G -O0`: branchier control flow, `bra.uni`, debug sections.
+const DIVERGENCE_DEBUG: &str = include_str!("../../tests/fixtures/warp/warp_divergence_debug.ptx");
 const POISON: u32 = 0xDEAD_BEEF;
 
 /// Runs `body` once per warp path the device offers, saying which are skipped.
@@ -35,6 +37,12 @@ fn on_every_path(name: &str, ptx: &str, body: impl Fn(&Context, &Module)) {
         body(&ctx, &m);
     }
     assert_clean(&ctx);
+}
+
+/// [`on_every_path`] for the `-O3` and the `-G` build of the nvcc kernels.
+fn on_every_fixture(name: &str, body: impl Fn(&Context, &Module)) {
+    on_every_path(name, DIVERGENCE, &body);
+    on_every_path(&format!("{name} (-G)"), DIVERGENCE_DEBUG, &body);
 }
 
 fn upload(ctx: &Context, data: &[u32]) -> u64 {
@@ -91,7 +99,7 @@ fn check(what: &str, got: &[u32], want: &[u32]) {
 
 #[test]
 fn warp0_reduce() {
-    on_every_path("warp0_reduce", DIVERGENCE, |ctx, m| {
+    on_every_fixture("warp0_reduce", |ctx, m| {
         let f = m.function("warp0_reduce").unwrap();
         let n = 5000usize;
         let grid = n.div_ceil(256);
@@ -110,7 +118,7 @@ fn warp0_reduce() {
 
 #[test]
 fn ballot_in_if() {
-    on_every_path("ballot_in_if", DIVERGENCE, |ctx, m| {
+    on_every_fixture("ballot_in_if", |ctx, m| {
         let f = m.function("ballot_in_if").unwrap();
         let (grid, block) = (4usize, 128usize);
         let total = grid * block;
@@ -143,7 +151,7 @@ fn ballot_in_if() {
 
 #[test]
 fn early_exit_sync() {
-    on_every_path("early_exit_sync", DIVERGENCE, |ctx, m| {
+    on_every_fixture("early_exit_sync", |ctx, m| {
         let f = m.function("early_exit_sync").unwrap();
         let (n, block) = (1000usize, 256usize);
         let grid = n.div_ceil(block);
@@ -172,7 +180,7 @@ fn early_exit_sync() {
 
 #[test]
 fn syncwarp_activemask() {
-    on_every_path("syncwarp_activemask", DIVERGENCE, |ctx, m| {
+    on_every_fixture("syncwarp_activemask", |ctx, m| {
         let f = m.function("syncwarp_activemask").unwrap();
         let (grid, block) = (3usize, 48usize);
         let total = grid * block;
@@ -198,7 +206,7 @@ fn syncwarp_activemask() {
 
 #[test]
 fn partial_warp_vote() {
-    on_every_path("partial_warp_vote", DIVERGENCE, |ctx, m| {
+    on_every_fixture("partial_warp_vote", |ctx, m| {
         let f = m.function("partial_warp_vote").unwrap();
         let (grid, block) = (2usize, 50usize);
         let total = grid * block;
@@ -225,7 +233,7 @@ fn partial_warp_vote() {
 
 #[test]
 fn noinline_collectives() {
-    on_every_path("noinline_collectives", DIVERGENCE, |ctx, m| {
+    on_every_fixture("noinline_collectives", |ctx, m| {
         let f = m.function("noinline_collectives").unwrap();
         let (grid, block) = (3usize, 128usize);
         let total = grid * block;
@@ -248,7 +256,7 @@ fn noinline_collectives() {
 
 #[test]
 fn sync_count() {
-    on_every_path("sync_count", DIVERGENCE, |ctx, m| {
+    on_every_fixture("sync_count", |ctx, m| {
         let f = m.function("sync_count").unwrap();
         let (grid, block) = (3usize, 100usize);
         let total = grid * block;
@@ -282,7 +290,7 @@ fn sync_count() {
 
 #[test]
 fn warp_aggregate() {
-    on_every_path("warp_aggregate", DIVERGENCE, |ctx, m| {
+    on_every_fixture("warp_aggregate", |ctx, m| {
         let f = m.function("warp_aggregate").unwrap();
         let (n, block) = (1000usize, 128usize);
         let grid = n.div_ceil(block);
@@ -303,7 +311,7 @@ fn warp_aggregate() {
 
 #[test]
 fn leader_loop() {
-    on_every_path("leader_loop", DIVERGENCE, |ctx, m| {
+    on_every_fixture("leader_loop", |ctx, m| {
         let f = m.function("leader_loop").unwrap();
         let (grid, block) = (4usize, 64usize);
         let total = grid * block;
@@ -332,7 +340,7 @@ fn leader_loop() {
 
 #[test]
 fn loop_then_sync() {
-    on_every_path("loop_then_sync", DIVERGENCE, |ctx, m| {
+    on_every_fixture("loop_then_sync", |ctx, m| {
         let f = m.function("loop_then_sync").unwrap();
         let (grid, block) = (2usize, 128usize);
         let total = grid * block;
