@@ -369,6 +369,32 @@ fn loop_then_sync() {
     });
 }
 
+#[test]
+fn sync_in_if() {
+    on_every_fixture("sync_in_if", |ctx, m| {
+        let f = m.function("sync_in_if").unwrap();
+        let (grid, block) = (2usize, 128usize);
+        let total = grid * block;
+        let x = random(21, total, -1 << 20, 1 << 20);
+        let din = upload(ctx, &as_u32(&x));
+        for flag in [0i32, 1] {
+            let dout = poisoned(ctx, total);
+            launch(ctx, &f, grid as u32, block as u32, &[&din.to_le_bytes(), &dout.to_le_bytes(), &flag.to_le_bytes()]);
+            let want: Vec<u32> = (0..total)
+                .map(|i| {
+                    let (b, t) = (i / block, i % block);
+                    let v =
+                        if flag != 0 { x[b * block + 127 - t] } else { x[b * block + ((t + 1) & 127)].wrapping_mul(2) };
+                    v as u32
+                })
+                .collect();
+            check("sync_in_if", &download(ctx, dout, total), &want);
+            ctx.free(dout).unwrap();
+        }
+        ctx.free(din).unwrap();
+    });
+}
+
 /// Forms nvcc does not emit for sm_80, one block of 64 threads; eight words
 /// per thread.
 const MISC: &str = r#"
