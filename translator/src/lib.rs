@@ -6,7 +6,7 @@
 //!    source [`Span`];
 //! 2. [`scope`]: nested `{ }` scopes resolved by renaming, so each function
 //!    has one flat namespace;
-//! 3. [`cfg`]: a function body → basic blocks with explicit terminators
+//! 3. [`mod@cfg`]: a function body → basic blocks with explicit terminators
 //!    (the intermediate representation control-flow passes work on; its
 //!    invariants are documented there);
 //! 4. [`reducible`]: irreducible cycles get a single entry (edge multiplexing);
