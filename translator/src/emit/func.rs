@@ -452,16 +452,8 @@ impl Fx<'_> {
 
 /// Storage kind of a register of PTX type `t`.
 pub(crate) fn storage_kind(t: ScalarType) -> K {
-    use ScalarType::*;
-    match t {
-        Pred => K::Pred,
-        F32 => K::Float(32),
-        F64 => K::Float(64),
-        S8 | U8 | B8 | S16 | U16 | B16 | F16 | Bf16 => K::Int(16),
-        S32 | U32 | B32 | F16x2 | Bf16x2 => K::Int(32),
-        S64 | U64 | B64 => K::Int(64),
-        B128 => K::Int(64),
-    }
+    // Registers hold what instructions of their type compute on.
+    super::values::kind_of(t)
 }
 
 /// Create the push-constant and shared-memory variables of an entry.
