@@ -18,12 +18,17 @@
 //! out of the innermost construct, and is re-dispatched at each construct's
 //! merge block until it reaches its destination.
 
+mod bits;
 mod call;
+mod carry;
+mod compare;
 mod cvt;
 mod float;
 mod func;
+mod half;
 mod inst;
 mod mem;
+mod rounding;
 mod values;
 
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
