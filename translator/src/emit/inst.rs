@@ -343,8 +343,9 @@ fn int_binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -
                 return Err(unsupported(inst, ""));
             }
             let t64 = e.t_int(64);
-            let wa = e.b.s_convert(t64, None, va).map_err(internal1)?;
-            let wb = e.b.s_convert(t64, None, vb).map_err(internal1)?;
+            let _ = t64;
+            let wa = e.sext(va, 32, 64)?;
+            let wb = e.sext(vb, 32, 64)?;
             let s = op2(e, if opcode == "add" { Op::IAdd } else { Op::ISub }, t64, wa, wb)?;
             let lo = e.c_int(64, i32::MIN as i64 as u64);
             let hi = e.c_int(64, i32::MAX as u64);
@@ -357,7 +358,7 @@ fn int_binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -
         "mul" if wide => {
             let w2 = e.t_int(bits * 2);
             let (wa, wb) = if signed {
-                (e.b.s_convert(w2, None, va).map_err(internal1)?, e.b.s_convert(w2, None, vb).map_err(internal1)?)
+                (e.sext(va, bits, bits * 2)?, e.sext(vb, bits, bits * 2)?)
             } else {
                 (e.b.u_convert(w2, None, va).map_err(internal1)?, e.b.u_convert(w2, None, vb).map_err(internal1)?)
             };
@@ -489,7 +490,7 @@ fn int_mad(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> R
     if inst.has("wide") {
         let w2 = e.t_int(bits * 2);
         let (wa, wb) = if signed {
-            (e.b.s_convert(w2, None, va).map_err(internal1)?, e.b.s_convert(w2, None, vb).map_err(internal1)?)
+            (e.sext(va, bits, bits * 2)?, e.sext(vb, bits, bits * 2)?)
         } else {
             (e.b.u_convert(w2, None, va).map_err(internal1)?, e.b.u_convert(w2, None, vb).map_err(internal1)?)
         };
