@@ -294,6 +294,37 @@ pub(crate) fn div_rnd(e: &mut Emitter, a: Word, b: Word, bits: u32, rnd: Rnd) ->
 
 /// `sqrt(a)` in any rounding mode.
 fn sqrt_rnd(e: &mut Emitter, a: Word, bits: u32, rnd: Rnd) -> R {
+    if bits == 64 {
+        return scaled_sqrt64(e, a, rnd);
+    }
+    sqrt_rnd_core(e, a, bits, rnd)
+}
+
+/// f64 square roots of very small or very large operands: scale by an even
+/// power of two into the middle of the range (exact), take the root there,
+/// scale back (exact: square roots are never subnormal). Keeps every
+/// residual of the correction steps far from underflow and overflow.
+fn scaled_sqrt64(e: &mut Emitter, a: Word, rnd: Rnd) -> R {
+    let ft = e.t_float(64);
+    let lo = e.c_f64(2f64.powi(-900));
+    let hi = e.c_f64(2f64.powi(900));
+    let small = cmp(e, Op::FOrdLessThan, a, lo)?;
+    let big = cmp(e, Op::FOrdGreaterThan, a, hi)?;
+    let one = e.c_f64(1.0);
+    let up_in = e.c_f64(2f64.powi(1000));
+    let down_in = e.c_f64(2f64.powi(-1000));
+    let up_out = e.c_f64(2f64.powi(500));
+    let down_out = e.c_f64(2f64.powi(-500));
+    let s_in = sel(e, ft, small, up_in, one)?;
+    let s_in = sel(e, ft, big, down_in, s_in)?;
+    let s_out = sel(e, ft, small, down_out, one)?;
+    let s_out = sel(e, ft, big, up_out, s_out)?;
+    let a2 = exact(e, Op::FMul, ft, a, s_in)?;
+    let q = sqrt_rnd_core(e, a2, 64, rnd)?;
+    exact(e, Op::FMul, ft, q, s_out)
+}
+
+fn sqrt_rnd_core(e: &mut Emitter, a: Word, bits: u32, rnd: Rnd) -> R {
     let q = sqrt_rn(e, a, bits)?;
     if matches!(rnd, Rnd::Rn | Rnd::Rna) {
         return Ok(q);
@@ -305,7 +336,9 @@ fn sqrt_rnd(e: &mut Emitter, a: Word, bits: u32, rnd: Rnd) -> R {
         let dq = o(e, Op::FConvert, dt, &[q])?;
         let p = exact(e, Op::FMul, dt, dq, dq)?;
         let r = exact(e, Op::FSub, dt, da, p)?;
-        o(e, Op::FConvert, ft, &[r])?
+        let one = e.c_f64(1.0);
+        let sg = sign_times(e, r, one, 64)?;
+        o(e, Op::FConvert, ft, &[sg])?
     } else {
         let nq = o(e, Op::FNegate, ft, &[q])?;
         fma_exact64(e, nq, q, a)?
@@ -498,7 +531,42 @@ fn sqrt_rn(e: &mut Emitter, a: Word, bits: u32) -> Result<Word, Diagnostic> {
     let s2 = exact(e, Op::FMul, ft, s, two)?;
     let corr = exact(e, Op::FDiv, ft, r, s2)?;
     let s1 = exact(e, Op::FAdd, ft, s, corr)?;
-    keep_if_special(e, s, s1, bits)
+    let q = keep_if_special(e, s, s1, bits)?;
+    sqrt_fixup64(e, a, q)
+}
+
+/// Make an f64 square root `q` (within one ulp) correctly rounded.
+///
+/// With `r = a - q^2` (exact, by fma) and `u`/`d` the gaps to the
+/// neighbours above/below `q`, every term of `r - q*u` and `r + q*d` is a
+/// multiple of `d^2`, so they are exact and compare with the midpoint
+/// residual (`±u^2/4`, `±d^2/4`) by sign alone: round up when
+/// `r - q*u > 0`, down when `r + q*d < 0` (a square root is never a
+/// midpoint). Skipped where `u^2` would underflow (`a` below 2^-960; callers
+/// scale operands into range, see [`scaled_sqrt64`]) and
+/// for zeros, infinities and NaN.
+fn sqrt_fixup64(e: &mut Emitter, a: Word, q: Word) -> R {
+    let ft = e.t_float(64);
+    let up = rounding::next_float(e, q, 64, true)?;
+    let down = rounding::next_float(e, q, 64, false)?;
+    let u = exact(e, Op::FSub, ft, up, q)?;
+    let d = exact(e, Op::FSub, ft, q, down)?;
+    let nq = o(e, Op::FNegate, ft, &[q])?;
+    let r = fma_exact64(e, nq, q, a)?;
+    let ru = fma_exact64(e, nq, u, r)?;
+    let rd = fma_exact64(e, q, d, r)?;
+    let z = e.c_f64(0.0);
+    let go_up = cmp(e, Op::FOrdGreaterThan, ru, z)?;
+    let go_down = cmp(e, Op::FOrdLessThan, rd, z)?;
+    let lo = e.c_f64(2f64.powi(-960));
+    let hi = e.c_f64(f64::MAX);
+    let ok_lo = cmp(e, Op::FOrdGreaterThan, a, lo)?;
+    let ok_hi = cmp(e, Op::FOrdLessThanEqual, a, hi)?;
+    let ok = and(e, ok_lo, ok_hi)?;
+    let go_up = and(e, go_up, ok)?;
+    let go_down = and(e, go_down, ok)?;
+    let q = sel(e, ft, go_up, up, q)?;
+    sel(e, ft, go_down, down, q)
 }
 
 /// `tanh(x)` in f32 within `tanh.approx.f32`'s relative error (2^-11): an
@@ -569,7 +637,7 @@ pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
             let r = if inst.has("ftz") { flush(e, r, bits)? } else { r };
             return set(e, fx, d, r, K::Float(bits), false);
         }
-        "sqrt" if approx => sqrt_rn(e, v, bits)?,
+        "sqrt" if approx => sqrt_rnd(e, v, bits, Rnd::Rn)?,
         "sqrt" => {
             let r = directed(inst)?;
             sqrt_rnd(e, v, bits, r)?
