@@ -343,7 +343,7 @@ fn sqrt_rnd_core(e: &mut Emitter, a: Word, bits: u32, rnd: Rnd) -> R {
         let nq = o(e, Op::FNegate, ft, &[q])?;
         fma_exact64(e, nq, q, a)?
     };
-    let fin = e.c_bool(true);
+    let fin = all_finite(e, &[a])?;
     step_toward(e, q, res, bits, rnd, fin)
 }
 
@@ -492,13 +492,89 @@ pub(crate) fn div_rn(e: &mut Emitter, a: Word, b: Word, bits: u32) -> Result<Wor
         let q = exact(e, Op::FDiv, dt, da, db)?;
         return rounding::f64_to_f32(e, q, Rnd::Rn);
     }
+    // Operands far from 1 are scaled by powers of two (exact) so that the
+    // correction's residual neither overflows nor underflows; the quotient
+    // is scaled back, exactly unless it is subnormal.
+    let (a, b, back) = div_scale(e, a, b)?;
+    let q = div_rn_core(e, a, b)?;
+    exact(e, Op::FMul, ft, q, back)
+}
+
+/// Scale f64 division operands into [2^-900, 2^900] (zeros, infinities and
+/// NaN pass); returns the scaled operands and the factor to apply to the quotient.
+fn div_scale(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Word, Word), Diagnostic> {
+    let ft = e.t_float(64);
+    let one = e.c_f64(1.0);
+    let mut scaled = Vec::new();
+    let mut factors = Vec::new();
+    for x in [a, b] {
+        let ax = ext(e, ft, glsl::FABS, &[x])?;
+        let big = e.c_f64(2f64.powi(900));
+        let small = e.c_f64(2f64.powi(-900));
+        let is_big = cmp(e, Op::FOrdGreaterThan, ax, big)?;
+        let is_small = cmp(e, Op::FOrdLessThan, ax, small)?;
+        let down = e.c_f64(2f64.powi(-200));
+        let up = e.c_f64(2f64.powi(200));
+        let f = sel(e, ft, is_big, down, one)?;
+        let f = sel(e, ft, is_small, up, f)?;
+        scaled.push(exact(e, Op::FMul, ft, x, f)?);
+        factors.push(f);
+    }
+    // a*fa / (b*fb) = q * fa/fb: multiply the quotient by fb/fa (exact powers of two).
+    let back = exact(e, Op::FDiv, ft, factors[1], factors[0])?;
+    Ok((scaled[0], scaled[1], back))
+}
+
+/// Correctly rounded f64 `a / b` for operands in range (see [`div_scale`]).
+fn div_rn_core(e: &mut Emitter, a: Word, b: Word) -> R {
+    let ft = e.t_float(64);
     let q = exact(e, Op::FDiv, ft, a, b)?;
     // r = a - q*b exactly; q' = q + r/b.
     let nq = e.b.f_negate(ft, None, q).map_err(internal1)?;
     let r = fma_exact64(e, nq, b, a)?;
     let corr = exact(e, Op::FDiv, ft, r, b)?;
     let q1 = exact(e, Op::FAdd, ft, q, corr)?;
-    keep_if_special(e, q, q1, bits)
+    let q = keep_if_special(e, q, q1, 64)?;
+    div_fixup64(e, a, b, q)
+}
+
+/// Make an f64 quotient `q` (within one ulp of `a / b`) correctly rounded:
+/// with the exact residual `r = a - q*b`, the true quotient lies above the
+/// midpoint `q + u/2` exactly when `r - b*u/2` has the sign of `b` (and
+/// below `q - d/2` when `r + b*d/2` has the opposite sign); a quotient of
+/// two doubles is never a midpoint, and a correctly rounded fma keeps the
+/// sign of these sums.
+fn div_fixup64(e: &mut Emitter, a: Word, b: Word, q: Word) -> R {
+    let ft = e.t_float(64);
+    let up = rounding::next_float(e, q, 64, true)?;
+    let down = rounding::next_float(e, q, 64, false)?;
+    let half = e.c_f64(0.5);
+    let u = exact(e, Op::FSub, ft, up, q)?;
+    let u = exact(e, Op::FMul, ft, u, half)?;
+    let d = exact(e, Op::FSub, ft, q, down)?;
+    let d = exact(e, Op::FMul, ft, d, half)?;
+    let nq = o(e, Op::FNegate, ft, &[q])?;
+    let r = fma_exact64(e, nq, b, a)?;
+    let nb = o(e, Op::FNegate, ft, &[b])?;
+    let wu = fma_exact64(e, nb, u, r)?;
+    let wd = fma_exact64(e, b, d, r)?;
+    let z = e.c_f64(0.0);
+    let bpos = cmp(e, Op::FOrdGreaterThan, b, z)?;
+    let wu_pos = cmp(e, Op::FOrdGreaterThan, wu, z)?;
+    let wu_neg = cmp(e, Op::FOrdLessThan, wu, z)?;
+    let wd_pos = cmp(e, Op::FOrdGreaterThan, wd, z)?;
+    let wd_neg = cmp(e, Op::FOrdLessThan, wd, z)?;
+    let bt = e.t_bool();
+    let go_up = o(e, Op::Select, bt, &[bpos, wu_pos, wu_neg])?;
+    let go_down = o(e, Op::Select, bt, &[bpos, wd_neg, wd_pos])?;
+    let fin = all_finite(e, &[a, b, q])?;
+    let qz = cmp(e, Op::FOrdEqual, q, z)?;
+    let nqz = not(e, qz)?;
+    let ok = and(e, fin, nqz)?;
+    let go_up = and(e, go_up, ok)?;
+    let go_down = and(e, go_down, ok)?;
+    let q = sel(e, ft, go_up, up, q)?;
+    sel(e, ft, go_down, down, q)
 }
 
 /// Use `refined` unless `base` is zero, infinite or NaN.
@@ -541,7 +617,7 @@ fn sqrt_rn(e: &mut Emitter, a: Word, bits: u32) -> Result<Word, Diagnostic> {
 /// neighbours above/below `q`, every term of `r - q*u` and `r + q*d` is a
 /// multiple of `d^2`, so they are exact and compare with the midpoint
 /// residual (`±u^2/4`, `±d^2/4`) by sign alone: round up when
-/// `r - q*u > 0`, down when `r + q*d < 0` (a square root is never a
+/// `r - q*u > 0`, down when `r + q*d <= 0` (with `r < 0`) (a square root is never a
 /// midpoint). Skipped where `u^2` would underflow (`a` below 2^-960; callers
 /// scale operands into range, see [`scaled_sqrt64`]) and
 /// for zeros, infinities and NaN.
@@ -557,7 +633,9 @@ fn sqrt_fixup64(e: &mut Emitter, a: Word, q: Word) -> R {
     let rd = fma_exact64(e, q, d, r)?;
     let z = e.c_f64(0.0);
     let go_up = cmp(e, Op::FOrdGreaterThan, ru, z)?;
-    let go_down = cmp(e, Op::FOrdLessThan, rd, z)?;
+    let go_down = cmp(e, Op::FOrdLessThanEqual, rd, z)?;
+    let rneg = cmp(e, Op::FOrdLessThan, r, z)?;
+    let go_down = and(e, go_down, rneg)?;
     let lo = e.c_f64(2f64.powi(-960));
     let hi = e.c_f64(f64::MAX);
     let ok_lo = cmp(e, Op::FOrdGreaterThan, a, lo)?;
@@ -604,6 +682,107 @@ pub(crate) fn tanh32(e: &mut Emitter, x: Word) -> R {
     let bt = e.t_bool();
     let nan = o(e, Op::IsNan, bt, &[x])?;
     sel(e, ft, nan, x, r)
+}
+
+/// `2^x` for f32 `x`, computed in f64 (a degree-12 polynomial of
+/// `2^f`, `|f| <= 1/2`, then an exact power-of-two scaling) and rounded
+/// once: within 1 ulp, inside `ex2.approx.f32`'s 2 ulp on every driver
+/// (Vulkan's own `Exp2` allows `3 + 2|x|` ulp).
+pub(crate) fn ex2_32(e: &mut Emitter, x: Word) -> R {
+    let dt = e.t_float(64);
+    let ft = e.t_float(32);
+    let u32t = e.t_int(32);
+    let bt = e.t_bool();
+    let xd = o(e, Op::FConvert, dt, &[x])?;
+    let lo = e.c_f64(-200.0);
+    let hi = e.c_f64(200.0);
+    let xc = ext(e, dt, glsl::FMAX, &[xd, lo])?;
+    let xc = ext(e, dt, glsl::FMIN, &[xc, hi])?;
+    let n = ext(e, dt, glsl::ROUND_EVEN, &[xc])?;
+    let f = exact(e, Op::FSub, dt, xc, n)?;
+    let ln2 = std::f64::consts::LN_2;
+    let cl = e.c_f64(ln2);
+    let t = exact(e, Op::FMul, dt, f, cl)?;
+    // exp(t) by Horner, t in [-0.35, 0.35].
+    let mut coef = 1.0f64;
+    let mut cs = vec![1.0f64];
+    for k in 1..=12 {
+        coef /= k as f64;
+        cs.push(coef);
+    }
+    let mut p = e.c_f64(cs[12]);
+    for k in (0..12).rev() {
+        let c = e.c_f64(cs[k]);
+        let m = exact(e, Op::FMul, dt, p, t)?;
+        p = exact(e, Op::FAdd, dt, m, c)?;
+    }
+    let ni = o(e, Op::ConvertFToS, u32t, &[n])?;
+    let r = ext(e, dt, glsl::LDEXP, &[p, ni])?;
+    let r = rounding::f64_to_f32(e, r, Rnd::Rn)?;
+    let nan = o(e, Op::IsNan, bt, &[x])?;
+    sel(e, ft, nan, x, r)
+}
+
+/// `log2(x)` for f32 `x`, computed in f64 (exponent plus an atanh series
+/// of the significand in [sqrt(1/2), sqrt(2))) and rounded once: well
+/// inside `lg2.approx.f32`'s error bound.
+pub(crate) fn lg2_32(e: &mut Emitter, x: Word) -> R {
+    let dt = e.t_float(64);
+    let ft = e.t_float(32);
+    let u64t = e.t_int(64);
+    let u32t = e.t_int(32);
+    let xd = o(e, Op::FConvert, dt, &[x])?;
+    let bits = o(e, Op::Bitcast, u64t, &[xd])?;
+    let c52 = e.c_int(64, 52);
+    let ex = o(e, Op::ShiftRightLogical, u64t, &[bits, c52])?;
+    let m7ff = e.c_int(64, 0x7ff);
+    let ex = o(e, Op::BitwiseAnd, u64t, &[ex, m7ff])?;
+    let mm = e.c_int(64, (1u64 << 52) - 1);
+    let mant = o(e, Op::BitwiseAnd, u64t, &[bits, mm])?;
+    let one_bits = e.c_int(64, 1.0f64.to_bits());
+    let mb = o(e, Op::BitwiseOr, u64t, &[mant, one_bits])?;
+    let m = o(e, Op::Bitcast, dt, &[mb])?;
+    let ex32 = o(e, Op::UConvert, u32t, &[ex])?;
+    let exf = o(e, Op::ConvertSToF, dt, &[ex32])?;
+    let bias = e.c_f64(1023.0);
+    let exf = exact(e, Op::FSub, dt, exf, bias)?;
+    let sqrt2 = e.c_f64(std::f64::consts::SQRT_2);
+    let big = cmp(e, Op::FOrdGreaterThan, m, sqrt2)?;
+    let half = e.c_f64(0.5);
+    let one = e.c_f64(1.0);
+    let mh = exact(e, Op::FMul, dt, m, half)?;
+    let m = sel(e, dt, big, mh, m)?;
+    let ex1 = exact(e, Op::FAdd, dt, exf, one)?;
+    let exf = sel(e, dt, big, ex1, exf)?;
+    let num = exact(e, Op::FSub, dt, m, one)?;
+    let den = exact(e, Op::FAdd, dt, m, one)?;
+    let s = exact(e, Op::FDiv, dt, num, den)?;
+    let s2 = exact(e, Op::FMul, dt, s, s)?;
+    let mut p = e.c_f64(1.0 / 17.0);
+    for k in (0..8).rev() {
+        let c = e.c_f64(1.0 / (2 * k + 1) as f64);
+        let t = exact(e, Op::FMul, dt, p, s2)?;
+        p = exact(e, Op::FAdd, dt, t, c)?;
+    }
+    let two_s = exact(e, Op::FAdd, dt, s, s)?;
+    let ln = exact(e, Op::FMul, dt, two_s, p)?;
+    let l2e = e.c_f64(std::f64::consts::LOG2_E);
+    let lg = exact(e, Op::FMul, dt, ln, l2e)?;
+    let r = exact(e, Op::FAdd, dt, exf, lg)?;
+    let r = o(e, Op::FConvert, ft, &[r])?;
+    // Specials: negative → NaN, ±0 → -inf, +inf → +inf, NaN → NaN.
+    let z = e.c_f32(0.0);
+    let is0 = cmp(e, Op::FOrdEqual, x, z)?;
+    let neg = cmp(e, Op::FOrdLessThan, x, z)?;
+    let bt = e.t_bool();
+    let inf = o(e, Op::IsInf, bt, &[x])?;
+    let nan = o(e, Op::IsNan, bt, &[x])?;
+    let ninf = e.c_f32(f32::NEG_INFINITY);
+    let qnan = e.constant_bits(ft, 32, 0x7fff_ffff);
+    let r = sel(e, ft, is0, ninf, r)?;
+    let r = sel(e, ft, inf, x, r)?;
+    let bad = or(e, neg, nan)?;
+    sel(e, ft, bad, qnan, r)
 }
 
 pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
@@ -673,8 +852,8 @@ pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
         }
         "sin" if approx && bits == 32 => ext(e, ft, glsl::SIN, &[v])?,
         "cos" if approx && bits == 32 => ext(e, ft, glsl::COS, &[v])?,
-        "lg2" if approx && bits == 32 => ext(e, ft, glsl::LOG2, &[v])?,
-        "ex2" if approx && bits == 32 => ext(e, ft, glsl::EXP2, &[v])?,
+        "lg2" if approx && bits == 32 => lg2_32(e, v)?,
+        "ex2" if approx && bits == 32 => ex2_32(e, v)?,
         "tanh" if approx && bits == 32 => tanh32(e, v)?,
         _ => return Err(unsupported(inst, "")),
     };
@@ -772,6 +951,12 @@ pub(crate) fn fma64_parts(e: &mut Emitter, a: Word, b: Word, c: Word) -> Result<
     let (t0, te) = two_sum(e, ul, pl)?;
     let t = round_to_odd(e, t0, te)?;
     let (r, e1) = two_sum(e, uh, t)?;
+    // An exact zero takes its sign from the product and the addend (-0 only
+    // when both are -0).
+    let z0 = e.c_f64(0.0);
+    let rz = cmp(e, Op::FOrdEqual, r, z0)?;
+    let pc = exact(e, Op::FAdd, ft, ph, c)?;
+    let r = sel(e, ft, rz, pc, r)?;
     // The exact value is r + e1 + (t0 + te - t); the last part is below
     // e1's ulp unless e1 is zero.
     let dt0 = exact(e, Op::FSub, ft, t0, t)?;

@@ -284,7 +284,7 @@ pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
             let mut outs = Vec::new();
             for &x in &srcs[0] {
                 let r = if inst.opcode == "ex2" {
-                    ext(e, ft, glsl::EXP2, &[x])?
+                    float::ex2_32(e, x)?
                 } else {
                     float::tanh32(e, x)?
                 };

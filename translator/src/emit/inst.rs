@@ -23,7 +23,6 @@ pub(crate) mod glsl {
     pub const SIN: u32 = 13;
     pub const COS: u32 = 14;
     pub const EXP2: u32 = 29;
-    pub const LOG2: u32 = 30;
     pub const SQRT: u32 = 31;
     pub const INVERSE_SQRT: u32 = 32;
     pub const UMIN: u32 = 38;
@@ -36,6 +35,8 @@ pub(crate) mod glsl {
     pub const FIND_SMSB: u32 = 74;
     pub const FIND_ILSB: u32 = 73;
     pub const LDEXP: u32 = 53;
+    pub const FMIN: u32 = 37;
+    pub const FMAX: u32 = 40;
 }
 
 fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
