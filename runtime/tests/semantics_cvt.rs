@@ -50,7 +50,9 @@ fn f32_to_int_all_modes() {
     let a = inputs_f32(1);
     let ins = [(T::F32, a.clone())];
     for mode in ["rni", "rzi", "rmi", "rpi"] {
-        for (ty, out) in [("s32", T::B32), ("u32", T::B32), ("s64", T::B64), ("u64", T::B64), ("s16", T::B16), ("u16", T::B16)] {
+        for (ty, out) in
+            [("s32", T::B32), ("u32", T::B32), ("s64", T::B64), ("u64", T::B64), ("s16", T::B16), ("u16", T::B16)]
+        {
             let body = format!("cvt.{mode}.{ty}.f32 out0, in0;");
             let got = run(&ins, &[out], &body);
             let want: Vec<u64> = a
@@ -72,7 +74,6 @@ fn f32_to_int_all_modes() {
     }
 }
 
-
 use rustc_apfloat::ieee::{Double, Half, Single};
 use rustc_apfloat::{Float, FloatConvert, Round};
 
@@ -87,7 +88,8 @@ fn apround(mode: &str) -> Round {
 
 fn int_inputs(seed: u64) -> Vec<u64> {
     let mut r = Lcg(seed);
-    let mut v: Vec<u64> = vec![0, 1, u64::MAX, 1 << 63, (1 << 63) - 1, 0x8000_0000, 0x7fff_ffff, 0xffff_ffff, 16_777_217, 16_777_219];
+    let mut v: Vec<u64> =
+        vec![0, 1, u64::MAX, 1 << 63, (1 << 63) - 1, 0x8000_0000, 0x7fff_ffff, 0xffff_ffff, 16_777_217, 16_777_219];
     while v.len() < N {
         v.push(r.wild64());
     }
@@ -99,22 +101,34 @@ fn int_to_float_all_modes() {
     let a = int_inputs(2);
     for mode in ["rn", "rz", "rm", "rp"] {
         let rd = apround(mode);
-        for (sty, sbits, signed) in [("s32", 32, true), ("u32", 32, false), ("s64", 64, true), ("u64", 64, false), ("s16", 16, true), ("u16", 16, false)] {
-            let it = match sbits { 16 => T::B16, 32 => T::B32, _ => T::B64 };
+        for (sty, sbits, signed) in [
+            ("s32", 32, true),
+            ("u32", 32, false),
+            ("s64", 64, true),
+            ("u64", 64, false),
+            ("s16", 16, true),
+            ("u16", 16, false),
+        ] {
+            let it = match sbits {
+                16 => T::B16,
+                32 => T::B32,
+                _ => T::B64,
+            };
             let ins = [(it, a.clone())];
             for dty in ["f32", "f64", "f16"] {
-                let ot = match dty { "f32" => T::B32, "f64" => T::B64, _ => T::B16 };
+                let ot = match dty {
+                    "f32" => T::B32,
+                    "f64" => T::B64,
+                    _ => T::B16,
+                };
                 let body = format!("cvt.{mode}.{dty}.{sty} out0, in0;");
                 let got = run(&ins, &[ot], &body);
                 let want: Vec<u64> = a
                     .iter()
                     .map(|&v| {
                         let v = if sbits == 64 { v } else { v & ((1u64 << sbits) - 1) };
-                        let x: i128 = if signed {
-                            ((v << (64 - sbits)) as i64 >> (64 - sbits)) as i128
-                        } else {
-                            v as i128
-                        };
+                        let x: i128 =
+                            if signed { ((v << (64 - sbits)) as i64 >> (64 - sbits)) as i128 } else { v as i128 };
                         let neg = x < 0;
                         let mag = x.unsigned_abs();
                         // Round the magnitude with the mirrored mode.
@@ -128,8 +142,16 @@ fn int_to_float_all_modes() {
                             "f64" => Double::from_u128_r(mag, md).value.to_bits() as u64,
                             _ => Half::from_u128_r(mag, md).value.to_bits() as u64,
                         };
-                        let sign = match dty { "f32" => 1u64 << 31, "f64" => 1 << 63, _ => 1 << 15 };
-                        if neg { bits | sign } else { bits }
+                        let sign = match dty {
+                            "f32" => 1u64 << 31,
+                            "f64" => 1 << 63,
+                            _ => 1 << 15,
+                        };
+                        if neg {
+                            bits | sign
+                        } else {
+                            bits
+                        }
                     })
                     .collect();
                 check(&body, &ins, &got[0], &want);
@@ -166,7 +188,9 @@ fn float_to_float_narrowing() {
             let want: Vec<u64> = vals
                 .iter()
                 .map(|&b| {
-                    let x = if src == "f64" { Double::from_bits(b as u128) } else {
+                    let x = if src == "f64" {
+                        Double::from_bits(b as u128)
+                    } else {
                         let s = Single::from_bits(b as u128);
                         s.convert(&mut false).value
                     };

@@ -11,6 +11,9 @@ use rustc_apfloat::{Float, FloatConvert, Round};
 use sem::{check, rand_f32, rand_f64, run, Lcg, T};
 use std::cmp::Ordering;
 
+type Cmp2 = (&'static str, fn(f32, f32) -> bool);
+type Test1 = (&'static str, fn(f32) -> bool);
+
 const N: usize = 10_000;
 const MODES: [&str; 4] = ["rn", "rz", "rm", "rp"];
 
@@ -255,7 +258,9 @@ fn minmax_ref32(x: u32, y: u32, max: bool, nan_wins: bool) -> u64 {
 fn f32_min_max_abs_neg_copysign() {
     let (a, b) = with_edge_pairs(vals32(41), vals32(42), &sem::f32_edges());
     let ins = [(T::F32, a.clone()), (T::F32, b.clone())];
-    for (op, max, nan) in [("min", false, false), ("max", true, false), ("min.NaN", false, true), ("max.NaN", true, true)] {
+    for (op, max, nan) in
+        [("min", false, false), ("max", true, false), ("min.NaN", false, true), ("max.NaN", true, true)]
+    {
         let body = format!("{op}.f32 out0, in0, in1;");
         let got = run(&ins, &[T::B32], &body);
         let want: Vec<u64> = a.iter().zip(&b).map(|(&x, &y)| minmax_ref32(x as u32, y as u32, max, nan)).collect();
@@ -314,7 +319,7 @@ fn f32_min_max_abs_neg_copysign() {
 fn setp_testp_and_ftz() {
     let (a, b) = with_edge_pairs(vals32(51), vals32(52), &sem::f32_edges());
     let ins = [(T::F32, a.clone()), (T::F32, b.clone())];
-    let cmps: [(&str, fn(f32, f32) -> bool); 18] = [
+    let cmps: [Cmp2; 18] = [
         ("eq", |x, y| x == y),
         ("ne", |x, y| x != y && !x.is_nan() && !y.is_nan()),
         ("lt", |x, y| x < y),
@@ -323,10 +328,10 @@ fn setp_testp_and_ftz() {
         ("ge", |x, y| x >= y),
         ("equ", |x, y| x == y || x.is_nan() || y.is_nan()),
         ("neu", |x, y| x != y),
-        ("ltu", |x, y| !(x >= y)),
-        ("leu", |x, y| !(x > y)),
-        ("gtu", |x, y| !(x <= y)),
-        ("geu", |x, y| !(x < y)),
+        ("ltu", |x, y| x < y || x.is_nan() || y.is_nan()),
+        ("leu", |x, y| x <= y || x.is_nan() || y.is_nan()),
+        ("gtu", |x, y| x > y || x.is_nan() || y.is_nan()),
+        ("geu", |x, y| x >= y || x.is_nan() || y.is_nan()),
         ("num", |x, y| !x.is_nan() && !y.is_nan()),
         ("nan", |x, y| x.is_nan() || y.is_nan()),
         ("lo", |_, _| false),
@@ -335,14 +340,17 @@ fn setp_testp_and_ftz() {
         ("hs", |_, _| false),
     ];
     for (c, f) in cmps.iter().take(14) {
-        let body = format!("{{ .reg .pred p, q; setp.{c}.f32 p|q, in0, in1; selp.b32 out0, 1, 0, p; selp.b32 out1, 1, 0, q; }}");
+        let body = format!(
+            "{{ .reg .pred p, q; setp.{c}.f32 p|q, in0, in1; selp.b32 out0, 1, 0, p; selp.b32 out1, 1, 0, q; }}"
+        );
         let got = run(&ins, &[T::B32, T::B32], &body);
-        let want: Vec<u64> = a.iter().zip(&b).map(|(&x, &y)| f(f32::from_bits(x as u32), f32::from_bits(y as u32)) as u64).collect();
+        let want: Vec<u64> =
+            a.iter().zip(&b).map(|(&x, &y)| f(f32::from_bits(x as u32), f32::from_bits(y as u32)) as u64).collect();
         let nwant: Vec<u64> = want.iter().map(|w| 1 - w).collect();
         check(&body, &ins, &got[0], &want);
         check(&body, &ins, &got[1], &nwant);
     }
-    let tests: [(&str, fn(f32) -> bool); 6] = [
+    let tests: [Test1; 6] = [
         ("finite", |x| x.is_finite()),
         ("infinite", |x| x.is_infinite()),
         ("number", |x| !x.is_nan()),
@@ -397,14 +405,24 @@ fn ulp32(a: u32, b: u32) -> u64 {
 #[test]
 fn approx_accuracy() {
     let mut r = Lcg(61);
-    let xs: Vec<u64> = (0..N).map(|_| ((r.next_u32() as f32 / u32::MAX as f32) * 200.0 - 100.0).to_bits() as u64).collect();
+    let xs: Vec<u64> =
+        (0..N).map(|_| ((r.next_u32() as f32 / u32::MAX as f32) * 200.0 - 100.0).to_bits() as u64).collect();
     let ins = [(T::F32, xs.clone())];
     // ex2.approx: 2 ulp (PTX ISA); tanh.approx: 2^-11 relative.
-    let got = run(&ins, &[T::B32, T::B32], "{ .reg .f32 t; mul.f32 t, in0, 0f3e800000; ex2.approx.f32 out0, t; tanh.approx.f32 out1, in0; }");
+    let got = run(
+        &ins,
+        &[T::B32, T::B32],
+        "{ .reg .f32 t; mul.f32 t, in0, 0f3e800000; ex2.approx.f32 out0, t; tanh.approx.f32 out1, in0; }",
+    );
     for (i, &x) in xs.iter().enumerate() {
         let x = f32::from_bits(x as u32);
         let e = ((x * 0.25) as f64).exp2() as f32;
-        assert!(ulp32(got[0][i] as u32, e.to_bits()) <= 2, "ex2({}) = {} want {e}", x * 0.25, f32::from_bits(got[0][i] as u32));
+        assert!(
+            ulp32(got[0][i] as u32, e.to_bits()) <= 2,
+            "ex2({}) = {} want {e}",
+            x * 0.25,
+            f32::from_bits(got[0][i] as u32)
+        );
         let t = (x as f64).tanh();
         let g = f32::from_bits(got[1][i] as u32) as f64;
         assert!((g - t).abs() <= t.abs() * 2f64.powi(-11) + 1e-30, "tanh({x}) = {g} want {t}");

@@ -26,7 +26,7 @@ fn halves(seed: u64, bf: bool) -> Vec<u64> {
             let v = r.next_u32() as u64 & 0xffff;
             if bf {
                 v
-            } else if r.next_u32() % 4 == 0 {
+            } else if r.next_u32() & 3 == 0 {
                 // Moderate magnitudes: products and sums without overflow.
                 (v & 0x83ff) | ((10 + r.next_u32() as u64 % 12) << 10)
             } else {
@@ -115,9 +115,7 @@ fn scalar_and_packed_arith() {
             }
         };
         let w0: Vec<u64> = (0..N)
-            .map(|i| {
-                (0..2).map(|k| f("fma", lane(pa[i], k), lane(pb[i], k), lane(pc[i], k)) << (16 * k)).sum()
-            })
+            .map(|i| (0..2).map(|k| f("fma", lane(pa[i], k), lane(pb[i], k), lane(pc[i], k)) << (16 * k)).sum())
             .collect();
         let w1: Vec<u64> =
             (0..N).map(|i| (0..2).map(|k| f("mul", lane(pa[i], k), lane(pb[i], k), 0) << (16 * k)).sum()).collect();
@@ -180,7 +178,12 @@ fn min_max_abs_neg_setp_and_widening() {
             })
             .collect();
         let w2: Vec<u64> = a.iter().map(|&x| x & 0x7fff).collect();
-        let w3: Vec<u64> = (0..N).map(|i| !(to_f32(a[i], bf) >= to_f32(b[i], bf)) as u64).collect();
+        let w3: Vec<u64> = (0..N)
+            .map(|i| {
+                let (x, y) = (to_f32(a[i], bf), to_f32(b[i], bf));
+                (x < y || x.is_nan() || y.is_nan()) as u64
+            })
+            .collect();
         let w4: Vec<u64> = a
             .iter()
             .map(|&x| {

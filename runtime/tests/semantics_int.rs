@@ -23,7 +23,7 @@ fn dwords(seed: u64) -> Vec<u64> {
 /// Field positions/lengths spread over 0..=300 (beyond every width).
 fn fields(seed: u64) -> Vec<u64> {
     let mut r = Lcg(seed);
-    (0..N).map(|_| if r.next_u32() % 4 == 0 { r.next_u32() as u64 } else { (r.next_u32() % 70) as u64 }).collect()
+    (0..N).map(|_| if r.next_u32() & 3 == 0 { r.next_u32() as u64 } else { (r.next_u32() % 70) as u64 }).collect()
 }
 
 fn bfe_ref(a: u64, pos: u64, len: u64, bits: u32, signed: bool) -> u64 {
@@ -223,10 +223,8 @@ fn lop3_dp_sad_mul24() {
     }
     let body = "{ sad.s32 out0, in0, in1, in2; sad.u32 out1, in0, in1, in2; }";
     let got = run(&ins, &[T::B32, T::B32], body);
-    let w0: Vec<u64> =
-        (0..N).map(|i| (c[i] as u32).wrapping_add((a[i] as i32).abs_diff(b[i] as i32)) as u64).collect();
-    let w1: Vec<u64> =
-        (0..N).map(|i| (c[i] as u32).wrapping_add((a[i] as u32).abs_diff(b[i] as u32)) as u64).collect();
+    let w0: Vec<u64> = (0..N).map(|i| (c[i] as u32).wrapping_add((a[i] as i32).abs_diff(b[i] as i32)) as u64).collect();
+    let w1: Vec<u64> = (0..N).map(|i| (c[i] as u32).wrapping_add((a[i] as u32).abs_diff(b[i] as u32)) as u64).collect();
     check(body, &ins, &got[0], &w0);
     check(body, &ins, &got[1], &w1);
     for s in [false, true] {
@@ -235,8 +233,7 @@ fn lop3_dp_sad_mul24() {
         let got = run(&ins, &[T::B32, T::B32], &body);
         let x24 = |v: u64| if s { lane(v, 0, 24, true) } else { (v & 0xff_ffff) as i64 };
         let w0: Vec<u64> = (0..N).map(|i| ((x24(a[i]) * x24(b[i])) >> 16) as u64 & 0xffff_ffff).collect();
-        let w1: Vec<u64> =
-            (0..N).map(|i| ((x24(a[i]) * x24(b[i])) as u64).wrapping_add(c[i]) & 0xffff_ffff).collect();
+        let w1: Vec<u64> = (0..N).map(|i| ((x24(a[i]) * x24(b[i])) as u64).wrapping_add(c[i]) & 0xffff_ffff).collect();
         check(&body, &ins, &got[0], &w0);
         check(&body, &ins, &got[1], &w1);
     }
@@ -247,12 +244,7 @@ fn carry_chains() {
     // 96-bit add and subtract as three-word chains, 64-bit multiply-accumulate with madc.
     let (a0, a1, a2) = (words(15), words(16), words(17));
     let (b0, b1, b2) = (words(18), words(19), words(20));
-    let ins = [
-        (T::B32, a0.clone()),
-        (T::B32, a1.clone()),
-        (T::B32, b0.clone()),
-        (T::B32, b1.clone()),
-    ];
+    let ins = [(T::B32, a0.clone()), (T::B32, a1.clone()), (T::B32, b0.clone()), (T::B32, b1.clone())];
     let _ = (&a2, &b2);
     let body = "{ .reg .b32 s0, s1, s2, d0, d1, d2;
         add.cc.u32 s0, in0, in2; addc.cc.u32 s1, in1, in3; addc.u32 s2, 0, 0;
@@ -309,7 +301,9 @@ fn division_shifts_and_arith() {
     let mut a = words(23);
     let mut b = words(24);
     // Division edges: by zero, MIN / -1.
-    for (k, (x, y)) in [(5u64, 0u64), (0x8000_0000, 0xffff_ffff), (0xffff_fff0, 0), (0, 0), (7, 0xffff_ffff)].iter().enumerate() {
+    for (k, (x, y)) in
+        [(5u64, 0u64), (0x8000_0000, 0xffff_ffff), (0xffff_fff0, 0), (0, 0), (7, 0xffff_ffff)].iter().enumerate()
+    {
         a[k] = *x;
         b[k] = *y;
     }
@@ -324,7 +318,7 @@ fn division_shifts_and_arith() {
         } else {
             ((x as i32).wrapping_div(y as i32) as u32, (x as i32).wrapping_rem(y as i32) as u32)
         };
-        let (uq, ur) = if y == 0 { (u32::MAX, u32::MAX) } else { (x / y, x % y) };
+        let (uq, ur) = x.checked_div(y).zip(x.checked_rem(y)).unwrap_or((u32::MAX, u32::MAX));
         assert_eq!(got[0][i], q as u64 | ((r as u64) << 32), "signed div/rem {x:#x} {y:#x}");
         assert_eq!(got[1][i], uq as u64 | ((ur as u64) << 32), "unsigned div/rem {x:#x} {y:#x}");
     }

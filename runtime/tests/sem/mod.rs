@@ -137,11 +137,7 @@ pub fn validate(ptx: &str) {
         ptxvk_translator::TargetEnv::Vulkan1_2 => "vulkan1.2",
         ptxvk_translator::TargetEnv::Vulkan1_3 => "vulkan1.3",
     };
-    let out = std::process::Command::new(path)
-        .args(["--target-env", env])
-        .arg(&f)
-        .output()
-        .expect("run spirv-val");
+    let out = std::process::Command::new(path).args(["--target-env", env]).arg(&f).output().expect("run spirv-val");
     let _ = std::fs::remove_file(&f);
     assert!(out.status.success(), "spirv-val failed: {}\n{ptx}", String::from_utf8_lossy(&out.stderr));
 }
@@ -234,10 +230,36 @@ pub fn check(what: &str, ins: &[(T, Vec<u64>)], got: &[u64], want: &[u64]) {
 /// Edge values for f32 (bits).
 pub fn f32_edges() -> Vec<u64> {
     let v: Vec<u32> = vec![
-        0, 0x8000_0000, 1, 0x8000_0001, 0x007f_ffff, 0x0080_0000, 0x8080_0000, 0x3f80_0000, 0xbf80_0000,
-        0x7f7f_ffff, 0xff7f_ffff, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0x7fa0_0001, 0xffc0_1234, 0x3f00_0000,
-        0x4b00_0001, 0x4f00_0000, 0xcf00_0000, 0x5f00_0000, 0xdf00_0000, 0x3fc0_0000, 0x4020_0000, 0x00ff_ffff,
-        0x3380_0000, 0x0000_0003, 0x4f80_0000, 0x3eff_ffff, 0xbfc0_0000,
+        0,
+        0x8000_0000,
+        1,
+        0x8000_0001,
+        0x007f_ffff,
+        0x0080_0000,
+        0x8080_0000,
+        0x3f80_0000,
+        0xbf80_0000,
+        0x7f7f_ffff,
+        0xff7f_ffff,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0x7fa0_0001,
+        0xffc0_1234,
+        0x3f00_0000,
+        0x4b00_0001,
+        0x4f00_0000,
+        0xcf00_0000,
+        0x5f00_0000,
+        0xdf00_0000,
+        0x3fc0_0000,
+        0x4020_0000,
+        0x00ff_ffff,
+        0x3380_0000,
+        0x0000_0003,
+        0x4f80_0000,
+        0x3eff_ffff,
+        0xbfc0_0000,
     ];
     v.into_iter().map(u64::from).collect()
 }

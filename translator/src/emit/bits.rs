@@ -9,9 +9,9 @@
 //! Every shift emitted here has a count below its operand's width: counts
 //! are clamped first and the out-of-range cases are selected explicitly.
 
-use super::func::{internal1, Fx};
+use super::func::Fx;
 use super::inst::{ext, glsl};
-use super::rounding::{cmp, msb64, o, or, sel, R};
+use super::rounding::{cmp, msb64, o, sel, R};
 use super::values::{get, set, K};
 use super::Emitter;
 use crate::ast::{Instruction, Operand, ScalarType};
@@ -22,7 +22,7 @@ fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
     super::float::unsupported(inst, why)
 }
 
-fn operands<'i, const N: usize>(inst: &'i Instruction) -> Result<&'i [Operand; N], Diagnostic> {
+fn operands<const N: usize>(inst: &Instruction) -> Result<&[Operand; N], Diagnostic> {
     inst.operands.as_slice().try_into().map_err(|_| {
         Diagnostic::error(
             inst.span,
@@ -35,7 +35,19 @@ fn operands<'i, const N: usize>(inst: &'i Instruction) -> Result<&'i [Operand; N
 pub(crate) fn handles(inst: &Instruction) -> bool {
     matches!(
         inst.opcode.as_str(),
-        "bfe" | "bfi" | "prmt" | "shf" | "bmsk" | "szext" | "fns" | "lop3" | "dp4a" | "dp2a" | "sad" | "mul24" | "mad24"
+        "bfe"
+            | "bfi"
+            | "prmt"
+            | "shf"
+            | "bmsk"
+            | "szext"
+            | "fns"
+            | "lop3"
+            | "dp4a"
+            | "dp2a"
+            | "sad"
+            | "mul24"
+            | "mad24"
     )
 }
 
@@ -596,13 +608,5 @@ pub(crate) fn packed16(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, signed:
         lanes.push(o(e, Op::BitwiseAnd, u32t, &[r, m])?);
     }
     let r = super::half::pack(e, &lanes)?;
-    let _ = or;
     set(e, fx, d, r, K::Int(32), false)
-}
-
-/// Bits of a value re-read after a conversion-free register write (helper
-/// kept for symmetry with `internal1`).
-#[allow(dead_code)]
-fn _unused(e: &mut Emitter) -> Result<(), Diagnostic> {
-    e.b.nop().map_err(internal1)
 }

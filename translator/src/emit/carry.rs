@@ -10,7 +10,7 @@
 //! `a < b` (unsigned), and `subc` computes `a - (b + CF)`.
 
 use super::func::{internal1, Fx};
-use super::rounding::{o, sel, R};
+use super::rounding::{o, R};
 use super::values::{get, set, K};
 use super::Emitter;
 use crate::ast::{Instruction, ScalarType};
@@ -120,6 +120,5 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarTy
     if set_cc {
         store_cf(e, fx, c, bits)?;
     }
-    let _ = sel;
     set(e, fx, d, r, k, false)
 }

@@ -496,7 +496,8 @@ fn cvt_pack(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diag
     };
     let u32t = e.t_int(32);
     let bits = ct.size() * 8;
-    let (lo, hi): (i32, i32) = if ct.is_signed() { (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) } else { (0, (1 << bits) - 1) };
+    let (lo, hi): (i32, i32) =
+        if ct.is_signed() { (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) } else { (0, (1 << bits) - 1) };
     let mut parts = Vec::new();
     for op in [a, b] {
         let v = get(e, fx, op, K::Int(32), true)?;

@@ -9,6 +9,7 @@
 //! (f16) or 8 (bf16) bits is the correctly rounded result, so every `add`,
 //! `sub`, `mul` and `fma` is bit-exact. NaN results are the canonical
 //! `0x7fff`.
+#![allow(clippy::needless_range_loop)]
 
 use super::float::{self, minmax, ro_f64, Ar};
 use super::func::Fx;
@@ -279,15 +280,10 @@ pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
         }
         "ex2" | "tanh" if inst.has("approx") => {
             let srcs = sources(e, fx, inst, std::slice::from_ref(a), fmt, lanes)?;
-            let ft = e.t_float(32);
             let dt = e.t_float(64);
             let mut outs = Vec::new();
             for &x in &srcs[0] {
-                let r = if inst.opcode == "ex2" {
-                    float::ex2_32(e, x)?
-                } else {
-                    float::tanh32(e, x)?
-                };
+                let r = if inst.opcode == "ex2" { float::ex2_32(e, x)? } else { float::tanh32(e, x)? };
                 let r = o(e, Op::FConvert, dt, &[r])?;
                 outs.push(round_out(e, inst, r, fmt, Rnd::Rn)?);
             }
