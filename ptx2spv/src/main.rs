@@ -61,6 +61,9 @@ struct Cli {
     /// Emit an exact fused multiply-add emulation (for drivers whose `Fma` is not fused).
     #[arg(long = "emulate-fma", default_value_t = false)]
     emulate_fma: bool,
+    /// Use native float32 atomic add (the device has `shaderBufferFloat32AtomicAdd`).
+    #[arg(long = "float-atomics", default_value_t = false)]
+    float_atomics: bool,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -108,6 +111,7 @@ fn run(cli: Cli) -> Result<(), String> {
         entry: cli.entry.clone(),
         max_push_constant_bytes: cli.push_constant_bytes,
         emulate_fma: cli.emulate_fma,
+        float_atomics: cli.float_atomics,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

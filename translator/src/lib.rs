@@ -13,6 +13,7 @@ pub mod diag;
 mod emit;
 pub mod layout;
 pub mod parse;
+pub mod reducible;
 pub mod scope;
 pub mod structurize;
 
@@ -42,11 +43,21 @@ pub struct Options {
     /// Emulate a correctly rounded fused multiply-add (for drivers whose
     /// `Fma` is not fused, such as lavapipe).
     pub emulate_fma: bool,
+    /// The device has `shaderBufferFloat32AtomicAdd`
+    /// (`VK_EXT_shader_atomic_float`); otherwise float atomics use
+    /// compare-and-swap loops.
+    pub float_atomics: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { target_env: TargetEnv::Vulkan1_2, entry: None, max_push_constant_bytes: 128, emulate_fma: true }
+        Options {
+            target_env: TargetEnv::Vulkan1_2,
+            entry: None,
+            max_push_constant_bytes: 128,
+            emulate_fma: true,
+            float_atomics: false,
+        }
     }
 }
 
@@ -92,7 +103,8 @@ pub fn structure_dump(source: &str, file_name: &str) -> Result<String, Diagnosti
         let ast::ModuleItem::Function(f) = item else { continue };
         let Some(body) = &f.body else { continue };
         let wrap = |d: Diagnostic| Diagnostics::new(file_name, source, vec![d]);
-        let cfg = cfg::run(body).map_err(wrap)?;
+        let mut cfg = cfg::run(body, f.kind == ast::FunctionKind::Func).map_err(wrap)?;
+        reducible::run(&mut cfg);
         let span_of = |b: usize| cfg.blocks[b].term_span;
         let regions = structurize::run(&cfg, &span_of).map_err(wrap)?;
         out.push_str(&format!("function {}\n", f.name));

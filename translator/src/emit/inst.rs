@@ -123,6 +123,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             let t = last_type(inst)?;
             mem::atom(e, fx, inst, t, false)
         }
+        "cp" => super::async_copy::cp_async(e, fx, inst),
         "cvta" => cvta(e, fx, inst),
         "isspacep" => isspacep(e, fx, inst),
         _ if super::carry::handles(inst) => {
@@ -256,20 +257,37 @@ fn cvta(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
                 ));
             }
             let window = if space == mem::Space::Shared { crate::abi::SHARED_WINDOW } else { crate::abi::LOCAL_WINDOW };
-            let u64t = e.t_int(64);
             let v = get(e, fx, a, K::Int(64), false)?;
-            let r = if to {
-                let m = e.c_int(64, !crate::abi::WINDOW_MASK);
-                e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?
-            } else {
-                let m = e.c_int(64, 0xFFFF_FFFF);
-                let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
-                let w = e.c_int(64, window);
-                e.b.bitwise_or(u64t, None, off, w).map_err(internal1)?
-            };
+            let r = window_convert(e, v, window, to)?;
             set(e, fx, d, r, K::Int(64), false)
         }
-        _ => Err(unsupported(inst, "generic addresses of kernel parameters are not supported yet")),
+        // Kernel parameters whose address is taken live in the parameter
+        // buffer, at a device address; a .func's .param variables are local.
+        mem::Space::Param if fx.returns.is_none() => {
+            let v = get(e, fx, a, k, false)?;
+            set(e, fx, d, v, k, false)
+        }
+        mem::Space::Param => {
+            let v = get(e, fx, a, K::Int(64), false)?;
+            let r = window_convert(e, v, crate::abi::LOCAL_WINDOW, to)?;
+            set(e, fx, d, r, K::Int(64), false)
+        }
+        _ => Err(unsupported(inst, "")),
+    }
+}
+
+/// `cvta.to` (strip the window tag: generic → state-space offset) or `cvta`
+/// (add it: offset → generic).
+fn window_convert(e: &mut Emitter, v: Word, window: u64, to: bool) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    if to {
+        let m = e.c_int(64, !crate::abi::WINDOW_MASK);
+        e.b.bitwise_and(u64t, None, v, m).map_err(internal1)
+    } else {
+        let m = e.c_int(64, 0xFFFF_FFFF);
+        let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
+        let w = e.c_int(64, window);
+        e.b.bitwise_or(u64t, None, off, w).map_err(internal1)
     }
 }
 
