@@ -402,3 +402,36 @@ fn division_shifts_and_arith() {
         assert_eq!(got[1][i], (x as i32).wrapping_neg() as u32 as u64);
     }
 }
+
+/// `fns` as the PTX ISA's pseudocode defines it (base below 32).
+fn fns_ref(mask: u32, base: u32, offset: i32) -> u32 {
+    if offset == 0 {
+        return if mask >> base & 1 == 1 { base } else { u32::MAX };
+    }
+    let inc = if offset > 0 { 1 } else { -1 };
+    let mut count = offset.unsigned_abs() - 1;
+    let mut pos = base as i32;
+    while (0..32).contains(&pos) {
+        if mask >> pos & 1 == 1 {
+            if count == 0 {
+                return pos as u32;
+            }
+            count -= 1;
+        }
+        pos += inc;
+    }
+    u32::MAX
+}
+
+#[test]
+fn find_nth_set() {
+    let m = words(30);
+    let mut r = Lcg(31);
+    let base: Vec<u64> = (0..N).map(|_| (r.next_u32() % 32) as u64).collect();
+    let off: Vec<u64> = (0..N).map(|_| ((r.next_u32() % 71) as i32 - 35) as u32 as u64).collect();
+    let ins = [(T::B32, m.clone()), (T::B32, base.clone()), (T::B32, off.clone())];
+    let body = "fns.b32 out0, in0, in1, in2;";
+    let got = run(&ins, &[T::B32], body);
+    let want: Vec<u64> = (0..N).map(|i| fns_ref(m[i] as u32, base[i] as u32, off[i] as u32 as i32) as u64).collect();
+    check(body, &ins, &got[0], &want);
+}
