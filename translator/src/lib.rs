@@ -1,9 +1,22 @@
 //! PTX → Vulkan SPIR-V translator.
 //!
-//! The pipeline is a flat list of passes (see [`translate`]):
-//! `parse` (pest grammar → [`ast`]) → `lower` (AST → [`ir`], state spaces
-//! mapped as the launch ABI in [`abi`] says) → `structurize` (goto CFG →
-//! structured regions) → `emit` (rspirv).
+//! The pipeline is a flat list of passes, one per module (see [`translate`]):
+//!
+//! 1. [`parse`]: pest grammar (`ptx.pest`) → [`ast`], every node with its
+//!    source [`Span`];
+//! 2. [`scope`]: nested `{ }` scopes resolved by renaming, so each function
+//!    has one flat namespace;
+//! 3. [`mod@cfg`]: a function body → basic blocks with explicit terminators
+//!    (the intermediate representation control-flow passes work on; its
+//!    invariants are documented there);
+//! 4. [`reducible`]: irreducible cycles get a single entry (edge multiplexing);
+//! 5. [`structurize`]: the CFG → nested `Block`/`Loop`/`If` regions;
+//! 6. [`layout`]: byte layouts of parameters and variables;
+//! 7. `emit`: regions and instructions → SPIR-V with rspirv, state spaces
+//!    mapped as the launch ABI in [`abi`] says.
+//!
+//! Errors are [`Diagnostic`]s with spans, rendered once at the boundary
+//! ([`Diagnostics`] implements `Display` as `file:line:col: error: ...`).
 #![forbid(unsafe_code)]
 
 pub mod abi;
