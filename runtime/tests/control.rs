@@ -542,9 +542,9 @@ fn half_precision_atomics() {
         b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
     };
     let got16 = halves(acc16);
-    for slot in 0..4 {
+    for (slot, &got) in got16.iter().enumerate() {
         let sum: f32 = (0..threads).filter(|i| i % 4 == slot).map(|i| vals[i]).sum();
-        assert_eq!(got16[slot], f16::from_f32(sum).to_bits(), "f16 slot {slot}");
+        assert_eq!(got, f16::from_f32(sum).to_bits(), "f16 slot {slot}");
     }
     let got2 = halves(acc2);
     for slot in 0..2 {
@@ -554,9 +554,9 @@ fn half_precision_atomics() {
         assert_eq!(got2[2 * slot + 1], f16::from_f32(hi).to_bits(), "f16x2 slot {slot} high");
     }
     let gotb = halves(accb);
-    for slot in 0..3 {
+    for (slot, &got) in gotb.iter().take(3).enumerate() {
         let sum: f32 = (0..threads).filter(|i| i % 3 == slot).map(|i| valsb[i]).sum();
-        assert_eq!(gotb[slot], bf16::from_f32(sum).to_bits(), "bf16 slot {slot}");
+        assert_eq!(got, bf16::from_f32(sum).to_bits(), "bf16 slot {slot}");
     }
     let shared = download_u32(&ctx, dout, 1)[0];
     let sum: f32 = vals.iter().sum();
