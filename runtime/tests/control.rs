@@ -564,3 +564,21 @@ fn half_precision_atomics() {
     assert_eq!((shared >> 16) as u16, f16::from_f32(sum).to_bits(), "shared f16 accumulator");
     assert_clean(&ctx);
 }
+
+#[test]
+fn alloca_stacksave_stackrestore() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/alloca.ptx"), "alloca.ptx").unwrap();
+    let f = m.function("alloca_sum").unwrap();
+    let dout = poisoned(&ctx, 128);
+    let params = f.pack_params(&[&dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 128);
+    for t in 0..64u32 {
+        let n = 4 + t % 13;
+        let sum: u32 = (0..n).map(|k| k * 7 + t).sum();
+        assert_eq!(out[t as usize], sum, "thread {t}");
+        assert_eq!(out[64 + t as usize], 1, "thread {t}: stackrestore gives the space back");
+    }
+    assert_clean(&ctx);
+}

@@ -38,6 +38,8 @@ pub(crate) struct Plan<'a> {
     pub callees: Vec<(String, Span)>,
     /// Whether an `exit` in this `.func` can end the thread.
     pub may_exit: bool,
+    /// Whether it uses `alloca`, `stacksave` or `stackrestore`.
+    pub uses_stack: bool,
     /// Whether it has 64-bit atomics that may reach `.shared` memory (then
     /// the entry's shared memory is an array of 64-bit words).
     pub wide_atomics: bool,
@@ -91,6 +93,15 @@ fn names_used_as_values(stmts: &[Statement], names: &std::collections::HashSet<&
     stmts.iter().any(|s| match s {
         Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names)),
         Statement::Block(b) => names_used_as_values(b, names),
+        _ => false,
+    })
+}
+
+/// Whether any instruction of the body has one of these opcodes.
+fn uses_opcode(stmts: &[Statement], opcodes: &[&str]) -> bool {
+    stmts.iter().any(|s| match s {
+        Statement::Inst(i) => opcodes.contains(&i.opcode.as_str()),
+        Statement::Block(b) => uses_opcode(b, opcodes),
         _ => false,
     })
 }
@@ -255,10 +266,12 @@ pub(crate) fn plan_function<'a>(
     let regions = structurize::run(&cfg, &span_of)?;
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
     let wide_atomics = has_wide_shared_atomics(body);
+    let uses_stack = uses_opcode(body, &["alloca", "stacksave", "stackrestore"]);
     let uniform_regions = structurize::run_with(&cfg, &span_of, structurize::LoopExits::Outside)?;
     Ok(Plan {
         func: f,
         may_exit,
+        uses_stack,
         wide_atomics,
         info,
         static_shared_bytes: static_end as u32,
@@ -350,6 +363,9 @@ pub(crate) struct EntryVars {
     pub exited_var: Option<Word>,
     /// The shared words are 64 bits wide (64-bit shared atomics).
     pub shared_wide: bool,
+    /// `alloca` stack: the `Private` stack-pointer variable (a byte offset
+    /// in the local words) and the end of the stack area.
+    pub stack: Option<(Word, u32)>,
     pub passing: ParamPassing,
     /// The translator's `Workgroup` scratch words (see [`super::uniform`]).
     pub scratch_var: Option<Word>,
@@ -402,6 +418,8 @@ pub(crate) struct Fx<'a> {
     pub exited_var: Option<Word>,
     /// See [`EntryVars::shared_wide`].
     pub shared_wide: bool,
+    /// See [`EntryVars::stack`].
+    pub stack: Option<(Word, u32)>,
     pub push_var: Option<Word>,
     pub linear: Word,
     pub brk: Word,
@@ -432,6 +450,7 @@ impl Fx<'_> {
             shared_var: fx.shared_var,
             local_var: None,
             exited_var: None,
+            stack: fx.stack,
             shared_wide: fx.shared_wide,
             local_base: fx.local_base,
             push_var: fx.push_var,
@@ -499,7 +518,16 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     } else {
         None
     };
-    let local_total: u32 = plans.iter().map(|p| p.local_bytes.div_ceil(4) * 4).sum();
+    let frames: u32 = plans.iter().map(|p| p.local_bytes.div_ceil(4) * 4).sum();
+    let uses_stack = plans.iter().any(|p| p.uses_stack);
+    let local_total = if uses_stack { frames + super::stack::STACK_BYTES } else { frames };
+    let stack = if uses_stack {
+        let pt = e.t_ptr(spirv::StorageClass::Private, u32t);
+        let base = e.c_u32(frames);
+        Some((e.b.variable(pt, None, spirv::StorageClass::Private, Some(base)), local_total))
+    } else {
+        None
+    };
     let local_var = if local_total > 0 {
         let n = e.c_u32(local_total / 4);
         let arr = e.ty(TyKey::Array(u32t, n));
@@ -527,6 +555,7 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
         local_var,
         exited_var,
         shared_wide,
+        stack,
         passing: info.map(|i| i.param_passing).unwrap_or(ParamPassing::PushConstants),
         scratch_var,
     }
@@ -601,6 +630,7 @@ pub(crate) fn emit_function(
         shared_var: vars.shared_var,
         local_var: vars.local_var,
         exited_var: vars.exited_var,
+        stack: vars.stack,
         shared_wide: vars.shared_wide,
         local_base,
         push_var: vars.push_var,
@@ -848,6 +878,22 @@ pub(crate) fn branch_condition(e: &mut Emitter, fx: &mut Fx, block: usize) -> Re
         }
         _ => Err(Diagnostic::error(span, "internal error: If without a condition")),
     }
+}
+
+/// A trap raised inside an instruction (an `alloca` that overflows): set the
+/// trap word and end the thread (outside workgroup-uniform mode; inside it
+/// the thread goes on and the launch still fails).
+/// The current block is terminated; `resume` is where the thread would go on.
+pub(crate) fn trap_now(e: &mut Emitter, fx: &mut Fx, resume: Word) -> Result<(), Diagnostic> {
+    set_trap_word(e)?;
+    if fx.uniform.is_some() {
+        return e.b.branch(resume).map_err(internal1);
+    }
+    if let Some(flag) = fx.exited_var {
+        let two = e.c_u32(cfg::TRAPPED);
+        e.b.store(flag, two, None, []).map_err(internal1)?;
+    }
+    emit_return(e, fx)
 }
 
 /// `trap`: set the module's trap word (the runtime reports the launch failed).

@@ -124,6 +124,9 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             mem::atom(e, fx, inst, t, false)
         }
         "cp" => super::async_copy::cp_async(e, fx, inst),
+        "alloca" => super::stack::alloca(e, fx, inst),
+        "stacksave" => super::stack::stacksave(e, fx, inst),
+        "stackrestore" => super::stack::stackrestore(e, fx, inst),
         "cvta" => cvta(e, fx, inst),
         "isspacep" => isspacep(e, fx, inst),
         _ if super::carry::handles(inst) => {

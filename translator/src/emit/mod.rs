@@ -37,6 +37,7 @@ mod half;
 mod inst;
 mod mem;
 mod rounding;
+mod stack;
 mod uniform;
 mod values;
 mod warp;
@@ -424,6 +425,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.shared_var);
                 iface.extend(vars.local_var);
                 iface.extend(vars.exited_var);
+                iface.extend(vars.stack.map(|(v, _)| v));
                 iface.extend(vars.scratch_var);
                 iface.extend(e.warp.interface());
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
@@ -444,7 +446,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         }
         if let Some(mut info) = plan.info.clone() {
             // Local memory of the whole call tree.
-            info.local_bytes = next;
+            info.local_bytes = if vars.stack.is_some() { next + stack::STACK_BYTES } else { next };
             info.static_shared_bytes = all.iter().map(|p| p.static_shared_bytes).max().unwrap_or(0);
             let (per_invocation, fixed) = uniform::scratch_words(&mut e, &all, plan);
             info.scratch_words_per_invocation = per_invocation;
@@ -594,7 +596,8 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
 
 fn uses_trap(stmts: &[ast::Statement]) -> bool {
     stmts.iter().any(|s| match s {
-        ast::Statement::Inst(i) => i.opcode == "trap",
+        // `alloca` traps when the stack overflows.
+        ast::Statement::Inst(i) => i.opcode == "trap" || i.opcode == "alloca",
         ast::Statement::Block(b) => uses_trap(b),
         _ => false,
     })
