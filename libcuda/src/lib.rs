@@ -8,8 +8,9 @@
 //! - [`api`]: the exported `extern "C"` functions, generated from one list;
 //!   each runs its implementation under [`result::guard`].
 //! - Implementations by concern, each validating its arguments and handles
-//!   first: [`device`], [`context`], [`module`] (with [`jit`] options),
-//!   [`memory`], [`launch`], [`stream`].
+//!   first: [`device`], [`context`], [`module`] (with [`jit`] options and
+//!   [`fatbin`] containers), [`link`], [`library`], [`memory`], [`launch`],
+//!   [`stream`] (streams and events).
 //! - Shared plumbing: [`result`] (`CUresult` codes), [`ffi`] (checked pointer
 //!   access), [`handles`] (registries of live objects), [`driver`] (global
 //!   state).
@@ -24,10 +25,13 @@ pub mod api;
 pub mod context;
 pub mod device;
 pub mod driver;
+pub mod fatbin;
 pub mod ffi;
 pub mod handles;
 pub mod jit;
 pub mod launch;
+pub mod library;
+pub mod link;
 pub mod memory;
 pub mod module;
 pub mod result;
