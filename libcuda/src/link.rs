@@ -3,7 +3,8 @@
 //!
 //! Inputs are PTX (or fat binaries carrying PTX). The "cubin" that
 //! `cuLinkComplete` hands back is PTX text again: the inputs merged into one
-//! module (the first input's `.version`/`.target`/`.address_size` header,
+//! module (the `.version`/`.target`/`.address_size` header of the input
+//! with the newest `.version`,
 //! every input's body, and no `.extern` declaration of a function or
 //! variable another input defines). It is translated right away, so errors
 //! reach the link's error log, and the translation is kept for the
@@ -259,18 +260,36 @@ fn is_header(line: &str) -> bool {
     t.starts_with(".version") || t.starts_with(".target") || t.starts_with(".address_size")
 }
 
-/// Merges the inputs into one PTX module (see the module docs).
+/// `.version` of a PTX text as (major, minor); (0, 0) if absent.
+fn version_of(text: &str) -> (u32, u32) {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(".version"))
+        .and_then(|v| {
+            let (a, b) = v.trim().split_once('.')?;
+            let b: String = b.chars().take_while(char::is_ascii_digit).collect();
+            Some((a.trim().parse().ok()?, b.parse().ok()?))
+        })
+        .unwrap_or((0, 0))
+}
+
+/// Merges the inputs into one PTX module (see the module docs): the header
+/// of the input with the newest `.version`, then every body.
 pub fn merge(inputs: &[(String, String)]) -> String {
     if inputs.len() == 1 {
         return inputs[0].1.clone();
     }
+    let newest = (0..inputs.len()).max_by_key(|&i| version_of(&inputs[i].1)).unwrap_or(0);
     let defined: Vec<BTreeSet<String>> = inputs.iter().map(|(_, t)| defined_names(t)).collect();
     let mut out = String::new();
+    for line in inputs[newest].1.lines().filter(|l| is_header(l)) {
+        out.push_str(line.trim());
+        out.push('\n');
+    }
     for (i, (name, text)) in inputs.iter().enumerate() {
         out.push_str(&format!("// ---- {name}\n"));
-        let mut lines = text.lines().peekable();
+        let mut lines = text.lines();
         while let Some(line) = lines.next() {
-            if i > 0 && is_header(line) {
+            if is_header(line) {
                 continue;
             }
             if line.trim_start().starts_with(".extern") {
