@@ -436,7 +436,12 @@ pub struct CtxCreateParams {
 ///
 /// # Safety
 /// `pctx` is NULL or writable; `params` is NULL or readable.
-pub unsafe fn ctx_create_v4(pctx: *mut Handle, params: *const CtxCreateParams, flags: c_uint, dev: CUdevice) -> CuResult<()> {
+pub unsafe fn ctx_create_v4(
+    pctx: *mut Handle,
+    params: *const CtxCreateParams,
+    flags: c_uint,
+    dev: CUdevice,
+) -> CuResult<()> {
     driver::device(dev)?;
     if !params.is_null() {
         // SAFETY: non-null and readable per the caller.

@@ -505,8 +505,8 @@ fn blocks_per_sm(f: &FunctionObj, block_size: c_int, dynamic_smem: usize) -> CuR
     let warps = (block_size + 31) / 32;
     let by_threads = MAX_THREADS_PER_SM / (warps * 32);
     let smem = u64::from(f.function.info().static_shared_bytes) + dynamic_smem as u64;
-    let by_smem = if smem == 0 { MAX_BLOCKS_PER_SM } else { (u64::from(info.max_shared_bytes) / smem) as c_int };
-    Ok(by_threads.min(by_smem).min(MAX_BLOCKS_PER_SM).max(0))
+    let by_smem = u64::from(info.max_shared_bytes).checked_div(smem).map_or(MAX_BLOCKS_PER_SM, to_int);
+    Ok(by_threads.min(by_smem).clamp(0, MAX_BLOCKS_PER_SM))
 }
 
 /// Threads per multiprocessor reported by the device attributes.
@@ -657,7 +657,6 @@ pub unsafe fn occupancy_available_dynamic_smem(
     // SAFETY: forwarded caller contract.
     unsafe { write_out(dynamic_smem, avail as usize) }
 }
-
 
 /// `cuTensorMapEncodeTiled` / `cuTensorMapEncodeIm2col`: tensor maps (TMA)
 /// are not supported yet.

@@ -113,6 +113,10 @@ pub fn resolve_function(h: Handle) -> CuResult<Arc<FunctionObj>> {
     }
 }
 
+/// What loading a library found: its PTX, its entries, and the module
+/// loaded into the current context (if one was current).
+type Loaded = (String, Vec<String>, Option<(Arc<ContextObj>, Handle)>);
+
 /// Loads `image` as a library, with JIT options.
 ///
 /// # Safety
@@ -128,7 +132,7 @@ unsafe fn load_library(
     // SAFETY: forwarded caller contract.
     let jit = unsafe { JitOptions::parse(num_jit, jit_options, jit_values) }?;
     let start = Instant::now();
-    let result = (|| -> Result<(String, Vec<String>, Option<(Arc<ContextObj>, Handle)>), (CuError, String)> {
+    let result = (|| -> Result<Loaded, (CuError, String)> {
         let ptx = module::image_ptx(image, name)?;
         match context::current() {
             Ok(ctx) => {
@@ -439,7 +443,12 @@ pub fn kernel_set_cache_config(kernel: Handle, config: c_int, dev: CUdevice) -> 
 ///
 /// # Safety
 /// `offset` and `size` are NULL or writable.
-pub unsafe fn kernel_get_param_info(kernel: Handle, index: usize, offset: *mut usize, size: *mut usize) -> CuResult<()> {
+pub unsafe fn kernel_get_param_info(
+    kernel: Handle,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CuResult<()> {
     let k = lookup_kernel(kernel)?;
     let f = kernel_function(&k)?;
     // SAFETY: forwarded caller contract.

@@ -293,9 +293,8 @@ pub fn merge(inputs: &[(String, String)]) -> String {
                 continue;
             }
             if line.trim_start().starts_with(".extern") {
-                let elsewhere = declared_name(line).is_some_and(|n| {
-                    defined.iter().enumerate().any(|(j, names)| j != i && names.contains(&n))
-                });
+                let elsewhere = declared_name(line)
+                    .is_some_and(|n| defined.iter().enumerate().any(|(j, names)| j != i && names.contains(&n)));
                 if elsewhere {
                     // Skip the whole declaration, which may span lines up to `;`.
                     let mut cur = line.to_string();

@@ -603,8 +603,10 @@ pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CuResult<()> {
     let ctx = context::current()?;
     // SAFETY: forwarded caller contract.
     let c = unsafe { read_in(copy) }?;
-    let src = side(&ctx, c.src_type, c.src_host as usize, c.src_device, c.src_array, c.src_x, c.src_y, 0, c.src_pitch, 0)?;
-    let dst = side(&ctx, c.dst_type, c.dst_host as usize, c.dst_device, c.dst_array, c.dst_x, c.dst_y, 0, c.dst_pitch, 0)?;
+    let src =
+        side(&ctx, c.src_type, c.src_host as usize, c.src_device, c.src_array, c.src_x, c.src_y, 0, c.src_pitch, 0)?;
+    let dst =
+        side(&ctx, c.dst_type, c.dst_host as usize, c.dst_device, c.dst_array, c.dst_x, c.dst_y, 0, c.dst_pitch, 0)?;
     // SAFETY: forwarded caller contract.
     unsafe { copy_box(&ctx, src, dst, c.width, c.height, 1) }
 }
@@ -704,7 +706,7 @@ pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, s: Handle) -> CuResult<()> 
 fn memset_2d(dst: CUdeviceptr, pitch: usize, pattern: &[u8], width: usize, height: usize) -> CuResult<()> {
     let ctx = context::current()?;
     let elem = pattern.len();
-    if dst % elem as u64 != 0 || (height > 1 && pitch < width * elem) {
+    if dst & (elem as u64 - 1) != 0 || (height > 1 && pitch < width * elem) {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("misaligned destination or pitch smaller than the row"));
     }
     for y in 0..height {
@@ -775,8 +777,11 @@ fn classify_pointer(ptr: CUdeviceptr) -> Option<PointerKind> {
             return Some(PointerKind::Device { context: owner, ordinal: c.device.ordinal, base, size });
         }
     }
-    host_range_of(ptr as usize)
-        .map(|(start, r)| PointerKind::Host { context: r.context as Handle, start, size: r.size })
+    host_range_of(ptr as usize).map(|(start, r)| PointerKind::Host {
+        context: r.context as Handle,
+        start,
+        size: r.size,
+    })
 }
 
 /// Writes one attribute value into `data`; `Err` for attributes that have
@@ -784,7 +789,12 @@ fn classify_pointer(ptr: CUdeviceptr) -> Option<PointerKind> {
 ///
 /// # Safety
 /// `data` is writable for the attribute's type.
-unsafe fn write_pointer_attribute(data: *mut c_void, attr: c_int, ptr: CUdeviceptr, kind: &PointerKind) -> CuResult<()> {
+unsafe fn write_pointer_attribute(
+    data: *mut c_void,
+    attr: c_int,
+    ptr: CUdeviceptr,
+    kind: &PointerKind,
+) -> CuResult<()> {
     let na = || CuError::CUDA_ERROR_INVALID_VALUE.because(format!("pointer attribute {attr} does not apply"));
     // SAFETY (all writes below): `data` is writable for the attribute's type,
     // per the caller.
@@ -840,8 +850,9 @@ pub unsafe fn pointer_get_attribute(data: *mut c_void, attr: c_int, ptr: CUdevic
     if !(1..=LAST_POINTER_ATTRIBUTE).contains(&attr) {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown pointer attribute {attr}")));
     }
-    let kind = classify_pointer(ptr)
-        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{ptr:#x} is not memory this driver knows")))?;
+    let kind = classify_pointer(ptr).ok_or_else(|| {
+        CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{ptr:#x} is not memory this driver knows"))
+    })?;
     // SAFETY: forwarded caller contract.
     unsafe { write_pointer_attribute(data, attr, ptr, &kind) }
 }
@@ -854,7 +865,12 @@ pub unsafe fn pointer_get_attribute(data: *mut c_void, attr: c_int, ptr: CUdevic
 /// # Safety
 /// `attributes` and `data` are NULL or arrays of `num` entries; each data
 /// pointer is writable for its attribute's type.
-pub unsafe fn pointer_get_attributes(num: c_uint, attributes: *const c_int, data: *mut *mut c_void, ptr: CUdeviceptr) -> CuResult<()> {
+pub unsafe fn pointer_get_attributes(
+    num: c_uint,
+    attributes: *const c_int,
+    data: *mut *mut c_void,
+    ptr: CUdeviceptr,
+) -> CuResult<()> {
     driver::driver()?;
     if num == 0 || attributes.is_null() || data.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("numAttributes is 0 or an array is NULL"));

@@ -20,7 +20,7 @@ use crate::context::{self, ContextObj};
 use crate::driver;
 use crate::ffi::{write_out, CUdevice, Handle};
 use crate::handles::{handle_of, Registry};
-use crate::result::{CuError, CuResult, CUresult};
+use crate::result::{CUresult, CuError, CuResult};
 
 /// `CU_STREAM_LEGACY`: the legacy default stream, as a handle value.
 pub const CU_STREAM_LEGACY: usize = 0x1;

@@ -49,7 +49,19 @@ fn run_vadd(api: &Api, f: Handle, n: usize) {
         (&mut count as *mut u32).cast(),
     ];
     let grid = n.div_ceil(128) as u32;
-    let rc = cu!(api.cuLaunchKernel(f, grid, 1, 1, 128, 1, 1, 0, std::ptr::null_mut(), params.as_mut_ptr(), std::ptr::null_mut()));
+    let rc = cu!(api.cuLaunchKernel(
+        f,
+        grid,
+        1,
+        1,
+        128,
+        1,
+        1,
+        0,
+        std::ptr::null_mut(),
+        params.as_mut_ptr(),
+        std::ptr::null_mut()
+    ));
     check(api, rc, "cuLaunchKernel");
     let mut c = vec![0f32; n];
     check(api, cu!(api.cuMemcpyDtoH_v2(c.as_mut_ptr().cast(), dc, n * 4)), "DtoH");
@@ -138,7 +150,7 @@ impl Link {
             4096usize as *mut c_void,
             info.as_mut_ptr().cast(),
             4096usize as *mut c_void,
-            1usize as *mut c_void,
+            std::ptr::without_provenance_mut(1), // CU_JIT_LOG_VERBOSE = 1
         ]);
         let mut state: Handle = std::ptr::null_mut();
         let rc = cu!(api.cuLinkCreate_v2(5, options.as_ptr(), values.as_mut_ptr(), &mut state));
@@ -225,7 +237,19 @@ fn linker_ptx_inputs_and_errors() {
     let mut out = 0u64;
     check(api, cu!(api.cuMemAlloc_v2(&mut out, 4)), "alloc");
     let mut params: [*mut c_void; 1] = [(&mut out as *mut u64).cast()];
-    let rc = cu!(api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, std::ptr::null_mut(), params.as_mut_ptr(), std::ptr::null_mut()));
+    let rc = cu!(api.cuLaunchKernel(
+        f,
+        1,
+        1,
+        1,
+        1,
+        1,
+        1,
+        0,
+        std::ptr::null_mut(),
+        params.as_mut_ptr(),
+        std::ptr::null_mut()
+    ));
     check(api, rc, "launch call_twice");
     let mut v = 0u32;
     check(api, cu!(api.cuMemcpyDtoH_v2((&mut v as *mut u32).cast(), out, 4)), "DtoH");
@@ -283,7 +307,8 @@ fn library_and_kernels() {
     let null_opts: *const c_int = std::ptr::null();
     let null_vals: *mut *mut c_void = std::ptr::null_mut();
     let mut lib: Handle = std::ptr::null_mut();
-    let rc = cu!(api.cuLibraryLoadData(&mut lib, ptx.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
+    let rc =
+        cu!(api.cuLibraryLoadData(&mut lib, ptx.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
     check(api, rc, "cuLibraryLoadData");
     let mut count = 0;
     check(api, cu!(api.cuLibraryGetKernelCount(&mut count, lib)), "kernel count");
@@ -390,13 +415,40 @@ fn library_and_kernels() {
     let opts = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
     let mut vals: [*mut c_void; 2] = [log.as_mut_ptr().cast(), 1024usize as *mut c_void];
     let bad = b".version 8.0\n.target sm_80\nnonsense\n\0";
-    let rc = cu!(api.cuLibraryLoadData(&mut lib, bad.as_ptr().cast(), opts.as_ptr(), vals.as_mut_ptr(), 2, null_opts, null_vals, 0));
+    let rc = cu!(api.cuLibraryLoadData(
+        &mut lib,
+        bad.as_ptr().cast(),
+        opts.as_ptr(),
+        vals.as_mut_ptr(),
+        2,
+        null_opts,
+        null_vals,
+        0
+    ));
     assert_eq!(rc, code::INVALID_PTX);
     assert!(CStr::from_bytes_until_nul(&log).unwrap().to_str().unwrap().contains("<ptx>:3"));
-    let rc = cu!(api.cuLibraryLoadData(std::ptr::null_mut(), ptx.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
+    let rc = cu!(api.cuLibraryLoadData(
+        std::ptr::null_mut(),
+        ptx.as_ptr().cast(),
+        null_opts,
+        null_vals,
+        0,
+        null_opts,
+        null_vals,
+        0
+    ));
     assert_eq!(rc, code::INVALID_VALUE);
     let path = c_path("vadd_f32.ptx");
-    let rc = cu!(api.cuLibraryLoadFromFile(&mut lib, path.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
+    let rc = cu!(api.cuLibraryLoadFromFile(
+        &mut lib,
+        path.as_ptr().cast(),
+        null_opts,
+        null_vals,
+        0,
+        null_opts,
+        null_vals,
+        0
+    ));
     check(api, rc, "cuLibraryLoadFromFile");
     check(api, cu!(api.cuLibraryUnload(lib)), "unload");
     drop(ctx);
