@@ -20,6 +20,11 @@
 //! - `PTXVK_CC`: compute capability to report, e.g. `8.6` (default `8.0`).
 //! - `PTXVK_TRACE=1`: report every failing call on stderr with its reason.
 //! - `PTXVK_DEVICE`: which Vulkan device is ordinal 0 (see the runtime).
+//!
+//! # Entry points
+//! Every function `cuda.h` declares is exported: the implemented ones from the
+//! list in [`api`], the others as stubs returning `CUDA_ERROR_NOT_SUPPORTED`,
+//! all generated from `cuda-api.tsv` (see `build.rs`).
 
 pub mod api;
 pub mod context;
