@@ -23,6 +23,8 @@ struct State {
     stream: Stream,
     table: AllocationTable,
     readback: Readback,
+    /// Trap words of modules launched since the last check (address, kernel).
+    trap_words: Vec<(u64, String)>,
 }
 
 pub(crate) struct ContextInner {
@@ -50,7 +52,12 @@ impl Context {
         let device = Device::new(selector)?;
         let stream = Stream::new(&device)?;
         let mut inner = ContextInner {
-            state: Mutex::new(State { stream, table: AllocationTable::default(), readback: Readback::default() }),
+            state: Mutex::new(State {
+                stream,
+                table: AllocationTable::default(),
+                readback: Readback::default(),
+                trap_words: Vec::new(),
+            }),
             info: device.info.clone(),
             device,
         };
@@ -86,7 +93,8 @@ impl Context {
 
     /// Copies device memory at `src` to host memory, after all queued work.
     pub fn copy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()> {
-        self.0.copy_dtoh(dst, src)
+        self.0.copy_dtoh(dst, src)?;
+        self.0.check_traps()
     }
 
     /// Copies `bytes` of device memory from `src` to `dst` (queued in order;
@@ -151,9 +159,11 @@ impl Context {
         self.0.launch(f, grid, block, dynamic_shared_bytes, params)
     }
 
-    /// Waits for all queued work.
+    /// Waits for all queued work. A kernel that executed `trap` makes this
+    /// (and every later call) fail with [`Error::LaunchFailed`].
     pub fn synchronize(&self) -> Result<()> {
-        self.0.lock().stream.flush()
+        self.0.lock().stream.flush()?;
+        self.0.check_traps()
     }
 
     /// Number of validation-layer warnings and errors seen so far (always 0
@@ -171,6 +181,25 @@ fn pattern_byte(pattern: &[u8], rel: u64) -> u8 {
 impl ContextInner {
     pub(crate) fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// Reads the trap words of the modules launched since the last check;
+    /// a set word fails the context for good, as a trap does in CUDA.
+    fn check_traps(&self) -> Result<()> {
+        let words = std::mem::take(&mut self.lock().trap_words);
+        for (addr, kernel) in words {
+            let mut w = [0u8; 4];
+            // A module unloaded meanwhile has no word left to read.
+            if self.copy_dtoh(&mut w, addr).is_err() {
+                continue;
+            }
+            if w != [0; 4] {
+                let msg = format!("kernel {kernel} executed trap");
+                self.lock().stream.fail(msg.clone());
+                return Err(Error::LaunchFailed(msg));
+            }
+        }
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -349,6 +378,9 @@ impl ContextInner {
     pub(crate) fn load_module(&self, ptx: &str, file_name: &str, emulate_fma: bool) -> Result<Module> {
         let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma))
             .map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        if std::env::var(crate::instance::SPIRV_VAL_ENV).is_ok_and(|v| v == "1") {
+            spirv_val(&translation.spirv, self.info.target_env, file_name)?;
+        }
         self.load_spirv(&translation.spirv, translation.info)
     }
 
@@ -464,6 +496,12 @@ impl ContextInner {
         let mut st = self.lock();
         st.stream.check()?;
         st.stream.maybe_flush()?;
+        if let (Some(off), Some(data)) = (f.module.info.trap_offset, &f.module.data) {
+            let word = data.address + off;
+            if !st.trap_words.iter().any(|(a, _)| *a == word) {
+                st.trap_words.push((word, entry.name.clone()));
+            }
+        }
         let (pipeline, layout) = f.module.pipeline(&key)?;
         let param_address = match entry.param_passing {
             ParamPassing::Buffer => {
@@ -588,4 +626,34 @@ fn module_data_image(info: &ptxvk_translator::ModuleInfo, base: u64) -> Result<V
         }
     }
     Ok(image)
+}
+
+/// Runs `spirv-val` on a translated module (see [`crate::instance::SPIRV_VAL_ENV`]).
+fn spirv_val(spirv: &[u32], env: ptxvk_translator::TargetEnv, file_name: &str) -> Result<()> {
+    use std::io::Write;
+    let target = match env {
+        ptxvk_translator::TargetEnv::Vulkan1_2 => "vulkan1.2",
+        ptxvk_translator::TargetEnv::Vulkan1_3 => "vulkan1.3",
+    };
+    let bytes: Vec<u8> = spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut child = std::process::Command::new("spirv-val")
+        .args(["--target-env", target, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Unsupported(format!("PTXVK_SPIRV_VAL=1 but spirv-val cannot run: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(&bytes).map_err(|e| Error::Unsupported(format!("spirv-val: {e}")))?;
+    }
+    let out = child.wait_with_output().map_err(|e| Error::Unsupported(format!("spirv-val: {e}")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Error::InvalidPtx(format!(
+            "{file_name}: internal error: the translated module fails spirv-val:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )))
+    }
 }

@@ -152,6 +152,11 @@ impl Stream {
         self.keep_alive.push(object);
     }
 
+    /// Marks the stream failed: every later call fails with `msg`.
+    pub(crate) fn fail(&mut self, msg: String) {
+        self.failed = Some(msg);
+    }
+
     /// Submits the recorded batch and waits for it.
     pub(crate) fn flush(&mut self) -> Result<()> {
         self.check()?;

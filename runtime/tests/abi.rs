@@ -32,6 +32,7 @@ fn load(ctx: &Context) -> Module {
         entries: vec![entry("ids", ParamPassing::PushConstants), entry("ids_buf", ParamPassing::Buffer)],
         globals: vec![],
         global_data_bytes: 0,
+        trap_offset: None,
     };
     ctx.load_spirv(&spirv, info).unwrap()
 }

@@ -297,6 +297,18 @@ pub enum Statement {
     Block(Vec<Statement>),
     /// `name: .callprototype ...` (kept verbatim).
     Prototype(Span, String, String),
+    /// `name: .branchtargets L1, L2, ...;` (`calls` false) or
+    /// `name: .calltargets f1, f2, ...;` (`calls` true).
+    TargetList {
+        /// Span.
+        span: Span,
+        /// The list's name.
+        name: String,
+        /// Whether it lists functions.
+        calls: bool,
+        /// The targets.
+        targets: Vec<String>,
+    },
 }
 
 /// A guard predicate `@p` / `@!p`.

@@ -36,6 +36,18 @@ pub enum Terminator {
     },
     /// `ret` or `exit` (or falling off the end of the body).
     Return,
+    /// Made by [`crate::reducible`]: to `taken` when the 32-bit register
+    /// `reg` equals `value`, otherwise to `fallthrough`.
+    Dispatch {
+        /// A register the pass declares.
+        reg: String,
+        /// The value tested.
+        value: u32,
+        /// Target when equal.
+        taken: BlockId,
+        /// Target otherwise.
+        fallthrough: BlockId,
+    },
 }
 
 /// A basic block.
@@ -49,6 +61,9 @@ pub struct BasicBlock<'a> {
     pub term: Terminator,
     /// Span of the terminating instruction (or of the label).
     pub term_span: Span,
+    /// Made by [`crate::reducible`]: set a 32-bit register to a value
+    /// before the instructions.
+    pub assign: Option<(String, u32)>,
 }
 
 /// A function's control-flow graph.
@@ -63,7 +78,7 @@ impl Cfg<'_> {
     pub fn successors(&self, b: BlockId) -> Vec<BlockId> {
         match &self.blocks[b].term {
             Terminator::Branch(t) => vec![*t],
-            Terminator::CondBranch { taken, fallthrough, .. } => {
+            Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. } => {
                 if taken == fallthrough {
                     vec![*taken]
                 } else {
@@ -77,9 +92,12 @@ impl Cfg<'_> {
 
 enum Pending {
     Branch(String, Span),
+    /// `brx.idx index, list` (with an optional guard).
+    Indexed(Option<(String, bool)>, String, String, Span),
     CondBranch(String, bool, String, Span),
     Return,
-    CondReturn(String, bool, Span),
+    CondReturn(String, bool, Span, Option<u32>),
+    Exit(Span, u32),
 }
 
 /// Flatten nested blocks into a statement list of instructions and labels.
@@ -93,11 +111,21 @@ fn flatten<'a>(stmts: &'a [Statement], out: &mut Vec<&'a Statement>) {
 }
 
 fn is_control(i: &Instruction) -> bool {
-    matches!(i.opcode.as_str(), "bra" | "ret" | "exit")
+    matches!(i.opcode.as_str(), "bra" | "brx" | "ret" | "exit" | "trap")
 }
 
 /// Build the CFG of a function body.
-pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
+/// The pseudo-register an `exit` inside a `.func` sets (through
+/// [`BasicBlock::assign`]) before returning, so that callers stop too.
+pub const EXITED: &str = "%__exited";
+
+/// The value [`EXITED`] gets from `trap`: the thread ends and the launch is
+/// reported as failed (see [`crate::abi::ModuleInfo::trap_offset`]).
+pub const TRAPPED: u32 = 2;
+
+/// Build the CFG of a function body. In a `.func` (`in_func`), `exit` sets
+/// [`EXITED`] and returns.
+pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnostic> {
     let mut flat = Vec::new();
     flatten(body, &mut flat);
 
@@ -109,13 +137,29 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
         span: Span,
     }
     let mut raws: Vec<Raw> = vec![Raw { label: None, insts: Vec::new(), end: None, span: Span::default() }];
-    for s in flat {
+    for &s in &flat {
         match s {
             Statement::Label(span, name) => {
                 raws.push(Raw { label: Some(name.clone()), insts: Vec::new(), end: None, span: *span });
             }
             Statement::Inst(i) if is_control(i) => {
                 let end = match i.opcode.as_str() {
+                    "brx" => {
+                        let (Some(Operand::Name { name: idx, .. }), Some(Operand::Name { name: list, .. })) =
+                            (i.operands.first(), i.operands.get(1))
+                        else {
+                            return Err(Diagnostic::error(
+                                i.span,
+                                "'brx.idx' needs an index register and a .branchtargets list",
+                            ));
+                        };
+                        Pending::Indexed(
+                            i.guard.as_ref().map(|g| (g.name.clone(), g.negated)),
+                            idx.clone(),
+                            list.clone(),
+                            i.span,
+                        )
+                    }
                     "bra" => {
                         let target = match i.operands.first() {
                             Some(Operand::Name { name, .. }) => name.clone(),
@@ -131,19 +175,27 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                             None => Pending::Branch(target, i.span),
                         }
                     }
-                    _ => match &i.guard {
-                        Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span),
+                    "trap" => match &i.guard {
+                        Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span, Some(TRAPPED)),
+                        None => Pending::Exit(i.span, TRAPPED),
+                    },
+                    op => match &i.guard {
+                        Some(g) => Pending::CondReturn(
+                            g.name.clone(),
+                            g.negated,
+                            i.span,
+                            (in_func && op == "exit").then_some(1),
+                        ),
+                        None if in_func && op == "exit" => Pending::Exit(i.span, 1),
                         None => Pending::Return,
                     },
                 };
-                let conditional = matches!(end, Pending::CondBranch(..) | Pending::CondReturn(..));
                 if let Some(last) = raws.last_mut() {
                     last.end = Some(end);
                     last.span = i.span;
                 }
                 // A new block starts after every control instruction; after an
                 // unconditional one it is unreachable unless labelled.
-                let _ = conditional;
                 raws.push(Raw { label: None, insts: Vec::new(), end: None, span: i.span });
             }
             Statement::Inst(i) => {
@@ -155,6 +207,12 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
         }
     }
 
+    let mut lists: HashMap<&str, &Vec<String>> = HashMap::new();
+    for st in &flat {
+        if let Statement::TargetList { name, calls: false, targets, .. } = st {
+            lists.insert(name.as_str(), targets);
+        }
+    }
     let mut by_label: HashMap<&str, usize> = HashMap::new();
     for (idx, r) in raws.iter().enumerate() {
         if let Some(l) = &r.label {
@@ -189,9 +247,68 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                 fallthrough: if next < n { next } else { usize::MAX },
             },
             Some(Pending::Return) => Terminator::Return,
-            Some(Pending::CondReturn(p, neg, span)) => {
+            Some(Pending::Indexed(guard, idx, list, span)) => {
+                let Some(targets) = lists.get(list.as_str()) else {
+                    return Err(Diagnostic::error(
+                        *span,
+                        format!("'{list}' is not a .branchtargets list of this function"),
+                    ));
+                };
+                let mut ids = Vec::new();
+                for t in targets.iter() {
+                    ids.push(lookup(t, *span)?);
+                }
+                let Some((&last, rest)) = ids.split_last() else {
+                    return Err(Diagnostic::error(*span, format!("'{list}' is empty")));
+                };
+                // idx == 0 ? t0 : (idx == 1 ? t1 : ... t_last)
+                let mut next_target = last;
+                for (k, &t) in rest.iter().enumerate().rev() {
+                    let id = n + extra.len();
+                    extra.push(BasicBlock {
+                        label: None,
+                        insts: Vec::new(),
+                        term: Terminator::Dispatch {
+                            reg: idx.clone(),
+                            value: k as u32,
+                            taken: t,
+                            fallthrough: next_target,
+                        },
+                        term_span: *span,
+                        assign: None,
+                    });
+                    next_target = id;
+                }
+                match guard {
+                    None => Terminator::Branch(next_target),
+                    Some((p, neg)) => Terminator::CondBranch {
+                        pred: p.clone(),
+                        negated: *neg,
+                        taken: next_target,
+                        fallthrough: if next < n { next } else { usize::MAX },
+                    },
+                }
+            }
+            Some(Pending::Exit(span, value)) => {
                 let ret_block = n + extra.len();
-                extra.push(BasicBlock { label: None, insts: Vec::new(), term: Terminator::Return, term_span: *span });
+                extra.push(BasicBlock {
+                    label: None,
+                    insts: Vec::new(),
+                    term: Terminator::Return,
+                    term_span: *span,
+                    assign: Some((EXITED.to_string(), *value)),
+                });
+                Terminator::Branch(ret_block)
+            }
+            Some(Pending::CondReturn(p, neg, span, exit)) => {
+                let ret_block = n + extra.len();
+                extra.push(BasicBlock {
+                    label: None,
+                    insts: Vec::new(),
+                    term: Terminator::Return,
+                    term_span: *span,
+                    assign: exit.map(|v| (EXITED.to_string(), v)),
+                });
                 Terminator::CondBranch {
                     pred: p.clone(),
                     negated: *neg,
@@ -200,7 +317,13 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
                 }
             }
         };
-        blocks.push(BasicBlock { label: r.label.clone(), insts: r.insts.clone(), term, term_span: r.span });
+        blocks.push(BasicBlock {
+            label: r.label.clone(),
+            insts: r.insts.clone(),
+            term,
+            term_span: r.span,
+            assign: None,
+        });
     }
     blocks.extend(extra);
     // A fallthrough past the last block (conditional branch at the very end) returns.
@@ -221,6 +344,7 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
             insts: Vec::new(),
             term: Terminator::Return,
             term_span: Span::default(),
+            assign: None,
         });
         for b in blocks.iter_mut() {
             if let Terminator::CondBranch { fallthrough, taken, .. } = &mut b.term {
@@ -256,7 +380,7 @@ pub fn run<'a>(body: &'a [Statement]) -> Result<Cfg<'a>, Diagnostic> {
     for b in out.iter_mut() {
         match &mut b.term {
             Terminator::Branch(t) => *t = remap[*t],
-            Terminator::CondBranch { taken, fallthrough, .. } => {
+            Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. } => {
                 *taken = remap[*taken];
                 *fallthrough = remap[*fallthrough];
             }

@@ -36,6 +36,9 @@ impl Diagnostic {
     }
 }
 
+/// Most diagnostics reported for one input.
+pub const MAX_DIAGNOSTICS: usize = 100;
+
 /// Diagnostics of one translation, with the source needed to render them.
 #[derive(Clone, Debug)]
 pub struct Diagnostics {
@@ -49,7 +52,8 @@ pub struct Diagnostics {
 
 impl Diagnostics {
     /// Diagnostics for `source`.
-    pub fn new(file_name: &str, source: &str, items: Vec<Diagnostic>) -> Self {
+    pub fn new(file_name: &str, source: &str, mut items: Vec<Diagnostic>) -> Self {
+        items.truncate(MAX_DIAGNOSTICS);
         let mut line_starts = vec![0u32];
         for (i, b) in source.bytes().enumerate() {
             if b == b'\n' {
@@ -59,7 +63,10 @@ impl Diagnostics {
         let mut source_lines = Vec::new();
         for d in &items {
             let (line, _) = locate(&line_starts, d.span.start);
-            source_lines.push(source.lines().nth(line).unwrap_or("").to_string());
+            let start = line_starts[line] as usize;
+            let end = line_starts.get(line + 1).map(|&e| e as usize).unwrap_or(source.len());
+            let text = source.get(start.min(source.len())..end.min(source.len())).unwrap_or("");
+            source_lines.push(text.trim_end_matches(['\n', '\r']).to_string());
         }
         Diagnostics { file_name: file_name.to_string(), items, line_starts, source_lines }
     }

@@ -78,8 +78,11 @@ pub fn place(vars: &[(&VarDecl, &VarName)], start: u64) -> Result<(Vec<(String, 
     Ok((out, off))
 }
 
+/// Largest module data buffer (all `.global`/`.const` variables) accepted.
+pub const MAX_MODULE_DATA: u64 = 1 << 30;
+
 /// The module data buffer: every module-scope `.global` and `.const` variable.
-pub fn module_data(vars: &[&VarDecl]) -> Result<(Vec<GlobalInfo>, u64), Diagnostic> {
+pub fn module_data(vars: &[&VarDecl], funcs: &HashMap<String, u32>) -> Result<(Vec<GlobalInfo>, u64), Diagnostic> {
     let mut off = 0u64;
     let mut out: Vec<GlobalInfo> = Vec::new();
     let mut index: HashMap<String, u64> = HashMap::new();
@@ -95,6 +98,12 @@ pub fn module_data(vars: &[&VarDecl]) -> Result<(Vec<GlobalInfo>, u64), Diagnost
             }
             let size = var_size(d, n)?;
             off = align_up(off, var_align(d).max(1) as u64);
+            if off + size > MAX_MODULE_DATA {
+                return Err(Diagnostic::error(
+                    n.span,
+                    format!("module .global/.const variables exceed {} MiB", MAX_MODULE_DATA >> 20),
+                ));
+            }
             index.insert(n.name.clone(), off);
             out.push(GlobalInfo {
                 name: n.name.clone(),
@@ -117,7 +126,7 @@ pub fn module_data(vars: &[&VarDecl]) -> Result<(Vec<GlobalInfo>, u64), Diagnost
                 let g = &mut out[k];
                 let mut pos = 0u64;
                 let elem = d.ty;
-                fill(init, elem, &index, &mut g.init, &mut g.relocations, &mut pos)?;
+                fill(init, elem, &index, funcs, &mut g.init, &mut g.relocations, &mut pos)?;
             }
             k += 1;
         }
@@ -129,6 +138,7 @@ fn fill(
     init: &Initializer,
     ty: ScalarType,
     index: &HashMap<String, u64>,
+    funcs: &HashMap<String, u32>,
     bytes: &mut [u8],
     relocs: &mut Vec<u64>,
     pos: &mut u64,
@@ -136,7 +146,7 @@ fn fill(
     match init {
         Initializer::List(_, items) => {
             for i in items {
-                fill(i, ty, index, bytes, relocs, pos)?;
+                fill(i, ty, index, funcs, bytes, relocs, pos)?;
             }
             Ok(())
         }
@@ -146,7 +156,7 @@ fn fill(
             if at + size as usize > bytes.len() {
                 return Err(Diagnostic::error(*span, "too many initializers for the variable's size"));
             }
-            let (value, reloc) = eval(*span, terms, ty, index)?;
+            let (value, reloc) = eval(*span, terms, ty, index, funcs)?;
             if reloc {
                 if size != 8 {
                     return Err(Diagnostic::error(*span, "an address initializer needs a 64-bit element type"));
@@ -165,6 +175,7 @@ fn eval(
     terms: &[(InitSign, InitTerm)],
     ty: ScalarType,
     index: &HashMap<String, u64>,
+    funcs: &HashMap<String, u32>,
 ) -> Result<(u64, bool), Diagnostic> {
     if let [(sign, InitTerm::Float(v, bits32))] = terms {
         let v = if *sign == InitSign::Minus { -*v } else { *v };
@@ -187,6 +198,9 @@ fn eval(
         let v: i128 = match t {
             InitTerm::Int(i) => *i,
             InitTerm::Float(f, _) => *f as i128,
+            InitTerm::Symbol(s) | InitTerm::Generic(s) if funcs.contains_key(s) => {
+                (crate::abi::FUNCTION_WINDOW | funcs.get(s).copied().unwrap_or(0) as u64) as i128
+            }
             InitTerm::Symbol(s) | InitTerm::Generic(s) => {
                 let Some(off) = index.get(s) else {
                     return Err(Diagnostic::error(
@@ -198,7 +212,7 @@ fn eval(
                 *off as i128
             }
             InitTerm::Mask(inner) => match inner.as_ref() {
-                Initializer::Expr(s, t) => eval(*s, t, ScalarType::U64, index)?.0 as i128,
+                Initializer::Expr(s, t) => eval(*s, t, ScalarType::U64, index, funcs)?.0 as i128,
                 Initializer::List(s, _) => return Err(Diagnostic::error(*s, "bad mask() operand")),
             },
         };

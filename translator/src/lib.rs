@@ -13,6 +13,7 @@ pub mod diag;
 mod emit;
 pub mod layout;
 pub mod parse;
+pub mod reducible;
 pub mod scope;
 pub mod structurize;
 
@@ -92,7 +93,8 @@ pub fn structure_dump(source: &str, file_name: &str) -> Result<String, Diagnosti
         let ast::ModuleItem::Function(f) = item else { continue };
         let Some(body) = &f.body else { continue };
         let wrap = |d: Diagnostic| Diagnostics::new(file_name, source, vec![d]);
-        let cfg = cfg::run(body).map_err(wrap)?;
+        let mut cfg = cfg::run(body, f.kind == ast::FunctionKind::Func).map_err(wrap)?;
+        reducible::run(&mut cfg);
         let span_of = |b: usize| cfg.blocks[b].term_span;
         let regions = structurize::run(&cfg, &span_of).map_err(wrap)?;
         out.push_str(&format!("function {}\n", f.name));

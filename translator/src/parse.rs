@@ -22,6 +22,9 @@ pub fn run(source: &str) -> Result<Module, Vec<Diagnostic>> {
     if source.len() > u32::MAX as usize / 2 {
         return Err(vec![Diagnostic::error(Span::default(), "input too large (over 2 GiB)")]);
     }
+    if let Some(d) = nesting_check(source) {
+        return Err(vec![d]);
+    }
     let mut pairs = match PtxParser::parse(Rule::module, source) {
         Ok(p) => p,
         Err(e) => return Err(vec![convert_error(source, e)]),
@@ -72,6 +75,55 @@ pub fn run(source: &str) -> Result<Module, Vec<Diagnostic>> {
     } else {
         Err(errors)
     }
+}
+
+/// Deepest `{`/`(`/`[` nesting accepted; PTX needs a handful of levels, and
+/// the recursive-descent parser must not exhaust the stack on hostile input.
+pub const MAX_NESTING: usize = 200;
+
+/// Reject input nested deeper than [`MAX_NESTING`], skipping comments and strings.
+fn nesting_check(source: &str) -> Option<Diagnostic> {
+    let b = source.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' | b'(' | b'[' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(Diagnostic::error(
+                        Span { start: i as u32, end: i as u32 + 1 },
+                        format!("nesting deeper than {MAX_NESTING} levels"),
+                    ));
+                }
+            }
+            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 fn convert_error(source: &str, e: pest::error::Error<Rule>) -> Diagnostic {
@@ -467,6 +519,20 @@ fn body(p: P) -> Result<Vec<Statement>, Diagnostic> {
             Rule::var_decl => out.push(Statement::Decl(var_decl(item)?)),
             Rule::body => out.push(Statement::Block(body(item)?)),
             Rule::instruction => out.push(Statement::Inst(instruction(item)?)),
+            Rule::target_list => {
+                let span = span_of(&item);
+                let mut name = String::new();
+                let mut calls = false;
+                let mut targets = Vec::new();
+                for (k, t) in item.into_inner().enumerate() {
+                    match t.as_rule() {
+                        Rule::target_kind => calls = t.as_str() == ".calltargets",
+                        _ if k == 0 => name = t.as_str().to_string(),
+                        _ => targets.push(t.as_str().to_string()),
+                    }
+                }
+                out.push(Statement::TargetList { span, name, calls, targets });
+            }
             Rule::prototype => {
                 let span = span_of(&item);
                 let mut it = item.into_inner();

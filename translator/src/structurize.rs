@@ -212,10 +212,12 @@ fn node_within(cfg: &Cfg, a: &Analysis, x: BlockId, merges: &[BlockId], out: &mu
             out.push(Region::Code(x));
             match &cfg.blocks[x].term {
                 Terminator::Branch(t) => do_branch(cfg, a, x, *t, out),
-                Terminator::CondBranch { taken, fallthrough, .. } if taken == fallthrough => {
+                Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. }
+                    if taken == fallthrough =>
+                {
                     do_branch(cfg, a, x, *taken, out)
                 }
-                Terminator::CondBranch { taken, fallthrough, .. } => {
+                Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. } => {
                     let mut then_body = Vec::new();
                     do_branch(cfg, a, x, *taken, &mut then_body);
                     let mut else_body = Vec::new();

@@ -27,14 +27,77 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
         _ => &[],
     };
     if fx.regs.contains_key(name.as_str()) {
-        return Err(Diagnostic::error(
-            *span,
-            "unsupported instruction 'call' through a function pointer (indirect calls are not supported yet)",
-        ));
+        return indirect(e, fx, inst, rets, &rest[0], args);
     }
     let Some(c) = fx.callees.get(name.as_str()).cloned() else {
         return Err(Diagnostic::error(*span, format!("call to '{name}', which has no definition in this module")));
     };
+    direct(e, fx, inst, name, &c, rets, args)
+}
+
+/// A call through a function pointer: compare the pointer with every
+/// address-taken function of matching signature and call the one it names.
+fn indirect(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    rets: &[Operand],
+    target: &Operand,
+    args: &[Operand],
+) -> Result<(), Diagnostic> {
+    let shape = |fs: &[Formal]| -> Vec<(bool, u32)> {
+        fs.iter()
+            .map(|f| match f {
+                Formal::Param { size, .. } => (true, size.div_ceil(4)),
+                Formal::Reg { kind, .. } => (false, kind.bits()),
+            })
+            .collect()
+    };
+    let mut candidates: Vec<(String, super::func::Callee)> = fx
+        .callees
+        .iter()
+        .filter(|(n, c)| {
+            e.address_taken.contains(n.as_str()) && c.params.len() == args.len() && c.returns.len() == rets.len()
+        })
+        .map(|(n, c)| (n.clone(), c.clone()))
+        .collect();
+    candidates.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(first) = candidates.first().map(|c| (shape(&c.1.params), shape(&c.1.returns))) {
+        candidates.retain(|c| shape(&c.1.params) == first.0 && shape(&c.1.returns) == first.1);
+    }
+    if candidates.is_empty() {
+        return Err(Diagnostic::error(
+            inst.span,
+            "indirect call: no function of this module with a matching signature has its address taken",
+        ));
+    }
+    let ptr = get(e, fx, target, super::values::K::Int(64), false)?;
+    let bt = e.t_bool();
+    for (name, c) in candidates {
+        let Some(&idx) = e.func_index.get(name.as_str()) else { continue };
+        let want = e.c_int(64, crate::abi::FUNCTION_WINDOW | idx as u64);
+        let hit = e.b.i_equal(bt, None, ptr, want).map_err(internal1)?;
+        let yes = e.b.id();
+        let merge = e.b.id();
+        e.b.selection_merge(merge, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
+        e.b.branch_conditional(hit, yes, merge, []).map_err(internal1)?;
+        e.b.begin_block(Some(yes)).map_err(internal1)?;
+        direct(e, fx, inst, &name, &c, rets, args)?;
+        e.b.branch(merge).map_err(internal1)?;
+        e.b.begin_block(Some(merge)).map_err(internal1)?;
+    }
+    Ok(())
+}
+
+fn direct(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    name: &str,
+    c: &super::func::Callee,
+    rets: &[Operand],
+    args: &[Operand],
+) -> Result<(), Diagnostic> {
     if args.len() != c.params.len() || rets.len() != c.returns.len() {
         return Err(Diagnostic::error(
             inst.span,
@@ -79,6 +142,20 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
             }
             Formal::Reg { kind, .. } => set(e, fx, dst, m, *kind, false)?,
         }
+    }
+    // A callee that ran `exit` ends this function too.
+    if let Some(flag) = fx.exited_var {
+        let bt = e.t_bool();
+        let v = e.b.load(u32t, None, flag, None, []).map_err(internal1)?;
+        let z = e.c_u32(0);
+        let gone = e.b.i_not_equal(bt, None, v, z).map_err(internal1)?;
+        let out = e.b.id();
+        let stay = e.b.id();
+        e.b.selection_merge(stay, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
+        e.b.branch_conditional(gone, out, stay, []).map_err(internal1)?;
+        e.b.begin_block(Some(out)).map_err(internal1)?;
+        super::func::emit_return(e, fx)?;
+        e.b.begin_block(Some(stay)).map_err(internal1)?;
     }
     Ok(())
 }

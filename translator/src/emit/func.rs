@@ -36,6 +36,8 @@ pub(crate) struct Plan<'a> {
     pub returns: Vec<Formal>,
     /// Names of functions this one calls directly.
     pub callees: Vec<(String, Span)>,
+    /// Whether an `exit` in this `.func` can end the thread.
+    pub may_exit: bool,
     shared: HashMap<String, Placed>,
     local: HashMap<String, Placed>,
     local_bytes: u32,
@@ -70,6 +72,26 @@ fn collect_calls(stmts: &[Statement], out: &mut Vec<(String, Span)>) {
     }
 }
 
+/// Whether any of `names` is used as a value (its address taken), rather
+/// than only as the base of a `[name+offset]` address.
+fn names_used_as_values(stmts: &[Statement], names: &std::collections::HashSet<&str>) -> bool {
+    fn operand(o: &ast::Operand, names: &std::collections::HashSet<&str>) -> bool {
+        match o {
+            ast::Operand::Name { name, .. } => names.contains(name.as_str()),
+            ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().any(|x| operand(x, names)),
+            _ => false,
+        }
+    }
+    stmts.iter().any(|s| match s {
+        Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names)),
+        Statement::Block(b) => names_used_as_values(b, names),
+        _ => false,
+    })
+}
+
+/// Most registers one function may declare.
+pub(crate) const MAX_REGISTERS: usize = 1 << 22;
+
 fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> Result<(), Diagnostic> {
     if d.vector.is_some() || d.ty == ScalarType::B128 {
         return Err(Diagnostic::error(d.span, "vector and .b128 registers are not supported yet"));
@@ -77,8 +99,11 @@ fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> 
     for n in &d.names {
         match n.count {
             Some(c) => {
-                if c > 4_000_000 {
-                    return Err(Diagnostic::error(n.span, "too many registers"));
+                if c as usize + regs.len() > MAX_REGISTERS {
+                    return Err(Diagnostic::error(
+                        n.span,
+                        format!("more than {MAX_REGISTERS} registers in one function"),
+                    ));
                 }
                 for i in 0..c {
                     regs.push((format!("{}{}", n.name, i), d.ty, n.span));
@@ -191,20 +216,28 @@ pub(crate) fn plan_function<'a>(
         }
     }
     let info = if is_entry {
-        Some(entry_info(f, e.opts, static_end as u32, !shared_dynamic.is_empty(), local_end as u32)?)
+        let names: std::collections::HashSet<&str> =
+            f.params.iter().flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
+        let addressed = names_used_as_values(body, &names);
+        Some(entry_info(f, e.opts, static_end as u32, !shared_dynamic.is_empty(), local_end as u32, addressed)?)
     } else {
         None
     };
     let mut callees = Vec::new();
     collect_calls(body, &mut callees);
-    let cfg = cfg::run(body)?;
+    let mut cfg = cfg::run(body, !is_entry)?;
+    for r in crate::reducible::run(&mut cfg) {
+        regs.push((r, ScalarType::U32, f.span));
+    }
     let span_of = |b: usize| -> Span {
         let blk = &cfg.blocks[b];
         blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
     };
     let regions = structurize::run(&cfg, &span_of)?;
+    let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
     Ok(Plan {
         func: f,
+        may_exit,
         info,
         static_shared_bytes: static_end as u32,
         params: formal_params,
@@ -269,6 +302,8 @@ pub(crate) struct EntryVars {
     pub shared_var: Option<Word>,
     /// `Private` words holding every function's `.local` frame (per invocation).
     pub local_var: Option<Word>,
+    /// `Private` u32 set by `exit` inside a `.func` (see [`cfg::EXITED`]).
+    pub exited_var: Option<Word>,
     pub passing: ParamPassing,
 }
 
@@ -290,6 +325,8 @@ pub(crate) struct Fx<'a> {
     pub local_var: Option<Word>,
     /// Byte offset of this function's frame in the local words.
     pub local_base: u32,
+    /// See [`EntryVars::exited_var`].
+    pub exited_var: Option<Word>,
     pub push_var: Option<Word>,
     pub linear: Word,
     pub brk: Word,
@@ -315,6 +352,7 @@ impl Fx<'_> {
             local: HashMap::new(),
             shared_var: fx.shared_var,
             local_var: None,
+            exited_var: None,
             local_base: fx.local_base,
             push_var: fx.push_var,
             linear: fx.linear,
@@ -381,10 +419,18 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     } else {
         None
     };
+    let exited_var = if plans.iter().any(|p| p.may_exit) {
+        let pt = e.t_ptr(spirv::StorageClass::Private, u32t);
+        let zero = e.c_u32(0);
+        Some(e.b.variable(pt, None, spirv::StorageClass::Private, Some(zero)))
+    } else {
+        None
+    };
     EntryVars {
         push_var,
         shared_var,
         local_var,
+        exited_var,
         passing: info.map(|i| i.param_passing).unwrap_or(ParamPassing::PushConstants),
     }
 }
@@ -442,6 +488,7 @@ pub(crate) fn emit_function(
         local: plan.local.clone(),
         shared_var: vars.shared_var,
         local_var: vars.local_var,
+        exited_var: vars.exited_var,
         local_base,
         push_var: vars.push_var,
         linear,
@@ -510,7 +557,7 @@ pub(crate) fn emit_function(
 }
 
 /// `ret` of a `.func`: gather the return values.
-fn emit_return(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
+pub(crate) fn emit_return(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
     let Some((rets, ret_type)) = fx.returns.clone() else {
         return e.b.ret().map_err(internal1);
     };
@@ -568,6 +615,24 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
         match r {
             Region::Code(b) => {
                 let blk = &fx.cfg.blocks[*b];
+                if let Some((reg, value)) = &blk.assign {
+                    if reg == cfg::EXITED && *value == cfg::TRAPPED {
+                        set_trap_word(e)?;
+                    }
+                    // In an entry there is no exited flag: the return that follows ends the thread.
+                    let var = if reg == cfg::EXITED {
+                        fx.exited_var
+                    } else {
+                        let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
+                            return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
+                        };
+                        Some(var)
+                    };
+                    if let Some(var) = var {
+                        let c = e.c_u32(*value);
+                        e.b.store(var, c, None, []).map_err(internal1)?;
+                    }
+                }
                 for inst in blk.insts.clone() {
                     if !fx.open {
                         reopen(e, fx)?;
@@ -580,12 +645,22 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
             Region::Block { follower, body } => construct(e, fx, Target::Exit(*follower), body)?,
             Region::Loop { header, body } => construct(e, fx, Target::Continue(*header), body)?,
             Region::If { block, then_body, else_body } => {
-                let Terminator::CondBranch { pred, negated, .. } = &fx.cfg.blocks[*block].term else {
-                    return Err(Diagnostic::error(Span::default(), "internal error: If without a condition"));
-                };
                 let span = fx.cfg.blocks[*block].term_span;
-                let (pred, negated) = (pred.clone(), *negated);
-                let c = super::values::pred(e, fx, &pred, negated, span)?;
+                let c = match &fx.cfg.blocks[*block].term {
+                    Terminator::CondBranch { pred, negated, .. } => {
+                        let (pred, negated) = (pred.clone(), *negated);
+                        super::values::pred(e, fx, &pred, negated, span)?
+                    }
+                    Terminator::Dispatch { reg, value, .. } => {
+                        let (reg, value) = (reg.clone(), *value);
+                        let op = ast::Operand::Name { span, name: reg, component: None };
+                        let v = super::values::get(e, fx, &op, K::Int(32), false)?;
+                        let k = e.c_u32(value);
+                        let bt = e.t_bool();
+                        e.b.i_equal(bt, None, v, k).map_err(internal1)?
+                    }
+                    _ => return Err(Diagnostic::error(span, "internal error: If without a condition")),
+                };
                 let t = e.b.id();
                 let f = e.b.id();
                 let m = e.b.id();
@@ -610,6 +685,23 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// `trap`: set the module's trap word (the runtime reports the launch failed).
+fn set_trap_word(e: &mut Emitter) -> Result<(), Diagnostic> {
+    let (Some(base), Some(off)) = (e.spec_global_address, e.trap_offset) else {
+        return Err(Diagnostic::error(Span::default(), "internal error: trap word missing"));
+    };
+    let u64t = e.t_int(64);
+    let u32t = e.t_int(32);
+    let c = e.c_int(64, off);
+    let a = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
+    let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, u32t);
+    let p = e.b.convert_u_to_ptr(pt, None, a).map_err(internal1)?;
+    let one = e.c_u32(1);
+    let scope = e.c_u32(spirv::Scope::Device as u32);
+    let sem = e.c_u32(0);
+    e.b.atomic_store(p, scope, sem, one).map_err(internal1)
 }
 
 /// End the current block with `OpUnreachable` if it is still open.

@@ -123,6 +123,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             let t = last_type(inst)?;
             mem::atom(e, fx, inst, t, false)
         }
+        "cp" => super::async_copy::cp_async(e, fx, inst),
         "cvta" => cvta(e, fx, inst),
         "isspacep" => isspacep(e, fx, inst),
         "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" => {
@@ -253,7 +254,27 @@ fn cvta(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
             };
             set(e, fx, d, r, K::Int(64), false)
         }
-        _ => Err(unsupported(inst, "generic addresses of kernel parameters are not supported yet")),
+        // Kernel parameters whose address is taken live in the parameter
+        // buffer, at a device address; a .func's .param variables are local.
+        mem::Space::Param if fx.returns.is_none() => {
+            let v = get(e, fx, a, k, false)?;
+            set(e, fx, d, v, k, false)
+        }
+        mem::Space::Param => {
+            let u64t = e.t_int(64);
+            let v = get(e, fx, a, K::Int(64), false)?;
+            let r = if to {
+                let m = e.c_int(64, !crate::abi::WINDOW_MASK);
+                e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?
+            } else {
+                let m = e.c_int(64, 0xFFFF_FFFF);
+                let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
+                let w = e.c_int(64, crate::abi::LOCAL_WINDOW);
+                e.b.bitwise_or(u64t, None, off, w).map_err(internal1)?
+            };
+            set(e, fx, d, r, K::Int(64), false)
+        }
+        _ => Err(unsupported(inst, "")),
     }
 }
 

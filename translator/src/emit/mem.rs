@@ -112,7 +112,19 @@ pub(crate) fn resolve(e: &mut Emitter, fx: &mut Fx, space: Space, a: &Address, s
             Ok(if space == Space::Shared { Addr::Shared(v) } else { Addr::Local(v) })
         }
         Space::Param => {
-            Err(Diagnostic::error(*bspan, "parameter-space addresses held in registers are not supported yet"))
+            if fx.returns.is_some() {
+                // In a .func: its .param variables live in local memory.
+                let v = get(e, fx, &reg, K::Int(32), false)?;
+                Ok(Addr::Local(off_u32(e, v, a.offset)?))
+            } else if fx.passing == ParamPassing::Buffer {
+                // An entry whose parameter addresses are taken: the buffer's device address.
+                let v = get(e, fx, &reg, K::Int(64), false)?;
+                let u64t = e.t_int(64);
+                let c = e.c_int(64, a.offset as u64);
+                Ok(Addr::Global(e.b.i_add(u64t, None, v, c).map_err(internal1)?))
+            } else {
+                Err(Diagnostic::error(*bspan, "internal error: parameter address in a register"))
+            }
         }
         _ => {
             let v = get(e, fx, &reg, K::Int(64), false)?;

@@ -18,6 +18,7 @@
 //! out of the innermost construct, and is re-dispatched at each construct's
 //! merge block until it reaches its destination.
 
+mod async_copy;
 mod call;
 mod cvt;
 mod float;
@@ -72,6 +73,12 @@ pub(crate) struct Emitter<'o> {
     pub globals: HashMap<String, (u64, u64)>,
     /// Types that already carry their decorations.
     pub decorated: BTreeSet<Word>,
+    /// Index of every `.func` with a body (for function addresses).
+    pub func_index: HashMap<String, u32>,
+    /// `.func`s whose address is taken (candidates of indirect calls).
+    pub address_taken: BTreeSet<String>,
+    /// Offset of the trap word in the module data buffer.
+    pub trap_offset: Option<u64>,
 }
 
 impl<'o> Emitter<'o> {
@@ -202,6 +209,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         spec_global_address: None,
         globals: HashMap::new(),
         decorated: BTreeSet::new(),
+        func_index: HashMap::new(),
+        address_taken: BTreeSet::new(),
+        trap_offset: None,
     };
     e.cap(Capability::Shader);
     e.cap(Capability::PhysicalStorageBufferAddresses);
@@ -220,10 +230,22 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             _ => None,
         })
         .collect();
-    let (globals, data_bytes) = match layout::module_data(&data_vars) {
+    for (i, item) in module.items.iter().enumerate() {
+        if let ModuleItem::Function(f) = item {
+            if f.kind == FunctionKind::Func && f.body.is_some() {
+                e.func_index.insert(f.name.clone(), i as u32);
+            }
+        }
+    }
+    let (globals, mut data_bytes) = match layout::module_data(&data_vars, &e.func_index) {
         Ok(x) => x,
         Err(d) => return Err(vec![d]),
     };
+    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_trap))) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.trap_offset = Some(off);
+        data_bytes = off + 8;
+    }
     for g in &globals {
         e.globals.insert(g.name.clone(), (g.offset, g.size));
     }
@@ -297,6 +319,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             })
         })
         .collect();
+    for body in bodies.iter().flatten() {
+        address_uses(body, &e.func_index, &mut e.address_taken);
+    }
     let mut plans: HashMap<String, func::Plan> = HashMap::new();
     let mut entry_names = Vec::new();
     let mut max_static_shared_words = 1u32;
@@ -335,7 +360,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     for name in &entry_names {
         let Some(plan) = plans.get(name) else { continue };
         // The functions this entry reaches, callees after callers; recursion is reported.
-        let reach = match reachable(&plans, name) {
+        let reach = match reachable(&plans, name, &e.address_taken) {
             Ok(r) => r,
             Err(d) => {
                 errors.push(d);
@@ -365,6 +390,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.push_var);
                 iface.extend(vars.shared_var);
                 iface.extend(vars.local_var);
+                iface.extend(vars.exited_var);
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
             }
             Err(ds) => {
@@ -396,7 +422,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         use rspirv::binary::Assemble;
         e.b.module().assemble()
     };
-    Ok((words, ModuleInfo { entries, globals, global_data_bytes: data_bytes }))
+    Ok((words, ModuleInfo { entries, globals, global_data_bytes: data_bytes, trap_offset: e.trap_offset }))
 }
 
 /// Entry metadata from a function's declarations.
@@ -406,9 +432,12 @@ pub(crate) fn entry_info(
     static_shared: u32,
     dynamic: bool,
     local_bytes: u32,
+    params_addressed: bool,
 ) -> Result<EntryInfo, Diagnostic> {
     let (params, param_bytes) = layout::params(&f.params)?;
-    let fits = abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4 <= opts.max_push_constant_bytes;
+    // A parameter whose address is taken must live in addressable memory.
+    let fits =
+        !params_addressed && abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4 <= opts.max_push_constant_bytes;
     let (passing, push) = if fits {
         (ParamPassing::PushConstants, abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4)
     } else {
@@ -442,12 +471,17 @@ pub(crate) fn entry_info(
 
 /// The `.func`s reachable from `root` (excluding it), or a diagnostic naming
 /// a recursive cycle (SPIR-V for Vulkan cannot express recursion).
-fn reachable(plans: &HashMap<String, func::Plan>, root: &str) -> Result<Vec<String>, Diagnostic> {
+fn reachable(
+    plans: &HashMap<String, func::Plan>,
+    root: &str,
+    address_taken: &BTreeSet<String>,
+) -> Result<Vec<String>, Diagnostic> {
     let mut order = Vec::new();
     let mut state: HashMap<String, u8> = HashMap::new();
     let mut path: Vec<String> = Vec::new();
     fn visit(
         plans: &HashMap<String, func::Plan>,
+        taken: &BTreeSet<String>,
         n: &str,
         state: &mut HashMap<String, u8>,
         path: &mut Vec<String>,
@@ -456,7 +490,16 @@ fn reachable(plans: &HashMap<String, func::Plan>, root: &str) -> Result<Vec<Stri
         state.insert(n.to_string(), 1);
         path.push(n.to_string());
         if let Some(p) = plans.get(n) {
+            // An indirect call may reach any function whose address is taken.
+            let mut calls: Vec<(String, Span)> = Vec::new();
             for (c, span) in &p.callees {
+                if plans.contains_key(c.as_str()) {
+                    calls.push((c.clone(), *span));
+                } else if c.starts_with('%') {
+                    calls.extend(taken.iter().map(|t| (t.clone(), *span)));
+                }
+            }
+            for (c, span) in &calls {
                 match state.get(c.as_str()) {
                     Some(1) => {
                         let start = path.iter().position(|x| x == c).unwrap_or(0);
@@ -470,7 +513,7 @@ fn reachable(plans: &HashMap<String, func::Plan>, root: &str) -> Result<Vec<Stri
                     Some(_) => {}
                     None => {
                         if plans.contains_key(c.as_str()) {
-                            visit(plans, c, state, path, order)?;
+                            visit(plans, taken, c, state, path, order)?;
                         }
                     }
                 }
@@ -481,7 +524,38 @@ fn reachable(plans: &HashMap<String, func::Plan>, root: &str) -> Result<Vec<Stri
         order.push(n.to_string());
         Ok(())
     }
-    visit(plans, root, &mut state, &mut path, &mut order)?;
+    visit(plans, address_taken, root, &mut state, &mut path, &mut order)?;
     order.retain(|n| n != root);
     Ok(order)
+}
+
+/// Names of `.func`s used as values (not as call targets) in a body.
+fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mut BTreeSet<String>) {
+    fn operand(o: &ast::Operand, funcs: &HashMap<String, u32>, out: &mut BTreeSet<String>) {
+        match o {
+            ast::Operand::Name { name, .. } if funcs.contains_key(name.as_str()) => {
+                out.insert(name.clone());
+            }
+            ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().for_each(|x| operand(x, funcs, out)),
+            _ => {}
+        }
+    }
+    for s in stmts {
+        match s {
+            ast::Statement::Inst(i) if i.opcode != "call" => i.operands.iter().for_each(|o| operand(o, funcs, out)),
+            ast::Statement::Block(b) => address_uses(b, funcs, out),
+            ast::Statement::TargetList { calls: true, targets, .. } => {
+                out.extend(targets.iter().filter(|t| funcs.contains_key(t.as_str())).cloned())
+            }
+            _ => {}
+        }
+    }
+}
+
+fn uses_trap(stmts: &[ast::Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        ast::Statement::Inst(i) => i.opcode == "trap",
+        ast::Statement::Block(b) => uses_trap(b),
+        _ => false,
+    })
 }

@@ -120,6 +120,13 @@ impl Emitter<'_> {
         self.b.load(u32t, None, p, None, []).map_err(internal1)
     }
 
+    /// The device address of the entry's parameter buffer (header words 6, 7).
+    pub fn param_buffer_address(&mut self, fx: &Fx) -> Result<Word, Diagnostic> {
+        let lo = self.push_word(fx, 6)?;
+        let hi = self.push_word(fx, 7)?;
+        self.make_u64(lo, hi)
+    }
+
     /// Combine two 32-bit words into a 64-bit integer.
     pub fn make_u64(&mut self, lo: Word, hi: Word) -> Result<Word, Diagnostic> {
         let u64t = self.t_int(64);
@@ -349,11 +356,20 @@ pub(crate) fn symbol_address(
         let v = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
         return Ok(Some((v, K::Int(64))));
     }
-    if fx.params.contains_key(name) {
-        return Err(Diagnostic::error(
-            span,
-            format!("taking the address of kernel parameter '{name}' is not supported yet"),
-        ));
+    if let Some(&i) = e.func_index.get(name) {
+        return Ok(Some((e.c_int(64, crate::abi::FUNCTION_WINDOW | i as u64), K::Int(64))));
+    }
+    if let Some(p) = fx.params.get(name) {
+        // The entry's parameters are then in the parameter buffer (see
+        // `entry_info`): the address is a device address.
+        if fx.passing != crate::abi::ParamPassing::Buffer {
+            return Err(Diagnostic::error(span, format!("internal error: address of parameter '{name}'")));
+        }
+        let offset = p.offset as u64;
+        let base = e.param_buffer_address(fx)?;
+        let u64t = e.t_int(64);
+        let c = e.c_int(64, offset);
+        return Ok(Some((e.b.i_add(u64t, None, base, c).map_err(internal1)?, K::Int(64))));
     }
     Ok(None)
 }

@@ -1,0 +1,373 @@
+//! Control flow and calls through the translator, run on the device:
+//! jump tables, irreducible loops, function pointers, `exit` inside a
+//! `.func`, `trap`, and `cp.async` with zero fill.
+
+mod common;
+
+use common::{assert_clean, context, Lcg};
+use ptxvk_runtime::{Context, Error};
+
+const POISON: u32 = 0xABAB_ABAB;
+
+fn upload_u32(ctx: &Context, data: &[u32]) -> u64 {
+    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let d = ctx.alloc(bytes.len().max(4) as u64).unwrap();
+    ctx.copy_htod(d, &bytes).unwrap();
+    d
+}
+
+fn download_u32(ctx: &Context, d: u64, n: usize) -> Vec<u32> {
+    let mut bytes = vec![0u8; n * 4];
+    ctx.copy_dtoh(&mut bytes, d).unwrap();
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+fn poisoned(ctx: &Context, n: usize) -> u64 {
+    let d = ctx.alloc(n as u64 * 4).unwrap();
+    ctx.memset_d32(d, POISON, n as u64).unwrap();
+    d
+}
+
+#[test]
+fn brx_idx_jump_table() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/brx_idx.ptx"), "brx_idx.ptx").unwrap();
+    let f = m.function("brx_idx").unwrap();
+    let n = 1000usize;
+    let mut rng = Lcg(11);
+    let input: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, n + 24);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as u32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(128), 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, n + 24);
+    for (i, &x) in input.iter().enumerate() {
+        let v = match x & 3 {
+            0 => 1000,
+            1 => 2000,
+            2 => x ^ 0x5555,
+            _ => x.wrapping_mul(3),
+        };
+        assert_eq!(out[i], v.wrapping_add(x), "element {i}");
+    }
+    assert!(out[n..].iter().all(|&v| v == POISON), "threads beyond n wrote");
+    assert_clean(&ctx);
+}
+
+#[test]
+fn irreducible_cycle_with_three_entries() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/irreducible3.ptx"), "irreducible3.ptx").unwrap();
+    let f = m.function("irreducible3").unwrap();
+    let n = 777usize;
+    let mut rng = Lcg(5);
+    let input: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, 2 * n);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as u32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(64), 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 2 * n);
+    for (i, &x0) in input.iter().enumerate() {
+        let (mut x, mut steps) = (x0, 0u32);
+        let mut at = x0 % 3;
+        loop {
+            match at {
+                0 => {
+                    x = x.wrapping_mul(5).wrapping_add(1);
+                    steps += 1;
+                    if steps >= 20 || x % 7 == 0 {
+                        break;
+                    }
+                    at = 1;
+                }
+                1 => {
+                    x ^= x >> 2;
+                    steps += 1;
+                    if steps >= 20 || x % 5 == 0 {
+                        break;
+                    }
+                    at = 2;
+                }
+                _ => {
+                    x = x.wrapping_add(40503);
+                    steps += 1;
+                    if steps >= 20 {
+                        break;
+                    }
+                    at = 0;
+                }
+            }
+        }
+        assert_eq!((out[2 * i], out[2 * i + 1]), (x, steps), "element {i} (input {x0:#x})");
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn function_pointers() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/funcptr.ptx"), "funcptr.ptx").unwrap();
+    let f = m.function("apply_ops").unwrap();
+    let n = 2000usize;
+    let mut rng = Lcg(99);
+    let a: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let b: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let sel: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let (da, db, ds) = (upload_u32(&ctx, &a), upload_u32(&ctx, &b), upload_u32(&ctx, &sel));
+    let dout = poisoned(&ctx, n + 40);
+    let params = f
+        .pack_params(&[
+            &da.to_le_bytes(),
+            &db.to_le_bytes(),
+            &ds.to_le_bytes(),
+            &dout.to_le_bytes(),
+            &(n as i32).to_le_bytes(),
+        ])
+        .unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(96), 1, 1], [96, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, n + 40);
+    for i in 0..n {
+        let v = match sel[i] & 3 {
+            0 => a[i].wrapping_add(b[i]),
+            1 => a[i].wrapping_sub(b[i]),
+            2 => a[i].wrapping_mul(b[i]),
+            _ => a[i] ^ b[i],
+        };
+        assert_eq!(out[i], v, "element {i}");
+    }
+    assert!(out[n..].iter().all(|&v| v == POISON));
+    assert_clean(&ctx);
+}
+
+#[test]
+fn exit_inside_a_function_ends_the_thread() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/func_exit.ptx"), "func_exit.ptx").unwrap();
+    let f = m.function("k").unwrap();
+    let dout = poisoned(&ctx, 64);
+    let params = f.pack_params(&[&dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 64);
+    for (i, &v) in out.iter().enumerate() {
+        assert_eq!(v, if i <= 10 { i as u32 } else { POISON }, "thread {i}");
+    }
+    assert_clean(&ctx);
+}
+
+const TRAP: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry maybe_trap(.param .u64 out, .param .u32 bad)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [bad];
+    mov.u32 %r2, %tid.x;
+    setp.eq.u32 %p1, %r2, %r1;
+    @%p1 trap;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.s64 %rd2, %rd1, %rd2;
+    st.global.u32 [%rd2], %r2;
+    ret;
+}
+"#;
+
+#[test]
+fn trap_fails_the_launch_and_the_context() {
+    let ctx = context();
+    let m = ctx.load_module(TRAP, "trap.ptx").unwrap();
+    let f = m.function("maybe_trap").unwrap();
+    let dout = poisoned(&ctx, 32);
+    // No thread traps: the launch succeeds.
+    let params = f.pack_params(&[&dout.to_le_bytes(), &1000u32.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    assert_eq!(download_u32(&ctx, dout, 32), (0..32).collect::<Vec<u32>>());
+    // Thread 5 traps: the synchronisation reports it, and the context stays failed.
+    let params = f.pack_params(&[&dout.to_le_bytes(), &5u32.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &params).unwrap();
+    match ctx.synchronize() {
+        Err(Error::LaunchFailed(msg)) => assert!(msg.contains("trap"), "{msg}"),
+        other => panic!("expected LaunchFailed, got {other:?}"),
+    }
+    assert!(ctx.synchronize().is_err(), "a trap is sticky");
+    assert_clean(&ctx);
+}
+
+const CP_ASYNC: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+// Each thread copies 16 bytes of src into shared memory with a src-size of
+// (tid % 17) bytes (zero fill after), twice: once with a register src-size,
+// once with ignore-src for odd threads; then writes the shared words out.
+.visible .entry cp(.param .u64 src, .param .u64 out)
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<2>;
+    .shared .align 16 .b8 buf[2048];
+    ld.param.u64 %rd1, [src];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    rem.u32 %r2, %r1, 17;
+    mul.wide.u32 %rd3, %r1, 16;
+    add.s64 %rd4, %rd1, %rd3;
+    mov.u32 %r3, buf;
+    shl.b32 %r4, %r1, 4;
+    add.u32 %r5, %r3, %r4;
+    cp.async.cg.shared.global [%r5], [%rd4], 16, %r2;
+    and.b32 %r6, %r1, 1;
+    setp.eq.u32 %p1, %r6, 1;
+    add.u32 %r7, %r5, 1024;
+    cp.async.ca.shared.global [%r7], [%rd4], 8, %p1;
+    cp.async.ca.shared.global [%r7+8], [%rd4+8], 4, 3;
+    cp.async.commit_group;
+    cp.async.wait_group 0;
+    bar.sync 0;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd2, %rd5;
+    shl.b32 %r8, %r1, 2;
+    add.u32 %r9, %r3, %r8;
+    ld.shared.u32 %r10, [%r9];
+    st.global.u32 [%rd6], %r10;
+    ld.shared.u32 %r11, [%r9+1024];
+    st.global.u32 [%rd6+256], %r11;
+    ret;
+}
+"#;
+
+#[test]
+fn cp_async_zero_fills() {
+    let ctx = context();
+    let m = ctx.load_module(CP_ASYNC, "cp.ptx").unwrap();
+    let f = m.function("cp").unwrap();
+    let threads = 64usize;
+    let mut rng = Lcg(3);
+    let src = rng.bytes(threads * 16);
+    let dsrc = ctx.alloc(src.len() as u64).unwrap();
+    ctx.copy_htod(dsrc, &src).unwrap();
+    let dout = poisoned(&ctx, 2 * threads);
+    let params = f.pack_params(&[&dsrc.to_le_bytes(), &dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 2 * threads);
+    // Expected shared image: region 0 (1024 bytes) and region 1.
+    let mut shared = vec![0u8; 2048];
+    for t in 0..threads {
+        let n = t % 17;
+        for k in 0..16 {
+            shared[t * 16 + k] = if k < n { src[t * 16 + k] } else { 0 };
+        }
+        for k in 0..8 {
+            shared[1024 + t * 16 + k] = if t % 2 == 1 { 0 } else { src[t * 16 + k] };
+        }
+        for k in 0..4 {
+            shared[1024 + t * 16 + 8 + k] = if k < 3 { src[t * 16 + 8 + k] } else { 0 };
+        }
+    }
+    let word = |off: usize| u32::from_le_bytes([shared[off], shared[off + 1], shared[off + 2], shared[off + 3]]);
+    for t in 0..threads {
+        assert_eq!(out[t], word(4 * t), "region 0 word {t}");
+        // Region 1 words 12..16 of each thread's slot are never written by cp.async.
+        let off = 1024 + 4 * t;
+        if (off - 1024) % 16 < 12 {
+            assert_eq!(out[threads + t], word(off), "region 1 word {t}");
+        }
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn four_kib_struct_by_value_with_its_address_taken() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/params_big.ptx"), "params_big.ptx").unwrap();
+    let f = m.function("struct_4k").unwrap();
+    assert_eq!(f.info().param_passing, ptxvk_runtime::ParamPassing::Buffer);
+    let n = 3000usize;
+    let mut rng = Lcg(21);
+    let table: Vec<u32> = (0..1024).map(|_| rng.next_u32()).collect();
+    let idx: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let didx = upload_u32(&ctx, &idx);
+    let dout = poisoned(&ctx, n + 16);
+    let tbytes: Vec<u8> = table.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let params =
+        f.pack_params(&[&tbytes, &didx.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(128), 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, n + 16);
+    for i in 0..n {
+        let v = table[(idx[i] & 1023) as usize].wrapping_mul(3).wrapping_add(table[i & 1023]);
+        assert_eq!(out[i], v, "element {i}");
+    }
+    assert!(out[n..].iter().all(|&v| v == POISON));
+    assert_clean(&ctx);
+}
+
+#[test]
+fn twenty_mixed_parameters() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/params_big.ptx"), "params_big.ptx").unwrap();
+    let f = m.function("many_params").unwrap();
+    // 104 bytes: with the 32-byte header, more than lavapipe's 128 bytes of push constants.
+    assert_eq!(f.info().param_bytes, 104);
+    if ctx.info().max_push_constant_bytes < 136 {
+        assert_eq!(f.info().param_passing, ptxvk_runtime::ParamPassing::Buffer);
+    }
+    let dout = poisoned(&ctx, 64);
+    let (a, b, c, d, e, ff) = (-7i8, -300i16, 123456i32, -9_876_543_210i64, 1234.75f32, -98765.25f64);
+    let (g, h, i, j) = (200u8, 60000u16, 4_000_000_000u32, 12_345_678_901_234u64);
+    let (k, l, mm, nn, o, p, q, r, s) = (1i32, -2i32, 3i32, -4i32, 5.5f64, -6.5f32, 7i32, -8i8, 9_000_000_000i64);
+    let args: Vec<Vec<u8>> = vec![
+        dout.to_le_bytes().to_vec(),
+        a.to_le_bytes().to_vec(),
+        b.to_le_bytes().to_vec(),
+        c.to_le_bytes().to_vec(),
+        d.to_le_bytes().to_vec(),
+        e.to_le_bytes().to_vec(),
+        ff.to_le_bytes().to_vec(),
+        g.to_le_bytes().to_vec(),
+        h.to_le_bytes().to_vec(),
+        i.to_le_bytes().to_vec(),
+        j.to_le_bytes().to_vec(),
+        k.to_le_bytes().to_vec(),
+        l.to_le_bytes().to_vec(),
+        mm.to_le_bytes().to_vec(),
+        nn.to_le_bytes().to_vec(),
+        o.to_le_bytes().to_vec(),
+        p.to_le_bytes().to_vec(),
+        q.to_le_bytes().to_vec(),
+        r.to_le_bytes().to_vec(),
+        s.to_le_bytes().to_vec(),
+    ];
+    let refs: Vec<&[u8]> = args.iter().map(|v| v.as_slice()).collect();
+    let params = f.pack_params(&refs).unwrap();
+    ctx.launch(&f, [1, 1, 1], [48, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 64);
+    let acc: i64 = a as i64
+        + b as i64
+        + c as i64
+        + d
+        + e as i64
+        + ff as i64
+        + g as i64
+        + h as i64
+        + i as i64
+        + j as i64
+        + k as i64
+        + l as i64
+        + mm as i64
+        + nn as i64
+        + o as i64
+        + p as i64
+        + q as i64
+        + r as i64
+        + s;
+    let folded = (acc ^ (acc >> 32)) as i32;
+    for (t, &v) in out.iter().take(48).enumerate() {
+        assert_eq!(v as i32, folded.wrapping_add(t as i32), "thread {t}");
+    }
+    assert!(out[48..].iter().all(|&v| v == POISON));
+    assert_clean(&ctx);
+}
