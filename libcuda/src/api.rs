@@ -371,8 +371,8 @@ exports! {
     safe fn cuMemFreeHost(p: *mut c_void) => mem::mem_free_host;
     /// `cuMemHostGetFlags`.
     raw fn cuMemHostGetFlags(flags: *mut c_uint, p: *mut c_void) => mem::mem_host_get_flags;
-    /// `cuMemHostGetDevicePointer_v2`: not supported (no mapped host memory).
-    safe fn cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) => mem::mem_host_get_device_pointer;
+    /// `cuMemHostGetDevicePointer_v2`.
+    raw fn cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) => mem::mem_host_get_device_pointer;
     /// `cuMemHostRegister_v2`.
     safe fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, flags: c_uint) | cuMemHostRegister => mem::mem_host_register;
     /// `cuMemHostUnregister`.

@@ -190,7 +190,7 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         16 => to_int(info.multiprocessor_count.max(1)), // MULTIPROCESSOR_COUNT
         17 => 0,                                 // KERNEL_EXEC_TIMEOUT
         18 => c_int::from(info.device_type == DeviceType::IntegratedGpu), // INTEGRATED
-        19 => 0,                                 // CAN_MAP_HOST_MEMORY
+        19 => 1,                                 // CAN_MAP_HOST_MEMORY
         20 => 0,                                 // COMPUTE_MODE (default)
         30 => 512,                               // SURFACE_ALIGNMENT
         31 => 1,                                 // CONCURRENT_KERNELS

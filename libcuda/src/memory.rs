@@ -235,6 +235,9 @@ struct HostRange {
     flags: c_uint,
     context: usize,
     allocated: bool,
+    /// Device address of the mapping (0: not mapped), and its device ordinal.
+    device: u64,
+    ordinal: c_int,
 }
 
 /// Alignment of host allocations (a page).
@@ -252,9 +255,11 @@ fn host_range_of(addr: usize) -> Option<(usize, HostRange)> {
 }
 
 /// `cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)`:
-/// page-aligned host memory. `CU_MEMHOSTALLOC_DEVICEMAP` is refused with
-/// `CUDA_ERROR_NOT_SUPPORTED`: host memory cannot be mapped into the device
-/// address space here (`CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY` is 0).
+/// page-locked host memory, mapped into the device's address space (as all
+/// page-locked memory is under unified addressing); the device address comes
+/// from `cuMemHostGetDevicePointer`, and is not the host address. If the
+/// device has no room for the mapping, memory that is not
+/// `CU_MEMHOSTALLOC_DEVICEMAP` falls back to plain host memory.
 ///
 /// # Safety
 /// `pp` is NULL or writable.
@@ -269,19 +274,32 @@ pub unsafe fn mem_host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uin
     if flags & !0x7 != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown host allocation flags {flags:#x}")));
     }
-    if flags & 0x2 != 0 {
-        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
-            .because("CU_MEMHOSTALLOC_DEVICEMAP: host memory cannot be mapped into the device address space"));
-    }
-    let layout = Layout::from_size_align(bytesize, HOST_ALIGN)
-        .map_err(|_| CuError::CUDA_ERROR_OUT_OF_MEMORY.because("host allocation too large"))?;
-    // SAFETY: the layout has a non-zero size.
-    let p = unsafe { std::alloc::alloc_zeroed(layout) };
-    if p.is_null() {
-        return Err(CuError::CUDA_ERROR_OUT_OF_MEMORY.because("host allocation failed"));
-    }
-    let range = HostRange { size: bytesize, flags, context: handle_of(&ctx) as usize, allocated: true };
-    host_memory().insert(p as usize, range);
+    let range = |device: u64, allocated: bool| HostRange {
+        size: bytesize,
+        flags,
+        context: handle_of(&ctx) as usize,
+        allocated,
+        device,
+        ordinal: ctx.device.ordinal,
+    };
+    let p = match ctx.runtime.alloc_mapped(bytesize as u64) {
+        Ok((device, host)) => {
+            host_memory().insert(host as usize, range(device, false));
+            host
+        }
+        Err(e) if flags & 0x2 != 0 => return Err(CuError::from(e)),
+        Err(_) => {
+            let layout = Layout::from_size_align(bytesize, HOST_ALIGN)
+                .map_err(|_| CuError::CUDA_ERROR_OUT_OF_MEMORY.because("host allocation too large"))?;
+            // SAFETY: the layout has a non-zero size.
+            let p = unsafe { std::alloc::alloc_zeroed(layout) };
+            if p.is_null() {
+                return Err(CuError::CUDA_ERROR_OUT_OF_MEMORY.because("host allocation failed"));
+            }
+            host_memory().insert(p as usize, range(0, true));
+            p
+        }
+    };
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(pp, p.cast()) }
 }
@@ -300,19 +318,23 @@ pub unsafe fn mem_alloc_host(pp: *mut *mut c_void, bytesize: usize) -> CuResult<
 pub fn mem_free_host(p: *mut c_void) -> CuResult<()> {
     driver::driver()?;
     let mut map = host_memory();
-    match map.get(&(p as usize)) {
-        Some(r) if r.allocated => {
-            let size = r.size;
-            map.remove(&(p as usize));
-            drop(map);
-            let layout = Layout::from_size_align(size, HOST_ALIGN).map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE)?;
-            // SAFETY: `p` was allocated by `mem_host_alloc` with this layout and
-            // is removed from the map, so it is freed once.
-            unsafe { std::alloc::dealloc(p.cast(), layout) };
-            Ok(())
+    let r = match map.get(&(p as usize)) {
+        Some(r) if r.allocated || r.device != 0 => *r,
+        _ => {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{p:p} was not allocated by cuMemHostAlloc")))
         }
-        _ => Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{p:p} was not allocated by cuMemHostAlloc"))),
+    };
+    map.remove(&(p as usize));
+    drop(map);
+    if r.device != 0 {
+        driver::device(r.ordinal)?.runtime()?.free(r.device)?;
+        return Ok(());
     }
+    let layout = Layout::from_size_align(r.size, HOST_ALIGN).map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE)?;
+    // SAFETY: `p` was allocated by `mem_host_alloc` with this layout and is
+    // removed from the map, so it is freed once.
+    unsafe { std::alloc::dealloc(p.cast(), layout) };
+    Ok(())
 }
 
 /// `cuMemHostGetFlags(unsigned int *pFlags, void *p)`.
@@ -328,13 +350,22 @@ pub unsafe fn mem_host_get_flags(flags: *mut c_uint, p: *mut c_void) -> CuResult
 }
 
 /// `cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int
-/// Flags)`: host memory is never mapped here.
-pub fn mem_host_get_device_pointer(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) -> CuResult<()> {
+/// Flags)`: the device address of page-locked memory from `cuMemHostAlloc`
+/// (any address inside it); "CUDA_ERROR_INVALID_VALUE" for other memory and
+/// non-zero flags.
+///
+/// # Safety
+/// `pdptr` is NULL or writable.
+pub unsafe fn mem_host_get_device_pointer(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) -> CuResult<()> {
     context::current()?;
     if pdptr.is_null() || p.is_null() || flags != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pdptr or p is NULL, or flags is not 0"));
     }
-    Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("host memory cannot be mapped into the device address space"))
+    let (start, r) = host_range_of(p as usize)
+        .filter(|(_, r)| r.device != 0)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{p:p} is not mapped host memory")))?;
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(pdptr, r.device + (p as usize - start) as u64) }
 }
 
 /// `cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)`:
@@ -360,7 +391,15 @@ pub fn mem_host_register(p: *mut c_void, bytesize: usize, flags: c_uint) -> CuRe
         return Err(CuError::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
             .because(format!("{p:p}..+{bytesize} overlaps registered or page-locked memory")));
     }
-    map.insert(start, HostRange { size: bytesize, flags, context: handle_of(&ctx) as usize, allocated: false });
+    let range = HostRange {
+        size: bytesize,
+        flags,
+        context: handle_of(&ctx) as usize,
+        allocated: false,
+        device: 0,
+        ordinal: ctx.device.ordinal,
+    };
+    map.insert(start, range);
     Ok(())
 }
 
@@ -370,7 +409,7 @@ pub fn mem_host_unregister(p: *mut c_void) -> CuResult<()> {
     context::current()?;
     let mut map = host_memory();
     match map.get(&(p as usize)) {
-        Some(r) if !r.allocated => {
+        Some(r) if !r.allocated && r.device == 0 => {
             map.remove(&(p as usize));
             Ok(())
         }
@@ -761,11 +800,17 @@ pub fn memset_d2d32_async(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: u
 enum PointerKind {
     /// Device memory: owning context handle, device ordinal, base, size.
     Device { context: Handle, ordinal: c_int, base: u64, size: u64 },
-    /// Page-locked or registered host memory: context handle, start, size.
-    Host { context: Handle, start: usize, size: usize },
+    /// Page-locked or registered host memory: context handle, start, size,
+    /// device address of the mapping (0 if none).
+    Host { context: Handle, start: usize, size: usize, device: u64 },
 }
 
 fn classify_pointer(ptr: CUdeviceptr) -> Option<PointerKind> {
+    // Host ranges first: on devices whose device addresses are host
+    // addresses (lavapipe) a mapped host pointer is both.
+    if let Some((start, r)) = host_range_of(ptr as usize) {
+        return Some(PointerKind::Host { context: r.context as Handle, start, size: r.size, device: r.device });
+    }
     for (h, c) in CONTEXTS.all() {
         if let Some((base, size)) = c.runtime.allocation_of(ptr) {
             // Prefer the context that owns the allocation.
@@ -777,11 +822,7 @@ fn classify_pointer(ptr: CUdeviceptr) -> Option<PointerKind> {
             return Some(PointerKind::Device { context: owner, ordinal: c.device.ordinal, base, size });
         }
     }
-    host_range_of(ptr as usize).map(|(start, r)| PointerKind::Host {
-        context: r.context as Handle,
-        start,
-        size: r.size,
-    })
+    None
 }
 
 /// Writes one attribute value into `data`; `Err` for attributes that have
@@ -806,6 +847,9 @@ unsafe fn write_pointer_attribute(
             (2, PointerKind::Device { .. }) => write_out(data.cast::<u32>(), CU_MEMORYTYPE_DEVICE),
             (2, PointerKind::Host { .. }) => write_out(data.cast::<u32>(), CU_MEMORYTYPE_HOST),
             (3, PointerKind::Device { .. }) => write_out(data.cast::<u64>(), ptr),
+            (3, PointerKind::Host { start, device, .. }) if *device != 0 => {
+                write_out(data.cast::<u64>(), device + (ptr - *start as u64))
+            }
             (4, PointerKind::Host { .. }) => write_out(data.cast::<*mut c_void>(), ptr as usize as *mut c_void),
             // SYNC_MEMOPS, IS_MANAGED, IS_LEGACY_CUDA_IPC_CAPABLE, IS_GPU_DIRECT_RDMA_CAPABLE: bool.
             (6, _) => write_out(data.cast::<u8>(), 1),
@@ -821,6 +865,7 @@ unsafe fn write_pointer_attribute(
             (11 | 19, PointerKind::Host { start, .. }) => write_out(data.cast::<u64>(), *start as u64),
             (12 | 18, PointerKind::Device { size, .. }) => write_out(data.cast::<usize>(), *size as usize),
             (12 | 18, PointerKind::Host { size, .. }) => write_out(data.cast::<usize>(), *size),
+            (13, PointerKind::Host { device, .. }) => write_out(data.cast::<u8>(), u8::from(*device != 0)),
             (13, _) => write_out(data.cast::<u8>(), 1),
             (14, _) => write_out(data.cast::<u64>(), 0),
             // CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE.

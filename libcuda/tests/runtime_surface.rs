@@ -330,9 +330,26 @@ fn host_memory_and_pointer_attributes() {
     check(api, cu!(api.cuMemFreeHost(p)), "cuMemFreeHost");
     assert_eq!(cu!(api.cuMemFreeHost(p)), code::INVALID_VALUE, "double free");
     assert_eq!(cu!(api.cuMemAllocHost_v2(&mut p, 0)), code::INVALID_VALUE);
-    assert_eq!(cu!(api.cuMemHostAlloc(&mut p, 64, 2)), code::NOT_SUPPORTED, "DEVICEMAP");
     check(api, cu!(api.cuMemHostAlloc(&mut p, 64, 1)), "portable");
     check(api, cu!(api.cuMemFreeHost(p)), "free");
+
+    // Mapped memory: the device writes through its device address, the host
+    // reads through its host address.
+    check(api, cu!(api.cuMemHostAlloc(&mut p, 4096, 2)), "DEVICEMAP");
+    let mut dp = 0u64;
+    // SAFETY: offset inside the 4096-byte allocation.
+    let inner = unsafe { p.cast::<u8>().add(1024) }.cast::<c_void>();
+    check(api, cu!(api.cuMemHostGetDevicePointer_v2(&mut dp, inner, 0)), "device pointer");
+    check(api, cu!(api.cuMemsetD32_v2(dp, 0x1234_5678, 16)), "memset through the mapping");
+    check(api, cu!(api.cuCtxSynchronize()), "sync");
+    // SAFETY: 64 bytes at offset 1024 of the live allocation, written by the device and synchronised.
+    let seen = unsafe { std::slice::from_raw_parts(inner.cast::<u32>(), 16) };
+    assert!(seen.iter().all(|&w| w == 0x1234_5678), "{seen:x?}");
+    let mut dev_ptr = 0u64;
+    check(api, cu!(api.cuPointerGetAttribute((&mut dev_ptr as *mut u64).cast(), 3, p as u64)), "DEVICE_POINTER");
+    assert_eq!(dev_ptr + 1024, dp);
+    assert_eq!(cu!(api.cuMemHostGetDevicePointer_v2(&mut dp, p, 1)), code::INVALID_VALUE, "flags must be 0");
+    check(api, cu!(api.cuMemFreeHost(p)), "free mapped");
 
     // Registration.
     let mut buf = vec![0u8; 8192];
@@ -345,8 +362,7 @@ fn host_memory_and_pointer_attributes() {
     check(api, cu!(api.cuMemHostUnregister(b)), "unregister");
     assert_eq!(cu!(api.cuMemHostUnregister(b)), code::HOST_MEMORY_NOT_REGISTERED);
     assert_eq!(cu!(api.cuMemHostRegister_v2(std::ptr::null_mut(), 8, 0)), code::INVALID_VALUE);
-    let mut dp = 0u64;
-    assert_eq!(cu!(api.cuMemHostGetDevicePointer_v2(&mut dp, b, 0)), code::NOT_SUPPORTED);
+    assert_eq!(cu!(api.cuMemHostGetDevicePointer_v2(&mut dp, b, 0)), code::INVALID_VALUE, "not mapped");
     assert_eq!(cu!(api.cuMemAllocManaged(&mut dp, 64, 1)), code::NOT_SUPPORTED);
     check(api, cu!(api.cuMemFree_v2(d)), "free");
 }
