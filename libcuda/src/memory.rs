@@ -110,6 +110,7 @@ pub unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, n: usize) -> CuR
     let data = unsafe { bytes(src, n) }?;
     if n > 0 {
         ctx.runtime.copy_htod(dst, data)?;
+        finish_if_mapped(&ctx, dst)?;
     }
     Ok(())
 }
@@ -133,6 +134,7 @@ pub fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()>
     let ctx = context::current()?;
     if n > 0 {
         ctx.runtime.copy_dtod(dst, src, n as u64)?;
+        finish_if_mapped(&ctx, dst)?;
     }
     Ok(())
 }
@@ -168,6 +170,7 @@ pub fn memset_d8(dst: CUdeviceptr, value: u8, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     if n > 0 {
         ctx.runtime.memset_d8(dst, value, n as u64)?;
+        finish_if_mapped(&ctx, dst)?;
     }
     Ok(())
 }
@@ -181,6 +184,7 @@ pub fn memset_d16(dst: CUdeviceptr, value: u16, n: usize) -> CuResult<()> {
     }
     if n > 0 {
         ctx.runtime.memset_d16(dst, value, n as u64)?;
+        finish_if_mapped(&ctx, dst)?;
     }
     Ok(())
 }
@@ -194,6 +198,7 @@ pub fn memset_d32(dst: CUdeviceptr, value: u32, n: usize) -> CuResult<()> {
     }
     if n > 0 {
         ctx.runtime.memset_d32(dst, value, n as u64)?;
+        finish_if_mapped(&ctx, dst)?;
     }
     Ok(())
 }
@@ -252,6 +257,16 @@ fn host_range_of(addr: usize) -> Option<(usize, HostRange)> {
     let map = host_memory();
     let (&start, &r) = map.range(..=addr).next_back()?;
     (addr < start + r.size.max(1)).then_some((start, r))
+}
+
+/// Waits for queued work when `dst` is the device address of mapped host
+/// memory, so the host sees what a synchronous copy or memset wrote there.
+fn finish_if_mapped(ctx: &ContextObj, dst: CUdeviceptr) -> CuResult<()> {
+    let mapped = host_memory().values().any(|r| r.device != 0 && (r.device..r.device + r.size as u64).contains(&dst));
+    if mapped {
+        ctx.runtime.synchronize()?;
+    }
+    Ok(())
 }
 
 /// `cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)`:
@@ -760,6 +775,7 @@ fn memset_2d(dst: CUdeviceptr, pitch: usize, pattern: &[u8], width: usize, heigh
             )?,
         }
     }
+    finish_if_mapped(&ctx, dst)?;
     Ok(())
 }
 
