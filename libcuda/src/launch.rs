@@ -51,13 +51,22 @@ fn to_int(v: impl TryInto<c_int>) -> c_int {
 }
 
 /// Most threads a block of `f` may have: the device limit, lowered by the
-/// entry's `.maxntid` / `.reqntid`.
+/// entry's `.maxntid` / `.reqntid`, and by the translator's warp scratch
+/// memory (per thread on the emulated warp path), which must fit in shared
+/// memory with the static `.shared` variables.
 fn max_threads(f: &FunctionObj) -> u32 {
     let info = f.function.info();
-    let mut limit = f.context.runtime.info().max_threads_per_block;
+    let device = f.context.runtime.info();
+    let mut limit = device.max_threads_per_block;
     for dims in [info.maxntid, info.reqntid].into_iter().flatten() {
         let n = dims.iter().map(|&d| u64::from(d.max(1))).product::<u64>();
         limit = limit.min(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    if info.scratch_words_per_invocation > 0 {
+        let fixed = ptxvk_translator::abi::shared_words(info.static_shared_bytes, 0) as u64 * 4 + info.scratch_bytes(0);
+        let room = u64::from(device.max_shared_bytes).saturating_sub(fixed);
+        let threads = room / (u64::from(info.scratch_words_per_invocation) * 4) / 32 * 32;
+        limit = limit.min(u32::try_from(threads).unwrap_or(u32::MAX));
     }
     limit
 }

@@ -89,7 +89,7 @@ impl Drop for PipelineCache {
 pub(crate) struct PipelineKey {
     /// Index of the entry in the module.
     pub(crate) entry: usize,
-    /// Padded workgroup size ([`abi::padded_block_threads`]).
+    /// Padded workgroup size ([`abi::workgroup_size`]).
     pub(crate) workgroup_size: u32,
     /// The CUDA block shape.
     pub(crate) ntid: [u32; 3],
@@ -117,6 +117,8 @@ pub(crate) struct PipelineSource<'a> {
     pub(crate) cache: &'a PipelineCache,
     pub(crate) entry_name: &'a CStr,
     pub(crate) global_data_address: u64,
+    /// The module's warp path (native and slice need full subgroups).
+    pub(crate) warp_path: ptxvk_translator::WarpPath,
 }
 
 /// Byte layout of the specialization data: five u32 then the u64 address at 24.
@@ -161,6 +163,12 @@ impl Pipeline {
                 }
                 stage = stage.push_next(&mut required);
             }
+        } else if src.warp_path != ptxvk_translator::WarpPath::Emulated
+            && info.supports_compute_full_subgroups
+            && key.workgroup_size.is_multiple_of(info.subgroup_size.max(1))
+        {
+            // The native and slice warp paths take warps from full subgroups.
+            stage = stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS);
         }
         let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(src.layout.raw)];
         // SAFETY: every handle in `info` is live; the specialization data

@@ -371,3 +371,118 @@ fn twenty_mixed_parameters() {
     assert!(out[48..].iter().all(|&v| v == POISON));
     assert_clean(&ctx);
 }
+
+#[test]
+fn shared_64_bit_atomics() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/shared_atomics64.ptx"), "sh64.ptx").unwrap();
+    let f = m.function("sh64").unwrap();
+    let threads = 60usize;
+    let mut rng = Lcg(77);
+    let input: Vec<u64> = (0..threads).map(|_| (rng.next_u32() as u64) << 32 | rng.next_u32() as u64).collect();
+    let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let din = ctx.alloc(bytes.len() as u64).unwrap();
+    ctx.copy_htod(din, &bytes).unwrap();
+    let dout = poisoned(&ctx, 12);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 12);
+    let word = |i: usize| out[2 * i] as u64 | (out[2 * i + 1] as u64) << 32;
+    let sum = input.iter().fold(0u64, |a, &v| a.wrapping_add(v));
+    let max = input.iter().map(|&v| v as i64).max().unwrap().max(0) as u64;
+    let min = *input.iter().min().unwrap();
+    let xor = input.iter().fold(0u64, |a, &v| a ^ v);
+    assert_eq!([word(0), word(1), word(2), word(3)], [sum, max, min, xor]);
+    assert_eq!(out[8], 1 + 100, "thread 1's 32-bit slot");
+    assert_eq!(out[9], 15 + 100, "thread 15's 32-bit slot");
+    assert_clean(&ctx);
+}
+
+/// CPU model of `control_flow` in tests/fixtures/control_flow.cu.
+fn control_flow_reference(v: u32) -> i32 {
+    fn classify(v: u32) -> i32 {
+        match v % 23 {
+            0 => 11,
+            1 => 22,
+            2 => 33,
+            3 => v.wrapping_mul(2) as i32,
+            4 => (v >> 3) as i32,
+            5 => (v ^ 0xff) as i32,
+            6 => 66,
+            7 => 77,
+            13 => 1300,
+            19 => v.wrapping_add(19) as i32,
+            22 => -1,
+            _ => (v & 7) as i32,
+        }
+    }
+    #[derive(Clone, Copy)]
+    struct Pair {
+        a: i32,
+        b: i64,
+        c: f32,
+    }
+    fn mix(p: Pair, k: i32) -> Pair {
+        Pair { a: p.a.wrapping_mul(3).wrapping_add(k), b: p.b ^ ((k as i64) << 20), c: p.c * 0.5 + k as f32 }
+    }
+    let mut acc = classify(v);
+    for r in 0..(v & 15) as i32 {
+        if r % 3 == 1 {
+            continue;
+        }
+        for c in 0..8 {
+            if (v >> c) & 1 == 1 {
+                acc = acc.wrapping_add(r * c);
+            } else if c > r {
+                break;
+            }
+        }
+        if acc > 5000 {
+            return acc.wrapping_neg();
+        }
+    }
+    let mut p = Pair { a: v as i32, b: (v as i64).wrapping_mul(1_000_003), c: (v & 1023) as f32 };
+    for i in 0..(v & 3) as i32 + 1 {
+        p = mix(p, i);
+    }
+    acc = acc.wrapping_add(p.a.wrapping_add((p.b >> 7) as i32).wrapping_add(p.c as i32));
+    let y = (v >> 5) as i32;
+    match v % 3 {
+        0 => acc.wrapping_add(y),
+        1 => acc.wrapping_shl((y & 7) as u32),
+        _ => acc.min(y),
+    }
+}
+
+fn run_control_flow(ptx: &str, name: &str) {
+    let ctx = context();
+    let m = ctx.load_module(ptx, name).unwrap();
+    let f = m.function("control_flow").unwrap();
+    let n = 3001usize;
+    let mut rng = Lcg(1234);
+    let mut input: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    // Small values take the early-return and long-loop paths too.
+    for (i, v) in input.iter_mut().enumerate().take(600) {
+        *v = i as u32 * 37;
+    }
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, n + 64);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(128), 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, n + 64);
+    for (i, &v) in input.iter().enumerate() {
+        assert_eq!(out[i] as i32, control_flow_reference(v), "{name}: element {i} (input {v})");
+    }
+    assert!(out[n..].iter().all(|&v| v == POISON));
+    assert_clean(&ctx);
+}
+
+#[test]
+fn nvcc_control_flow_o3() {
+    run_control_flow(include_str!("../../tests/fixtures/control_flow.ptx"), "control_flow.ptx");
+}
+
+#[test]
+fn nvcc_control_flow_debug_o0() {
+    run_control_flow(include_str!("../../tests/fixtures/control_flow_debug.ptx"), "control_flow_debug.ptx");
+}

@@ -33,6 +33,7 @@ pub(crate) mod glsl {
     pub const SMAX: u32 = 42;
     pub const FCLAMP: u32 = 43;
     pub const FMA: u32 = 50;
+    pub const FIND_ILSB: u32 = 73;
     pub const FIND_UMSB: u32 = 75;
     pub const FIND_SMSB: u32 = 74;
     pub const NMIN: u32 = 79;
@@ -157,9 +158,17 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             float::unary(e, fx, inst, t)
         }
         "setp" => setp(e, fx, inst),
+        "bfe" => super::bitfield::bfe(e, fx, inst),
+        "bfi" => super::bitfield::bfi(e, fx, inst),
         "selp" => selp(e, fx, inst),
         "cvt" => super::cvt::cvt(e, fx, inst),
-        "bar" | "barrier" => barrier(e, fx, inst),
+        "bar" if inst.has("warp") => {
+            let t = e.c_bool(true);
+            super::warp::emit(e, fx, inst, t)
+        }
+        "bar" | "barrier" => {
+            Err(Diagnostic::error(inst.span, "internal error: a block barrier outside workgroup-uniform control flow"))
+        }
         "membar" | "fence" => {
             let scope = mem::scope_of(inst, spirv::Scope::Device);
             let scope = if inst.has("cta") { spirv::Scope::Workgroup } else { scope };
@@ -175,7 +184,11 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             Ok(())
         }
         "trap" | "brkpt" => Err(unsupported(inst, "kernel traps are not supported yet")),
-        "call" => super::call::call(e, fx, inst),
+        "call" => super::call::call(e, fx, inst, None),
+        "shfl" | "vote" | "match" | "redux" | "activemask" | "elect" => {
+            let t = e.c_bool(true);
+            super::warp::emit(e, fx, inst, t)
+        }
         _ => Err(unsupported(inst, "")),
     }
 }
@@ -241,17 +254,8 @@ fn cvta(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
                 ));
             }
             let window = if space == mem::Space::Shared { crate::abi::SHARED_WINDOW } else { crate::abi::LOCAL_WINDOW };
-            let u64t = e.t_int(64);
             let v = get(e, fx, a, K::Int(64), false)?;
-            let r = if to {
-                let m = e.c_int(64, !crate::abi::WINDOW_MASK);
-                e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?
-            } else {
-                let m = e.c_int(64, 0xFFFF_FFFF);
-                let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
-                let w = e.c_int(64, window);
-                e.b.bitwise_or(u64t, None, off, w).map_err(internal1)?
-            };
+            let r = window_convert(e, v, window, to)?;
             set(e, fx, d, r, K::Int(64), false)
         }
         // Kernel parameters whose address is taken live in the parameter
@@ -261,20 +265,26 @@ fn cvta(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
             set(e, fx, d, v, k, false)
         }
         mem::Space::Param => {
-            let u64t = e.t_int(64);
             let v = get(e, fx, a, K::Int(64), false)?;
-            let r = if to {
-                let m = e.c_int(64, !crate::abi::WINDOW_MASK);
-                e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?
-            } else {
-                let m = e.c_int(64, 0xFFFF_FFFF);
-                let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
-                let w = e.c_int(64, crate::abi::LOCAL_WINDOW);
-                e.b.bitwise_or(u64t, None, off, w).map_err(internal1)?
-            };
+            let r = window_convert(e, v, crate::abi::LOCAL_WINDOW, to)?;
             set(e, fx, d, r, K::Int(64), false)
         }
         _ => Err(unsupported(inst, "")),
+    }
+}
+
+/// `cvta.to` (strip the window tag: generic → state-space offset) or `cvta`
+/// (add it: offset → generic).
+fn window_convert(e: &mut Emitter, v: Word, window: u64, to: bool) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    if to {
+        let m = e.c_int(64, !crate::abi::WINDOW_MASK);
+        e.b.bitwise_and(u64t, None, v, m).map_err(internal1)
+    } else {
+        let m = e.c_int(64, 0xFFFF_FFFF);
+        let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
+        let w = e.c_int(64, window);
+        e.b.bitwise_or(u64t, None, off, w).map_err(internal1)
     }
 }
 
@@ -715,23 +725,4 @@ fn selp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
     let ty = e.kty(k);
     let r = e.b.select(ty, None, vc, va, vb).map_err(internal1)?;
     set(e, fx, d, r, k, t.is_signed())
-}
-
-fn barrier(e: &mut Emitter, _fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
-    let is_sync = inst.has("sync") || (inst.opcode == "bar" && inst.modifiers.is_empty()) || inst.modifiers == ["cta"];
-    if inst.has("arrive") || inst.has("red") || !is_sync && !inst.has("cta") {
-        return Err(unsupported(inst, "only bar.sync/barrier.sync are supported yet"));
-    }
-    if inst.operands.len() > 1 {
-        return Err(unsupported(inst, "barriers with a thread count are not supported yet"));
-    }
-    if let Some(op) = inst.operands.first() {
-        if !matches!(op, Operand::Int(_, 0)) {
-            return Err(unsupported(inst, "named barriers other than 0 are not supported yet"));
-        }
-    }
-    let wg = e.c_u32(spirv::Scope::Workgroup as u32);
-    use spirv::MemorySemantics as M;
-    let sem = e.c_u32((M::ACQUIRE_RELEASE | M::WORKGROUP_MEMORY | M::UNIFORM_MEMORY).bits());
-    e.b.control_barrier(wg, wg, sem).map_err(internal1)
 }

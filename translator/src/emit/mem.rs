@@ -293,8 +293,72 @@ fn extract(e: &mut Emitter, word: Word, off: Word, bits: u32) -> Result<Word, Di
     e.b.u_convert(t, None, v).map_err(internal1)
 }
 
+/// Pointer to 64-bit word `index` of the entry's wide shared memory.
+fn wide_ptr(e: &mut Emitter, fx: &Fx, index: Word) -> Result<Word, Diagnostic> {
+    let Some(var) = fx.shared_var else {
+        return Err(Diagnostic::error(Span::default(), "access to .shared memory the function does not declare"));
+    };
+    let u64t = e.t_int(64);
+    let pt = e.t_ptr(StorageClass::Workgroup, u64t);
+    e.b.access_chain(pt, None, var, [index]).map_err(internal1)
+}
+
+/// The 64-bit word holding byte `off`, and the bit position of `off` in it.
+fn wide_locate(e: &mut Emitter, fx: &Fx, off: Word) -> Result<(Word, Word), Diagnostic> {
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let three = e.c_u32(3);
+    let seven = e.c_u32(7);
+    let i = e.b.shift_right_logical(u32t, None, off, three).map_err(internal1)?;
+    let p = wide_ptr(e, fx, i)?;
+    let low = e.b.bitwise_and(u32t, None, off, seven).map_err(internal1)?;
+    let sh = e.b.shift_left_logical(u32t, None, low, three).map_err(internal1)?;
+    let sh = e.b.u_convert(u64t, None, sh).map_err(internal1)?;
+    Ok((p, sh))
+}
+
+fn load_wide(e: &mut Emitter, fx: &Fx, off: Word, k: K) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let bits = k.bits();
+    let (p, sh) = wide_locate(e, fx, off)?;
+    let w = e.b.load(u64t, None, p, None, []).map_err(internal1)?;
+    let v = if bits == 64 {
+        w
+    } else {
+        let s = e.b.shift_right_logical(u64t, None, w, sh).map_err(internal1)?;
+        let t = e.t_int(bits);
+        e.b.u_convert(t, None, s).map_err(internal1)?
+    };
+    e.convert(v, K::Int(bits), k, false)
+}
+
+fn store_wide(e: &mut Emitter, fx: &Fx, off: Word, v: Word, k: K) -> Result<(), Diagnostic> {
+    let u64t = e.t_int(64);
+    let bits = k.bits();
+    let v = e.convert(v, k, K::Int(bits), false)?;
+    let (p, sh) = wide_locate(e, fx, off)?;
+    if bits == 64 {
+        return e.b.store(p, v, None, []).map_err(internal1);
+    }
+    // Other threads may write the rest of the word: update atomically.
+    e.cap(Capability::Int64Atomics);
+    let wide = e.b.u_convert(u64t, None, v).map_err(internal1)?;
+    let val = e.b.shift_left_logical(u64t, None, wide, sh).map_err(internal1)?;
+    let m = e.c_int(64, (1u64 << bits) - 1);
+    let mask = e.b.shift_left_logical(u64t, None, m, sh).map_err(internal1)?;
+    let keep = e.b.not(u64t, None, mask).map_err(internal1)?;
+    let scope = e.c_u32(Scope::Workgroup as u32);
+    let sem = e.c_u32(0);
+    e.b.atomic_and(u64t, None, p, scope, sem, keep).map_err(internal1)?;
+    e.b.atomic_or(u64t, None, p, scope, sem, val).map_err(internal1)?;
+    Ok(())
+}
+
 /// Load `k` from a word-addressed space.
 fn load_words(e: &mut Emitter, fx: &Fx, sc: StorageClass, off: Word, k: K) -> Result<Word, Diagnostic> {
+    if sc == StorageClass::Workgroup && fx.shared_wide {
+        return load_wide(e, fx, off, k);
+    }
     let u32t = e.t_int(32);
     let bits = k.bits();
     let i = word_index(e, off, 0)?;
@@ -315,6 +379,9 @@ fn load_words(e: &mut Emitter, fx: &Fx, sc: StorageClass, off: Word, k: K) -> Re
 
 /// Store `v` (kind `k`) to a word-addressed space.
 fn store_words(e: &mut Emitter, fx: &Fx, sc: StorageClass, off: Word, v: Word, k: K) -> Result<(), Diagnostic> {
+    if sc == StorageClass::Workgroup && fx.shared_wide {
+        return store_wide(e, fx, off, v, k);
+    }
     let u32t = e.t_int(32);
     let bits = k.bits();
     let v = e.convert(v, k, K::Int(bits), false)?;
@@ -601,56 +668,73 @@ fn atom_core(
 ) -> Result<Word, Diagnostic> {
     let k = mem_kind(t);
     let bits = k.bits();
-    let (ptr, sc) = match a {
-        Addr::Global(addr) => (
-            psb_ptr(e, if matches!(k, K::Float(_)) { K::Int(bits) } else { k }, addr)?,
-            StorageClass::PhysicalStorageBuffer,
-        ),
+    let signed = t.is_signed();
+    let ib = e.convert(vb, k, K::Int(bits), false)?;
+    let ic = match vc {
+        Some(c) => Some(e.convert(c, k, K::Int(bits), false)?),
+        None => None,
+    };
+    // The memory word the atomic updates, and where the value sits in it.
+    let (ptr, sc, word_bits, shift) = match a {
+        Addr::Global(addr) => (psb_ptr(e, K::Int(bits), addr)?, StorageClass::PhysicalStorageBuffer, bits, None),
+        Addr::Shared(off) if fx.shared_wide => {
+            let u32t = e.t_int(32);
+            let three = e.c_u32(3);
+            let i = e.b.shift_right_logical(u32t, None, off, three).map_err(internal1)?;
+            let p = wide_ptr(e, fx, i)?;
+            let shift = if bits == 64 {
+                None
+            } else {
+                let four = e.c_u32(4);
+                let hi = e.b.bitwise_and(u32t, None, off, four).map_err(internal1)?;
+                Some(e.b.shift_left_logical(u32t, None, hi, three).map_err(internal1)?)
+            };
+            (p, StorageClass::Workgroup, 64, shift)
+        }
         Addr::Shared(off) => {
             if bits != 32 {
                 return Err(Diagnostic::error(
                     inst.span,
-                    format!("unsupported instruction '{}': 64-bit shared-memory atomics", inst.mnemonic()),
+                    "internal error: 64-bit shared atomic without wide shared memory",
                 ));
             }
             let i = word_index(e, off, 0)?;
-            (word_ptr(e, fx, StorageClass::Workgroup, i)?, StorageClass::Workgroup)
+            (word_ptr(e, fx, StorageClass::Workgroup, i)?, StorageClass::Workgroup, 32, None)
         }
         _ => return Err(Diagnostic::error(inst.span, "atomics on this state space are not supported yet")),
     };
-    if bits == 64 {
+    if word_bits == 64 {
         e.cap(Capability::Int64Atomics);
     }
     let default_scope = if sc == StorageClass::Workgroup { Scope::Workgroup } else { Scope::Device };
     let scope = e.c_u32(scope_of(inst, default_scope) as u32);
     let sem = e.c_u32(semantics_of(inst, sc));
     let it = e.t_int(bits);
-    let signed = t.is_signed();
-    let ib = e.convert(vb, k, K::Int(bits), false)?;
-    let simple = |o: Op| -> Option<Op> { Some(o) };
     let native = match (op, k) {
-        ("add", K::Int(_)) => simple(Op::AtomicIAdd),
-        ("and", _) => simple(Op::AtomicAnd),
-        ("or", _) => simple(Op::AtomicOr),
-        ("xor", _) => simple(Op::AtomicXor),
-        ("exch", _) => simple(Op::AtomicExchange),
-        ("min", K::Int(_)) => simple(if signed { Op::AtomicSMin } else { Op::AtomicUMin }),
-        ("max", K::Int(_)) => simple(if signed { Op::AtomicSMax } else { Op::AtomicUMax }),
+        _ if shift.is_some() => None,
+        ("add", K::Int(_)) => Some(Op::AtomicIAdd),
+        ("and", _) => Some(Op::AtomicAnd),
+        ("or", _) => Some(Op::AtomicOr),
+        ("xor", _) => Some(Op::AtomicXor),
+        ("exch", _) => Some(Op::AtomicExchange),
+        ("min", K::Int(_)) => Some(if signed { Op::AtomicSMin } else { Op::AtomicUMin }),
+        ("max", K::Int(_)) => Some(if signed { Op::AtomicSMax } else { Op::AtomicUMax }),
         _ => None,
     };
-    let old_bits = if let Some(o) = native {
+    if let Some(o) = native {
         let i = rspirv::dr::Instruction::new(
             o,
             Some(it),
             None,
             vec![SOp::IdRef(ptr), SOp::IdRef(scope), SOp::IdRef(sem), SOp::IdRef(ib)],
         );
-        e.emit_inst(i)?
-    } else if op == "cas" {
-        let vc = vc.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
-        let ic = e.convert(vc, k, K::Int(bits), false)?;
-        e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, ic, ib).map_err(internal1)?
-    } else if op == "add" && k == K::Float(32) && sc == StorageClass::PhysicalStorageBuffer {
+        return e.emit_inst(i);
+    }
+    if op == "cas" && shift.is_none() {
+        let ic = ic.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
+        return e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, ic, ib).map_err(internal1);
+    }
+    if op == "add" && k == K::Float(32) && sc == StorageClass::PhysicalStorageBuffer && e.opts_float_atomics() {
         e.cap(Capability::AtomicFloat32AddEXT);
         e.b.extension("SPV_EXT_shader_atomic_float_add");
         let ft = e.t_float(32);
@@ -664,48 +748,108 @@ fn atom_core(
             vec![SOp::IdRef(p), SOp::IdRef(scope), SOp::IdRef(sem), SOp::IdRef(vb)],
         );
         let r = e.emit_inst(i)?;
-        e.convert(r, K::Float(32), K::Int(32), false)?
-    } else {
-        // Compare-and-swap loop: inc, dec, float add/min/max without native support.
-        cas_loop(e, ptr, scope, sem, bits, |e, old| {
-            let kt = e.kty(k);
-            let _ = kt;
-            match (op, k) {
-                ("inc", _) => {
-                    let bt = e.t_bool();
-                    let ge = e.b.u_greater_than_equal(bt, None, old, ib).map_err(internal1)?;
-                    let one = e.c_int(bits, 1);
-                    let inc = e.b.i_add(it, None, old, one).map_err(internal1)?;
-                    let z = e.c_int(bits, 0);
-                    e.b.select(it, None, ge, z, inc).map_err(internal1)
-                }
-                ("dec", _) => {
-                    let bt = e.t_bool();
-                    let z = e.c_int(bits, 0);
-                    let is0 = e.b.i_equal(bt, None, old, z).map_err(internal1)?;
-                    let gt = e.b.u_greater_than(bt, None, old, ib).map_err(internal1)?;
-                    let wrap = e.b.logical_or(bt, None, is0, gt).map_err(internal1)?;
-                    let one = e.c_int(bits, 1);
-                    let dec = e.b.i_sub(it, None, old, one).map_err(internal1)?;
-                    e.b.select(it, None, wrap, ib, dec).map_err(internal1)
-                }
-                (_, K::Float(w)) => {
-                    let ft = e.t_float(w);
-                    let of = e.b.bitcast(ft, None, old).map_err(internal1)?;
-                    let r = match op {
-                        "add" => e.b.f_add(ft, None, of, vb).map_err(internal1)?,
-                        "min" => {
-                            e.b.ext_inst(ft, None, e.glsl, 79, [SOp::IdRef(of), SOp::IdRef(vb)]).map_err(internal1)?
-                        }
-                        _ => e.b.ext_inst(ft, None, e.glsl, 80, [SOp::IdRef(of), SOp::IdRef(vb)]).map_err(internal1)?,
-                    };
-                    e.b.bitcast(it, None, r).map_err(internal1)
-                }
-                _ => Err(Diagnostic::error(Span::default(), "internal error: atomic")),
+        return e.convert(r, K::Float(32), K::Int(32), false);
+    }
+    // Compare-and-swap loop on the containing word.
+    let wt = e.t_int(word_bits);
+    let mut old_value = 0;
+    let old_word = cas_loop(e, ptr, scope, sem, word_bits, |e, old_word| {
+        let old = match shift {
+            None => old_word,
+            Some(sh) => {
+                let sh64 = e.b.u_convert(wt, None, sh).map_err(internal1)?;
+                let v = e.b.shift_right_logical(wt, None, old_word, sh64).map_err(internal1)?;
+                e.b.u_convert(it, None, v).map_err(internal1)?
             }
-        })?
-    };
-    Ok(old_bits)
+        };
+        old_value = old;
+        let new = rmw_value(e, op, t, old, ib, ic)?;
+        match shift {
+            None => Ok(new),
+            Some(sh) => {
+                let sh64 = e.b.u_convert(wt, None, sh).map_err(internal1)?;
+                let mask = e.c_int(word_bits, (1u64 << bits) - 1);
+                let m = e.b.shift_left_logical(wt, None, mask, sh64).map_err(internal1)?;
+                let keep = e.b.not(wt, None, m).map_err(internal1)?;
+                let kept = e.b.bitwise_and(wt, None, old_word, keep).map_err(internal1)?;
+                let nw = e.b.u_convert(wt, None, new).map_err(internal1)?;
+                let placed = e.b.shift_left_logical(wt, None, nw, sh64).map_err(internal1)?;
+                e.b.bitwise_or(wt, None, kept, placed).map_err(internal1)
+            }
+        }
+    })?;
+    Ok(if shift.is_some() { old_value } else { old_word })
+}
+
+/// The value an atomic operation stores, from the old value (all as
+/// integers of the operation's width; float operations bitcast).
+fn rmw_value(
+    e: &mut Emitter,
+    op: &str,
+    t: ScalarType,
+    old: Word,
+    b: Word,
+    c: Option<Word>,
+) -> Result<Word, Diagnostic> {
+    let k = mem_kind(t);
+    let bits = k.bits();
+    let it = e.t_int(bits);
+    let bt = e.t_bool();
+    let signed = t.is_signed();
+    Ok(match (op, k) {
+        ("exch", _) => b,
+        ("cas", _) => {
+            let c = c.ok_or_else(|| Diagnostic::error(Span::default(), "atom.cas needs two operands"))?;
+            let eq = e.b.i_equal(bt, None, old, b).map_err(internal1)?;
+            e.b.select(it, None, eq, c, old).map_err(internal1)?
+        }
+        ("and", _) => e.b.bitwise_and(it, None, old, b).map_err(internal1)?,
+        ("or", _) => e.b.bitwise_or(it, None, old, b).map_err(internal1)?,
+        ("xor", _) => e.b.bitwise_xor(it, None, old, b).map_err(internal1)?,
+        ("add", K::Int(_)) => e.b.i_add(it, None, old, b).map_err(internal1)?,
+        ("min", K::Int(_)) | ("max", K::Int(_)) => {
+            let f = match (op, signed) {
+                ("min", true) => 39,
+                ("min", false) => 38,
+                ("max", true) => 42,
+                _ => 41,
+            };
+            e.b.ext_inst(it, None, e.glsl, f, [SOp::IdRef(old), SOp::IdRef(b)]).map_err(internal1)?
+        }
+        ("inc", _) => {
+            let ge = e.b.u_greater_than_equal(bt, None, old, b).map_err(internal1)?;
+            let one = e.c_int(bits, 1);
+            let inc = e.b.i_add(it, None, old, one).map_err(internal1)?;
+            let z = e.c_int(bits, 0);
+            e.b.select(it, None, ge, z, inc).map_err(internal1)?
+        }
+        ("dec", _) => {
+            let z = e.c_int(bits, 0);
+            let is0 = e.b.i_equal(bt, None, old, z).map_err(internal1)?;
+            let gt = e.b.u_greater_than(bt, None, old, b).map_err(internal1)?;
+            let wrap = e.b.logical_or(bt, None, is0, gt).map_err(internal1)?;
+            let one = e.c_int(bits, 1);
+            let dec = e.b.i_sub(it, None, old, one).map_err(internal1)?;
+            e.b.select(it, None, wrap, b, dec).map_err(internal1)?
+        }
+        (_, K::Float(w)) => {
+            let ft = e.t_float(w);
+            let of = e.b.bitcast(ft, None, old).map_err(internal1)?;
+            let bf = e.b.bitcast(ft, None, b).map_err(internal1)?;
+            let r = match op {
+                "add" => {
+                    let r = e.b.f_add(ft, None, of, bf).map_err(internal1)?;
+                    e.b.decorate(r, rspirv::spirv::Decoration::NoContraction, []);
+                    r
+                }
+                "min" => e.b.ext_inst(ft, None, e.glsl, 79, [SOp::IdRef(of), SOp::IdRef(bf)]).map_err(internal1)?,
+                "max" => e.b.ext_inst(ft, None, e.glsl, 80, [SOp::IdRef(of), SOp::IdRef(bf)]).map_err(internal1)?,
+                _ => return Err(Diagnostic::error(Span::default(), format!("atom.{op} is not defined on floats"))),
+            };
+            e.b.bitcast(it, None, r).map_err(internal1)?
+        }
+        _ => return Err(Diagnostic::error(Span::default(), format!("internal error: atomic {op}"))),
+    })
 }
 
 fn unreachable_addr() -> Diagnostic {
