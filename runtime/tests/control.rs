@@ -486,3 +486,81 @@ fn nvcc_control_flow_o3() {
 fn nvcc_control_flow_debug_o0() {
     run_control_flow(include_str!("../../tests/fixtures/control_flow_debug.ptx"), "control_flow_debug.ptx");
 }
+
+/// f16, f16x2 and bf16 atomics (global and shared), on values whose sums
+/// are exact in every order, so the result does not depend on scheduling.
+#[test]
+fn half_precision_atomics() {
+    use half::{bf16, f16};
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/half_atomics.ptx"), "half_atomics.ptx").unwrap();
+    let f = m.function("hatom").unwrap();
+    let threads = 128usize;
+    let mut rng = Lcg(8);
+    // Multiples of 1/8 in [0, 1): sums of 32 of them are exact in f16; the
+    // same bits read as bf16 are checked against their own exact sums.
+    let vals: Vec<f32> = (0..threads).map(|_| (rng.next_u32() % 8) as f32 / 8.0).collect();
+    let in16: Vec<u16> = vals.iter().map(|&v| f16::from_f32(v).to_bits()).collect();
+    let pairs: Vec<u32> = (0..threads)
+        .map(|i| {
+            let lo = f16::from_f32(vals[i]).to_bits() as u32;
+            let hi = f16::from_f32(vals[(i + 7) % threads]).to_bits() as u32;
+            lo | hi << 16
+        })
+        .collect();
+    let b16: Vec<u8> = in16.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let d16 = ctx.alloc(b16.len() as u64).unwrap();
+    ctx.copy_htod(d16, &b16).unwrap();
+    // bf16 inputs: multiples of 1/4 in [0, 2): sums of 43 of them are exact in bf16.
+    let valsb: Vec<f32> = (0..threads).map(|_| (rng.next_u32() % 8) as f32 / 4.0).collect();
+    let bb: Vec<u8> = valsb.iter().flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes()).collect();
+    let db = ctx.alloc(bb.len() as u64).unwrap();
+    ctx.copy_htod(db, &bb).unwrap();
+    let d32 = upload_u32(&ctx, &pairs);
+    let acc16 = ctx.alloc(8).unwrap();
+    ctx.memset_d8(acc16, 0, 8).unwrap();
+    let acc2 = ctx.alloc(8).unwrap();
+    ctx.memset_d8(acc2, 0, 8).unwrap();
+    let accb = ctx.alloc(8).unwrap();
+    ctx.memset_d8(accb, 0, 8).unwrap();
+    let dout = poisoned(&ctx, 1);
+    let params = f
+        .pack_params(&[
+            &d16.to_le_bytes(),
+            &d32.to_le_bytes(),
+            &db.to_le_bytes(),
+            &acc16.to_le_bytes(),
+            &acc2.to_le_bytes(),
+            &accb.to_le_bytes(),
+            &dout.to_le_bytes(),
+        ])
+        .unwrap();
+    ctx.launch(&f, [1, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    let halves = |d: u64| -> Vec<u16> {
+        let mut b = vec![0u8; 8];
+        ctx.copy_dtoh(&mut b, d).unwrap();
+        b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+    };
+    let got16 = halves(acc16);
+    for (slot, &got) in got16.iter().enumerate() {
+        let sum: f32 = (0..threads).filter(|i| i % 4 == slot).map(|i| vals[i]).sum();
+        assert_eq!(got, f16::from_f32(sum).to_bits(), "f16 slot {slot}");
+    }
+    let got2 = halves(acc2);
+    for slot in 0..2 {
+        let lo: f32 = (0..threads).filter(|i| i % 2 == slot).map(|i| vals[i]).sum();
+        let hi: f32 = (0..threads).filter(|i| i % 2 == slot).map(|i| vals[(i + 7) % threads]).sum();
+        assert_eq!(got2[2 * slot], f16::from_f32(lo).to_bits(), "f16x2 slot {slot} low");
+        assert_eq!(got2[2 * slot + 1], f16::from_f32(hi).to_bits(), "f16x2 slot {slot} high");
+    }
+    let gotb = halves(accb);
+    for (slot, &got) in gotb.iter().take(3).enumerate() {
+        let sum: f32 = (0..threads).filter(|i| i % 3 == slot).map(|i| valsb[i]).sum();
+        assert_eq!(got, bf16::from_f32(sum).to_bits(), "bf16 slot {slot}");
+    }
+    let shared = download_u32(&ctx, dout, 1)[0];
+    let sum: f32 = vals.iter().sum();
+    assert_eq!(shared & 0xffff, 0, "the other half of the shared word is untouched");
+    assert_eq!((shared >> 16) as u16, f16::from_f32(sum).to_bits(), "shared f16 accumulator");
+    assert_clean(&ctx);
+}

@@ -26,13 +26,17 @@
 
 mod async_copy;
 mod barrier;
-mod bitfield;
+mod bits;
 mod call;
+mod carry;
+mod compare;
 mod cvt;
 mod float;
 mod func;
+mod half;
 mod inst;
 mod mem;
+mod rounding;
 mod uniform;
 mod values;
 mod warp;
