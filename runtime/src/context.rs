@@ -76,6 +76,16 @@ impl Context {
         self.0.alloc(bytes)
     }
 
+    /// Allocates `bytes` of host memory the device can address too (mapped,
+    /// host-coherent): returns its device address and its host address. The
+    /// device sees host writes made before the work that reads them is
+    /// queued; the host sees device writes after a synchronisation. Freed
+    /// with [`Context::free`] (of the device address); the host address is
+    /// valid until then.
+    pub fn alloc_mapped(&self, bytes: u64) -> Result<(u64, *mut u8)> {
+        self.0.alloc_mapped(bytes)
+    }
+
     /// Frees the allocation based at `addr` (after queued work that may use it).
     pub fn free(&self, addr: u64) -> Result<()> {
         self.0.free(addr)
@@ -230,6 +240,24 @@ impl ContextInner {
         let addr = buffer.address;
         self.lock().table.insert_user(Arc::new(buffer), bytes);
         Ok(addr)
+    }
+
+    pub(crate) fn alloc_mapped(&self, bytes: u64) -> Result<(u64, *mut u8)> {
+        if bytes == 0 {
+            return Err(Error::InvalidValue("cannot allocate 0 bytes".into()));
+        }
+        // Page-aligned, like CUDA's page-locked host memory.
+        const PAGE: u64 = 4096;
+        let size = align_up(bytes.max(4), PAGE).ok_or(Error::OutOfMemory)?;
+        if size > self.info.max_buffer_size {
+            return Err(Error::OutOfMemory);
+        }
+        let buffer =
+            Buffer::new(&self.device, size, DEVICE_USAGE, MemoryLocation::CpuToGpu, PAGE, "ptxvk mapped host memory")?;
+        let host = buffer.host_ptr()?;
+        let addr = buffer.address;
+        self.lock().table.insert_user(Arc::new(buffer), bytes);
+        Ok((addr, host))
     }
 
     pub(crate) fn free(&self, addr: u64) -> Result<()> {
