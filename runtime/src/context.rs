@@ -547,6 +547,7 @@ impl ContextInner {
                 entry.static_shared_bytes,
                 if entry.uses_dynamic_shared { dynamic_shared_bytes } else { 0 },
             ),
+            dynamic_shared_bytes,
         };
 
         let mut st = self.lock();

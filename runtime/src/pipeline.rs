@@ -95,6 +95,8 @@ pub(crate) struct PipelineKey {
     pub(crate) ntid: [u32; 3],
     /// [`abi::shared_words`] of the launch.
     pub(crate) shared_words: u32,
+    /// The launch's dynamic shared memory in bytes (`%dynamic_smem_size`).
+    pub(crate) dynamic_shared_bytes: u32,
 }
 
 /// A compute `VkPipeline`.
@@ -121,14 +123,15 @@ pub(crate) struct PipelineSource<'a> {
     pub(crate) warp_path: ptxvk_translator::WarpPath,
 }
 
-/// Byte layout of the specialization data: five u32 then the u64 address at 24.
+/// Byte layout of the specialization data: six u32 then the u64 address at 24.
 const SPEC_DATA_BYTES: usize = 32;
 const SPEC_ADDRESS_OFFSET: u32 = 24;
 
 impl Pipeline {
     pub(crate) fn new(device: &Arc<Device>, src: &PipelineSource<'_>, key: &PipelineKey) -> Result<Self> {
         let mut data = [0u8; SPEC_DATA_BYTES];
-        let words = [key.workgroup_size, key.ntid[0], key.ntid[1], key.ntid[2], key.shared_words];
+        let words =
+            [key.workgroup_size, key.ntid[0], key.ntid[1], key.ntid[2], key.shared_words, key.dynamic_shared_bytes];
         for (i, w) in words.iter().enumerate() {
             data[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
         }
@@ -142,6 +145,7 @@ impl Pipeline {
             u32_entry(abi::SPEC_NTID_Y, 8),
             u32_entry(abi::SPEC_NTID_Z, 12),
             u32_entry(abi::SPEC_SHARED_WORDS, 16),
+            u32_entry(abi::SPEC_DYNAMIC_SHARED_BYTES, 20),
             vk::SpecializationMapEntry::default()
                 .constant_id(abi::SPEC_GLOBAL_DATA_ADDRESS)
                 .offset(SPEC_ADDRESS_OFFSET)

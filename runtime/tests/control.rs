@@ -582,3 +582,32 @@ fn alloca_stacksave_stackrestore() {
     }
     assert_clean(&ctx);
 }
+
+const DYN_SMEM: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry dyn_size(.param .u64 out)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %dynamic_smem_size;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"#;
+
+#[test]
+fn dynamic_smem_size_register() {
+    let ctx = context();
+    let m = ctx.load_module(DYN_SMEM, "dyn.ptx").unwrap();
+    let f = m.function("dyn_size").unwrap();
+    let dout = poisoned(&ctx, 1);
+    for bytes in [0u32, 13, 4096] {
+        let params = f.pack_params(&[&dout.to_le_bytes()]).unwrap();
+        ctx.launch(&f, [1, 1, 1], [32, 1, 1], bytes, &params).unwrap();
+        assert_eq!(download_u32(&ctx, dout, 1)[0], bytes);
+    }
+    assert_clean(&ctx);
+}

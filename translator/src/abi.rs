@@ -28,6 +28,7 @@
 //! | [`SPEC_NTID_X`]..[`SPEC_NTID_Z`] | u32 | the CUDA block shape |
 //! | [`SPEC_SHARED_WORDS`] | u32 | total `.shared` 32-bit words (static + dynamic), at least 1 |
 //! | [`SPEC_GLOBAL_DATA_ADDRESS`] | u64 | device address of the module's `.global`/`.const` data |
+//! | [`SPEC_DYNAMIC_SHARED_BYTES`] | u32 | dynamic shared memory of the launch, in bytes |
 //!
 //! # Push constants
 //! A block of 32-bit words. Words 0..[`PUSH_HEADER_WORDS`] are the header:
@@ -52,6 +53,9 @@ pub const SPEC_NTID_Z: u32 = 3;
 pub const SPEC_SHARED_WORDS: u32 = 4;
 /// Specialization constant id (64-bit) of the module data buffer's device address.
 pub const SPEC_GLOBAL_DATA_ADDRESS: u32 = 5;
+/// Specialization constant id of the launch's dynamic shared memory in bytes
+/// (`%dynamic_smem_size`).
+pub const SPEC_DYNAMIC_SHARED_BYTES: u32 = 6;
 
 /// Number of 32-bit words in the push-constant header.
 pub const PUSH_HEADER_WORDS: u32 = 8;

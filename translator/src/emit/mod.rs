@@ -84,6 +84,8 @@ pub(crate) struct Emitter<'o> {
     pub spec_shared_words: Word,
     /// Spec constant: module data address (when the module has variables).
     pub spec_global_address: Option<Word>,
+    /// Spec constant `%dynamic_smem_size`, created on first use.
+    pub spec_dynamic_shared: Option<Word>,
     /// Module-scope `.global`/`.const` variables: name → (offset, size).
     pub globals: HashMap<String, (u64, u64)>,
     /// Types that already carry their decorations.
@@ -234,6 +236,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         spec_ntid: [0; 3],
         spec_shared_words: 0,
         spec_global_address: None,
+        spec_dynamic_shared: None,
         globals: HashMap::new(),
         decorated: BTreeSet::new(),
         func_index: HashMap::new(),

@@ -223,6 +223,20 @@ impl Emitter<'_> {
             }
             "WARP_SZ" | "%warpsize" => self.c_u32(32),
             "%smid" | "%gridid" => self.c_u32(0),
+            "%dynamic_smem_size" => match self.spec_dynamic_shared {
+                Some(c) => c,
+                None => {
+                    let u32t = self.t_int(32);
+                    let c = self.b.spec_constant_bit32(u32t, 0);
+                    self.b.decorate(
+                        c,
+                        spirv::Decoration::SpecId,
+                        [SOp::LiteralBit32(crate::abi::SPEC_DYNAMIC_SHARED_BYTES)],
+                    );
+                    self.spec_dynamic_shared = Some(c);
+                    c
+                }
+            },
             "%nsmid" => self.c_u32(1),
             "%lanemask_eq" | "%lanemask_lt" | "%lanemask_le" | "%lanemask_gt" | "%lanemask_ge" => {
                 let m = self.c_u32(31);
