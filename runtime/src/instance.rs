@@ -17,6 +17,9 @@ use crate::error::{map_create, Error, Result};
 pub const DEVICE_ENV: &str = "PTXVK_DEVICE";
 /// Environment variable that, set to `1`, enables the Khronos validation layer.
 pub const VALIDATION_ENV: &str = "PTXVK_VALIDATION";
+/// `PTXVK_SPIRV_VAL=1`: run `spirv-val` on every module the runtime
+/// translates, and refuse modules it rejects (tests set it).
+pub const SPIRV_VAL_ENV: &str = "PTXVK_SPIRV_VAL";
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 

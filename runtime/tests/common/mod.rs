@@ -14,6 +14,7 @@ pub fn setup() {
         std::env::set_var("VK_ICD_FILENAMES", LVP);
     }
     std::env::set_var("PTXVK_VALIDATION", "1");
+    std::env::set_var("PTXVK_SPIRV_VAL", "1");
 }
 
 /// A context on the default device, with validation on.

@@ -112,7 +112,19 @@ pub(crate) fn resolve(e: &mut Emitter, fx: &mut Fx, space: Space, a: &Address, s
             Ok(if space == Space::Shared { Addr::Shared(v) } else { Addr::Local(v) })
         }
         Space::Param => {
-            Err(Diagnostic::error(*bspan, "parameter-space addresses held in registers are not supported yet"))
+            if fx.returns.is_some() {
+                // In a .func: its .param variables live in local memory.
+                let v = get(e, fx, &reg, K::Int(32), false)?;
+                Ok(Addr::Local(off_u32(e, v, a.offset)?))
+            } else if fx.passing == ParamPassing::Buffer {
+                // An entry whose parameter addresses are taken: the buffer's device address.
+                let v = get(e, fx, &reg, K::Int(64), false)?;
+                let u64t = e.t_int(64);
+                let c = e.c_int(64, a.offset as u64);
+                Ok(Addr::Global(e.b.i_add(u64t, None, v, c).map_err(internal1)?))
+            } else {
+                Err(Diagnostic::error(*bspan, "internal error: parameter address in a register"))
+            }
         }
         _ => {
             let v = get(e, fx, &reg, K::Int(64), false)?;
@@ -281,8 +293,72 @@ fn extract(e: &mut Emitter, word: Word, off: Word, bits: u32) -> Result<Word, Di
     e.b.u_convert(t, None, v).map_err(internal1)
 }
 
+/// Pointer to 64-bit word `index` of the entry's wide shared memory.
+fn wide_ptr(e: &mut Emitter, fx: &Fx, index: Word) -> Result<Word, Diagnostic> {
+    let Some(var) = fx.shared_var else {
+        return Err(Diagnostic::error(Span::default(), "access to .shared memory the function does not declare"));
+    };
+    let u64t = e.t_int(64);
+    let pt = e.t_ptr(StorageClass::Workgroup, u64t);
+    e.b.access_chain(pt, None, var, [index]).map_err(internal1)
+}
+
+/// The 64-bit word holding byte `off`, and the bit position of `off` in it.
+fn wide_locate(e: &mut Emitter, fx: &Fx, off: Word) -> Result<(Word, Word), Diagnostic> {
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let three = e.c_u32(3);
+    let seven = e.c_u32(7);
+    let i = e.b.shift_right_logical(u32t, None, off, three).map_err(internal1)?;
+    let p = wide_ptr(e, fx, i)?;
+    let low = e.b.bitwise_and(u32t, None, off, seven).map_err(internal1)?;
+    let sh = e.b.shift_left_logical(u32t, None, low, three).map_err(internal1)?;
+    let sh = e.b.u_convert(u64t, None, sh).map_err(internal1)?;
+    Ok((p, sh))
+}
+
+fn load_wide(e: &mut Emitter, fx: &Fx, off: Word, k: K) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let bits = k.bits();
+    let (p, sh) = wide_locate(e, fx, off)?;
+    let w = e.b.load(u64t, None, p, None, []).map_err(internal1)?;
+    let v = if bits == 64 {
+        w
+    } else {
+        let s = e.b.shift_right_logical(u64t, None, w, sh).map_err(internal1)?;
+        let t = e.t_int(bits);
+        e.b.u_convert(t, None, s).map_err(internal1)?
+    };
+    e.convert(v, K::Int(bits), k, false)
+}
+
+fn store_wide(e: &mut Emitter, fx: &Fx, off: Word, v: Word, k: K) -> Result<(), Diagnostic> {
+    let u64t = e.t_int(64);
+    let bits = k.bits();
+    let v = e.convert(v, k, K::Int(bits), false)?;
+    let (p, sh) = wide_locate(e, fx, off)?;
+    if bits == 64 {
+        return e.b.store(p, v, None, []).map_err(internal1);
+    }
+    // Other threads may write the rest of the word: update atomically.
+    e.cap(Capability::Int64Atomics);
+    let wide = e.b.u_convert(u64t, None, v).map_err(internal1)?;
+    let val = e.b.shift_left_logical(u64t, None, wide, sh).map_err(internal1)?;
+    let m = e.c_int(64, (1u64 << bits) - 1);
+    let mask = e.b.shift_left_logical(u64t, None, m, sh).map_err(internal1)?;
+    let keep = e.b.not(u64t, None, mask).map_err(internal1)?;
+    let scope = e.c_u32(Scope::Workgroup as u32);
+    let sem = e.c_u32(0);
+    e.b.atomic_and(u64t, None, p, scope, sem, keep).map_err(internal1)?;
+    e.b.atomic_or(u64t, None, p, scope, sem, val).map_err(internal1)?;
+    Ok(())
+}
+
 /// Load `k` from a word-addressed space.
 fn load_words(e: &mut Emitter, fx: &Fx, sc: StorageClass, off: Word, k: K) -> Result<Word, Diagnostic> {
+    if sc == StorageClass::Workgroup && fx.shared_wide {
+        return load_wide(e, fx, off, k);
+    }
     let u32t = e.t_int(32);
     let bits = k.bits();
     let i = word_index(e, off, 0)?;
@@ -303,6 +379,9 @@ fn load_words(e: &mut Emitter, fx: &Fx, sc: StorageClass, off: Word, k: K) -> Re
 
 /// Store `v` (kind `k`) to a word-addressed space.
 fn store_words(e: &mut Emitter, fx: &Fx, sc: StorageClass, off: Word, v: Word, k: K) -> Result<(), Diagnostic> {
+    if sc == StorageClass::Workgroup && fx.shared_wide {
+        return store_wide(e, fx, off, v, k);
+    }
     let u32t = e.t_int(32);
     let bits = k.bits();
     let v = e.convert(v, k, K::Int(bits), false)?;
@@ -544,11 +623,17 @@ pub(crate) fn atom(
     let a = resolve(e, fx, space, addr, inst.span)?;
     let k = mem_kind(t);
     let bits = k.bits();
-    if !(bits == 32 || bits == 64)
-        || (k == K::Float(64) && op != "add")
-        || (matches!(k, K::Float(_)) && !matches!(op, "add" | "exch" | "min" | "max"))
-    {
-        return Err(Diagnostic::error(inst.span, format!("unsupported instruction '{}'", inst.mnemonic())));
+    let half = super::half::layout(t).is_some();
+    let allowed = match (bits, half) {
+        // f16/bf16 (and packed pairs): add, min, max; cas.b16 and exch.b16 as integers.
+        (16 | 32, true) => matches!(op, "add" | "min" | "max" | "exch" | "cas"),
+        (16, false) => matches!(op, "cas" | "exch"),
+        (32 | 64, false) => !matches!(k, K::Float(_)) || matches!(op, "add" | "exch" | "min" | "max"),
+        _ => false,
+    };
+    if !allowed {
+        let why = if bits == 128 { " (128-bit atomics have no Vulkan equivalent)" } else { "" };
+        return Err(Diagnostic::error(inst.span, format!("unsupported instruction '{}'{why}", inst.mnemonic())));
     }
     let b = vals.first().ok_or_else(|| Diagnostic::error(inst.span, "missing atomic operand"))?;
     let vb = get(e, fx, b, k, false)?;
@@ -589,56 +674,101 @@ fn atom_core(
 ) -> Result<Word, Diagnostic> {
     let k = mem_kind(t);
     let bits = k.bits();
-    let (ptr, sc) = match a {
-        Addr::Global(addr) => (
-            psb_ptr(e, if matches!(k, K::Float(_)) { K::Int(bits) } else { k }, addr)?,
-            StorageClass::PhysicalStorageBuffer,
-        ),
+    let signed = t.is_signed();
+    let ib = e.convert(vb, k, K::Int(bits), false)?;
+    let ic = match vc {
+        Some(c) => Some(e.convert(c, k, K::Int(bits), false)?),
+        None => None,
+    };
+    // The memory word the atomic updates, and where the value sits in it.
+    let (ptr, sc, word_bits, shift) = match a {
+        Addr::Global(addr) if bits >= 32 => {
+            (psb_ptr(e, K::Int(bits), addr)?, StorageClass::PhysicalStorageBuffer, bits, None)
+        }
+        Addr::Global(addr) => {
+            // 16-bit atomics update their aligned 32-bit word.
+            let u64t = e.t_int(64);
+            let u32t = e.t_int(32);
+            let m = e.c_int(64, !3u64);
+            let word = e.b.bitwise_and(u64t, None, addr, m).map_err(internal1)?;
+            let p = psb_ptr(e, K::Int(32), word)?;
+            let three = e.c_int(64, 3);
+            let low = e.b.bitwise_and(u64t, None, addr, three).map_err(internal1)?;
+            let low = e.b.u_convert(u32t, None, low).map_err(internal1)?;
+            let c3 = e.c_u32(3);
+            let sh = e.b.shift_left_logical(u32t, None, low, c3).map_err(internal1)?;
+            (p, StorageClass::PhysicalStorageBuffer, 32, Some(sh))
+        }
+        Addr::Shared(off) if fx.shared_wide => {
+            let u32t = e.t_int(32);
+            let three = e.c_u32(3);
+            let i = e.b.shift_right_logical(u32t, None, off, three).map_err(internal1)?;
+            let p = wide_ptr(e, fx, i)?;
+            let shift = if bits == 64 {
+                None
+            } else {
+                let within = e.c_u32(7 & !(bits / 8 - 1));
+                let hi = e.b.bitwise_and(u32t, None, off, within).map_err(internal1)?;
+                Some(e.b.shift_left_logical(u32t, None, hi, three).map_err(internal1)?)
+            };
+            (p, StorageClass::Workgroup, 64, shift)
+        }
         Addr::Shared(off) => {
-            if bits != 32 {
+            if bits > 32 {
                 return Err(Diagnostic::error(
                     inst.span,
-                    format!("unsupported instruction '{}': 64-bit shared-memory atomics", inst.mnemonic()),
+                    "internal error: 64-bit shared atomic without wide shared memory",
                 ));
             }
             let i = word_index(e, off, 0)?;
-            (word_ptr(e, fx, StorageClass::Workgroup, i)?, StorageClass::Workgroup)
+            let p = word_ptr(e, fx, StorageClass::Workgroup, i)?;
+            let shift = if bits == 32 {
+                None
+            } else {
+                let u32t = e.t_int(32);
+                let two = e.c_u32(2);
+                let hi = e.b.bitwise_and(u32t, None, off, two).map_err(internal1)?;
+                let three = e.c_u32(3);
+                Some(e.b.shift_left_logical(u32t, None, hi, three).map_err(internal1)?)
+            };
+            (p, StorageClass::Workgroup, 32, shift)
         }
         _ => return Err(Diagnostic::error(inst.span, "atomics on this state space are not supported yet")),
     };
-    if bits == 64 {
+    if word_bits == 64 {
         e.cap(Capability::Int64Atomics);
     }
     let default_scope = if sc == StorageClass::Workgroup { Scope::Workgroup } else { Scope::Device };
     let scope = e.c_u32(scope_of(inst, default_scope) as u32);
     let sem = e.c_u32(semantics_of(inst, sc));
     let it = e.t_int(bits);
-    let signed = t.is_signed();
-    let ib = e.convert(vb, k, K::Int(bits), false)?;
-    let simple = |o: Op| -> Option<Op> { Some(o) };
+    let half = super::half::layout(t).is_some();
     let native = match (op, k) {
-        ("add", K::Int(_)) => simple(Op::AtomicIAdd),
-        ("and", _) => simple(Op::AtomicAnd),
-        ("or", _) => simple(Op::AtomicOr),
-        ("xor", _) => simple(Op::AtomicXor),
-        ("exch", _) => simple(Op::AtomicExchange),
-        ("min", K::Int(_)) => simple(if signed { Op::AtomicSMin } else { Op::AtomicUMin }),
-        ("max", K::Int(_)) => simple(if signed { Op::AtomicSMax } else { Op::AtomicUMax }),
+        _ if shift.is_some() => None,
+        ("add" | "min" | "max", _) if half => None,
+        ("add", K::Int(_)) => Some(Op::AtomicIAdd),
+        ("and", _) => Some(Op::AtomicAnd),
+        ("or", _) => Some(Op::AtomicOr),
+        ("xor", _) => Some(Op::AtomicXor),
+        ("exch", _) => Some(Op::AtomicExchange),
+        ("min", K::Int(_)) => Some(if signed { Op::AtomicSMin } else { Op::AtomicUMin }),
+        ("max", K::Int(_)) => Some(if signed { Op::AtomicSMax } else { Op::AtomicUMax }),
         _ => None,
     };
-    let old_bits = if let Some(o) = native {
+    if let Some(o) = native {
         let i = rspirv::dr::Instruction::new(
             o,
             Some(it),
             None,
             vec![SOp::IdRef(ptr), SOp::IdRef(scope), SOp::IdRef(sem), SOp::IdRef(ib)],
         );
-        e.emit_inst(i)?
-    } else if op == "cas" {
-        let vc = vc.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
-        let ic = e.convert(vc, k, K::Int(bits), false)?;
-        e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, ic, ib).map_err(internal1)?
-    } else if op == "add" && k == K::Float(32) && sc == StorageClass::PhysicalStorageBuffer {
+        return e.emit_inst(i);
+    }
+    if op == "cas" && shift.is_none() && !half {
+        let ic = ic.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
+        return e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, ic, ib).map_err(internal1);
+    }
+    if op == "add" && k == K::Float(32) && sc == StorageClass::PhysicalStorageBuffer && e.opts_float_atomics() {
         e.cap(Capability::AtomicFloat32AddEXT);
         e.b.extension("SPV_EXT_shader_atomic_float_add");
         let ft = e.t_float(32);
@@ -652,48 +782,167 @@ fn atom_core(
             vec![SOp::IdRef(p), SOp::IdRef(scope), SOp::IdRef(sem), SOp::IdRef(vb)],
         );
         let r = e.emit_inst(i)?;
-        e.convert(r, K::Float(32), K::Int(32), false)?
-    } else {
-        // Compare-and-swap loop: inc, dec, float add/min/max without native support.
-        cas_loop(e, ptr, scope, sem, bits, |e, old| {
-            let kt = e.kty(k);
-            let _ = kt;
-            match (op, k) {
-                ("inc", _) => {
-                    let bt = e.t_bool();
-                    let ge = e.b.u_greater_than_equal(bt, None, old, ib).map_err(internal1)?;
-                    let one = e.c_int(bits, 1);
-                    let inc = e.b.i_add(it, None, old, one).map_err(internal1)?;
-                    let z = e.c_int(bits, 0);
-                    e.b.select(it, None, ge, z, inc).map_err(internal1)
-                }
-                ("dec", _) => {
-                    let bt = e.t_bool();
-                    let z = e.c_int(bits, 0);
-                    let is0 = e.b.i_equal(bt, None, old, z).map_err(internal1)?;
-                    let gt = e.b.u_greater_than(bt, None, old, ib).map_err(internal1)?;
-                    let wrap = e.b.logical_or(bt, None, is0, gt).map_err(internal1)?;
-                    let one = e.c_int(bits, 1);
-                    let dec = e.b.i_sub(it, None, old, one).map_err(internal1)?;
-                    e.b.select(it, None, wrap, ib, dec).map_err(internal1)
-                }
-                (_, K::Float(w)) => {
-                    let ft = e.t_float(w);
-                    let of = e.b.bitcast(ft, None, old).map_err(internal1)?;
-                    let r = match op {
-                        "add" => e.b.f_add(ft, None, of, vb).map_err(internal1)?,
-                        "min" => {
-                            e.b.ext_inst(ft, None, e.glsl, 79, [SOp::IdRef(of), SOp::IdRef(vb)]).map_err(internal1)?
-                        }
-                        _ => e.b.ext_inst(ft, None, e.glsl, 80, [SOp::IdRef(of), SOp::IdRef(vb)]).map_err(internal1)?,
-                    };
-                    e.b.bitcast(it, None, r).map_err(internal1)
-                }
-                _ => Err(Diagnostic::error(Span::default(), "internal error: atomic")),
+        return e.convert(r, K::Float(32), K::Int(32), false);
+    }
+    // Compare-and-swap loop on the containing word.
+    let wt = e.t_int(word_bits);
+    let mut old_value = 0;
+    let old_word = cas_loop(e, ptr, scope, sem, word_bits, |e, old_word| {
+        let old = match shift {
+            None => old_word,
+            Some(sh) => {
+                let sh64 = if word_bits == 32 { sh } else { e.b.u_convert(wt, None, sh).map_err(internal1)? };
+                let v = e.b.shift_right_logical(wt, None, old_word, sh64).map_err(internal1)?;
+                e.b.u_convert(it, None, v).map_err(internal1)?
             }
-        })?
+        };
+        old_value = old;
+        let new = rmw_value(e, op, t, old, ib, ic)?;
+        match shift {
+            None => Ok(new),
+            Some(sh) => {
+                let sh64 = if word_bits == 32 { sh } else { e.b.u_convert(wt, None, sh).map_err(internal1)? };
+                let mask = e.c_int(word_bits, (1u64 << bits) - 1);
+                let m = e.b.shift_left_logical(wt, None, mask, sh64).map_err(internal1)?;
+                let keep = e.b.not(wt, None, m).map_err(internal1)?;
+                let kept = e.b.bitwise_and(wt, None, old_word, keep).map_err(internal1)?;
+                let nw = e.b.u_convert(wt, None, new).map_err(internal1)?;
+                let placed = e.b.shift_left_logical(wt, None, nw, sh64).map_err(internal1)?;
+                e.b.bitwise_or(wt, None, kept, placed).map_err(internal1)
+            }
+        }
+    })?;
+    Ok(if shift.is_some() { old_value } else { old_word })
+}
+
+/// `add`/`min`/`max` on f16/bf16 (and their packed pairs), correctly
+/// rounded: each lane widened exactly, added exactly in f64, and rounded
+/// once to the lane's format (`.noftz`: subnormals kept).
+fn half_rmw(
+    e: &mut Emitter,
+    op: &str,
+    fmt: super::rounding::Fmt,
+    lanes: u32,
+    bits: u32,
+    old: Word,
+    b: Word,
+) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let f32t = e.t_float(32);
+    let f64t = e.t_float(64);
+    let (old32, b32) = if bits == 32 {
+        (old, b)
+    } else {
+        (e.b.u_convert(u32t, None, old).map_err(internal1)?, e.b.u_convert(u32t, None, b).map_err(internal1)?)
     };
-    Ok(old_bits)
+    let mut out = Vec::new();
+    for i in 0..lanes {
+        let x = super::half::lane(e, old32, i)?;
+        let y = super::half::lane(e, b32, i)?;
+        let xf = super::half::to_f32(e, x, fmt)?;
+        let yf = super::half::to_f32(e, y, fmt)?;
+        let r = match op {
+            "add" => {
+                let xd = e.b.f_convert(f64t, None, xf).map_err(internal1)?;
+                let yd = e.b.f_convert(f64t, None, yf).map_err(internal1)?;
+                let s = e.b.f_add(f64t, None, xd, yd).map_err(internal1)?;
+                e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
+                s
+            }
+            _ => {
+                let m = e
+                    .b
+                    .ext_inst(f32t, None, e.glsl, if op == "min" { 79 } else { 80 }, [SOp::IdRef(xf), SOp::IdRef(yf)])
+                    .map_err(internal1)?;
+                e.b.f_convert(f64t, None, m).map_err(internal1)?
+            }
+        };
+        let h = super::rounding::round_f64(e, r, fmt, super::rounding::Rnd::Rn, false)?;
+        out.push(e.b.u_convert(u32t, None, h).map_err(internal1)?);
+    }
+    let packed = super::half::pack(e, &out)?;
+    if bits == 32 {
+        Ok(packed)
+    } else {
+        let t16 = e.t_int(16);
+        e.b.u_convert(t16, None, packed).map_err(internal1)
+    }
+}
+
+/// The value an atomic operation stores, from the old value (all as
+/// integers of the operation's width; float operations bitcast).
+fn rmw_value(
+    e: &mut Emitter,
+    op: &str,
+    t: ScalarType,
+    old: Word,
+    b: Word,
+    c: Option<Word>,
+) -> Result<Word, Diagnostic> {
+    let k = mem_kind(t);
+    let bits = k.bits();
+    let it = e.t_int(bits);
+    let bt = e.t_bool();
+    let signed = t.is_signed();
+    if let Some((fmt, lanes)) = super::half::layout(t) {
+        if matches!(op, "add" | "min" | "max") {
+            return half_rmw(e, op, fmt, lanes, bits, old, b);
+        }
+    }
+    Ok(match (op, k) {
+        ("exch", _) => b,
+        ("cas", _) => {
+            let c = c.ok_or_else(|| Diagnostic::error(Span::default(), "atom.cas needs two operands"))?;
+            let eq = e.b.i_equal(bt, None, old, b).map_err(internal1)?;
+            e.b.select(it, None, eq, c, old).map_err(internal1)?
+        }
+        ("and", _) => e.b.bitwise_and(it, None, old, b).map_err(internal1)?,
+        ("or", _) => e.b.bitwise_or(it, None, old, b).map_err(internal1)?,
+        ("xor", _) => e.b.bitwise_xor(it, None, old, b).map_err(internal1)?,
+        ("add", K::Int(_)) => e.b.i_add(it, None, old, b).map_err(internal1)?,
+        ("min", K::Int(_)) | ("max", K::Int(_)) => {
+            let f = match (op, signed) {
+                ("min", true) => 39,
+                ("min", false) => 38,
+                ("max", true) => 42,
+                _ => 41,
+            };
+            e.b.ext_inst(it, None, e.glsl, f, [SOp::IdRef(old), SOp::IdRef(b)]).map_err(internal1)?
+        }
+        ("inc", _) => {
+            let ge = e.b.u_greater_than_equal(bt, None, old, b).map_err(internal1)?;
+            let one = e.c_int(bits, 1);
+            let inc = e.b.i_add(it, None, old, one).map_err(internal1)?;
+            let z = e.c_int(bits, 0);
+            e.b.select(it, None, ge, z, inc).map_err(internal1)?
+        }
+        ("dec", _) => {
+            let z = e.c_int(bits, 0);
+            let is0 = e.b.i_equal(bt, None, old, z).map_err(internal1)?;
+            let gt = e.b.u_greater_than(bt, None, old, b).map_err(internal1)?;
+            let wrap = e.b.logical_or(bt, None, is0, gt).map_err(internal1)?;
+            let one = e.c_int(bits, 1);
+            let dec = e.b.i_sub(it, None, old, one).map_err(internal1)?;
+            e.b.select(it, None, wrap, b, dec).map_err(internal1)?
+        }
+        (_, K::Float(w)) => {
+            let ft = e.t_float(w);
+            let of = e.b.bitcast(ft, None, old).map_err(internal1)?;
+            let bf = e.b.bitcast(ft, None, b).map_err(internal1)?;
+            let r = match op {
+                "add" => {
+                    let r = e.b.f_add(ft, None, of, bf).map_err(internal1)?;
+                    e.b.decorate(r, rspirv::spirv::Decoration::NoContraction, []);
+                    r
+                }
+                "min" => e.b.ext_inst(ft, None, e.glsl, 79, [SOp::IdRef(of), SOp::IdRef(bf)]).map_err(internal1)?,
+                "max" => e.b.ext_inst(ft, None, e.glsl, 80, [SOp::IdRef(of), SOp::IdRef(bf)]).map_err(internal1)?,
+                _ => return Err(Diagnostic::error(Span::default(), format!("atom.{op} is not defined on floats"))),
+            };
+            e.b.bitcast(it, None, r).map_err(internal1)?
+        }
+        _ => return Err(Diagnostic::error(Span::default(), format!("internal error: atomic {op}"))),
+    })
 }
 
 fn unreachable_addr() -> Diagnostic {

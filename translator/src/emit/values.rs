@@ -62,7 +62,7 @@ impl Emitter<'_> {
                 if a > c || !signed {
                     self.b.u_convert(t, None, v).map_err(internal1)
                 } else {
-                    self.b.s_convert(t, None, v).map_err(internal1)
+                    self.sext(v, a, c)
                 }
             }
             (K::Float(a), _) if to != K::Pred => {
@@ -89,6 +89,20 @@ impl Emitter<'_> {
             }
             _ => Err(Diagnostic::error(Span::default(), "internal error: bad conversion")),
         }
+    }
+
+    /// Sign-extend an integer of `from` bits to `to` bits.
+    ///
+    /// Written as a zero extension and two shifts rather than `OpSConvert`:
+    /// Mesa's SPIR-V front end (lavapipe 22.x) takes a conversion's
+    /// signedness from the operand's declared type, and every integer here
+    /// is declared unsigned, so `OpSConvert` zero-extends there.
+    pub fn sext(&mut self, v: Word, from: u32, to: u32) -> Result<Word, Diagnostic> {
+        let t = self.t_int(to);
+        let w = self.b.u_convert(t, None, v).map_err(internal1)?;
+        let s = self.c_int(to, (to - from) as u64);
+        let l = self.b.shift_left_logical(t, None, w, s).map_err(internal1)?;
+        self.b.shift_right_arithmetic(t, None, l, s).map_err(internal1)
     }
 
     fn convert_const_one(&mut self, k: K) -> Result<Word, Diagnostic> {
@@ -118,6 +132,13 @@ impl Emitter<'_> {
         let ci = self.c_u32(i);
         let p = self.b.access_chain(pt, None, pv, [c0, ci]).map_err(internal1)?;
         self.b.load(u32t, None, p, None, []).map_err(internal1)
+    }
+
+    /// The device address of the entry's parameter buffer (header words 6, 7).
+    pub fn param_buffer_address(&mut self, fx: &Fx) -> Result<Word, Diagnostic> {
+        let lo = self.push_word(fx, 6)?;
+        let hi = self.push_word(fx, 7)?;
+        self.make_u64(lo, hi)
     }
 
     /// Combine two 32-bit words into a 64-bit integer.
@@ -202,6 +223,20 @@ impl Emitter<'_> {
             }
             "WARP_SZ" | "%warpsize" => self.c_u32(32),
             "%smid" | "%gridid" => self.c_u32(0),
+            "%dynamic_smem_size" => match self.spec_dynamic_shared {
+                Some(c) => c,
+                None => {
+                    let u32t = self.t_int(32);
+                    let c = self.b.spec_constant_bit32(u32t, 0);
+                    self.b.decorate(
+                        c,
+                        spirv::Decoration::SpecId,
+                        [SOp::LiteralBit32(crate::abi::SPEC_DYNAMIC_SHARED_BYTES)],
+                    );
+                    self.spec_dynamic_shared = Some(c);
+                    c
+                }
+            },
             "%nsmid" => self.c_u32(1),
             "%lanemask_eq" | "%lanemask_lt" | "%lanemask_le" | "%lanemask_gt" | "%lanemask_ge" => {
                 let m = self.c_u32(31);
@@ -352,11 +387,17 @@ pub(crate) fn symbol_address(
     if let Some(&i) = e.func_index.get(name) {
         return Ok(Some((e.c_int(64, crate::abi::FUNCTION_WINDOW | i as u64), K::Int(64))));
     }
-    if fx.params.contains_key(name) {
-        return Err(Diagnostic::error(
-            span,
-            format!("taking the address of kernel parameter '{name}' is not supported yet"),
-        ));
+    if let Some(p) = fx.params.get(name) {
+        // The entry's parameters are then in the parameter buffer (see
+        // `entry_info`): the address is a device address.
+        if fx.passing != crate::abi::ParamPassing::Buffer {
+            return Err(Diagnostic::error(span, format!("internal error: address of parameter '{name}'")));
+        }
+        let offset = p.offset as u64;
+        let base = e.param_buffer_address(fx)?;
+        let u64t = e.t_int(64);
+        let c = e.c_int(64, offset);
+        return Ok(Some((e.b.i_add(u64t, None, base, c).map_err(internal1)?, K::Int(64))));
     }
     Ok(None)
 }
