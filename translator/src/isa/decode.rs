@@ -233,7 +233,7 @@ fn match_modifiers(form: &Form, mods: &[Mod]) -> Result<[u8; MAX_ELEMS], ModFail
             if picks[k] != 0 {
                 continue;
             }
-            for &a in &e.order {
+            for &a in e.order.iter() {
                 let alt = &e.alts[a as usize];
                 if mods[i..].starts_with(alt) {
                     picks[k] = a + 1;

@@ -10,7 +10,8 @@
 use super::raw::{self, RawElem, RawOperand, Shape, TableError};
 use super::{Group, Mod, Opcode};
 use crate::ast::ScalarType;
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 /// The table text.
 pub const TEXT: &str = include_str!("ptx.isa");
@@ -41,10 +42,11 @@ pub struct Elem {
     pub group: Option<Group>,
     /// Whether it may be left out.
     pub optional: bool,
-    /// The alternatives; each a sequence of modifiers.
-    pub alts: Vec<Vec<Mod>>,
+    /// The alternatives; each a sequence of modifiers (shared by the forms
+    /// of a block).
+    pub alts: Arc<[Vec<Mod>]>,
     /// Indices into `alts`, longest alternative first (the matching order).
-    pub order: Vec<u8>,
+    pub order: Arc<[u8]>,
 }
 
 /// The type rule of one operand (see the format notes in `ptx.isa`).
@@ -129,8 +131,9 @@ pub struct Table {
     pub forms: Vec<Form>,
     /// Forms of each opcode (indexed by `Opcode as usize`).
     by_opcode: Vec<Vec<u16>>,
-    /// Modifiers accepted by some form of each opcode.
-    mods_of: Vec<Vec<Mod>>,
+    /// Modifiers accepted by some form of each opcode: a bit set over
+    /// `Mod` per opcode.
+    mods_of: Vec<Vec<u64>>,
     /// Errors found while building (none in a correct table).
     pub errors: Vec<TableError>,
 }
@@ -143,7 +146,8 @@ impl Table {
 
     /// Whether some form of `op` accepts modifier `m`.
     pub fn accepts(&self, op: Opcode, m: Mod) -> bool {
-        self.mods_of.get(op as usize).is_some_and(|v| v.binary_search(&m).is_ok())
+        let i = m as usize;
+        self.mods_of.get(op as usize).and_then(|v| v.get(i / 64)).is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// The form with this index.
@@ -163,7 +167,7 @@ pub fn build(text: &'static str) -> Table {
     let (insts, mut errors) = raw::parse(text);
     let mut t = Table {
         by_opcode: vec![Vec::new(); Opcode::ALL.len()],
-        mods_of: vec![Vec::new(); Opcode::ALL.len()],
+        mods_of: vec![vec![0u64; Mod::ALL.len().div_ceil(64)]; Opcode::ALL.len()],
         ..Default::default()
     };
     for inst in &insts {
@@ -172,6 +176,8 @@ pub fn build(text: &'static str) -> Table {
             InstInfo { name: inst.name, ptx: inst.ptx, sm: inst.sm, description: inst.description, forms: Vec::new() };
         for block in &inst.blocks {
             let mut used_names: Vec<String> = Vec::new();
+            // Group elements are the same in every form of the block.
+            let mut group_elems: HashMap<String, Elem> = HashMap::new();
             for &(line, line_no) in &block.syntax {
                 let err = |m: String| TableError { line: line_no, message: m };
                 let (mnemonic, ops_text) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
@@ -188,8 +194,21 @@ pub fn build(text: &'static str) -> Table {
                 };
                 let mut elems = Vec::new();
                 for (e, optional) in raw_elems {
+                    let key = match &e {
+                        RawElem::Fixed(w) => Some(format!("{w}{optional}")),
+                        _ => None,
+                    };
+                    if let Some(cached) = key.as_ref().and_then(|k| group_elems.get(k)) {
+                        elems.push(cached.clone());
+                        continue;
+                    }
                     match elem(block, e, optional) {
-                        Ok(e) => elems.push(e),
+                        Ok(e) => {
+                            if let Some(k) = key {
+                                group_elems.insert(k, e.clone());
+                            }
+                            elems.push(e)
+                        }
                         Err(m) => errors.push(err(m)),
                     }
                 }
@@ -214,9 +233,11 @@ pub fn build(text: &'static str) -> Table {
                 }
                 let required_operands = operands.iter().filter(|o| !o.optional).count() as u8;
                 let id = t.forms.len() as u16;
+                let bits = &mut t.mods_of[opcode as usize];
                 for e in &elems {
-                    for alt in &e.alts {
-                        t.mods_of[opcode as usize].extend(alt.iter().copied());
+                    for m in e.alts.iter().flatten() {
+                        let i = *m as usize;
+                        bits[i / 64] |= 1 << (i % 64);
                     }
                 }
                 t.by_opcode[opcode as usize].push(id);
@@ -239,10 +260,6 @@ pub fn build(text: &'static str) -> Table {
             }
         }
         t.instructions.push(info);
-    }
-    for v in &mut t.mods_of {
-        v.sort();
-        v.dedup();
     }
     t.errors = errors;
     t
@@ -284,7 +301,7 @@ fn elem(block: &raw::RawBlock, e: RawElem, optional: bool) -> Result<Elem, Strin
     };
     let mut order: Vec<u8> = (0..alts.len() as u8).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(alts[i as usize].len()));
-    Ok(Elem { group, optional, alts, order })
+    Ok(Elem { group, optional, alts: alts.into(), order: order.into() })
 }
 
 fn operand_spec(block: &raw::RawBlock, elems: &[Elem], o: RawOperand) -> Result<OperandSpec, String> {
