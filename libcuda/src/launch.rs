@@ -293,9 +293,3 @@ pub unsafe fn launch_kernel(
     f.context.runtime.launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
     Ok(())
 }
-
-/// `cuTensorMapEncodeTiled` / `cuTensorMapEncodeIm2col`: tensor maps (TMA)
-/// are not supported yet.
-pub fn tensor_map_unsupported() -> CuResult<()> {
-    Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("tensor maps (TMA) are not supported"))
-}

@@ -9,7 +9,7 @@
 //!   each runs its implementation under [`result::guard`].
 //! - Implementations by concern, each validating its arguments and handles
 //!   first: [`device`], [`context`], [`module`] (with [`jit`] options),
-//!   [`memory`], [`launch`], [`stream`].
+//!   [`memory`], [`launch`], [`stream`], [`tensor_map`].
 //! - Shared plumbing: [`result`] (`CUresult` codes), [`ffi`] (checked pointer
 //!   access), [`handles`] (registries of live objects), [`driver`] (global
 //!   state).
@@ -32,3 +32,4 @@ pub mod memory;
 pub mod module;
 pub mod result;
 pub mod stream;
+pub mod tensor_map;

@@ -1,7 +1,8 @@
 //! PTX → Vulkan SPIR-V translator.
 //!
 //! The pipeline is a flat list of passes (see [`translate`]):
-//! `parse` (pest grammar → [`ast`]) → `lower` (AST → [`ir`], state spaces
+//! `parse` (pest grammar → [`ast`]) → [`tma`] (asynchronous copies → calls
+//! of the emulated copy engine) → `lower` (AST → [`ir`], state spaces
 //! mapped as the launch ABI in [`abi`] says) → `structurize` (goto CFG →
 //! structured regions) → `emit` (rspirv).
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ pub mod parse;
 pub mod reducible;
 pub mod scope;
 pub mod structurize;
+pub mod tma;
 
 pub use abi::*;
 pub use diag::{Diagnostic, Diagnostics, Span};
@@ -74,7 +76,8 @@ pub struct Translation {
 ///
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
-    let module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    let mut module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;
     Ok(Translation { spirv, info })
 }

@@ -623,8 +623,20 @@ fn operand(p: P) -> Result<Operand, Diagnostic> {
             Operand::List(span, v)
         }
         Rule::address => {
-            let Some(expr) = first.into_inner().next() else { return Err(Diagnostic::error(span, "empty address")) };
-            Operand::Address(span, address(expr)?)
+            let mut parts = first.into_inner();
+            let Some(expr) = parts.next() else { return Err(Diagnostic::error(span, "empty address")) };
+            let a = address(expr)?;
+            match parts.next() {
+                // `[tensorMap, {c0, ...}]`
+                Some(coords) => {
+                    let mut v = Vec::new();
+                    for o in coords.into_inner() {
+                        v.push(operand(o)?);
+                    }
+                    Operand::TensorAddress(span, a, v)
+                }
+                None => Operand::Address(span, a),
+            }
         }
         _ => return Err(Diagnostic::error(span, "unexpected operand")),
     })
