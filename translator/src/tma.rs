@@ -19,6 +19,8 @@
 //! - Clusters have one CTA: `.shared::cluster` addresses are this CTA's
 //!   `.shared` addresses, `.multicast::cluster` copies to this CTA only, and
 //!   `.cta_group` is ignored.
+//! - `fence.proxy.async`, `fence.proxy.tensormap::generic` and
+//!   `fence.mbarrier_init` disappear (see [`Rewriter::rewrite`]).
 //! - `mbarrier.try_wait` does not suspend: it is `test_wait` (a valid
 //!   implementation, since `try_wait` may time out at any moment). A thread
 //!   that spins on an mbarrier waits for other threads of its CTA to arrive;
@@ -92,6 +94,8 @@ fn handled(i: &Instruction) -> bool {
     match i.opcode.as_str() {
         "mbarrier" => true,
         "cp" => m(0) == Some("async") && matches!(m(1), Some("bulk") | Some("mbarrier")),
+        // fence.proxy.async*, fence.proxy.tensormap::generic*, fence.mbarrier_init*.
+        "fence" => matches!(m(0), Some("proxy") | Some("mbarrier_init")),
         _ => false,
     }
 }
@@ -204,6 +208,13 @@ impl Rewriter {
     fn rewrite(&mut self, i: &Instruction) -> Result<Vec<Statement>, Diagnostic> {
         let mut out = Out { orig: i, stmts: Vec::new() };
         match i.opcode.as_str() {
+            // The copy engine accesses memory through the generic proxy and
+            // mbarriers are ordinary atomics, so the proxy fences and the
+            // mbarrier-initialisation fence order nothing more than program
+            // order already does (a cluster is one CTA). They are dropped:
+            // emitted as memory barriers they would be scheduling points on
+            // lavapipe, fatal in the divergent code where they usually sit.
+            "fence" => {}
             "mbarrier" => self.mbarrier(&mut out)?,
             "cp" if i.modifiers.get(1).map(String::as_str) == Some("mbarrier") => {
                 // cp.async.mbarrier.arrive{.noinc}: the cp.async copies are

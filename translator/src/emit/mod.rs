@@ -79,6 +79,9 @@ pub(crate) struct Emitter<'o> {
     pub address_taken: BTreeSet<String>,
     /// Offset of the trap word in the module data buffer.
     pub trap_offset: Option<u64>,
+    /// The `.shared` Workgroup variables of 32- and 64-bit words, shared by all entries.
+    pub shared_var_narrow: Option<Word>,
+    pub shared_var_wide: Option<Word>,
 }
 
 impl<'o> Emitter<'o> {
@@ -217,6 +220,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         func_index: HashMap::new(),
         address_taken: BTreeSet::new(),
         trap_offset: None,
+        shared_var_narrow: None,
+        shared_var_wide: None,
     };
     e.cap(Capability::Shader);
     e.cap(Capability::PhysicalStorageBufferAddresses);

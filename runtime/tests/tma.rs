@@ -1,0 +1,670 @@
+//! Hopper TMA on the emulated copy engine: tensor copies (1-D to 5-D loads
+//! with out-of-bounds fill, element strides and every swizzle mode; stores
+//! clipped at the tensor's edges; reductions), tensor maps read from
+//! parameters, `.const` and `.global` memory, mbarrier phases, bulk copies
+//! and a two-stage pipeline. The nvcc fixtures are `ptx/tma_tile.cu` and
+//! `ptx/tma_mbarrier.cu`; expected results come from a CPU model of the
+//! PTX ISA's section 5.5 (Tensors) written here, on random tensors, boxes
+//! and coordinates, with poisoned outputs.
+
+mod common;
+
+use common::{assert_clean, context, Lcg};
+use ptxvk_runtime::{Context, Function};
+use ptxvk_translator::{TensorMapDesc, TensorMapMode};
+
+const TILE: &str = include_str!("ptx/tma_tile.ptx");
+const MBARRIER: &str = include_str!("ptx/tma_mbarrier.ptx");
+
+/// What the load fixtures fill their tile with first.
+const POISON: u32 = 0xDEAD_BEEF;
+/// Capacity of the fixtures' shared tile in bytes.
+const TILE_BYTES: usize = 16000;
+/// `CUtensorMapDataType` values used here, with their element sizes.
+const DTYPES: [(u32, usize); 10] = [(0, 1), (1, 2), (2, 4), (3, 4), (4, 8), (5, 8), (6, 2), (7, 4), (8, 8), (9, 2)];
+
+fn is_float(dtype: u32) -> bool {
+    matches!(dtype, 6..=12)
+}
+
+fn upload(ctx: &Context, bytes: &[u8]) -> u64 {
+    let d = ctx.alloc(bytes.len().max(16) as u64).unwrap();
+    ctx.copy_htod(d, bytes).unwrap();
+    d
+}
+
+fn download(ctx: &Context, d: u64, n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    ctx.copy_dtoh(&mut v, d).unwrap();
+    v
+}
+
+fn words(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// The shared-memory position of logical byte `off` of a 1024-byte-aligned
+/// tile, from the swizzle tables of section 5.5.7: each row of a table is a
+/// 128-byte line of 16-byte cells, and cell `p` of line `l` holds chunk
+/// `table[l % rows][p]` (the 32-byte-atom flip mode also swaps the 8-byte
+/// halves of every cell on odd lines).
+fn swizzle(off: usize, mode: u32) -> usize {
+    const T32: [[usize; 8]; 2] = [[0, 1, 2, 3, 4, 5, 6, 7], [1, 0, 3, 2, 5, 4, 7, 6]];
+    const T64: [[usize; 8]; 4] =
+        [[0, 1, 2, 3, 4, 5, 6, 7], [1, 0, 3, 2, 5, 4, 7, 6], [2, 3, 0, 1, 6, 7, 4, 5], [3, 2, 1, 0, 7, 6, 5, 4]];
+    const T128: [[usize; 8]; 8] = [
+        [0, 1, 2, 3, 4, 5, 6, 7],
+        [1, 0, 3, 2, 5, 4, 7, 6],
+        [2, 3, 0, 1, 6, 7, 4, 5],
+        [3, 2, 1, 0, 7, 6, 5, 4],
+        [4, 5, 6, 7, 0, 1, 2, 3],
+        [5, 4, 7, 6, 1, 0, 3, 2],
+        [6, 7, 4, 5, 2, 3, 0, 1],
+        [7, 6, 5, 4, 3, 2, 1, 0],
+    ];
+    const A32: [[usize; 8]; 4] =
+        [[0, 1, 2, 3, 4, 5, 6, 7], [2, 3, 0, 1, 6, 7, 4, 5], [4, 5, 6, 7, 0, 1, 2, 3], [6, 7, 4, 5, 2, 3, 0, 1]];
+    const A64: [[usize; 8]; 2] = [[0, 1, 2, 3, 4, 5, 6, 7], [4, 5, 6, 7, 0, 1, 2, 3]];
+    let table: &[[usize; 8]] = match mode {
+        1 => &T32,
+        2 => &T64,
+        3 => &T128,
+        4 | 5 => &A32,
+        6 => &A64,
+        _ => return off,
+    };
+    let line = off / 128;
+    let chunk = (off / 16) % 8;
+    let row = &table[line % table.len()];
+    let cell = row.iter().position(|&c| c == chunk).unwrap();
+    let mut within = off % 16;
+    if mode == 5 && line % 2 == 1 {
+        within ^= 8;
+    }
+    line * 128 + cell * 16 + within
+}
+
+/// A random tensor in device memory with its map.
+struct Tensor {
+    desc: TensorMapDesc,
+    data: Vec<u8>,
+    addr: u64,
+}
+
+impl Tensor {
+    fn esize(&self) -> usize {
+        self.desc.elem_bytes as usize
+    }
+
+    /// Elements traversed per dimension (1 beyond the rank).
+    fn counts(&self) -> [usize; 5] {
+        let mut n = [1usize; 5];
+        for (d, v) in n.iter_mut().enumerate().take(self.desc.rank as usize) {
+            *v = self.desc.box_dim[d].div_ceil(self.desc.elem_strides[d]) as usize;
+        }
+        n
+    }
+
+    fn box_bytes(&self) -> usize {
+        self.counts().iter().product::<usize>() * self.esize()
+    }
+
+    /// The shared memory a copy touches: the box rounded up to whole
+    /// 128-byte lines (the swizzle permutes 16-byte chunks within a line).
+    fn image_bytes(&self) -> usize {
+        self.box_bytes().div_ceil(128) * 128
+    }
+
+    /// Byte offset of the element at `x` when it lies inside the tensor.
+    fn offset(&self, x: [i64; 5]) -> Option<usize> {
+        let mut off = 0usize;
+        for (d, &xd) in x.iter().enumerate().take(self.desc.rank as usize) {
+            if xd < 0 || xd >= self.desc.dims[d] as i64 {
+                return None;
+            }
+            off += xd as usize * self.desc.strides[d] as usize;
+        }
+        Some(off)
+    }
+
+    /// Calls `f(logical byte offset in the box, tensor coordinates)` for
+    /// every element of the box at `c`, in shared-memory order.
+    fn walk(&self, c: [i32; 5], mut f: impl FnMut(usize, [i64; 5])) {
+        let n = self.counts();
+        let es = self.desc.elem_strides;
+        let mut k = 0usize;
+        for i4 in 0..n[4] {
+            for i3 in 0..n[3] {
+                for i2 in 0..n[2] {
+                    for i1 in 0..n[1] {
+                        for i0 in 0..n[0] {
+                            let i = [i0, i1, i2, i3, i4];
+                            let mut x = [0i64; 5];
+                            for d in 0..5 {
+                                x[d] = c[d] as i64 + (i[d] as i64) * es[d].max(1) as i64;
+                            }
+                            f(k * self.esize(), x);
+                            k += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The shared-memory image of a load of the box at `c` (section 5.5.3)
+    /// into a tile that held [`POISON`].
+    fn reference_load(&self, c: [i32; 5]) -> Vec<u8> {
+        let es = self.esize();
+        let mut out: Vec<u8> = POISON.to_le_bytes().iter().copied().cycle().take(self.image_bytes()).collect();
+        let nan = self.desc.oob_fill == 1;
+        self.walk(c, |off, x| {
+            let value: Vec<u8> = match self.offset(x) {
+                Some(o) => self.data[o..o + es].to_vec(),
+                None if nan => {
+                    // OOB-NaN: a quiet NaN with every payload bit set.
+                    let mut v = vec![0xFFu8; es];
+                    v[es - 1] = 0x7F;
+                    v
+                }
+                None => vec![0u8; es],
+            };
+            let p = swizzle(off, self.desc.swizzle);
+            out[p..p + es].copy_from_slice(&value);
+        });
+        out
+    }
+
+    /// Applies a store (`op` 0) or reduction of the shared image `smem` to
+    /// the box at `c`, clipping at the tensor's edges.
+    fn reference_store(&self, data: &mut [u8], c: [i32; 5], smem: &[u8], op: u32) {
+        let es = self.esize();
+        let dtype = self.desc.data_type;
+        self.walk(c, |off, x| {
+            let Some(o) = self.offset(x) else { return };
+            let p = swizzle(off, self.desc.swizzle);
+            let new = reduce(dtype, op, &data[o..o + es], &smem[p..p + es]);
+            data[o..o + es].copy_from_slice(&new);
+        });
+    }
+}
+
+/// `op(old, v)` on little-endian element bytes of `dtype`.
+fn reduce(dtype: u32, op: u32, old: &[u8], v: &[u8]) -> Vec<u8> {
+    if op == 0 {
+        return v.to_vec();
+    }
+    let le = |b: &[u8]| {
+        let mut a = [0u8; 8];
+        a[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(a)
+    };
+    let (a, b) = (le(old), le(v));
+    let r: u64 = match (dtype, op) {
+        (2 | 3, _) => {
+            let (a, b) = (a as u32, b as u32);
+            (match op {
+                1 => a.wrapping_add(b),
+                2 if dtype == 3 => (a as i32).min(b as i32) as u32,
+                3 if dtype == 3 => (a as i32).max(b as i32) as u32,
+                2 => a.min(b),
+                3 => a.max(b),
+                4 => {
+                    if a >= b {
+                        0
+                    } else {
+                        a + 1
+                    }
+                }
+                5 => {
+                    if a == 0 || a > b {
+                        b
+                    } else {
+                        a - 1
+                    }
+                }
+                6 => a & b,
+                7 => a | b,
+                _ => a ^ b,
+            }) as u64
+        }
+        (4 | 5, _) => match op {
+            1 => a.wrapping_add(b),
+            2 if dtype == 5 => (a as i64).min(b as i64) as u64,
+            3 if dtype == 5 => (a as i64).max(b as i64) as u64,
+            2 => a.min(b),
+            3 => a.max(b),
+            6 => a & b,
+            7 => a | b,
+            _ => a ^ b,
+        },
+        (7, _) => {
+            let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+            (match op {
+                1 => x + y,
+                2 => x.min(y),
+                _ => x.max(y),
+            })
+            .to_bits() as u64
+        }
+        (8, 1) => (f64::from_bits(a) + f64::from_bits(b)).to_bits(),
+        _ => unreachable!("no such reduction in these tests"),
+    };
+    r.to_le_bytes()[..old.len()].to_vec()
+}
+
+/// A random tiled tensor of `rank` dimensions.
+fn random_tensor(ctx: &Context, rng: &mut Lcg, rank: u32, store: bool) -> Tensor {
+    let pick = |rng: &mut Lcg, n: u32| rng.next_u32() % n;
+    loop {
+        let (dtype, esize) = DTYPES[pick(rng, DTYPES.len() as u32) as usize];
+        // Swizzle: none, 32B, 64B, 128B and the 128B atom modes (the 8-byte
+        // flip only for loads).
+        let mut swz = pick(rng, 7);
+        if store && swz == 5 {
+            swz = 3;
+        }
+        let span = match swz {
+            0 => 64,
+            1 => 32,
+            2 => 64,
+            _ => 128,
+        };
+        let chunks = 1 + pick(rng, span / 16);
+        let box0 = (chunks as usize * 16 / esize) as u32;
+        if box0 > 256 {
+            continue;
+        }
+        let mut desc = TensorMapDesc {
+            rank,
+            data_type: dtype,
+            elem_bytes: esize as u32,
+            mode: TensorMapMode::Tiled,
+            swizzle: swz,
+            oob_fill: if is_float(dtype) && pick(rng, 3) == 0 { 1 } else { 0 },
+            ..Default::default()
+        };
+        desc.dims[0] = 1 + pick(rng, box0 * 2 + 8);
+        desc.box_dim[0] = box0;
+        desc.elem_strides[0] = 1;
+        for d in 1..rank as usize {
+            desc.dims[d] = 1 + pick(rng, if rank > 3 { 5 } else { 12 });
+            desc.box_dim[d] = 1 + pick(rng, if rank > 3 { 3 } else { 6 });
+            desc.elem_strides[d] = if pick(rng, 4) == 0 { 2 + pick(rng, 2) } else { 1 };
+        }
+        // Strides: the row padded to 16 bytes plus random padding.
+        desc.strides[0] = esize as u64;
+        let mut extent = (desc.dims[0] as u64 * esize as u64).div_ceil(16) * 16;
+        for d in 1..rank as usize {
+            desc.strides[d] = extent + 16 * pick(rng, 3) as u64;
+            extent = desc.strides[d] * desc.dims[d] as u64;
+        }
+        let mut t = Tensor { desc, data: Vec::new(), addr: 0 };
+        if t.image_bytes() > TILE_BYTES {
+            continue;
+        }
+        t.data = rng.bytes(extent.div_ceil(16) as usize * 16);
+        if dtype == 7 || dtype == 8 {
+            // Floats of small integers, so that reductions are exact in any order.
+            for e in t.data.chunks_exact_mut(esize) {
+                let v = (rng.next_u32() % 200) as i32 - 100;
+                if esize == 4 {
+                    e.copy_from_slice(&(v as f32).to_bits().to_le_bytes());
+                } else {
+                    e.copy_from_slice(&(v as f64).to_bits().to_le_bytes());
+                }
+            }
+        }
+        t.addr = upload(ctx, &t.data);
+        t.desc.address = t.addr;
+        return t;
+    }
+}
+
+/// Random box coordinates: mostly overlapping the tensor, often sticking out
+/// on either side (negative coordinates included).
+fn random_coords(rng: &mut Lcg, t: &Tensor) -> [i32; 5] {
+    let mut c = [0i32; 5];
+    for (d, v) in c.iter_mut().enumerate().take(t.desc.rank as usize) {
+        let reach = (t.desc.box_dim[d] * t.desc.elem_strides[d]) as i32;
+        let span = t.desc.dims[d] as i32 + reach + 2;
+        *v = (rng.next_u32() % span as u32) as i32 - reach - 1;
+    }
+    c
+}
+
+fn coords_bytes(cs: &[[i32; 5]]) -> Vec<u8> {
+    cs.iter().flatten().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Launches a load kernel (`map_arg` is the map parameter, when the kernel takes it) and checks every box.
+fn run_load(ctx: &Context, f: &Function, t: &Tensor, coords: &[[i32; 5]], map_arg: &[u8], what: &str) {
+    let bytes = t.image_bytes();
+    let dc = upload(ctx, &coords_bytes(coords));
+    let out = ctx.alloc((bytes * coords.len()) as u64).unwrap();
+    ctx.memset_d8(out, 0xA5, (bytes * coords.len()) as u64).unwrap();
+    let params = f
+        .pack_params(&[
+            map_arg,
+            &dc.to_le_bytes(),
+            &out.to_le_bytes(),
+            &(t.box_bytes() as u32).to_le_bytes(),
+            &(bytes as u32).to_le_bytes(),
+        ])
+        .unwrap();
+    ctx.launch(f, [coords.len() as u32, 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let got = download(ctx, out, bytes * coords.len());
+    for (b, c) in coords.iter().enumerate() {
+        let want = t.reference_load(*c);
+        let have = &got[b * bytes..(b + 1) * bytes];
+        if have != want.as_slice() {
+            let i = (0..bytes).find(|&i| have[i] != want[i]).unwrap();
+            panic!(
+                "{what}: box {b} at {c:?} differs at byte {i} (have {:#04x}, want {:#04x}); map {:?}",
+                have[i], want[i], t.desc
+            );
+        }
+    }
+    ctx.free(dc).unwrap();
+    ctx.free(out).unwrap();
+}
+
+#[test]
+fn tiled_loads_of_every_rank_dtype_and_swizzle() {
+    let ctx = context();
+    let m = ctx.load_module(TILE, "tma_tile.ptx").unwrap();
+    let mut rng = Lcg(0x7A11);
+    for round in 0..40 {
+        let rank = 1 + round % 5;
+        let t = random_tensor(&ctx, &mut rng, rank, false);
+        let f = m.function(&format!("tma_load_{rank}d")).unwrap();
+        let coords: Vec<[i32; 5]> = (0..4).map(|_| random_coords(&mut rng, &t)).collect();
+        run_load(&ctx, &f, &t, &coords, &t.desc.encode(), &format!("round {round}"));
+        ctx.free(t.addr).unwrap();
+    }
+    assert_clean(&ctx);
+}
+
+/// Boxes on a grid that crosses every edge of a 2-D f32 tensor, for each
+/// swizzle mode: the interior, the negative side and the far side.
+#[test]
+fn swizzled_boxes_crossing_edges() {
+    let ctx = context();
+    let m = ctx.load_module(TILE, "tma_tile.ptx").unwrap();
+    let f = m.function("tma_load_2d").unwrap();
+    let mut rng = Lcg(0x5E);
+    for swizzle in 0..=6u32 {
+        let inner = match swizzle {
+            1 => 32,
+            2 => 64,
+            _ => 128,
+        };
+        let box0 = inner / 4;
+        let (w, h) = (70u32, 21u32);
+        let pitch = 80 * 4;
+        let data = rng.bytes(pitch * h as usize);
+        let addr = upload(&ctx, &data);
+        let mut desc = TensorMapDesc {
+            address: addr,
+            rank: 2,
+            data_type: 7,
+            elem_bytes: 4,
+            swizzle,
+            oob_fill: (swizzle % 2),
+            ..Default::default()
+        };
+        desc.dims[..2].copy_from_slice(&[w, h]);
+        desc.strides[..2].copy_from_slice(&[4, pitch as u64]);
+        desc.box_dim[..2].copy_from_slice(&[box0, 16]);
+        desc.elem_strides[..2].copy_from_slice(&[1, 1]);
+        let t = Tensor { desc, data, addr };
+        let mut coords = Vec::new();
+        for y in [-15i32, -3, 0, 5, 10, 20] {
+            for x in [-(box0 as i32) + 1, -5, 0, 17, 60, 69] {
+                coords.push([x, y, 0, 0, 0]);
+            }
+        }
+        run_load(&ctx, &f, &t, &coords, &t.desc.encode(), &format!("swizzle {swizzle}"));
+        ctx.free(addr).unwrap();
+    }
+    assert_clean(&ctx);
+}
+
+/// The map read from global memory (a pointer parameter) and from a
+/// `__constant__` variable instead of a `__grid_constant__` parameter.
+#[test]
+fn maps_in_global_and_constant_memory() {
+    let ctx = context();
+    let m = ctx.load_module(TILE, "tma_tile.ptx").unwrap();
+    let mut rng = Lcg(0xC0);
+    let t = random_tensor(&ctx, &mut rng, 2, false);
+    let coords: Vec<[i32; 5]> = (0..3).map(|_| random_coords(&mut rng, &t)).collect();
+    let map = t.desc.encode();
+    let gmap = upload(&ctx, &map);
+    let f = m.function("tma_load_2d_global").unwrap();
+    run_load(&ctx, &f, &t, &coords, &gmap.to_le_bytes(), "map in global memory");
+    let (caddr, csize) = m.global("const_map").unwrap();
+    assert_eq!(csize, 128);
+    ctx.copy_htod(caddr, &map).unwrap();
+    let f = m.function("tma_load_2d_const").unwrap();
+    run_load(&ctx, &f, &t, &coords, &0i32.to_le_bytes(), "map in constant memory");
+    ctx.free(gmap).unwrap();
+    ctx.free(t.addr).unwrap();
+    assert_clean(&ctx);
+}
+
+/// Stores of every rank (one box per launch), clipped at the edges.
+#[test]
+fn tiled_stores_clip_at_the_edges() {
+    let ctx = context();
+    let m = ctx.load_module(TILE, "tma_tile.ptx").unwrap();
+    let mut rng = Lcg(0x5708E);
+    for round in 0..20 {
+        let rank = 1 + round % 5;
+        let t = random_tensor(&ctx, &mut rng, rank, true);
+        let f = m.function(&format!("tma_store_{rank}d")).unwrap();
+        let c = random_coords(&mut rng, &t);
+        let smem = rng.bytes(t.image_bytes());
+        let mut want = t.data.clone();
+        t.reference_store(&mut want, c, &smem, 0);
+        launch_store(&ctx, &f, &t, &[c], &smem, 0);
+        let have = download(&ctx, t.addr, t.data.len());
+        assert!(have == want, "round {round}: store of box {c:?} differs; map {:?}", t.desc);
+        ctx.free(t.addr).unwrap();
+    }
+    assert_clean(&ctx);
+}
+
+fn launch_store(ctx: &Context, f: &Function, t: &Tensor, coords: &[[i32; 5]], smem: &[u8], op: u32) {
+    let dc = upload(ctx, &coords_bytes(coords));
+    let din = upload(ctx, smem);
+    let bytes = t.image_bytes() as u32;
+    let params = f
+        .pack_params(&[
+            &t.desc.encode(),
+            &dc.to_le_bytes(),
+            &din.to_le_bytes(),
+            &bytes.to_le_bytes(),
+            &(op as i32).to_le_bytes(),
+        ])
+        .unwrap();
+    ctx.launch(f, [coords.len() as u32, 1, 1], [128, 1, 1], 0, &params).unwrap();
+    ctx.free(dc).unwrap();
+    ctx.free(din).unwrap();
+}
+
+/// Reductions from overlapping boxes of several blocks (so they must be
+/// atomic); inc/dec, which do not commute, from one block.
+#[test]
+fn tensor_reductions() {
+    let ctx = context();
+    let m = ctx.load_module(TILE, "tma_tile.ptx").unwrap();
+    let mut rng = Lcg(0x4ED);
+    let cases: &[(u32, &[u32])] = &[
+        (2, &[1, 2, 3, 4, 5, 6, 7, 8]),
+        (3, &[1, 2, 3, 6, 7, 8]),
+        (4, &[1, 2, 3, 6, 7, 8]),
+        (5, &[2, 3]),
+        (7, &[1, 2, 3]),
+        (8, &[1]),
+    ];
+    for &(dtype, ops) in cases {
+        for &op in ops {
+            let rank = 2 + rng.next_u32() % 2;
+            let mut t = random_tensor(&ctx, &mut rng, rank, true);
+            while t.desc.data_type != dtype {
+                ctx.free(t.addr).unwrap();
+                t = random_tensor(&ctx, &mut rng, rank, true);
+            }
+            let f = m.function(&format!("tma_store_{rank}d")).unwrap();
+            let blocks = if matches!(op, 4 | 5) { 1 } else { 6 };
+            let coords: Vec<[i32; 5]> = (0..blocks).map(|_| random_coords(&mut rng, &t)).collect();
+            let bytes = t.image_bytes();
+            let mut smem = rng.bytes(bytes * blocks);
+            if dtype == 7 || dtype == 8 {
+                let es = t.esize();
+                for e in smem.chunks_exact_mut(es) {
+                    let v = (rng.next_u32() % 64) as i32 - 32;
+                    if es == 4 {
+                        e.copy_from_slice(&(v as f32).to_bits().to_le_bytes());
+                    } else {
+                        e.copy_from_slice(&(v as f64).to_bits().to_le_bytes());
+                    }
+                }
+            }
+            if matches!(op, 4 | 5) {
+                // inc/dec limits: keep some below and some above the old values.
+                for e in smem.chunks_exact_mut(4) {
+                    let v = rng.next_u32() >> (rng.next_u32() % 32);
+                    e.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            let mut want = t.data.clone();
+            for (b, c) in coords.iter().enumerate() {
+                t.reference_store(&mut want, *c, &smem[b * bytes..(b + 1) * bytes], op);
+            }
+            launch_store(&ctx, &f, &t, &coords, &smem, op);
+            let have = download(&ctx, t.addr, t.data.len());
+            assert!(have == want, "dtype {dtype} op {op}: reduction differs; map {:?}", t.desc);
+            ctx.free(t.addr).unwrap();
+        }
+    }
+    assert_clean(&ctx);
+}
+
+fn read_u32(ctx: &Context, d: u64, n: usize) -> Vec<u32> {
+    download(ctx, d, n * 4).chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+#[test]
+fn mbarrier_phases() {
+    let ctx = context();
+    let m = ctx.load_module(MBARRIER, "tma_mbarrier.ptx").unwrap();
+    let f = m.function("mbarrier_single").unwrap();
+    let out = ctx.alloc(64).unwrap();
+    ctx.memset_d32(out, 0x5555_5555, 16).unwrap();
+    ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &f.pack_params(&[&out.to_le_bytes()]).unwrap()).unwrap();
+    assert_eq!(read_u32(&ctx, out, 16), [0, 3, 1, 1, 1, 0, 0, 0, 1, 2, 0, 1, 1, 2, 1, 0xC0FFEE]);
+
+    // Every thread of several blocks arrives on each of five phases.
+    let f = m.function("mbarrier_all").unwrap();
+    let (blocks, threads, phases) = (3usize, 96usize, 5i32);
+    let out = ctx.alloc((blocks * threads * 4) as u64).unwrap();
+    ctx.memset_d32(out, 0, (blocks * threads) as u64).unwrap();
+    let params = f.pack_params(&[&out.to_le_bytes(), &phases.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [blocks as u32, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    let counts = read_u32(&ctx, out, blocks * threads);
+    assert!(counts.iter().all(|&c| c == 3 * phases as u32), "{counts:?}");
+
+    // cp.async completing on an mbarrier (cp.async.mbarrier.arrive.noinc).
+    let f = m.function("mbarrier_cp_async").unwrap();
+    let n = 4 * 64;
+    let data: Vec<u32> = {
+        let mut rng = Lcg(9);
+        (0..n * 4).map(|_| rng.next_u32()).collect()
+    };
+    let din = upload(&ctx, &words(&data));
+    let dout = ctx.alloc((n * 16) as u64).unwrap();
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [4, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let got = read_u32(&ctx, dout, n * 4);
+    for b in 0..4 {
+        for t in 0..64 {
+            let src = b * 64 + (t + 1) % 64;
+            assert_eq!(got[(b * 64 + t) * 4..][..4], data[src * 4..][..4], "block {b} thread {t}");
+        }
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn bulk_copies_and_reduction() {
+    let ctx = context();
+    let m = ctx.load_module(MBARRIER, "tma_mbarrier.ptx").unwrap();
+    let f = m.function("bulk_copy").unwrap();
+    let (blocks, bytes) = (5usize, 4096usize - 48);
+    let words_per = bytes / 4;
+    let mut rng = Lcg(77);
+    let src: Vec<u32> = (0..blocks * words_per).map(|_| rng.next_u32()).collect();
+    let dsrc = upload(&ctx, &words(&src));
+    let ddst = ctx.alloc((blocks * bytes) as u64).unwrap();
+    ctx.memset_d8(ddst, 0xA5, (blocks * bytes) as u64).unwrap();
+    let init: Vec<u32> = (0..words_per).map(|_| rng.next_u32()).collect();
+    let dsum = upload(&ctx, &words(&init));
+    let params = f
+        .pack_params(&[&dsrc.to_le_bytes(), &ddst.to_le_bytes(), &dsum.to_le_bytes(), &(bytes as u32).to_le_bytes()])
+        .unwrap();
+    ctx.launch(&f, [blocks as u32, 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let dst = read_u32(&ctx, ddst, blocks * words_per);
+    let sum = read_u32(&ctx, dsum, words_per);
+    let mut want_sum = init.clone();
+    for b in 0..blocks {
+        for k in 0..words_per {
+            let v = src[b * words_per + k].wrapping_mul(3).wrapping_add(b as u32);
+            assert_eq!(dst[b * words_per + k], v, "block {b} word {k}");
+            want_sum[k] = want_sum[k].wrapping_add(v);
+        }
+    }
+    assert_eq!(sum, want_sum);
+    assert_clean(&ctx);
+}
+
+/// A two-stage pipeline reusing each mbarrier with alternating phase parity.
+#[test]
+fn two_stage_pipeline() {
+    let ctx = context();
+    let m = ctx.load_module(MBARRIER, "tma_mbarrier.ptx").unwrap();
+    let f = m.function("tma_pipeline").unwrap();
+    let (w, ktiles) = (96u32, 7u32);
+    let h = 8 * ktiles - 3; // the last tile is partly out of bounds
+    let mut rng = Lcg(1234);
+    let vals: Vec<f32> = (0..w * h).map(|_| (rng.next_u32() % 1000) as f32 / 8.0).collect();
+    let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let addr = upload(&ctx, &data);
+    let mut desc = TensorMapDesc { address: addr, rank: 2, data_type: 7, elem_bytes: 4, ..Default::default() };
+    desc.dims[..2].copy_from_slice(&[w, h]);
+    desc.strides[..2].copy_from_slice(&[4, w as u64 * 4]);
+    desc.box_dim[..2].copy_from_slice(&[32, 8]);
+    desc.elem_strides[..2].copy_from_slice(&[1, 1]);
+    let blocks = w / 32;
+    let out = ctx.alloc(blocks as u64 * 256 * 4).unwrap();
+    ctx.memset_d32(out, 0x7FC0_0001, blocks as u64 * 256).unwrap();
+    let params = f.pack_params(&[&desc.encode(), &out.to_le_bytes(), &(ktiles as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [blocks, 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let got = read_u32(&ctx, out, blocks as usize * 256);
+    for b in 0..blocks as usize {
+        for r in 0..8usize {
+            for c in 0..32usize {
+                let mut acc = 0.0f32;
+                for k in 0..ktiles as usize {
+                    let y = 8 * k + r;
+                    if y < h as usize {
+                        acc += vals[y * w as usize + b * 32 + c];
+                    }
+                }
+                assert_eq!(f32::from_bits(got[b * 256 + r * 32 + c]), acc, "block {b} row {r} col {c}");
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
