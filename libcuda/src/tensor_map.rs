@@ -135,7 +135,7 @@ unsafe fn common(
     if map.is_null() {
         return Err(invalid("tensorMap is NULL"));
     }
-    if map as usize % 64 != 0 {
+    if !(map as usize).is_multiple_of(64) {
         return Err(invalid("tensorMap is not 64-byte aligned"));
     }
     let data_type = u32::try_from(data_type).map_err(|_| invalid("tensorDataType is negative"))?;
@@ -158,7 +158,7 @@ unsafe fn common(
     // "globalAddress ... must be 16 byte aligned"; 32 with 32B interleave or the 16B-aligned packed types.
     let address = global_address as u64;
     let addr_align = if interleave == INTERLEAVE_32B || is_packed_16b(data_type) { 32 } else { 16 };
-    if address % addr_align != 0 {
+    if !address.is_multiple_of(addr_align) {
         return Err(invalid(format!("globalAddress {address:#x} is not {addr_align}-byte aligned")));
     }
     let n = rank as usize;
@@ -174,17 +174,17 @@ unsafe fn common(
             return Err(invalid(format!("globalDim[{i}] = {d} is not in 1..=2^31")));
         }
     }
-    if is_packed_16b(data_type) && dims[0] % 128 != 0 {
+    if is_packed_16b(data_type) && !dims[0].is_multiple_of(128) {
         return Err(invalid("globalDim[0] must be a multiple of 128 for the 16-byte-aligned packed types"));
     }
-    if data_type == dtype::U4_ALIGN8B && dims[0] % 2 != 0 {
+    if data_type == dtype::U4_ALIGN8B && !dims[0].is_multiple_of(2) {
         return Err(invalid("globalDim[0] must be even for CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B"));
     }
     // "globalStrides ... must be a multiple of 16 and less than 2^40"; 32 with
     // 32B interleave or the 16B-aligned packed types.
     let stride_align = if interleave == INTERLEAVE_32B || is_packed_16b(data_type) { 32 } else { 16 };
     for (i, s) in strides.iter().take(n - 1).enumerate() {
-        if s % stride_align != 0 || *s >= 1 << 40 {
+        if !s.is_multiple_of(stride_align) || *s >= 1 << 40 {
             return Err(invalid(format!("globalStrides[{i}] = {s} is not a multiple of {stride_align} below 2^40")));
         }
     }
@@ -307,7 +307,7 @@ pub unsafe fn encode_tiled(
     }
     let inner = inner_bytes(desc.data_type, boxes[0] as u64);
     // "When interleave is NONE, boxDim[0] * elementSizeInBytes must be a multiple of 16 bytes."
-    if desc.interleave == INTERLEAVE_NONE && inner % 16 != 0 {
+    if desc.interleave == INTERLEAVE_NONE && !inner.is_multiple_of(16) {
         return Err(invalid(format!("boxDim[0] spans {inner} bytes, not a multiple of 16")));
     }
     if is_packed_16b(desc.data_type) && boxes[0] != 128 {
@@ -506,7 +506,7 @@ unsafe fn read_map(map: *mut c_void) -> CuResult<[u8; tensor_map::BYTES]> {
     if map.is_null() {
         return Err(invalid("tensorMap is NULL"));
     }
-    if map as usize % 64 != 0 {
+    if !(map as usize).is_multiple_of(64) {
         return Err(invalid("tensorMap is not 64-byte aligned"));
     }
     let mut bytes = [0u8; tensor_map::BYTES];
@@ -532,7 +532,7 @@ pub unsafe fn replace_address(map: *mut c_void, global_address: *mut c_void) -> 
     let interleave = modes & 0xFF;
     let align = if interleave == INTERLEAVE_32B || is_packed_16b(data_type) { 32 } else { 16 };
     let address = global_address as u64;
-    if address % align != 0 {
+    if !address.is_multiple_of(align) {
         return Err(invalid(format!("globalAddress {address:#x} is not {align}-byte aligned")));
     }
     bytes[tensor_map::ADDRESS..tensor_map::ADDRESS + 8].copy_from_slice(&address.to_le_bytes());

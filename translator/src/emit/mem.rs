@@ -593,7 +593,7 @@ fn unequal_semantics(bits: u32) -> u32 {
     use spirv::MemorySemantics as S;
     let s = S::from_bits_truncate(bits);
     if s.contains(S::ACQUIRE_RELEASE) {
-        (s - S::ACQUIRE_RELEASE | S::ACQUIRE).bits()
+        ((s - S::ACQUIRE_RELEASE) | S::ACQUIRE).bits()
     } else if s.contains(S::RELEASE) {
         0
     } else {
