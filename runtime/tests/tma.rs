@@ -668,3 +668,348 @@ fn two_stage_pipeline() {
     }
     assert_clean(&ctx);
 }
+
+const MODES: &str = include_str!("ptx/tma_modes.ptx");
+
+impl Tensor {
+    /// The value of element `x` (dimension 0) of the row at byte offset
+    /// `row` (`None` when the row lies outside the tensor), or the fill.
+    fn element(&self, row: Option<usize>, x: i64) -> Vec<u8> {
+        let es = self.esize();
+        match row {
+            Some(r) if x >= 0 && x < self.desc.dims[0] as i64 => {
+                let o = r + x as usize * es;
+                self.data[o..o + es].to_vec()
+            }
+            _ if self.desc.oob_fill == 1 => {
+                let mut v = vec![0xFFu8; es];
+                v[es - 1] = 0x7F;
+                v
+            }
+            _ => vec![0u8; es],
+        }
+    }
+
+    /// The shared image of an im2col load (section 5.5.4): the filter base
+    /// starts at the coordinates and walks the bounding box [lower corner,
+    /// size - 1 + upper corner] with the traversal strides, W fastest, then H,
+    /// then D, then the next image; each pixel read is base + offsets, and
+    /// its `channels_per_pixel` channels from `c[0]` on make one row.
+    fn reference_im2col(&self, c: [i32; 5], offs: [u32; 3]) -> Vec<u8> {
+        let d = &self.desc;
+        let rank = d.rank as usize;
+        let ns = rank - 2;
+        let es = self.esize();
+        let row_bytes = d.channels_per_pixel as usize * es;
+        let bytes = d.pixels_per_column as usize * row_bytes;
+        let mut out: Vec<u8> = POISON.to_le_bytes().iter().copied().cycle().take(bytes.div_ceil(128) * 128).collect();
+        let mut base = [0i64; 3];
+        for (s, b) in base.iter_mut().enumerate().take(ns) {
+            *b = c[1 + s] as i64;
+        }
+        let mut image = c[rank - 1] as i64;
+        for p in 0..d.pixels_per_column as usize {
+            let pixel: Vec<i64> = (0..ns).map(|s| base[s] + offs[s] as i64).collect();
+            let inside = (0..ns).all(|s| pixel[s] >= 0 && pixel[s] < d.dims[1 + s] as i64)
+                && image >= 0
+                && image < d.dims[rank - 1] as i64;
+            let row = inside.then(|| {
+                (0..ns).map(|s| pixel[s] as usize * d.strides[1 + s] as usize).sum::<usize>()
+                    + image as usize * d.strides[rank - 1] as usize
+            });
+            for ch in 0..d.channels_per_pixel as usize {
+                let v = self.element(row, c[0] as i64 + ch as i64);
+                let at = swizzle(p * row_bytes + ch * es, d.swizzle);
+                out[at..at + es].copy_from_slice(&v);
+            }
+            // Step the base like an odometer.
+            let mut s = 0;
+            loop {
+                if s == ns {
+                    image += 1;
+                    break;
+                }
+                base[s] += d.elem_strides[1 + s] as i64;
+                if base[s] <= d.dims[1 + s] as i64 - 1 + d.upper_corner[s] as i64 {
+                    break;
+                }
+                base[s] = d.lower_corner[s] as i64;
+                s += 1;
+            }
+        }
+        out
+    }
+
+    /// The shared image of a gather4 load: four rows of a 2-D tensor, at
+    /// dimension-1 coordinates c[1..5], from column c[0].
+    fn reference_gather4(&self, c: [i32; 5]) -> Vec<u8> {
+        let es = self.esize();
+        let n0 = self.desc.box_dim[0] as usize;
+        let bytes = 4 * n0 * es;
+        let mut out: Vec<u8> = POISON.to_le_bytes().iter().copied().cycle().take(bytes.div_ceil(128) * 128).collect();
+        for (k, &y) in c[1..5].iter().enumerate() {
+            let row = (y >= 0 && (y as u32) < self.desc.dims[1]).then(|| y as usize * self.desc.strides[1] as usize);
+            for j in 0..n0 {
+                let at = swizzle((k * n0 + j) * es, self.desc.swizzle);
+                out[at..at + es].copy_from_slice(&self.element(row, c[0] as i64 + j as i64));
+            }
+        }
+        out
+    }
+}
+
+/// A random tensor of `rank` (3 to 5) dimensions (C, W[, H[, D]], N) with an im2col map.
+fn random_im2col(ctx: &Context, rng: &mut Lcg, rank: u32) -> Tensor {
+    let pick = |rng: &mut Lcg, n: u32| rng.next_u32() % n;
+    loop {
+        let (dtype, esize) = DTYPES[pick(rng, DTYPES.len() as u32) as usize];
+        let swizzle = [0, 1, 2, 3, 4, 6][pick(rng, 6) as usize];
+        let span = match swizzle {
+            1 => 32,
+            2 => 64,
+            _ => 128,
+        };
+        let cpp = (16 * (1 + pick(rng, span / 16)) as usize / esize) as u32;
+        let mut desc = TensorMapDesc {
+            rank,
+            data_type: dtype,
+            elem_bytes: esize as u32,
+            mode: TensorMapMode::Im2col,
+            swizzle,
+            oob_fill: if is_float(dtype) && pick(rng, 3) == 0 { 1 } else { 0 },
+            channels_per_pixel: cpp,
+            pixels_per_column: 1 + pick(rng, 48),
+            ..Default::default()
+        };
+        let ns = rank as usize - 2;
+        desc.dims[0] = 1 + pick(rng, cpp + cpp / 2);
+        desc.box_dim = [cpp, 1, 1, 1, 1];
+        desc.elem_strides = [1; 5];
+        for s in 0..ns {
+            desc.dims[1 + s] = 1 + pick(rng, 7);
+            desc.elem_strides[1 + s] = 1 + pick(rng, 2);
+            desc.lower_corner[s] = pick(rng, 3) as i32 - 2;
+            desc.upper_corner[s] = pick(rng, 3) as i32 - 2;
+            if desc.dims[1 + s] as i32 - 1 + desc.upper_corner[s] < desc.lower_corner[s] {
+                desc.upper_corner[s] = 0;
+                desc.lower_corner[s] = 0;
+            }
+        }
+        desc.dims[rank as usize - 1] = 1 + pick(rng, 3);
+        desc.strides[0] = esize as u64;
+        let mut extent = (desc.dims[0] as u64 * esize as u64).div_ceil(16) * 16;
+        for d in 1..rank as usize {
+            desc.strides[d] = extent + 16 * pick(rng, 2) as u64;
+            extent = desc.strides[d] * desc.dims[d] as u64;
+        }
+        let bytes = desc.pixels_per_column as usize * cpp as usize * esize;
+        if bytes.div_ceil(128) * 128 > TILE_BYTES {
+            continue;
+        }
+        let data = rng.bytes(extent as usize);
+        let addr = upload(ctx, &data);
+        desc.address = addr;
+        return Tensor { desc, data, addr };
+    }
+}
+
+/// Launches an im2col or gather4 kernel of `tma_modes.ptx` and checks each block's image.
+fn run_mode(
+    ctx: &Context,
+    f: &Function,
+    t: &Tensor,
+    blocks: &[([i32; 5], [u32; 3])],
+    box_bytes: usize,
+    reference: &dyn Fn([i32; 5], [u32; 3]) -> Vec<u8>,
+    what: &str,
+) {
+    let image = box_bytes.div_ceil(128) * 128;
+    let coords: Vec<[i32; 5]> = blocks.iter().map(|b| b.0).collect();
+    let offs: Vec<u32> = blocks.iter().flat_map(|b| b.1).collect();
+    let dc = upload(ctx, &coords_bytes(&coords));
+    let doffs = upload(ctx, &words(&offs));
+    let out = ctx.alloc((image * blocks.len()) as u64).unwrap();
+    ctx.memset_d8(out, 0xA5, (image * blocks.len()) as u64).unwrap();
+    let params = f
+        .pack_params(&[
+            &t.desc.encode(),
+            &dc.to_le_bytes(),
+            &doffs.to_le_bytes(),
+            &out.to_le_bytes(),
+            &(box_bytes as u32).to_le_bytes(),
+            &(image as u32).to_le_bytes(),
+        ])
+        .unwrap();
+    ctx.launch(f, [blocks.len() as u32, 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let got = download(ctx, out, image * blocks.len());
+    for (b, &(c, o)) in blocks.iter().enumerate() {
+        let want = reference(c, o);
+        let have = &got[b * image..(b + 1) * image];
+        if have != want.as_slice() {
+            let i = (0..image).find(|&i| have[i] != want[i]).unwrap();
+            panic!(
+                "{what}: block {b} at {c:?} offsets {o:?} differs at byte {i} (have {:#04x}, want {:#04x}); map {:?}",
+                have[i], want[i], t.desc
+            );
+        }
+    }
+    for d in [dc, doffs, out] {
+        ctx.free(d).unwrap();
+    }
+}
+
+fn im2col_bytes(t: &Tensor) -> usize {
+    (t.desc.pixels_per_column * t.desc.channels_per_pixel * t.desc.elem_bytes) as usize
+}
+
+#[test]
+fn im2col_loads() {
+    let ctx = context();
+    let m = ctx.load_module(MODES, "tma_modes.ptx").unwrap();
+    let mut rng = Lcg(0x1A2C);
+    for round in 0..24 {
+        let rank = 3 + round % 3;
+        let t = random_im2col(&ctx, &mut rng, rank);
+        let f = m.function(&format!("tma_im2col_{rank}d")).unwrap();
+        let ns = rank as usize - 2;
+        let blocks: Vec<([i32; 5], [u32; 3])> = (0..4)
+            .map(|_| {
+                let mut c = [0i32; 5];
+                c[0] = (rng.next_u32() % (t.desc.dims[0] + 8)) as i32 - 4;
+                for s in 0..ns {
+                    // A base on the traversal grid of the box (possibly past its end).
+                    let k = (rng.next_u32() % 5) as i32;
+                    c[1 + s] = t.desc.lower_corner[s] + k * t.desc.elem_strides[1 + s] as i32;
+                }
+                c[rank as usize - 1] = (rng.next_u32() % (t.desc.dims[rank as usize - 1] + 1)) as i32;
+                let mut o = [0u32; 3];
+                for v in o.iter_mut().take(ns) {
+                    *v = rng.next_u32() % 3;
+                }
+                (c, o)
+            })
+            .collect();
+        run_mode(&ctx, &f, &t, &blocks, im2col_bytes(&t), &|c, o| t.reference_im2col(c, o), &format!("round {round}"));
+        ctx.free(t.addr).unwrap();
+    }
+    assert_clean(&ctx);
+}
+
+/// The im2col examples of section 5.5.4 (f16 NHWC tensors, 4-D).
+#[test]
+fn im2col_examples_of_the_isa() {
+    let ctx = context();
+    let m = ctx.load_module(MODES, "tma_modes.ptx").unwrap();
+    let f = m.function("tma_im2col_4d").unwrap();
+    let mut rng = Lcg(0x55);
+    // (W, H, pixels per column, channels per pixel, lower, upper, stride, coordinates, offsets)
+    type Example = (u32, u32, u32, u32, [i32; 2], [i32; 2], u32, [i32; 5], [u32; 3]);
+    let examples: [Example; 3] = [
+        (9, 14, 64, 8, [-1, -1], [-1, -1], 1, [7, 7, 4, 0, 0], [0, 0, 0]),
+        (9, 14, 64, 8, [0, 0], [-2, -2], 1, [7, 7, 4, 0, 0], [2, 2, 0]),
+        (8, 14, 32, 16, [-1, -1], [-1, -1], 2, [7, 7, 5, 0, 0], [1, 1, 0]),
+    ];
+    for (i, (w, h, ppc, cpp, lower, upper, stride, c, o)) in examples.into_iter().enumerate() {
+        let dims = [64u32, w, h, 64];
+        let mut desc = TensorMapDesc {
+            rank: 4,
+            data_type: 6,
+            elem_bytes: 2,
+            mode: TensorMapMode::Im2col,
+            channels_per_pixel: cpp,
+            pixels_per_column: ppc,
+            box_dim: [cpp, 1, 1, 1, 1],
+            elem_strides: [1, stride, stride, 1, 1],
+            ..Default::default()
+        };
+        desc.dims[..4].copy_from_slice(&dims);
+        desc.strides[..4].copy_from_slice(&[2, 128, 128 * w as u64, 128 * (w * h) as u64]);
+        desc.lower_corner[..2].copy_from_slice(&lower);
+        desc.upper_corner[..2].copy_from_slice(&upper);
+        let data = rng.bytes(128 * (w * h * 64) as usize);
+        let addr = upload(&ctx, &data);
+        desc.address = addr;
+        let t = Tensor { desc, data, addr };
+        let bytes = im2col_bytes(&t);
+        run_mode(&ctx, &f, &t, &[(c, o)], bytes, &|c, o| t.reference_im2col(c, o), &format!("example {}", i + 1));
+        ctx.free(addr).unwrap();
+    }
+    assert_clean(&ctx);
+}
+
+/// .tile::gather4 loads and .tile::scatter4 stores of four rows of a 2-D tensor.
+#[test]
+fn gather4_and_scatter4() {
+    let ctx = context();
+    let m = ctx.load_module(MODES, "tma_modes.ptx").unwrap();
+    let gather = m.function("tma_gather4").unwrap();
+    let scatter = m.function("tma_scatter4").unwrap();
+    let mut rng = Lcg(0x6A4);
+    for round in 0..12 {
+        let mut t = random_tensor(&ctx, &mut rng, 2, true);
+        t.desc.box_dim[1] = 1;
+        t.desc.elem_strides[1] = 1;
+        let row = |rng: &mut Lcg, t: &Tensor| (rng.next_u32() % (t.desc.dims[1] + 4)) as i32 - 2;
+        let col = |rng: &mut Lcg, t: &Tensor| {
+            let b = t.desc.box_dim[0] as i32;
+            (rng.next_u32() % (t.desc.dims[0] + b as u32 + 2)) as i32 - b - 1
+        };
+        let box_bytes = 4 * t.desc.box_dim[0] as usize * t.esize();
+        let blocks: Vec<([i32; 5], [u32; 3])> = (0..3)
+            .map(|_| {
+                (
+                    [col(&mut rng, &t), row(&mut rng, &t), row(&mut rng, &t), row(&mut rng, &t), row(&mut rng, &t)],
+                    [0; 3],
+                )
+            })
+            .collect();
+        run_mode(
+            &ctx,
+            &gather,
+            &t,
+            &blocks,
+            box_bytes,
+            &|c, _| t.reference_gather4(c),
+            &format!("gather round {round}"),
+        );
+
+        // Scatter four distinct rows from one block.
+        let image = box_bytes.div_ceil(128) * 128;
+        let smem = rng.bytes(image);
+        let mut rows: Vec<i32> = (0..t.desc.dims[1] as i32 + 3).map(|r| r - 1).collect();
+        for i in (1..rows.len()).rev() {
+            rows.swap(i, rng.next_u32() as usize % (i + 1));
+        }
+        rows.resize(4, -1);
+        let c = [col(&mut rng, &t), rows[0], rows[1], rows[2], rows[3]];
+        let mut want = t.data.clone();
+        let es = t.esize();
+        let n0 = t.desc.box_dim[0] as usize;
+        for (k, &y) in c[1..5].iter().enumerate() {
+            if y < 0 || y as u32 >= t.desc.dims[1] {
+                continue;
+            }
+            for j in 0..n0 {
+                let x = c[0] as i64 + j as i64;
+                if x < 0 || x >= t.desc.dims[0] as i64 {
+                    continue;
+                }
+                let o = y as usize * t.desc.strides[1] as usize + x as usize * es;
+                let at = swizzle((k * n0 + j) * es, t.desc.swizzle);
+                want[o..o + es].copy_from_slice(&smem[at..at + es]);
+            }
+        }
+        let dc = upload(&ctx, &coords_bytes(&[c]));
+        let din = upload(&ctx, &smem);
+        let params = scatter
+            .pack_params(&[&t.desc.encode(), &dc.to_le_bytes(), &din.to_le_bytes(), &(image as u32).to_le_bytes()])
+            .unwrap();
+        ctx.launch(&scatter, [1, 1, 1], [128, 1, 1], 0, &params).unwrap();
+        let have = download(&ctx, t.addr, t.data.len());
+        assert!(have == want, "scatter round {round}: rows {c:?} differ; map {:?}", t.desc);
+        for d in [dc, din, t.addr] {
+            ctx.free(d).unwrap();
+        }
+    }
+    assert_clean(&ctx);
+}
