@@ -365,7 +365,10 @@ impl Rewriter {
                 let (esize, dtype) = if reduce { reduce_type(i)? } else { (8, 4) };
                 out.call(vec![], "bulk_s2g", vec![dst, src, size, int(s, op), int(s, esize), int(s, dtype)]);
             }
-            (Some(_), None) if rest.iter().filter(|x| x.starts_with("shared")).count() == 2 && !reduce => {
+            (Some(_), None) if rest.iter().filter(|x| x.starts_with("shared")).count() == 2 => {
+                if reduce {
+                    return Err(unsupported(i, "reductions into shared memory are not supported"));
+                }
                 let dst = self.addr(out, operand(i, 0)?, ScalarType::U32)?;
                 let src = self.addr(out, operand(i, 1)?, ScalarType::U32)?;
                 let mbar = self.addr(out, operand(i, 3)?, ScalarType::U32)?;
