@@ -13,6 +13,8 @@ use crate::context as ctx;
 use crate::device as dev;
 use crate::ffi::{c_str, write_opt, write_out, CUdevice, CUdeviceptr, Handle};
 use crate::launch;
+use crate::library as lib;
+use crate::link;
 use crate::memory as mem;
 use crate::module as modl;
 use crate::result::{error_name, error_string, guard, CUresult, CuError, CuResult};
@@ -33,32 +35,109 @@ macro_rules! call_impl {
     };
 }
 
+/// Defines one exported function per name (the entry's symbol and its
+/// aliases), each forwarding to the same implementation.
+macro_rules! export_fns {
+    ([$(#[doc = $doc:literal])*] [] $kind:ident $args:tt $imp:path) => {};
+    ([$(#[doc = $doc:literal])*] [$first:ident $($rest:ident)*] $kind:ident ($($arg:ident: $ty:ty),*) $imp:path) => {
+        $(#[doc = $doc])*
+        ///
+        /// # Safety
+        /// Pointer arguments must be NULL or valid for what the CUDA driver
+        /// API documents for this function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $first($($arg: $ty),*) -> CUresult {
+            guard(stringify!($first), || call_impl!($kind $imp($($arg),*)))
+        }
+        export_fns!([$(#[doc = $doc])*] [$($rest)*] $kind ($($arg: $ty),*) $imp);
+    };
+}
+
+/// The list of implemented entry points: `safe|raw fn SYMBOL(args) [| ALIAS]* => implementation;`
+/// (one per line: `build.rs` reads the symbols from here). Aliases are
+/// the legacy symbols with the same signature and the per-thread default
+/// stream (`_ptds`/`_ptsz`) symbols, which behave the same here because all
+/// work is ordered on one queue.
 macro_rules! exports {
-    ($( $(#[doc = $doc:literal])* $kind:ident fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $imp:path; )*) => {
+    ($( $(#[doc = $doc:literal])* $kind:ident fn $name:ident $args:tt $(| $alias:ident)* => $imp:path; )*) => {
         $(
-            $(#[doc = $doc])*
-            ///
-            /// # Safety
-            /// Pointer arguments must be NULL or valid for what the CUDA driver
-            /// API documents for this function.
+            export_fns!([$(#[doc = $doc])*] [$name $($alias)*] $kind $args $imp);
+        )*
+
+        /// The exported entry point called `symbol`, if there is one
+        /// (implemented or a `CUDA_ERROR_NOT_SUPPORTED` stub).
+        pub fn exported(symbol: &str) -> Option<*mut c_void> {
+            match symbol {
+                $(
+                    stringify!($name) => Some($name as *const () as *mut c_void),
+                    $( stringify!($alias) => Some($alias as *const () as *mut c_void), )*
+                )*
+                _ => unsupported_symbol(symbol),
+            }
+        }
+
+        /// Names of every implemented entry point (aliases included).
+        pub const IMPLEMENTED_NAMES: &[&str] = &[$( stringify!($name), $( stringify!($alias), )* )*];
+    };
+}
+
+/// Exports each listed symbol as a function that returns
+/// `CUDA_ERROR_NOT_SUPPORTED` (it ignores its arguments, which the C calling
+/// convention allows: the caller owns them).
+macro_rules! unsupported {
+    ($( $name:ident, )*) => {
+        $(
+            /// Declared by `cuda.h`, not implemented: returns `CUDA_ERROR_NOT_SUPPORTED`.
             #[no_mangle]
-            pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-                guard(stringify!($name), || call_impl!($kind $imp($($arg),*)))
+            pub extern "C" fn $name() -> CUresult {
+                guard(stringify!($name), || not_supported(stringify!($name)))
             }
         )*
 
-        /// The exported entry point called `symbol`, if there is one.
-        pub fn exported(symbol: &str) -> Option<*mut c_void> {
+        /// The `CUDA_ERROR_NOT_SUPPORTED` stub called `symbol`, if there is one.
+        fn unsupported_symbol(symbol: &str) -> Option<*mut c_void> {
             match symbol {
                 $( stringify!($name) => Some($name as *const () as *mut c_void), )*
                 _ => None,
             }
         }
 
-        /// Names of every exported entry point.
-        pub const EXPORTED_NAMES: &[&str] = &[$( stringify!($name) ),*];
+        /// Names of every stub.
+        pub const UNSUPPORTED_NAMES: &[&str] = &[$( stringify!($name) ),*];
     };
 }
+
+/// The body of every stub.
+fn not_supported(name: &str) -> CuResult<()> {
+    Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because(format!("{name} is not implemented by ptxvk")))
+}
+
+/// Which symbol family a table entry belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// The default (legacy default stream) symbol.
+    Plain,
+    /// `_ptds`: per-thread default stream, synchronous function.
+    Ptds,
+    /// `_ptsz`: per-thread default stream, asynchronous function.
+    Ptsz,
+}
+
+/// One version of one driver API function.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiEntry {
+    /// The API name (`cuMemAlloc`).
+    pub name: &'static str,
+    /// The CUDA version that introduced it (`1000 * major + 10 * minor`).
+    pub version: u32,
+    /// Default- or per-thread-stream symbol.
+    pub variant: Variant,
+    /// The exported symbol (`cuMemAlloc_v2`).
+    pub symbol: &'static str,
+}
+
+// API_TABLE and the `unsupported!` list, generated by build.rs from cuda-api.tsv.
+include!(concat!(env!("OUT_DIR"), "/cuda_api.rs"));
 
 exports! {
     /// `cuInit`.
@@ -75,6 +154,10 @@ exports! {
     raw fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64) => get_proc_address_v1;
     /// `cuGetExportTable`: the undocumented tables of NVIDIA's runtime are not provided.
     safe fn cuGetExportTable(table: *mut *const c_void, id: *const c_void) => get_export_table;
+    /// `cuProfilerStart`: there is no profiler to start.
+    safe fn cuProfilerStart() => profiler_nothing;
+    /// `cuProfilerStop`.
+    safe fn cuProfilerStop() => profiler_nothing;
 
     /// `cuDeviceGet`.
     raw fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) => dev::device_get;
@@ -86,52 +169,88 @@ exports! {
     raw fn cuDeviceGetAttribute(pi: *mut c_int, attrib: c_int, device: CUdevice) => dev::device_get_attribute;
     /// `cuDeviceTotalMem_v2`.
     raw fn cuDeviceTotalMem_v2(bytes: *mut usize, device: CUdevice) => dev::device_total_mem;
-    /// `cuDeviceGetUuid`.
-    raw fn cuDeviceGetUuid(uuid: *mut [u8; 16], device: CUdevice) => dev::device_get_uuid;
-    /// `cuDeviceGetUuid_v2`.
-    raw fn cuDeviceGetUuid_v2(uuid: *mut [u8; 16], device: CUdevice) => dev::device_get_uuid;
+    /// `cuDeviceGetUuid` (and `_v2`).
+    raw fn cuDeviceGetUuid(uuid: *mut [u8; 16], device: CUdevice) | cuDeviceGetUuid_v2 => dev::device_get_uuid;
     /// `cuDeviceComputeCapability`.
     raw fn cuDeviceComputeCapability(major: *mut c_int, minor: *mut c_int, device: CUdevice) => dev::device_compute_capability;
     /// `cuDeviceGetPCIBusId`.
     raw fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, device: CUdevice) => dev::device_get_pci_bus_id;
+    /// `cuDeviceGetByPCIBusId`.
+    raw fn cuDeviceGetByPCIBusId(device: *mut CUdevice, bus_id: *const c_char) => dev::device_get_by_pci_bus_id;
+    /// `cuDeviceGetProperties`.
+    raw fn cuDeviceGetProperties(prop: *mut dev::DevProp, device: CUdevice) => dev::device_get_properties;
+    /// `cuDeviceCanAccessPeer`.
+    raw fn cuDeviceCanAccessPeer(can_access: *mut c_int, device: CUdevice, peer: CUdevice) => dev::device_can_access_peer;
+    /// `cuDeviceGetP2PAttribute`.
+    raw fn cuDeviceGetP2PAttribute(value: *mut c_int, attrib: c_int, src: CUdevice, dst: CUdevice) => dev::device_get_p2p_attribute;
 
     /// `cuDevicePrimaryCtxRetain`.
     raw fn cuDevicePrimaryCtxRetain(pctx: *mut Handle, device: CUdevice) => ctx::primary_retain;
-    /// `cuDevicePrimaryCtxRelease_v2`.
-    safe fn cuDevicePrimaryCtxRelease_v2(device: CUdevice) => ctx::primary_release;
-    /// `cuDevicePrimaryCtxRelease` (CUDA 7.0 name, same behaviour).
-    safe fn cuDevicePrimaryCtxRelease(device: CUdevice) => ctx::primary_release;
+    /// `cuDevicePrimaryCtxRelease_v2` (and the CUDA 7.0 symbol, same behaviour).
+    safe fn cuDevicePrimaryCtxRelease_v2(device: CUdevice) | cuDevicePrimaryCtxRelease => ctx::primary_release;
     /// `cuDevicePrimaryCtxReset_v2`.
-    safe fn cuDevicePrimaryCtxReset_v2(device: CUdevice) => ctx::primary_reset;
-    /// `cuDevicePrimaryCtxReset`.
-    safe fn cuDevicePrimaryCtxReset(device: CUdevice) => ctx::primary_reset;
+    safe fn cuDevicePrimaryCtxReset_v2(device: CUdevice) | cuDevicePrimaryCtxReset => ctx::primary_reset;
     /// `cuDevicePrimaryCtxGetState`.
     raw fn cuDevicePrimaryCtxGetState(device: CUdevice, flags: *mut c_uint, active: *mut c_int) => ctx::primary_get_state;
     /// `cuDevicePrimaryCtxSetFlags_v2`.
-    safe fn cuDevicePrimaryCtxSetFlags_v2(device: CUdevice, flags: c_uint) => ctx::primary_set_flags;
-    /// `cuDevicePrimaryCtxSetFlags`.
-    safe fn cuDevicePrimaryCtxSetFlags(device: CUdevice, flags: c_uint) => ctx::primary_set_flags;
+    safe fn cuDevicePrimaryCtxSetFlags_v2(device: CUdevice, flags: c_uint) | cuDevicePrimaryCtxSetFlags => ctx::primary_set_flags;
 
-    /// `cuCtxCreate_v2`.
-    raw fn cuCtxCreate_v2(pctx: *mut Handle, flags: c_uint, device: CUdevice) => ctx::ctx_create;
+    /// `cuCtxCreate_v2` (and the CUDA 2.0 symbol of the same signature).
+    raw fn cuCtxCreate_v2(pctx: *mut Handle, flags: c_uint, device: CUdevice) | cuCtxCreate => ctx::ctx_create;
+    /// `cuCtxCreate_v3` (execution affinity).
+    raw fn cuCtxCreate_v3(pctx: *mut Handle, params: *const c_void, num_params: c_int, flags: c_uint, device: CUdevice) => ctx::ctx_create_v3;
+    /// `cuCtxCreate_v4` (`CUctxCreateParams`).
+    raw fn cuCtxCreate_v4(pctx: *mut Handle, params: *const ctx::CtxCreateParams, flags: c_uint, device: CUdevice) => ctx::ctx_create_v4;
     /// `cuCtxDestroy_v2`.
-    safe fn cuCtxDestroy_v2(context: Handle) => ctx::ctx_destroy;
+    safe fn cuCtxDestroy_v2(context: Handle) | cuCtxDestroy => ctx::ctx_destroy;
     /// `cuCtxGetCurrent`.
     raw fn cuCtxGetCurrent(pctx: *mut Handle) => ctx::ctx_get_current;
     /// `cuCtxSetCurrent`.
     safe fn cuCtxSetCurrent(context: Handle) => ctx::ctx_set_current;
     /// `cuCtxPushCurrent_v2`.
-    safe fn cuCtxPushCurrent_v2(context: Handle) => ctx::ctx_push_current;
+    safe fn cuCtxPushCurrent_v2(context: Handle) | cuCtxPushCurrent => ctx::ctx_push_current;
     /// `cuCtxPopCurrent_v2`.
-    raw fn cuCtxPopCurrent_v2(pctx: *mut Handle) => ctx::ctx_pop_current;
+    raw fn cuCtxPopCurrent_v2(pctx: *mut Handle) | cuCtxPopCurrent => ctx::ctx_pop_current;
     /// `cuCtxGetDevice`.
     raw fn cuCtxGetDevice(device: *mut CUdevice) => ctx::ctx_get_device;
+    /// `cuCtxGetDevice_v2` (CUDA 13).
+    raw fn cuCtxGetDevice_v2(device: *mut CUdevice, context: Handle) => ctx::ctx_get_device_v2;
     /// `cuCtxGetFlags`.
     raw fn cuCtxGetFlags(flags: *mut c_uint) => ctx::ctx_get_flags;
+    /// `cuCtxSetFlags`.
+    safe fn cuCtxSetFlags(flags: c_uint) => ctx::ctx_set_flags;
+    /// `cuCtxGetId`.
+    raw fn cuCtxGetId(context: Handle, id: *mut u64) => ctx::ctx_get_id;
     /// `cuCtxGetApiVersion`.
     raw fn cuCtxGetApiVersion(context: Handle, version: *mut c_uint) => ctx::ctx_get_api_version;
     /// `cuCtxSynchronize`.
     safe fn cuCtxSynchronize() => ctx::ctx_synchronize;
+    /// `cuCtxSynchronize_v2` (CUDA 13).
+    safe fn cuCtxSynchronize_v2(context: Handle) => ctx::ctx_synchronize_v2;
+    /// `cuCtxGetLimit`.
+    raw fn cuCtxGetLimit(value: *mut usize, limit: c_int) => ctx::ctx_get_limit;
+    /// `cuCtxSetLimit`.
+    safe fn cuCtxSetLimit(limit: c_int, value: usize) => ctx::ctx_set_limit;
+    /// `cuCtxGetCacheConfig`.
+    raw fn cuCtxGetCacheConfig(config: *mut c_int) => ctx::ctx_get_cache_config;
+    /// `cuCtxSetCacheConfig`.
+    safe fn cuCtxSetCacheConfig(config: c_int) => ctx::ctx_set_cache_config;
+    /// `cuCtxGetSharedMemConfig`.
+    raw fn cuCtxGetSharedMemConfig(config: *mut c_int) => ctx::ctx_get_shared_mem_config;
+    /// `cuCtxSetSharedMemConfig`.
+    safe fn cuCtxSetSharedMemConfig(config: c_int) => ctx::ctx_set_shared_mem_config;
+    /// `cuCtxGetStreamPriorityRange`.
+    raw fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) => ctx::ctx_get_stream_priority_range;
+    /// `cuCtxResetPersistingL2Cache`.
+    safe fn cuCtxResetPersistingL2Cache() => ctx::ctx_reset_persisting_l2_cache;
+    /// `cuCtxEnablePeerAccess`.
+    safe fn cuCtxEnablePeerAccess(peer: Handle, flags: c_uint) => ctx::ctx_enable_peer_access;
+    /// `cuCtxDisablePeerAccess`.
+    safe fn cuCtxDisablePeerAccess(peer: Handle) => ctx::ctx_disable_peer_access;
+    /// `cuCtxRecordEvent`.
+    safe fn cuCtxRecordEvent(context: Handle, event: Handle) => stream::ctx_record_event;
+    /// `cuCtxWaitEvent`.
+    safe fn cuCtxWaitEvent(context: Handle, event: Handle) => stream::ctx_wait_event;
 
     /// `cuModuleLoad`.
     raw fn cuModuleLoad(module: *mut Handle, fname: *const c_char) => modl::module_load;
@@ -140,13 +259,61 @@ exports! {
     /// `cuModuleLoadDataEx`.
     raw fn cuModuleLoadDataEx(module: *mut Handle, image: *const c_void, num_options: c_uint, options: *const c_int, option_values: *mut *mut c_void) => modl::module_load_data_ex;
     /// `cuModuleLoadFatBinary`.
-    safe fn cuModuleLoadFatBinary(module: Handle, fat_cubin: *const c_void) => modl::module_load_fat_binary;
+    raw fn cuModuleLoadFatBinary(module: *mut Handle, fat_cubin: *const c_void) => modl::module_load_fat_binary;
     /// `cuModuleUnload`.
     safe fn cuModuleUnload(module: Handle) => modl::module_unload;
     /// `cuModuleGetFunction`.
     raw fn cuModuleGetFunction(hfunc: *mut Handle, module: Handle, name: *const c_char) => modl::module_get_function;
     /// `cuModuleGetGlobal_v2`.
     raw fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, module: Handle, name: *const c_char) => modl::module_get_global;
+    /// `cuModuleGetLoadingMode`.
+    raw fn cuModuleGetLoadingMode(mode: *mut c_int) => modl::module_get_loading_mode;
+    /// `cuModuleGetFunctionCount`.
+    raw fn cuModuleGetFunctionCount(count: *mut c_uint, module: Handle) => modl::module_get_function_count;
+    /// `cuModuleEnumerateFunctions`.
+    raw fn cuModuleEnumerateFunctions(functions: *mut Handle, num: c_uint, module: Handle) => modl::module_enumerate_functions;
+
+    /// `cuLinkCreate_v2`.
+    raw fn cuLinkCreate_v2(num_options: c_uint, options: *const c_int, option_values: *mut *mut c_void, state_out: *mut Handle) | cuLinkCreate => link::link_create;
+    /// `cuLinkAddData_v2`.
+    raw fn cuLinkAddData_v2(state: Handle, kind: c_int, data: *mut c_void, size: usize, name: *const c_char, num_options: c_uint, options: *const c_int, option_values: *mut *mut c_void) | cuLinkAddData => link::link_add_data;
+    /// `cuLinkAddFile_v2`.
+    raw fn cuLinkAddFile_v2(state: Handle, kind: c_int, path: *const c_char, num_options: c_uint, options: *const c_int, option_values: *mut *mut c_void) | cuLinkAddFile => link::link_add_file;
+    /// `cuLinkComplete`.
+    raw fn cuLinkComplete(state: Handle, cubin_out: *mut *mut c_void, size_out: *mut usize) => link::link_complete;
+    /// `cuLinkDestroy`.
+    safe fn cuLinkDestroy(state: Handle) => link::link_destroy;
+
+    /// `cuLibraryLoadData`.
+    raw fn cuLibraryLoadData(library: *mut Handle, code: *const c_void, jit_options: *const c_int, jit_values: *mut *mut c_void, num_jit: c_uint, library_options: *const c_int, library_values: *mut *mut c_void, num_library: c_uint) => lib::library_load_data;
+    /// `cuLibraryLoadFromFile`.
+    raw fn cuLibraryLoadFromFile(library: *mut Handle, file_name: *const c_char, jit_options: *const c_int, jit_values: *mut *mut c_void, num_jit: c_uint, library_options: *const c_int, library_values: *mut *mut c_void, num_library: c_uint) => lib::library_load_from_file;
+    /// `cuLibraryUnload`.
+    safe fn cuLibraryUnload(library: Handle) => lib::library_unload;
+    /// `cuLibraryGetKernel`.
+    raw fn cuLibraryGetKernel(kernel: *mut Handle, library: Handle, name: *const c_char) => lib::library_get_kernel;
+    /// `cuLibraryGetKernelCount`.
+    raw fn cuLibraryGetKernelCount(count: *mut c_uint, library: Handle) => lib::library_get_kernel_count;
+    /// `cuLibraryEnumerateKernels`.
+    raw fn cuLibraryEnumerateKernels(kernels: *mut Handle, num: c_uint, library: Handle) => lib::library_enumerate_kernels;
+    /// `cuLibraryGetModule`.
+    raw fn cuLibraryGetModule(module: *mut Handle, library: Handle) => lib::library_get_module;
+    /// `cuLibraryGetGlobal`.
+    raw fn cuLibraryGetGlobal(dptr: *mut CUdeviceptr, bytes: *mut usize, library: Handle, name: *const c_char) => lib::library_get_global;
+    /// `cuKernelGetFunction`.
+    raw fn cuKernelGetFunction(pfunc: *mut Handle, kernel: Handle) => lib::kernel_get_function;
+    /// `cuKernelGetName`.
+    raw fn cuKernelGetName(name: *mut *const c_char, kernel: Handle) => lib::kernel_get_name;
+    /// `cuKernelGetLibrary`.
+    raw fn cuKernelGetLibrary(library: *mut Handle, kernel: Handle) => lib::kernel_get_library;
+    /// `cuKernelGetAttribute`.
+    raw fn cuKernelGetAttribute(pi: *mut c_int, attrib: c_int, kernel: Handle, device: CUdevice) => lib::kernel_get_attribute;
+    /// `cuKernelSetAttribute`.
+    safe fn cuKernelSetAttribute(attrib: c_int, value: c_int, kernel: Handle, device: CUdevice) => lib::kernel_set_attribute;
+    /// `cuKernelSetCacheConfig`.
+    safe fn cuKernelSetCacheConfig(kernel: Handle, config: c_int, device: CUdevice) => lib::kernel_set_cache_config;
+    /// `cuKernelGetParamInfo`.
+    raw fn cuKernelGetParamInfo(kernel: Handle, index: usize, offset: *mut usize, size: *mut usize) => lib::kernel_get_param_info;
 
     /// `cuFuncGetAttribute`.
     raw fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, hfunc: Handle) => launch::func_get_attribute;
@@ -156,52 +323,157 @@ exports! {
     safe fn cuFuncSetCacheConfig(hfunc: Handle, config: c_int) => launch::func_set_cache_config;
     /// `cuFuncGetName`.
     raw fn cuFuncGetName(name: *mut *const c_char, hfunc: Handle) => launch::func_get_name;
-    /// `cuLaunchKernel`.
-    raw fn cuLaunchKernel(hfunc: Handle, grid_x: c_uint, grid_y: c_uint, grid_z: c_uint, block_x: c_uint, block_y: c_uint, block_z: c_uint, shared_mem_bytes: c_uint, hstream: Handle, kernel_params: *mut *mut c_void, extra: *mut *mut c_void) => launch::launch_kernel;
+    /// `cuFuncGetModule`.
+    raw fn cuFuncGetModule(module: *mut Handle, hfunc: Handle) => launch::func_get_module;
+    /// `cuFuncGetParamInfo`.
+    raw fn cuFuncGetParamInfo(hfunc: Handle, index: usize, offset: *mut usize, size: *mut usize) => launch::func_get_param_info;
+    /// `cuFuncIsLoaded`.
+    raw fn cuFuncIsLoaded(state: *mut c_int, hfunc: Handle) => launch::func_is_loaded;
+    /// `cuFuncLoad`.
+    safe fn cuFuncLoad(hfunc: Handle) => launch::func_load;
+    /// `cuLaunchKernel` (a `CUkernel` is accepted for `f`).
+    raw fn cuLaunchKernel(hfunc: Handle, grid_x: c_uint, grid_y: c_uint, grid_z: c_uint, block_x: c_uint, block_y: c_uint, block_z: c_uint, shared_mem_bytes: c_uint, hstream: Handle, kernel_params: *mut *mut c_void, extra: *mut *mut c_void) | cuLaunchKernel_ptsz => launch::launch_kernel;
+    /// `cuLaunchKernelEx`.
+    raw fn cuLaunchKernelEx(config: *const launch::LaunchConfig, hfunc: Handle, kernel_params: *mut *mut c_void, extra: *mut *mut c_void) | cuLaunchKernelEx_ptsz => launch::launch_kernel_ex;
+    /// `cuLaunchCooperativeKernel`.
+    raw fn cuLaunchCooperativeKernel(hfunc: Handle, grid_x: c_uint, grid_y: c_uint, grid_z: c_uint, block_x: c_uint, block_y: c_uint, block_z: c_uint, shared_mem_bytes: c_uint, hstream: Handle, kernel_params: *mut *mut c_void) | cuLaunchCooperativeKernel_ptsz => launch::launch_cooperative_kernel;
+    /// `cuLaunchHostFunc`.
+    raw fn cuLaunchHostFunc(hstream: Handle, f: stream::HostFn, user_data: *mut c_void) | cuLaunchHostFunc_ptsz => stream::launch_host_func;
+    /// `cuLaunchHostFunc_v2` (CUDA 13.1).
+    raw fn cuLaunchHostFunc_v2(hstream: Handle, f: stream::HostFn, user_data: *mut c_void, mode: c_uint) | cuLaunchHostFunc_v2_ptsz => stream::launch_host_func_v2;
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+    raw fn cuOccupancyMaxActiveBlocksPerMultiprocessor(num_blocks: *mut c_int, hfunc: Handle, block_size: c_int, dynamic_smem: usize) => launch::occupancy_max_active_blocks;
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`.
+    raw fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks: *mut c_int, hfunc: Handle, block_size: c_int, dynamic_smem: usize, flags: c_uint) => launch::occupancy_max_active_blocks_with_flags;
+    /// `cuOccupancyMaxPotentialBlockSize`.
+    raw fn cuOccupancyMaxPotentialBlockSize(min_grid: *mut c_int, block_size: *mut c_int, hfunc: Handle, to_smem: launch::BlockToSmem, dynamic_smem: usize, limit: c_int) => launch::occupancy_max_potential_block_size;
+    /// `cuOccupancyMaxPotentialBlockSizeWithFlags`.
+    raw fn cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid: *mut c_int, block_size: *mut c_int, hfunc: Handle, to_smem: launch::BlockToSmem, dynamic_smem: usize, limit: c_int, flags: c_uint) => launch::occupancy_max_potential_block_size_with_flags;
+    /// `cuOccupancyAvailableDynamicSMemPerBlock`.
+    raw fn cuOccupancyAvailableDynamicSMemPerBlock(dynamic_smem: *mut usize, hfunc: Handle, num_blocks: c_int, block_size: c_int) => launch::occupancy_available_dynamic_smem;
 
     /// `cuMemAlloc_v2`.
     raw fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) => mem::mem_alloc;
+    /// `cuMemAllocPitch_v2`.
+    raw fn cuMemAllocPitch_v2(dptr: *mut CUdeviceptr, pitch: *mut usize, width: usize, height: usize, element_size: c_uint) => mem::mem_alloc_pitch;
+    /// `cuMemAllocManaged`: not supported.
+    safe fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) => mem::mem_alloc_managed;
     /// `cuMemFree_v2`.
     safe fn cuMemFree_v2(dptr: CUdeviceptr) => mem::mem_free;
     /// `cuMemGetInfo_v2`.
     raw fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) => mem::mem_get_info;
     /// `cuMemGetAddressRange_v2`.
     raw fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr) => mem::mem_get_address_range;
+    /// `cuMemAllocHost_v2`.
+    raw fn cuMemAllocHost_v2(pp: *mut *mut c_void, bytesize: usize) => mem::mem_alloc_host;
+    /// `cuMemHostAlloc`.
+    raw fn cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) => mem::mem_host_alloc;
+    /// `cuMemFreeHost`.
+    safe fn cuMemFreeHost(p: *mut c_void) => mem::mem_free_host;
+    /// `cuMemHostGetFlags`.
+    raw fn cuMemHostGetFlags(flags: *mut c_uint, p: *mut c_void) => mem::mem_host_get_flags;
+    /// `cuMemHostGetDevicePointer_v2`.
+    raw fn cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) => mem::mem_host_get_device_pointer;
+    /// `cuMemHostRegister_v2`.
+    safe fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, flags: c_uint) | cuMemHostRegister => mem::mem_host_register;
+    /// `cuMemHostUnregister`.
+    safe fn cuMemHostUnregister(p: *mut c_void) => mem::mem_host_unregister;
+    /// `cuMemcpy` (unified addressing).
+    raw fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) | cuMemcpy_ptds => mem::memcpy;
+    /// `cuMemcpyAsync`.
+    raw fn cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, n: usize, hstream: Handle) | cuMemcpyAsync_ptsz => mem::memcpy_async;
     /// `cuMemcpyHtoD_v2`.
-    raw fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, n: usize) => mem::memcpy_htod;
+    raw fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, n: usize) | cuMemcpyHtoD_v2_ptds => mem::memcpy_htod;
     /// `cuMemcpyDtoH_v2`.
-    raw fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, n: usize) => mem::memcpy_dtoh;
+    raw fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, n: usize) | cuMemcpyDtoH_v2_ptds => mem::memcpy_dtoh;
     /// `cuMemcpyDtoD_v2`.
-    safe fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => mem::memcpy_dtod;
+    safe fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize) | cuMemcpyDtoD_v2_ptds => mem::memcpy_dtod;
     /// `cuMemcpyHtoDAsync_v2`.
-    raw fn cuMemcpyHtoDAsync_v2(dst: CUdeviceptr, src: *const c_void, n: usize, hstream: Handle) => mem::memcpy_htod_async;
+    raw fn cuMemcpyHtoDAsync_v2(dst: CUdeviceptr, src: *const c_void, n: usize, hstream: Handle) | cuMemcpyHtoDAsync_v2_ptsz => mem::memcpy_htod_async;
     /// `cuMemcpyDtoHAsync_v2`.
-    raw fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, n: usize, hstream: Handle) => mem::memcpy_dtoh_async;
+    raw fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, n: usize, hstream: Handle) | cuMemcpyDtoHAsync_v2_ptsz => mem::memcpy_dtoh_async;
     /// `cuMemcpyDtoDAsync_v2`.
-    safe fn cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize, hstream: Handle) => mem::memcpy_dtod_async;
+    safe fn cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize, hstream: Handle) | cuMemcpyDtoDAsync_v2_ptsz => mem::memcpy_dtod_async;
+    /// `cuMemcpy2D_v2` (and `cuMemcpy2DUnaligned_v2`).
+    raw fn cuMemcpy2D_v2(copy: *const mem::Memcpy2D) | cuMemcpy2D_v2_ptds | cuMemcpy2DUnaligned_v2 | cuMemcpy2DUnaligned_v2_ptds => mem::memcpy_2d;
+    /// `cuMemcpy2DAsync_v2`.
+    raw fn cuMemcpy2DAsync_v2(copy: *const mem::Memcpy2D, hstream: Handle) | cuMemcpy2DAsync_v2_ptsz => mem::memcpy_2d_async;
+    /// `cuMemcpy3D_v2`.
+    raw fn cuMemcpy3D_v2(copy: *const mem::Memcpy3D) | cuMemcpy3D_v2_ptds => mem::memcpy_3d;
+    /// `cuMemcpy3DAsync_v2`.
+    raw fn cuMemcpy3DAsync_v2(copy: *const mem::Memcpy3D, hstream: Handle) | cuMemcpy3DAsync_v2_ptsz => mem::memcpy_3d_async;
     /// `cuMemsetD8_v2`.
-    safe fn cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize) => mem::memset_d8;
+    safe fn cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize) | cuMemsetD8_v2_ptds => mem::memset_d8;
     /// `cuMemsetD16_v2`.
-    safe fn cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize) => mem::memset_d16;
+    safe fn cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize) | cuMemsetD16_v2_ptds => mem::memset_d16;
     /// `cuMemsetD32_v2`.
-    safe fn cuMemsetD32_v2(dst: CUdeviceptr, value: u32, n: usize) => mem::memset_d32;
+    safe fn cuMemsetD32_v2(dst: CUdeviceptr, value: u32, n: usize) | cuMemsetD32_v2_ptds => mem::memset_d32;
     /// `cuMemsetD8Async`.
-    safe fn cuMemsetD8Async(dst: CUdeviceptr, value: u8, n: usize, hstream: Handle) => mem::memset_d8_async;
+    safe fn cuMemsetD8Async(dst: CUdeviceptr, value: u8, n: usize, hstream: Handle) | cuMemsetD8Async_ptsz => mem::memset_d8_async;
     /// `cuMemsetD16Async`.
-    safe fn cuMemsetD16Async(dst: CUdeviceptr, value: u16, n: usize, hstream: Handle) => mem::memset_d16_async;
+    safe fn cuMemsetD16Async(dst: CUdeviceptr, value: u16, n: usize, hstream: Handle) | cuMemsetD16Async_ptsz => mem::memset_d16_async;
     /// `cuMemsetD32Async`.
-    safe fn cuMemsetD32Async(dst: CUdeviceptr, value: u32, n: usize, hstream: Handle) => mem::memset_d32_async;
+    safe fn cuMemsetD32Async(dst: CUdeviceptr, value: u32, n: usize, hstream: Handle) | cuMemsetD32Async_ptsz => mem::memset_d32_async;
+    /// `cuMemsetD2D8_v2`.
+    safe fn cuMemsetD2D8_v2(dst: CUdeviceptr, pitch: usize, value: u8, width: usize, height: usize) | cuMemsetD2D8_v2_ptds => mem::memset_d2d8;
+    /// `cuMemsetD2D16_v2`.
+    safe fn cuMemsetD2D16_v2(dst: CUdeviceptr, pitch: usize, value: u16, width: usize, height: usize) | cuMemsetD2D16_v2_ptds => mem::memset_d2d16;
+    /// `cuMemsetD2D32_v2`.
+    safe fn cuMemsetD2D32_v2(dst: CUdeviceptr, pitch: usize, value: u32, width: usize, height: usize) | cuMemsetD2D32_v2_ptds => mem::memset_d2d32;
+    /// `cuMemsetD2D8Async`.
+    safe fn cuMemsetD2D8Async(dst: CUdeviceptr, pitch: usize, value: u8, width: usize, height: usize, hstream: Handle) | cuMemsetD2D8Async_ptsz => mem::memset_d2d8_async;
+    /// `cuMemsetD2D16Async`.
+    safe fn cuMemsetD2D16Async(dst: CUdeviceptr, pitch: usize, value: u16, width: usize, height: usize, hstream: Handle) | cuMemsetD2D16Async_ptsz => mem::memset_d2d16_async;
+    /// `cuMemsetD2D32Async`.
+    safe fn cuMemsetD2D32Async(dst: CUdeviceptr, pitch: usize, value: u32, width: usize, height: usize, hstream: Handle) | cuMemsetD2D32Async_ptsz => mem::memset_d2d32_async;
+    /// `cuPointerGetAttribute`.
+    raw fn cuPointerGetAttribute(data: *mut c_void, attrib: c_int, ptr: CUdeviceptr) => mem::pointer_get_attribute;
+    /// `cuPointerGetAttributes`.
+    raw fn cuPointerGetAttributes(num: c_uint, attributes: *const c_int, data: *mut *mut c_void, ptr: CUdeviceptr) => mem::pointer_get_attributes;
 
     /// `cuStreamCreate`.
     raw fn cuStreamCreate(ph_stream: *mut Handle, flags: c_uint) => stream::stream_create;
     /// `cuStreamCreateWithPriority`.
     raw fn cuStreamCreateWithPriority(ph_stream: *mut Handle, flags: c_uint, priority: c_int) => stream::stream_create_with_priority;
     /// `cuStreamDestroy_v2`.
-    safe fn cuStreamDestroy_v2(hstream: Handle) => stream::stream_destroy;
+    safe fn cuStreamDestroy_v2(hstream: Handle) | cuStreamDestroy => stream::stream_destroy;
     /// `cuStreamSynchronize`.
-    safe fn cuStreamSynchronize(hstream: Handle) => stream::stream_synchronize;
+    safe fn cuStreamSynchronize(hstream: Handle) | cuStreamSynchronize_ptsz => stream::stream_synchronize;
     /// `cuStreamQuery`.
-    safe fn cuStreamQuery(hstream: Handle) => stream::stream_query;
+    safe fn cuStreamQuery(hstream: Handle) | cuStreamQuery_ptsz => stream::stream_query;
+    /// `cuStreamGetFlags`.
+    raw fn cuStreamGetFlags(hstream: Handle, flags: *mut c_uint) | cuStreamGetFlags_ptsz => stream::stream_get_flags;
+    /// `cuStreamGetPriority`.
+    raw fn cuStreamGetPriority(hstream: Handle, priority: *mut c_int) | cuStreamGetPriority_ptsz => stream::stream_get_priority;
+    /// `cuStreamGetId`.
+    raw fn cuStreamGetId(hstream: Handle, id: *mut u64) | cuStreamGetId_ptsz => stream::stream_get_id;
+    /// `cuStreamGetCtx`.
+    raw fn cuStreamGetCtx(hstream: Handle, pctx: *mut Handle) | cuStreamGetCtx_ptsz => stream::stream_get_ctx;
+    /// `cuStreamGetCtx_v2`.
+    raw fn cuStreamGetCtx_v2(hstream: Handle, pctx: *mut Handle, green: *mut Handle) | cuStreamGetCtx_v2_ptsz => stream::stream_get_ctx_v2;
+    /// `cuStreamGetDevice`.
+    raw fn cuStreamGetDevice(hstream: Handle, device: *mut CUdevice) | cuStreamGetDevice_ptsz => stream::stream_get_device;
+    /// `cuStreamIsCapturing`.
+    raw fn cuStreamIsCapturing(hstream: Handle, status: *mut c_int) | cuStreamIsCapturing_ptsz => stream::stream_is_capturing;
+    /// `cuStreamWaitEvent`.
+    safe fn cuStreamWaitEvent(hstream: Handle, event: Handle, flags: c_uint) | cuStreamWaitEvent_ptsz => stream::stream_wait_event;
+    /// `cuStreamAddCallback`.
+    raw fn cuStreamAddCallback(hstream: Handle, callback: stream::StreamCallback, user_data: *mut c_void, flags: c_uint) | cuStreamAddCallback_ptsz => stream::stream_add_callback;
+
+    /// `cuEventCreate`.
+    raw fn cuEventCreate(ph_event: *mut Handle, flags: c_uint) => stream::event_create;
+    /// `cuEventDestroy_v2`.
+    safe fn cuEventDestroy_v2(event: Handle) | cuEventDestroy => stream::event_destroy;
+    /// `cuEventRecord`.
+    safe fn cuEventRecord(event: Handle, hstream: Handle) | cuEventRecord_ptsz => stream::event_record;
+    /// `cuEventRecordWithFlags`.
+    safe fn cuEventRecordWithFlags(event: Handle, hstream: Handle, flags: c_uint) | cuEventRecordWithFlags_ptsz => stream::event_record_with_flags;
+    /// `cuEventQuery`.
+    safe fn cuEventQuery(event: Handle) => stream::event_query;
+    /// `cuEventSynchronize`.
+    safe fn cuEventSynchronize(event: Handle) => stream::event_synchronize;
+    /// `cuEventElapsedTime` (and `_v2`, same signature).
+    raw fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) | cuEventElapsedTime_v2 => stream::event_elapsed_time;
 
     /// `cuTensorMapEncodeTiled`.
     raw fn cuTensorMapEncodeTiled(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, box_dim: *const u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tmap::encode_tiled;
@@ -248,58 +520,65 @@ unsafe fn string_answer(s: Option<&'static std::ffi::CStr>, p_str: *mut *const c
     }
 }
 
-/// API names whose current version is a suffixed symbol, with that symbol.
-const VERSIONED: &[(&str, &str)] = &[
-    ("cuCtxCreate", "cuCtxCreate_v2"),
-    ("cuCtxDestroy", "cuCtxDestroy_v2"),
-    ("cuCtxPushCurrent", "cuCtxPushCurrent_v2"),
-    ("cuCtxPopCurrent", "cuCtxPopCurrent_v2"),
-    ("cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2"),
-    ("cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2"),
-    ("cuDevicePrimaryCtxSetFlags", "cuDevicePrimaryCtxSetFlags_v2"),
-    ("cuDeviceTotalMem", "cuDeviceTotalMem_v2"),
-    ("cuDeviceGetUuid", "cuDeviceGetUuid_v2"),
-    ("cuModuleGetGlobal", "cuModuleGetGlobal_v2"),
-    ("cuMemAlloc", "cuMemAlloc_v2"),
-    ("cuMemFree", "cuMemFree_v2"),
-    ("cuMemGetInfo", "cuMemGetInfo_v2"),
-    ("cuMemGetAddressRange", "cuMemGetAddressRange_v2"),
-    ("cuMemcpyHtoD", "cuMemcpyHtoD_v2"),
-    ("cuMemcpyDtoH", "cuMemcpyDtoH_v2"),
-    ("cuMemcpyDtoD", "cuMemcpyDtoD_v2"),
-    ("cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2"),
-    ("cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2"),
-    ("cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2"),
-    ("cuMemsetD8", "cuMemsetD8_v2"),
-    ("cuMemsetD16", "cuMemsetD16_v2"),
-    ("cuMemsetD32", "cuMemsetD32_v2"),
-    ("cuStreamDestroy", "cuStreamDestroy_v2"),
-    ("cuGetProcAddress", "cuGetProcAddress_v2"),
-];
-
-/// API names that got a version with a different signature which this
-/// library does not export, with the CUDA version that introduced it. Asking
-/// for them at that version or later finds nothing rather than a function of
-/// the wrong signature.
-const NEWER_THAN_EXPORTED: &[(&str, c_int)] = &[("cuCtxCreate", 11040)];
-
-/// `CU_GET_PROC_ADDRESS_SUCCESS` / `..._SYMBOL_NOT_FOUND`.
+/// `CU_GET_PROC_ADDRESS_SUCCESS`.
 const PROC_FOUND: c_int = 0;
+/// `CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND`.
 const PROC_SYMBOL_NOT_FOUND: c_int = 1;
+/// `CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`.
+const PROC_VERSION_NOT_SUFFICIENT: c_int = 2;
 
-/// Resolves an API name (without version suffix) for CUDA version `cuda_version`.
-pub fn resolve(symbol: &str, cuda_version: c_int) -> Option<*mut c_void> {
-    if NEWER_THAN_EXPORTED.iter().any(|&(n, v)| n == symbol && cuda_version >= v) {
-        return None;
+/// `CU_GET_PROC_ADDRESS_LEGACY_STREAM`.
+const PROC_LEGACY_STREAM: u64 = 1;
+/// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`.
+const PROC_PER_THREAD_DEFAULT_STREAM: u64 = 2;
+
+/// Why a name did not resolve.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unresolved {
+    /// `cuda.h` has no function of that name.
+    Unknown,
+    /// The function exists only in versions newer than the one asked for.
+    TooNew(u32),
+}
+
+/// Resolves an API name (without version suffix, as `cuda.h` spells it)
+/// for CUDA version `cuda_version`: the newest version of the function not
+/// newer than that, in its per-thread-default-stream variant when `flags`
+/// ask for one and it has one. Functions this library does not implement
+/// resolve to their `CUDA_ERROR_NOT_SUPPORTED` stub.
+pub fn resolve(name: &str, cuda_version: c_int, flags: u64) -> Result<(&'static str, *mut c_void), Unresolved> {
+    let versions: Vec<&ApiEntry> = API_TABLE.iter().filter(|e| e.name == name).collect();
+    if versions.is_empty() {
+        return Err(Unresolved::Unknown);
     }
-    let target = VERSIONED.iter().find(|(n, _)| *n == symbol).map_or(symbol, |(_, t)| t);
-    exported(target)
+    let wanted = u32::try_from(cuda_version).unwrap_or(0);
+    let newest = |pred: &dyn Fn(&ApiEntry) -> bool| {
+        versions.iter().filter(|e| e.version <= wanted && pred(e)).max_by_key(|e| e.version).copied()
+    };
+    let plain = newest(&|e| e.variant == Variant::Plain);
+    let entry = if flags & PROC_PER_THREAD_DEFAULT_STREAM != 0 {
+        // The per-thread variant of the newest plain version, if it has one.
+        let per_thread = newest(&|e| e.variant != Variant::Plain);
+        match (per_thread, plain) {
+            (Some(pt), Some(p)) if pt.symbol.starts_with(p.symbol) => Some(pt),
+            (_, p) => p,
+        }
+    } else {
+        plain
+    };
+    let entry = entry.ok_or_else(|| Unresolved::TooNew(versions.iter().map(|e| e.version).min().unwrap_or(0)))?;
+    let f = exported(entry.symbol).ok_or(Unresolved::Unknown)?;
+    Ok((entry.symbol, f))
 }
 
 /// `cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
 /// cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)`.
-/// The per-thread-default-stream flag changes nothing here (all work is
-/// ordered). `CUDA_ERROR_NOT_FOUND` for names this library does not export.
+///
+/// Every function `cuda.h` declares resolves (see [`resolve`]); a name it
+/// does not declare is `CUDA_ERROR_NOT_FOUND` with `*symbolStatus =
+/// CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND`, one that exists only in newer
+/// versions than `cudaVersion` is `CUDA_ERROR_NOT_FOUND` with
+/// `CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`; `*pfn` is NULL then.
 ///
 /// # Safety
 /// `symbol` is NULL or NUL-terminated; `pfn` and `symbol_status` are NULL or writable.
@@ -315,11 +594,11 @@ unsafe fn get_proc_address(
     if pfn.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pfn is NULL"));
     }
-    if flags > 2 {
+    if flags & !(PROC_LEGACY_STREAM | PROC_PER_THREAD_DEFAULT_STREAM) != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown flags {flags:#x}")));
     }
-    match resolve(name, cuda_version) {
-        Some(f) => {
+    match resolve(name, cuda_version, flags) {
+        Ok((_, f)) => {
             // SAFETY: forwarded caller contract.
             unsafe {
                 write_out(pfn, f)?;
@@ -327,13 +606,19 @@ unsafe fn get_proc_address(
             }
             Ok(())
         }
-        None => {
+        Err(why) => {
+            let (status, msg) = match why {
+                Unresolved::Unknown => (PROC_SYMBOL_NOT_FOUND, format!("{name} is not a driver API function")),
+                Unresolved::TooNew(v) => {
+                    (PROC_VERSION_NOT_SUFFICIENT, format!("{name} needs CUDA version {v}, asked for {cuda_version}"))
+                }
+            };
             // SAFETY: forwarded caller contract.
             unsafe {
                 write_out(pfn, std::ptr::null_mut())?;
-                write_opt(symbol_status, PROC_SYMBOL_NOT_FOUND);
+                write_opt(symbol_status, status);
             }
-            Err(CuError::CUDA_ERROR_NOT_FOUND.because(format!("{name} is not provided by this driver")))
+            Err(CuError::CUDA_ERROR_NOT_FOUND.because(msg))
         }
     }
 }
@@ -352,6 +637,11 @@ unsafe fn get_proc_address_v1(
     unsafe { get_proc_address(symbol, pfn, cuda_version, flags, std::ptr::null_mut()) }
 }
 
+/// `cuProfilerStart` / `cuProfilerStop`: accepted, nothing to do.
+fn profiler_nothing() -> CuResult<()> {
+    crate::context::current().map(|_| ())
+}
+
 /// `cuGetExportTable`: `CUDA_ERROR_NOT_SUPPORTED`.
 fn get_export_table(_table: *mut *const c_void, _id: *const c_void) -> CuResult<()> {
     Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("cuGetExportTable: NVIDIA's private tables are not provided"))
@@ -361,23 +651,41 @@ fn get_export_table(_table: *mut *const c_void, _id: *const c_void) -> CuResult<
 mod tests {
     use super::*;
 
-    #[test]
-    fn proc_address_resolves_versions() {
-        assert_eq!(resolve("cuMemAlloc", 12000), exported("cuMemAlloc_v2"));
-        assert!(resolve("cuMemAlloc", 12000).is_some());
-        assert!(resolve("cuInit", 12000).is_some());
-        assert!(resolve("cuCtxCreate", 11000).is_some());
-        assert!(resolve("cuCtxCreate", 12000).is_none());
-        assert!(resolve("cuNoSuchThing", 12000).is_none());
-        for (_, target) in VERSIONED {
-            assert!(exported(target).is_some(), "{target} is not exported");
-        }
+    fn symbol(name: &str, version: c_int, flags: u64) -> Option<&'static str> {
+        resolve(name, version, flags).ok().map(|(s, _)| s)
     }
 
     #[test]
-    fn required_names_are_exported() {
-        for name in ["cuInit", "cuLaunchKernel", "cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col"] {
-            assert!(EXPORTED_NAMES.contains(&name));
+    fn proc_address_resolves_versions() {
+        assert_eq!(symbol("cuMemAlloc", 12000, 0), Some("cuMemAlloc_v2"));
+        assert_eq!(symbol("cuMemAlloc", 2000, 0), Some("cuMemAlloc"));
+        assert_eq!(symbol("cuInit", 12000, 0), Some("cuInit"));
+        assert_eq!(symbol("cuCtxCreate", 11000, 0), Some("cuCtxCreate_v2"));
+        assert_eq!(symbol("cuCtxCreate", 12000, 0), Some("cuCtxCreate_v3"));
+        assert_eq!(symbol("cuCtxCreate", 13000, 0), Some("cuCtxCreate_v4"));
+        assert_eq!(resolve("cuNoSuchThing", 12000, 0).unwrap_err(), Unresolved::Unknown);
+        assert_eq!(resolve("cuLibraryLoadData", 11080, 0).unwrap_err(), Unresolved::TooNew(12000));
+        assert_eq!(resolve("cuMemAlloc", 12000, 0).unwrap().1, exported("cuMemAlloc_v2").unwrap());
+    }
+
+    #[test]
+    fn proc_address_per_thread_variants() {
+        assert_eq!(symbol("cuMemcpyHtoD", 12000, 2), Some("cuMemcpyHtoD_v2_ptds"));
+        assert_eq!(symbol("cuMemcpyHtoD", 12000, 1), Some("cuMemcpyHtoD_v2"));
+        assert_eq!(symbol("cuLaunchKernel", 12000, 2), Some("cuLaunchKernel_ptsz"));
+        assert_eq!(symbol("cuStreamSynchronize", 12000, 0), Some("cuStreamSynchronize"));
+        // No per-thread variant: the plain one.
+        assert_eq!(symbol("cuMemAlloc", 12000, 2), Some("cuMemAlloc_v2"));
+    }
+
+    #[test]
+    fn every_table_symbol_is_exported() {
+        for e in API_TABLE {
+            assert!(exported(e.symbol).is_some(), "{} is not exported", e.symbol);
+        }
+        for name in IMPLEMENTED_NAMES {
+            assert!(API_TABLE.iter().any(|e| e.symbol == *name), "{name} is not in cuda-api.tsv");
+            assert!(!UNSUPPORTED_NAMES.contains(name), "{name} is both implemented and a stub");
         }
     }
 }

@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ffi::{c_int, c_uint};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::driver::{self, Device};
@@ -23,10 +24,34 @@ pub struct ContextObj {
     pub runtime: ptxvk_runtime::Context,
     /// Whether this is the device's primary context.
     pub primary: bool,
-    /// The flags it was created with.
-    pub flags: c_uint,
+    /// The flags it was created with (`cuCtxSetFlags` changes them).
+    pub flags: AtomicU32,
+    /// `CUlimit` values (see [`LIMIT_DEFAULTS`]).
+    limits: Mutex<[usize; LIMIT_COUNT]>,
+    /// `CUfunc_cache` preference (recorded only).
+    cache_config: AtomicI32,
+    /// `CUsharedconfig` (recorded only).
+    shared_config: AtomicI32,
+    /// `cuCtxGetId`: unique over the process's lifetime.
+    pub id: u64,
     owned: Mutex<Owned>,
 }
+
+/// Number of `CUlimit` values answered (`CU_LIMIT_STACK_SIZE` ..
+/// `CU_LIMIT_PERSISTING_L2_CACHE_SIZE`).
+pub const LIMIT_COUNT: usize = 7;
+
+/// Defaults of the limits, as NVIDIA's driver reports them on sm_80: stack
+/// 1 KiB per thread, printf FIFO 1 MiB, malloc heap 8 MiB, device-runtime
+/// sync depth 2 and pending launches 2048, L2 fetch granularity 64 bytes,
+/// no persisting L2.
+pub const LIMIT_DEFAULTS: [usize; LIMIT_COUNT] = [1024, 1 << 20, 8 << 20, 2, 2048, 64, 0];
+
+/// `CU_LIMIT_SHMEM_SIZE` .. `CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED`: known, not supported.
+const LIMIT_UNSUPPORTED: std::ops::RangeInclusive<c_int> = 7..=9;
+
+/// Next `cuCtxGetId` value.
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// What a context releases when it goes.
 #[derive(Default)]
@@ -89,7 +114,17 @@ pub fn lookup(ctx: Handle) -> CuResult<Arc<ContextObj>> {
 
 fn new_context(device: &'static Device, primary: bool, flags: c_uint) -> CuResult<Handle> {
     let runtime = device.runtime()?.clone();
-    let obj = Arc::new(ContextObj { device, runtime, primary, flags, owned: Mutex::new(Owned::default()) });
+    let obj = Arc::new(ContextObj {
+        device,
+        runtime,
+        primary,
+        flags: AtomicU32::new(flags),
+        limits: Mutex::new(LIMIT_DEFAULTS),
+        cache_config: AtomicI32::new(0),
+        shared_config: AtomicI32::new(0),
+        id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+        owned: Mutex::new(Owned::default()),
+    });
     Ok(CONTEXTS.insert(obj))
 }
 
@@ -218,7 +253,230 @@ pub unsafe fn ctx_get_device(device: *mut CUdevice) -> CuResult<()> {
 pub unsafe fn ctx_get_flags(flags: *mut c_uint) -> CuResult<()> {
     let ctx = current()?;
     // SAFETY: forwarded caller contract.
-    unsafe { write_out(flags, ctx.flags) }
+    unsafe { write_out(flags, ctx.flags.load(Ordering::Relaxed)) }
+}
+
+/// `cuCtxSetFlags(unsigned int flags)`: on the current context.
+pub fn ctx_set_flags(flags: c_uint) -> CuResult<()> {
+    let ctx = current()?;
+    check_flags(flags)?;
+    ctx.flags.store(flags, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The context `ctx`, or the current one when `ctx` is NULL.
+pub fn given_or_current(ctx: Handle) -> CuResult<Arc<ContextObj>> {
+    if ctx.is_null() {
+        current()
+    } else {
+        lookup(ctx)
+    }
+}
+
+/// `cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)`: NULL means current.
+///
+/// # Safety
+/// `device` is NULL or writable.
+pub unsafe fn ctx_get_device_v2(device: *mut CUdevice, ctx: Handle) -> CuResult<()> {
+    let c = given_or_current(ctx)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(device, c.device.ordinal) }
+}
+
+/// `cuCtxSynchronize_v2(CUcontext ctx)`: NULL means current.
+pub fn ctx_synchronize_v2(ctx: Handle) -> CuResult<()> {
+    given_or_current(ctx)?.runtime.synchronize()?;
+    Ok(())
+}
+
+/// `cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)`: NULL means current.
+///
+/// # Safety
+/// `id` is NULL or writable.
+pub unsafe fn ctx_get_id(ctx: Handle, id: *mut u64) -> CuResult<()> {
+    let c = given_or_current(ctx)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(id, c.id) }
+}
+
+/// `cuCtxGetLimit(size_t *pvalue, CUlimit limit)`.
+/// "CUDA_ERROR_UNSUPPORTED_LIMIT" for limits this device does not have.
+///
+/// # Safety
+/// `value` is NULL or writable.
+pub unsafe fn ctx_get_limit(value: *mut usize, limit: c_int) -> CuResult<()> {
+    let ctx = current()?;
+    if value.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pvalue is NULL"));
+    }
+    let i = limit_index(limit)?;
+    let v = ctx.limits.lock().unwrap_or_else(|p| p.into_inner())[i];
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(value, v) }
+}
+
+fn limit_index(limit: c_int) -> CuResult<usize> {
+    match usize::try_from(limit) {
+        Ok(i) if i < LIMIT_COUNT => Ok(i),
+        _ if LIMIT_UNSUPPORTED.contains(&limit) => {
+            Err(CuError::CUDA_ERROR_UNSUPPORTED_LIMIT.because(format!("limit {limit} is not supported")))
+        }
+        _ => Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUlimit {limit}"))),
+    }
+}
+
+/// `cuCtxSetLimit(CUlimit limit, size_t value)`: values are recorded and
+/// reported back (kernels here have no fixed stack, FIFO or heap to resize);
+/// the L2 fetch granularity must be 0..=128.
+pub fn ctx_set_limit(limit: c_int, value: usize) -> CuResult<()> {
+    let ctx = current()?;
+    let i = limit_index(limit)?;
+    if i == 5 && value > 128 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the L2 fetch granularity is at most 128 bytes"));
+    }
+    ctx.limits.lock().unwrap_or_else(|p| p.into_inner())[i] = value;
+    Ok(())
+}
+
+/// `cuCtxGetCacheConfig(CUfunc_cache *pconfig)`.
+///
+/// # Safety
+/// `config` is NULL or writable.
+pub unsafe fn ctx_get_cache_config(config: *mut c_int) -> CuResult<()> {
+    let ctx = current()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(config, ctx.cache_config.load(Ordering::Relaxed)) }
+}
+
+/// `cuCtxSetCacheConfig(CUfunc_cache config)`: recorded; there is no L1/shared split here.
+pub fn ctx_set_cache_config(config: c_int) -> CuResult<()> {
+    let ctx = current()?;
+    crate::launch::check_cache_config(config)?;
+    ctx.cache_config.store(config, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)`.
+///
+/// # Safety
+/// `config` is NULL or writable.
+pub unsafe fn ctx_get_shared_mem_config(config: *mut c_int) -> CuResult<()> {
+    let ctx = current()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(config, ctx.shared_config.load(Ordering::Relaxed)) }
+}
+
+/// `cuCtxSetSharedMemConfig(CUsharedconfig config)`: 0..=2, recorded.
+pub fn ctx_set_shared_mem_config(config: c_int) -> CuResult<()> {
+    let ctx = current()?;
+    if !(0..=2).contains(&config) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUsharedconfig {config}")));
+    }
+    ctx.shared_config.store(config, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)`:
+/// both 0 (stream priorities are accepted but have no effect); either
+/// output may be NULL.
+///
+/// # Safety
+/// Both are NULL or writable.
+pub unsafe fn ctx_get_stream_priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResult<()> {
+    current()?;
+    // SAFETY: optional outputs, writable per the caller.
+    unsafe {
+        write_opt(least, 0);
+        write_opt(greatest, 0);
+    }
+    Ok(())
+}
+
+/// `cuCtxResetPersistingL2Cache()`: there is no persisting L2 to reset.
+pub fn ctx_reset_persisting_l2_cache() -> CuResult<()> {
+    current().map(|_| ())
+}
+
+/// `cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int
+/// numParams, unsigned int flags, CUdevice dev)`: execution affinity is not
+/// supported (`CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY` when asked for).
+///
+/// # Safety
+/// `pctx` is NULL or writable.
+pub unsafe fn ctx_create_v3(
+    pctx: *mut Handle,
+    params: *const std::ffi::c_void,
+    num_params: c_int,
+    flags: c_uint,
+    dev: CUdevice,
+) -> CuResult<()> {
+    driver::device(dev)?;
+    if num_params < 0 || (num_params > 0 && params.is_null()) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("bad execution affinity parameters"));
+    }
+    if num_params > 0 {
+        return Err(CuError::CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY.because("execution affinity is not supported"));
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { ctx_create(pctx, flags, dev) }
+}
+
+/// `CUctxCreateParams`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CtxCreateParams {
+    exec_affinity: *const std::ffi::c_void,
+    num_exec_affinity: c_int,
+    cig: *const std::ffi::c_void,
+}
+
+/// `cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+/// unsigned int flags, CUdevice dev)`: NULL params, or params asking for
+/// neither execution affinity nor CUDA-in-graphics, as `cuCtxCreate_v2`.
+///
+/// # Safety
+/// `pctx` is NULL or writable; `params` is NULL or readable.
+pub unsafe fn ctx_create_v4(
+    pctx: *mut Handle,
+    params: *const CtxCreateParams,
+    flags: c_uint,
+    dev: CUdevice,
+) -> CuResult<()> {
+    driver::device(dev)?;
+    if !params.is_null() {
+        // SAFETY: non-null and readable per the caller.
+        let p = unsafe { params.read_unaligned() };
+        if p.num_exec_affinity > 0 {
+            return Err(CuError::CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY.because("execution affinity is not supported"));
+        }
+        if !p.cig.is_null() {
+            return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("CUDA-in-graphics contexts are not supported"));
+        }
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { ctx_create(pctx, flags, dev) }
+}
+
+/// `cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)`:
+/// `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED` (devices do not share memory here).
+pub fn ctx_enable_peer_access(peer: Handle, flags: c_uint) -> CuResult<()> {
+    let ctx = current()?;
+    let peer = lookup(peer)?;
+    if flags != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("flags must be 0"));
+    }
+    if Arc::ptr_eq(&ctx, &peer) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("a context cannot be its own peer"));
+    }
+    Err(CuError::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED.because("peer access between Vulkan devices is not supported"))
+}
+
+/// `cuCtxDisablePeerAccess(CUcontext peerContext)`:
+/// `CUDA_ERROR_PEER_ACCESS_NOT_ENABLED` (it never is).
+pub fn ctx_disable_peer_access(peer: Handle) -> CuResult<()> {
+    current()?;
+    lookup(peer)?;
+    Err(CuError::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED.because("peer access is never enabled here"))
 }
 
 /// `cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)`: 3020, the
@@ -327,6 +585,10 @@ pub unsafe fn primary_get_state(dev: CUdevice, flags: *mut c_uint, active: *mut 
 pub fn primary_set_flags(dev: CUdevice, flags: c_uint) -> CuResult<()> {
     let device = driver::device(dev)?;
     check_flags(flags)?;
-    primary_state(device).flags = flags;
+    let mut state = primary_state(device);
+    state.flags = flags;
+    if let Some(obj) = state.handle.and_then(|h| CONTEXTS.get(h as Handle)) {
+        obj.flags.store(flags, Ordering::Relaxed);
+    }
     Ok(())
 }

@@ -190,7 +190,7 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         16 => to_int(info.multiprocessor_count.max(1)), // MULTIPROCESSOR_COUNT
         17 => 0,                                 // KERNEL_EXEC_TIMEOUT
         18 => c_int::from(info.device_type == DeviceType::IntegratedGpu), // INTEGRATED
-        19 => 0,                                 // CAN_MAP_HOST_MEMORY
+        19 => 1,                                 // CAN_MAP_HOST_MEMORY
         20 => 0,                                 // COMPUTE_MODE (default)
         30 => 512,                               // SURFACE_ALIGNMENT
         31 => 1,                                 // CONCURRENT_KERNELS
@@ -219,4 +219,115 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         _ => 0,
     };
     Ok(v)
+}
+
+/// `CUdevprop`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct DevProp {
+    max_threads_per_block: c_int,
+    max_threads_dim: [c_int; 3],
+    max_grid_size: [c_int; 3],
+    shared_mem_per_block: c_int,
+    total_constant_memory: c_int,
+    simd_width: c_int,
+    mem_pitch: c_int,
+    regs_per_block: c_int,
+    clock_rate: c_int,
+    texture_align: c_int,
+}
+
+/// `cuDeviceGetProperties(CUdevprop *prop, CUdevice dev)` (deprecated): the
+/// same values as the corresponding attributes.
+///
+/// # Safety
+/// `prop` is NULL or writable.
+pub unsafe fn device_get_properties(prop: *mut DevProp, dev: CUdevice) -> CuResult<()> {
+    let d = driver::device(dev)?;
+    if prop.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("prop is NULL"));
+    }
+    let a = |attrib| attribute(d, attrib);
+    let p = DevProp {
+        max_threads_per_block: a(1)?,
+        max_threads_dim: [a(2)?, a(3)?, a(4)?],
+        max_grid_size: [a(5)?, a(6)?, a(7)?],
+        shared_mem_per_block: a(8)?,
+        total_constant_memory: a(9)?,
+        simd_width: a(10)?,
+        mem_pitch: a(11)?,
+        regs_per_block: a(12)?,
+        clock_rate: a(13)?,
+        texture_align: a(14)?,
+    };
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(prop, p) }
+}
+
+/// `cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)`:
+/// always 0 (Vulkan devices do not share memory here).
+///
+/// # Safety
+/// `can_access` is NULL or writable.
+pub unsafe fn device_can_access_peer(can_access: *mut c_int, dev: CUdevice, peer: CUdevice) -> CuResult<()> {
+    driver::device(dev)?;
+    driver::device(peer)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(can_access, 0) }
+}
+
+/// `cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice
+/// srcDevice, CUdevice dstDevice)`: 0 for every attribute; "CUDA_ERROR_INVALID_DEVICE"
+/// if both are the same device.
+///
+/// # Safety
+/// `value` is NULL or writable.
+pub unsafe fn device_get_p2p_attribute(value: *mut c_int, attrib: c_int, src: CUdevice, dst: CUdevice) -> CuResult<()> {
+    driver::device(src)?;
+    driver::device(dst)?;
+    if src == dst {
+        return Err(CuError::CUDA_ERROR_INVALID_DEVICE.because("source and destination are the same device"));
+    }
+    if !(1..=5).contains(&attrib) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown P2P attribute {attrib}")));
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(value, 0) }
+}
+
+/// `cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)`: matches
+/// `[domain]:[bus]:[device].[function]` (hex) against every device's
+/// `cuDeviceGetPCIBusId`; `CUDA_ERROR_INVALID_DEVICE` if none matches.
+///
+/// # Safety
+/// `dev` is NULL or writable; `bus_id` is NULL or NUL-terminated.
+pub unsafe fn device_get_by_pci_bus_id(dev: *mut CUdevice, bus_id: *const c_char) -> CuResult<()> {
+    let drv = driver::driver()?;
+    if dev.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dev is NULL"));
+    }
+    // SAFETY: NUL-terminated per the caller.
+    let wanted = parse_bus_id(unsafe { crate::ffi::c_str(bus_id) }?)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("malformed PCI bus id"))?;
+    for d in &drv.devices {
+        let have = d.runtime()?.info().pci.map_or((0, 0, 0, 0), |p| (p.domain & 0xffff, p.bus, p.device, p.function));
+        if have == wanted {
+            // SAFETY: checked non-null; writable per the caller.
+            return unsafe { write_out(dev, d.ordinal) };
+        }
+    }
+    Err(CuError::CUDA_ERROR_INVALID_DEVICE.because("no device has that PCI bus id"))
+}
+
+/// Parses `domain:bus:device.function` or `bus:device.function` (hex).
+fn parse_bus_id(text: &str) -> Option<(u32, u32, u32, u32)> {
+    let (head, func) = text.trim().rsplit_once('.')?;
+    let parts: Vec<&str> = head.split(':').collect();
+    let hex = |s: &str| u32::from_str_radix(s, 16).ok();
+    let (domain, bus, device) = match parts[..] {
+        [d, b, v] => (hex(d)? & 0xffff, hex(b)?, hex(v)?),
+        [b, v] => (0, hex(b)?, hex(v)?),
+        _ => return None,
+    };
+    Some((domain, bus, device, hex(func)?))
 }

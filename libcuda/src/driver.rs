@@ -99,6 +99,12 @@ pub fn driver() -> CuResult<&'static Driver> {
     }
 }
 
+/// The reported compute capability as an SM number (`80` for 8.0).
+pub fn sm_version() -> CuResult<u32> {
+    let (major, minor) = driver()?.compute_capability;
+    Ok((major * 10 + minor) as u32)
+}
+
 /// The device with ordinal `dev`; `CUDA_ERROR_INVALID_DEVICE` if there is none.
 pub fn device(dev: CUdevice) -> CuResult<&'static Device> {
     let d = driver()?;

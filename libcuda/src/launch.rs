@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 
 use crate::context;
 use crate::driver;
-use crate::ffi::{bytes, read_in, write_out, Handle};
-use crate::module::{lookup_function, FunctionObj};
+use crate::ffi::{bytes, read_in, write_opt, write_out, Handle};
+use crate::library::resolve_function;
+use crate::module::FunctionObj;
 use crate::result::{CuError, CuResult};
 use crate::stream;
 
@@ -50,13 +51,22 @@ fn to_int(v: impl TryInto<c_int>) -> c_int {
 }
 
 /// Most threads a block of `f` may have: the device limit, lowered by the
-/// entry's `.maxntid` / `.reqntid`.
+/// entry's `.maxntid` / `.reqntid`, and by the translator's warp scratch
+/// memory (per thread on the emulated warp path), which must fit in shared
+/// memory with the static `.shared` variables.
 fn max_threads(f: &FunctionObj) -> u32 {
     let info = f.function.info();
-    let mut limit = f.context.runtime.info().max_threads_per_block;
+    let device = f.context.runtime.info();
+    let mut limit = device.max_threads_per_block;
     for dims in [info.maxntid, info.reqntid].into_iter().flatten() {
         let n = dims.iter().map(|&d| u64::from(d.max(1))).product::<u64>();
         limit = limit.min(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    if info.scratch_words_per_invocation > 0 {
+        let fixed = ptxvk_translator::abi::shared_words(info.static_shared_bytes, 0) as u64 * 4 + info.scratch_bytes(0);
+        let room = u64::from(device.max_shared_bytes).saturating_sub(fixed);
+        let threads = room / (u64::from(info.scratch_words_per_invocation) * 4) / 32 * 32;
+        limit = limit.min(u32::try_from(threads).unwrap_or(u32::MAX));
     }
     limit
 }
@@ -66,14 +76,23 @@ fn max_threads(f: &FunctionObj) -> u32 {
 /// # Safety
 /// `pi` is NULL or writable.
 pub unsafe fn func_get_attribute(pi: *mut c_int, attrib: c_int, hfunc: Handle) -> CuResult<()> {
-    let f = lookup_function(hfunc)?;
+    let f = resolve_function(hfunc)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { function_attribute(pi, attrib, &f) }
+}
+
+/// `cuFuncGetAttribute` on a resolved function (also `cuKernelGetAttribute`).
+///
+/// # Safety
+/// `pi` is NULL or writable.
+pub unsafe fn function_attribute(pi: *mut c_int, attrib: c_int, f: &FunctionObj) -> CuResult<()> {
     if pi.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pi is NULL"));
     }
     let info = f.function.info();
     let (ma, mi) = driver::driver()?.compute_capability;
     let v = match attrib {
-        CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => to_int(max_threads(&f)),
+        CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => to_int(max_threads(f)),
         CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => to_int(info.static_shared_bytes),
         CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => to_int(f.const_bytes),
         CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => to_int(info.local_bytes),
@@ -98,7 +117,12 @@ pub unsafe fn func_get_attribute(pi: *mut c_int, attrib: c_int, hfunc: Handle) -
 /// otherwise); the carveout is 0..=100 or -1 and only recorded. Other
 /// attributes are read-only (`CUDA_ERROR_INVALID_VALUE`).
 pub fn func_set_attribute(hfunc: Handle, attrib: c_int, value: c_int) -> CuResult<()> {
-    let f = lookup_function(hfunc)?;
+    let f = resolve_function(hfunc)?;
+    set_function_attribute(&f, attrib, value)
+}
+
+/// `cuFuncSetAttribute` on a resolved function (also `cuKernelSetAttribute`).
+pub fn set_function_attribute(f: &FunctionObj, attrib: c_int, value: c_int) -> CuResult<()> {
     match attrib {
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
             let limit = f.context.runtime.info().max_shared_bytes;
@@ -128,7 +152,12 @@ pub fn func_set_attribute(hfunc: Handle, attrib: c_int, value: c_int) -> CuResul
 /// `cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)`: recorded
 /// nowhere; there is no L1/shared split to configure.
 pub fn func_set_cache_config(hfunc: Handle, config: c_int) -> CuResult<()> {
-    lookup_function(hfunc)?;
+    resolve_function(hfunc)?;
+    check_cache_config(config)
+}
+
+/// "CUDA_ERROR_INVALID_VALUE" unless `config` is a `CUfunc_cache` (0..=3).
+pub fn check_cache_config(config: c_int) -> CuResult<()> {
     if !(0..=3).contains(&config) {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown cache config {config}")));
     }
@@ -141,7 +170,7 @@ pub fn func_set_cache_config(hfunc: Handle, config: c_int) -> CuResult<()> {
 /// # Safety
 /// `name` is NULL or writable.
 pub unsafe fn func_get_name(name: *mut *const c_char, hfunc: Handle) -> CuResult<()> {
-    let f = lookup_function(hfunc)?;
+    let f = resolve_function(hfunc)?;
     // SAFETY: forwarded caller contract.
     unsafe { write_out(name, f.name.as_ptr()) }
 }
@@ -255,10 +284,24 @@ pub unsafe fn launch_kernel(
     extra: *mut *mut c_void,
 ) -> CuResult<()> {
     context::current()?;
-    let f = lookup_function(hfunc)?;
+    let f = resolve_function(hfunc)?;
     stream::check(hstream)?;
-    let grid = [grid_x, grid_y, grid_z];
-    let block = [block_x, block_y, block_z];
+    // SAFETY: forwarded caller contract.
+    unsafe { launch(&f, [grid_x, grid_y, grid_z], [block_x, block_y, block_z], shared_mem_bytes, kernel_params, extra) }
+}
+
+/// Checks a launch configuration and queues it.
+///
+/// # Safety
+/// As [`launch_kernel`].
+unsafe fn launch(
+    f: &FunctionObj,
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared_mem_bytes: c_uint,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult<()> {
     if grid.contains(&0) || block.contains(&0) {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE
             .because(format!("zero grid or block dimension: grid {grid:?}, block {block:?}")));
@@ -285,11 +328,341 @@ pub unsafe fn launch_kernel(
             return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("both kernelParams and extra are given"));
         }
         // SAFETY: forwarded caller contract.
-        (true, false) => unsafe { args_from_extra(&f, extra) }?,
+        (true, false) => unsafe { args_from_extra(f, extra) }?,
         // SAFETY: forwarded caller contract (NULL is handled inside).
-        _ => unsafe { args_from_kernel_params(&f, kernel_params) }?,
+        _ => unsafe { args_from_kernel_params(f, kernel_params) }?,
     };
     let packed = f.function.pack_params(&args)?;
     f.context.runtime.launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
     Ok(())
+}
+
+/// `CUlaunchConfig`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LaunchConfig {
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared_mem_bytes: c_uint,
+    stream: Handle,
+    attrs: *const LaunchAttribute,
+    num_attrs: c_uint,
+}
+
+/// `CUlaunchAttribute`: an id and a 64-byte value union.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LaunchAttribute {
+    id: c_int,
+    pad: [u8; 4],
+    value: [u64; 8],
+}
+
+/// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
+const LAUNCH_ATTRIBUTE_COOPERATIVE: c_int = 2;
+/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`.
+const LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: c_int = 4;
+/// Largest `CUlaunchAttributeID` of CUDA 13.
+const LAST_LAUNCH_ATTRIBUTE: c_int = 32;
+
+/// `cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void
+/// **kernelParams, void **extra)`: a `CUkernel` is accepted for `f`.
+/// Attributes are checked: a cluster larger than one block is
+/// `CUDA_ERROR_NOT_SUPPORTED` (there are no clusters here); the others
+/// (cooperative, priority, access policy, programmatic serialisation, ...)
+/// need nothing, since launches run one after another.
+///
+/// # Safety
+/// `config` is NULL or readable, with `numAttrs` readable attributes; the
+/// parameters as [`launch_kernel`].
+pub unsafe fn launch_kernel_ex(
+    config: *const LaunchConfig,
+    hfunc: Handle,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult<()> {
+    context::current()?;
+    // SAFETY: forwarded caller contract.
+    let cfg = unsafe { read_in(config) }?;
+    let f = resolve_function(hfunc)?;
+    stream::check(cfg.stream)?;
+    if cfg.num_attrs > 0 && cfg.attrs.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("config->attrs is NULL with numAttrs > 0"));
+    }
+    for i in 0..cfg.num_attrs as usize {
+        // SAFETY: `numAttrs` readable attributes, per the caller.
+        let a = unsafe { cfg.attrs.add(i).read_unaligned() };
+        match a.id {
+            LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION => {
+                let dims = [a.value[0] as u32, (a.value[0] >> 32) as u32, a.value[1] as u32];
+                if dims.iter().any(|&d| d > 1) {
+                    return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
+                        .because(format!("thread block clusters ({dims:?}) are not supported")));
+                }
+            }
+            LAUNCH_ATTRIBUTE_COOPERATIVE => {}
+            id if (0..=LAST_LAUNCH_ATTRIBUTE).contains(&id) => {}
+            id => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown launch attribute {id}"))),
+        }
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { launch(&f, cfg.grid, cfg.block, cfg.shared_mem_bytes, kernel_params, extra) }
+}
+
+/// `cuLaunchCooperativeKernel(...)`: as `cuLaunchKernel` without `extra`.
+///
+/// # Safety
+/// As [`launch_kernel`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch_cooperative_kernel(
+    hfunc: Handle,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_mem_bytes: c_uint,
+    hstream: Handle,
+    kernel_params: *mut *mut c_void,
+) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        launch_kernel(
+            hfunc,
+            grid_x,
+            grid_y,
+            grid_z,
+            block_x,
+            block_y,
+            block_z,
+            shared_mem_bytes,
+            hstream,
+            kernel_params,
+            std::ptr::null_mut(),
+        )
+    }
+}
+
+/// `cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)`.
+///
+/// # Safety
+/// `hmod` is NULL or writable.
+pub unsafe fn func_get_module(hmod: *mut Handle, hfunc: Handle) -> CuResult<()> {
+    let f = resolve_function(hfunc)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(hmod, f.module as Handle) }
+}
+
+/// `cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t
+/// *paramOffset, size_t *paramSize)`: `CUDA_ERROR_INVALID_VALUE` past the
+/// last parameter; outputs optional.
+///
+/// # Safety
+/// `offset` and `size` are NULL or writable.
+pub unsafe fn func_get_param_info(hfunc: Handle, index: usize, offset: *mut usize, size: *mut usize) -> CuResult<()> {
+    let f = resolve_function(hfunc)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { param_info(&f, index, offset, size) }
+}
+
+/// Offset and size of parameter `index` of `f`.
+///
+/// # Safety
+/// `offset` and `size` are NULL or writable.
+pub unsafe fn param_info(f: &FunctionObj, index: usize, offset: *mut usize, size: *mut usize) -> CuResult<()> {
+    let info = f.function.info();
+    let p = info.params.get(index).ok_or_else(|| {
+        CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{} has {} parameters", info.name, info.params.len()))
+    })?;
+    // SAFETY: optional outputs, writable per the caller.
+    unsafe {
+        write_opt(offset, p.offset as usize);
+        write_opt(size, p.size as usize);
+    }
+    Ok(())
+}
+
+/// `cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)`:
+/// always `CU_FUNCTION_LOADING_STATE_LOADED` (1).
+///
+/// # Safety
+/// `state` is NULL or writable.
+pub unsafe fn func_is_loaded(state: *mut c_int, hfunc: Handle) -> CuResult<()> {
+    resolve_function(hfunc)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(state, 1) }
+}
+
+/// `cuFuncLoad(CUfunction function)`: functions are loaded with their module.
+pub fn func_load(hfunc: Handle) -> CuResult<()> {
+    resolve_function(hfunc).map(|_| ())
+}
+
+/// Blocks of `block_size` threads and `dynamic_smem` bytes of dynamic shared
+/// memory that fit on one multiprocessor at once: limited by the threads
+/// (2048) and blocks (32) per multiprocessor and by the shared memory.
+fn blocks_per_sm(f: &FunctionObj, block_size: c_int, dynamic_smem: usize) -> CuResult<c_int> {
+    if block_size <= 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("blockSize must be positive"));
+    }
+    let info = f.context.runtime.info();
+    let limit = max_threads(f) as c_int;
+    if block_size > limit {
+        return Ok(0);
+    }
+    let warps = (block_size + 31) / 32;
+    let by_threads = MAX_THREADS_PER_SM / (warps * 32);
+    let smem = u64::from(f.function.info().static_shared_bytes) + dynamic_smem as u64;
+    let by_smem = u64::from(info.max_shared_bytes).checked_div(smem).map_or(MAX_BLOCKS_PER_SM, to_int);
+    Ok(by_threads.min(by_smem).clamp(0, MAX_BLOCKS_PER_SM))
+}
+
+/// Threads per multiprocessor reported by the device attributes.
+const MAX_THREADS_PER_SM: c_int = 2048;
+/// Blocks per multiprocessor reported by the device attributes.
+const MAX_BLOCKS_PER_SM: c_int = 32;
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction
+/// func, int blockSize, size_t dynamicSMemSize)`.
+///
+/// # Safety
+/// `num_blocks` is NULL or writable.
+pub unsafe fn occupancy_max_active_blocks(
+    num_blocks: *mut c_int,
+    hfunc: Handle,
+    block_size: c_int,
+    dynamic_smem: usize,
+) -> CuResult<()> {
+    let f = resolve_function(hfunc)?;
+    if num_blocks.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("numBlocks is NULL"));
+    }
+    let n = blocks_per_sm(&f, block_size, dynamic_smem)?;
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(num_blocks, n) }
+}
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(...)`: the flags
+/// (`CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE`) change nothing.
+///
+/// # Safety
+/// As [`occupancy_max_active_blocks`].
+pub unsafe fn occupancy_max_active_blocks_with_flags(
+    num_blocks: *mut c_int,
+    hfunc: Handle,
+    block_size: c_int,
+    dynamic_smem: usize,
+    flags: c_uint,
+) -> CuResult<()> {
+    if flags > 1 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown occupancy flags {flags:#x}")));
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { occupancy_max_active_blocks(num_blocks, hfunc, block_size, dynamic_smem) }
+}
+
+/// `CUoccupancyB2DSize`: dynamic shared memory for a block size.
+pub type BlockToSmem = Option<unsafe extern "C" fn(c_int) -> usize>;
+
+/// `cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize,
+/// CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t
+/// dynamicSMemSize, int blockSizeLimit)`: the block size (a multiple of 32)
+/// with the most resident threads per multiprocessor, largest first on ties.
+///
+/// # Safety
+/// `min_grid` and `block_size` are NULL or writable; `to_smem` is NULL or a
+/// function that may be called with block sizes.
+pub unsafe fn occupancy_max_potential_block_size(
+    min_grid: *mut c_int,
+    block_size: *mut c_int,
+    hfunc: Handle,
+    to_smem: BlockToSmem,
+    dynamic_smem: usize,
+    limit: c_int,
+) -> CuResult<()> {
+    let f = resolve_function(hfunc)?;
+    if min_grid.is_null() || block_size.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("minGridSize or blockSize is NULL"));
+    }
+    let max = max_threads(&f) as c_int;
+    let max = if limit > 0 { max.min(limit) } else { max };
+    let (mut best, mut best_threads) = (0, -1);
+    let mut size = (max / 32) * 32;
+    if size == 0 {
+        size = max;
+    }
+    while size > 0 {
+        let smem = match to_smem {
+            // SAFETY: the caller's callback, called as the driver API documents.
+            Some(cb) => unsafe { cb(size) },
+            None => dynamic_smem,
+        };
+        let blocks = blocks_per_sm(&f, size, smem)?;
+        if blocks * size > best_threads {
+            best_threads = blocks * size;
+            best = size;
+        }
+        size -= 32;
+    }
+    let sms = to_int(f.context.runtime.info().multiprocessor_count.max(1));
+    let per_sm = if best > 0 {
+        let smem = match to_smem {
+            // SAFETY: as above.
+            Some(cb) => unsafe { cb(best) },
+            None => dynamic_smem,
+        };
+        blocks_per_sm(&f, best, smem)?
+    } else {
+        0
+    };
+    // SAFETY: both checked non-null; writable per the caller.
+    unsafe {
+        write_out(min_grid, per_sm.saturating_mul(sms))?;
+        write_out(block_size, best)
+    }
+}
+
+/// `cuOccupancyMaxPotentialBlockSizeWithFlags(...)`.
+///
+/// # Safety
+/// As [`occupancy_max_potential_block_size`].
+pub unsafe fn occupancy_max_potential_block_size_with_flags(
+    min_grid: *mut c_int,
+    block_size: *mut c_int,
+    hfunc: Handle,
+    to_smem: BlockToSmem,
+    dynamic_smem: usize,
+    limit: c_int,
+    flags: c_uint,
+) -> CuResult<()> {
+    if flags > 1 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown occupancy flags {flags:#x}")));
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { occupancy_max_potential_block_size(min_grid, block_size, hfunc, to_smem, dynamic_smem, limit) }
+}
+
+/// `cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
+/// CUfunction func, int numBlocks, int blockSize)`.
+///
+/// # Safety
+/// `dynamic_smem` is NULL or writable.
+pub unsafe fn occupancy_available_dynamic_smem(
+    dynamic_smem: *mut usize,
+    hfunc: Handle,
+    num_blocks: c_int,
+    block_size: c_int,
+) -> CuResult<()> {
+    let f = resolve_function(hfunc)?;
+    if num_blocks <= 0 || block_size <= 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("numBlocks and blockSize must be positive"));
+    }
+    let info = f.context.runtime.info();
+    let per_block = u64::from(info.max_shared_bytes) / num_blocks as u64;
+    let avail = per_block
+        .min(u64::from(f.max_dynamic_shared.load(Ordering::Relaxed)) + u64::from(f.function.info().static_shared_bytes))
+        .saturating_sub(u64::from(f.function.info().static_shared_bytes));
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(dynamic_smem, avail as usize) }
 }

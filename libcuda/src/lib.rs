@@ -8,8 +8,9 @@
 //! - [`api`]: the exported `extern "C"` functions, generated from one list;
 //!   each runs its implementation under [`result::guard`].
 //! - Implementations by concern, each validating its arguments and handles
-//!   first: [`device`], [`context`], [`module`] (with [`jit`] options),
-//!   [`memory`], [`launch`], [`stream`], [`tensor_map`].
+//!   first: [`device`], [`context`], [`module`] (with [`jit`] options and
+//!   [`fatbin`] containers), [`link`], [`library`], [`memory`], [`launch`],
+//!   [`stream`] (streams and events), [`tensor_map`].
 //! - Shared plumbing: [`result`] (`CUresult` codes), [`ffi`] (checked pointer
 //!   access), [`handles`] (registries of live objects), [`driver`] (global
 //!   state).
@@ -19,15 +20,23 @@
 //! - `PTXVK_CC`: compute capability to report, e.g. `8.6` (default `8.0`).
 //! - `PTXVK_TRACE=1`: report every failing call on stderr with its reason.
 //! - `PTXVK_DEVICE`: which Vulkan device is ordinal 0 (see the runtime).
+//!
+//! # Entry points
+//! Every function `cuda.h` declares is exported: the implemented ones from the
+//! list in [`api`], the others as stubs returning `CUDA_ERROR_NOT_SUPPORTED`,
+//! all generated from `cuda-api.tsv` (see `build.rs`).
 
 pub mod api;
 pub mod context;
 pub mod device;
 pub mod driver;
+pub mod fatbin;
 pub mod ffi;
 pub mod handles;
 pub mod jit;
 pub mod launch;
+pub mod library;
+pub mod link;
 pub mod memory;
 pub mod module;
 pub mod result;

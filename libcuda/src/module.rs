@@ -128,47 +128,130 @@ fn ptx_version(text: &str) -> c_int {
         .unwrap_or(0)
 }
 
-/// Translates and registers a module; on failure returns the error and the
-/// text for the JIT error log.
-fn load(ctx: &Arc<ContextObj>, image: &[u8], file_name: &str) -> Result<Handle, (CuError, String)> {
-    let only_ptx = "this driver (ptxvk) runs PTX only, translated to SPIR-V for Vulkan; \
-                    give it PTX text (e.g. `nvcc -ptx`, or numba without pynvjitlink)";
-    let text = match classify(image) {
-        ImageKind::Ptx => std::str::from_utf8(image).map_err(|e| {
-            let msg = format!("{file_name}: error: PTX is not valid UTF-8 text ({e})");
-            (CuError::CUDA_ERROR_INVALID_PTX.because(msg.clone()), msg)
-        })?,
-        ImageKind::Elf => {
-            let msg = format!("{file_name}: error: the image is an ELF (cubin) file, NVIDIA machine code; {only_ptx}");
-            return Err((CuError::CUDA_ERROR_INVALID_IMAGE.because(msg.clone()), msg));
-        }
-        ImageKind::FatBinary => {
-            let msg = format!("{file_name}: error: the image is an NVIDIA fat binary; {only_ptx}");
-            return Err((CuError::CUDA_ERROR_INVALID_IMAGE.because(msg.clone()), msg));
-        }
-        ImageKind::Empty => {
-            let msg = format!("{file_name}: error: the image is empty");
-            return Err((CuError::CUDA_ERROR_INVALID_IMAGE.because(msg.clone()), msg));
-        }
-    };
-    let module = ctx.runtime.load_module(text, file_name).map_err(|e| match e {
+/// Translations made ahead of a load (by `cuLinkComplete`), by device
+/// ordinal and PTX text; a load of the same text on the same device takes it.
+static PRETRANSLATED: Mutex<Vec<(c_int, String, ptxvk_runtime::Module)>> = Mutex::new(Vec::new());
+/// How many ahead-of-time translations are kept.
+const PRETRANSLATED_KEEP: usize = 8;
+
+fn translate(ctx: &ContextObj, text: &str, file_name: &str) -> Result<ptxvk_runtime::Module, (CuError, String)> {
+    ctx.runtime.load_module(text, file_name).map_err(|e| match e {
         ptxvk_runtime::Error::InvalidPtx(diag) => (CuError::CUDA_ERROR_INVALID_PTX.because(diag.clone()), diag),
         other => {
             let msg = other.to_string();
             (CuError::from(other), msg)
         }
-    })?;
+    })
+}
+
+/// Translates `text` now and keeps the result for the next load of the
+/// same text on the same device (see `cuLinkComplete`).
+pub fn pretranslate(ctx: &ContextObj, text: &str, file_name: &str) -> Result<(), (CuError, String)> {
+    let module = translate(ctx, text, file_name)?;
+    let mut cache = PRETRANSLATED.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.len() >= PRETRANSLATED_KEEP {
+        cache.remove(0);
+    }
+    cache.push((ctx.device.ordinal, text.to_string(), module));
+    Ok(())
+}
+
+/// A kept translation of `text` for `ctx`'s device, removed from the cache.
+fn take_pretranslated(ctx: &ContextObj, text: &str) -> Option<ptxvk_runtime::Module> {
+    let mut cache = PRETRANSLATED.lock().unwrap_or_else(|p| p.into_inner());
+    let i = cache.iter().position(|(d, t, _)| *d == ctx.device.ordinal && t == text)?;
+    Some(cache.remove(i).2)
+}
+
+/// Explains why an image is not loadable, or gives its PTX text.
+pub fn image_ptx(image: &[u8], file_name: &str) -> Result<String, (CuError, String)> {
+    let only_ptx = "this driver (ptxvk) runs PTX only, translated to SPIR-V for Vulkan; \
+                    give it PTX text (e.g. `nvcc -ptx`, or numba without nvjitlink)";
+    let fail = |code: CuError, msg: String| Err((code.because(msg.clone()), msg));
+    match classify(image) {
+        ImageKind::Ptx => {
+            let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
+            match std::str::from_utf8(&image[..end]) {
+                Ok(t) => Ok(t.to_string()),
+                Err(e) => fail(
+                    CuError::CUDA_ERROR_INVALID_PTX,
+                    format!("{file_name}: error: PTX is not valid UTF-8 text ({e})"),
+                ),
+            }
+        }
+        ImageKind::Elf => fail(
+            CuError::CUDA_ERROR_INVALID_IMAGE,
+            format!("{file_name}: error: the image is an ELF (cubin) file, NVIDIA machine code; {only_ptx}"),
+        ),
+        ImageKind::FatBinary => {
+            let sm = driver::sm_version().map_err(|e| (e, "cuInit has not been called".to_string()))?;
+            match crate::fatbin::select_ptx(image, sm) {
+                Ok(ptx) => image_ptx(&ptx, file_name),
+                Err(why) => fail(CuError::CUDA_ERROR_INVALID_IMAGE, format!("{file_name}: error: {why}; {only_ptx}")),
+            }
+        }
+        ImageKind::Empty => fail(CuError::CUDA_ERROR_INVALID_IMAGE, format!("{file_name}: error: the image is empty")),
+    }
+}
+
+/// Translates and registers a module; on failure returns the error and the
+/// text for the JIT error log.
+pub fn load(ctx: &Arc<ContextObj>, image: &[u8], file_name: &str) -> Result<Handle, (CuError, String)> {
+    let text = image_ptx(image, file_name)?;
+    let module = match take_pretranslated(ctx, &text) {
+        Some(m) => m,
+        None => translate(ctx, &text, file_name)?,
+    };
     let const_bytes = module.info().globals.iter().filter(|g| g.space == GlobalSpace::Const).map(|g| g.size).sum();
     let obj = Arc::new(ModuleObj {
         context: ctx.clone(),
         runtime: module,
-        ptx_version: ptx_version(text),
+        ptx_version: ptx_version(&text),
         const_bytes,
         functions: Mutex::new(BTreeMap::new()),
     });
     let handle = MODULES.insert(obj);
     ctx.owned().modules.insert(handle as usize);
     Ok(handle)
+}
+
+/// The bytes of an in-memory image: a fat binary (or its wrapper) up to the
+/// size its header gives, anything else up to its terminating NUL.
+///
+/// # Safety
+/// `image` is non-null and points to a NUL-terminated image (PTX), or to a
+/// complete fat binary, fat binary wrapper or ELF file.
+pub unsafe fn image_bytes<'a>(image: *const c_void) -> &'a [u8] {
+    let p = image.cast::<u8>();
+    // Read the first bytes one by one, stopping at a NUL, so that a short
+    // NUL-terminated text is never read past its end.
+    let mut head = [0u8; 4];
+    let mut n = 0;
+    while n < 4 {
+        // SAFETY: bytes up to and including the first NUL are readable.
+        let b = unsafe { p.add(n).read() };
+        if b == 0 {
+            break;
+        }
+        head[n] = b;
+        n += 1;
+    }
+    if n == 4 {
+        let magic = u32::from_le_bytes(head);
+        if magic == crate::fatbin::FATBIN_MAGIC || magic == crate::fatbin::WRAPPER_MAGIC {
+            // SAFETY: a complete container or wrapper, per the caller.
+            if let Some(c) = unsafe { crate::fatbin::container_from_pointer(image) } {
+                return c;
+            }
+        }
+        if head == *b"\x7fELF" {
+            // Only the magic matters: an ELF image is refused.
+            // SAFETY: the four bytes were just read.
+            return unsafe { std::slice::from_raw_parts(p, 4) };
+        }
+    }
+    // SAFETY: NUL-terminated, per the caller.
+    unsafe { CStr::from_ptr(image.cast::<c_char>()) }.to_bytes()
 }
 
 /// `cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int
@@ -193,10 +276,8 @@ pub unsafe fn module_load_data_ex(
     // SAFETY: forwarded caller contract.
     let jit = unsafe { JitOptions::parse(num_options, options, values) }?;
     let start = Instant::now();
-    // SAFETY: `image` is non-null and NUL-terminated per the caller. Binary
-    // images (ELF, fat binaries) have a zero byte within their first 8 bytes,
-    // so this reads no further than their header.
-    let image = unsafe { CStr::from_ptr(image.cast::<c_char>()) }.to_bytes();
+    // SAFETY: non-null; a NUL-terminated or complete binary image per the caller.
+    let image = unsafe { image_bytes(image) };
     let result = load(&ctx, image, IN_MEMORY_PTX_NAME);
     let ms = start.elapsed().as_secs_f32() * 1000.0;
     let (error_log, outcome) = match result {
@@ -238,24 +319,31 @@ pub unsafe fn module_load(module: *mut Handle, fname: *const c_char) -> CuResult
     let path = unsafe { c_str(fname) }?;
     let data = std::fs::read(path)
         .map_err(|e| CuError::CUDA_ERROR_FILE_NOT_FOUND.because(format!("cannot read {path}: {e}")))?;
-    let data = match data.iter().position(|&b| b == 0) {
-        Some(end) if classify(&data) == ImageKind::Ptx => &data[..end],
-        _ => &data[..],
-    };
-    let handle = load(&ctx, data, path).map_err(|(code, _)| code)?;
+    let handle = load(&ctx, &data, path).map_err(|(code, _)| code)?;
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(module, handle) }
 }
 
-/// `cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)`: fat
-/// binaries hold NVIDIA machine code or compressed PTX, neither of which this
-/// driver loads: `CUDA_ERROR_INVALID_IMAGE` (after the usual argument checks).
-pub fn module_load_fat_binary(module: Handle, fat_cubin: *const c_void) -> CuResult<()> {
-    context::current()?;
+/// `cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)`: loads the
+/// PTX a fat binary (or `__fatBinC_Wrapper_t`) carries; one with cubins only
+/// is `CUDA_ERROR_INVALID_IMAGE` (or `CUDA_ERROR_NO_BINARY_FOR_GPU` when the
+/// bytes are not a fat binary at all).
+///
+/// # Safety
+/// `module` is NULL or writable; `fat_cubin` is NULL or a complete fat binary.
+pub unsafe fn module_load_fat_binary(module: *mut Handle, fat_cubin: *const c_void) -> CuResult<()> {
+    let ctx = context::current()?;
     if module.is_null() || fat_cubin.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("module or fatCubin is NULL"));
     }
-    Err(CuError::CUDA_ERROR_INVALID_IMAGE.because("fat binaries cannot be loaded; this driver runs PTX text only"))
+    // SAFETY: non-null and a complete image per the caller.
+    let image = unsafe { image_bytes(fat_cubin) };
+    if classify(image) != ImageKind::FatBinary {
+        return Err(CuError::CUDA_ERROR_NO_BINARY_FOR_GPU.because("fatCubin is not a fat binary"));
+    }
+    let handle = load(&ctx, image, IN_MEMORY_PTX_NAME).map_err(|(code, _)| code)?;
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(module, handle) }
 }
 
 /// `cuModuleUnload(CUmodule hmod)`.
@@ -280,33 +368,38 @@ pub unsafe fn module_get_function(hfunc: *mut Handle, hmod: Handle, name: *const
     let module = lookup(hmod)?;
     // SAFETY: forwarded caller contract.
     let name = unsafe { c_str(name) }?;
-    let mut functions = module.functions.lock().unwrap_or_else(|p| p.into_inner());
-    let handle = match functions.get(name) {
-        Some(&h) => h as Handle,
-        None => {
-            let function = module.runtime.function(name).ok_or_else(|| {
-                CuError::CUDA_ERROR_NOT_FOUND.because(format!("the module has no entry named {name:?}"))
-            })?;
-            let static_shared = function.info().static_shared_bytes;
-            let info = module.context.runtime.info();
-            let default_dynamic = crate::device::shared_per_block(info).saturating_sub(static_shared);
-            let obj = Arc::new(FunctionObj {
-                module: hmod as usize,
-                context: module.context.clone(),
-                function,
-                name: CString::new(name).map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE)?,
-                ptx_version: module.ptx_version,
-                const_bytes: module.const_bytes,
-                max_dynamic_shared: AtomicU32::new(default_dynamic),
-                carveout: AtomicI32::new(-1),
-            });
-            let h = FUNCTIONS.insert(obj);
-            functions.insert(name.to_string(), h as usize);
-            h
-        }
-    };
+    let handle = function_handle(&module, hmod, name)?;
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(hfunc, handle) }
+}
+
+/// The `CUfunction` of entry `name` in `module` (handle `hmod`): the same
+/// handle every time; `CUDA_ERROR_NOT_FOUND` if there is no such `.entry`.
+pub fn function_handle(module: &Arc<ModuleObj>, hmod: Handle, name: &str) -> CuResult<Handle> {
+    let mut functions = module.functions.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&h) = functions.get(name) {
+        return Ok(h as Handle);
+    }
+    let function = module
+        .runtime
+        .function(name)
+        .ok_or_else(|| CuError::CUDA_ERROR_NOT_FOUND.because(format!("the module has no entry named {name:?}")))?;
+    let static_shared = function.info().static_shared_bytes;
+    let info = module.context.runtime.info();
+    let default_dynamic = crate::device::shared_per_block(info).saturating_sub(static_shared);
+    let obj = Arc::new(FunctionObj {
+        module: hmod as usize,
+        context: module.context.clone(),
+        function,
+        name: CString::new(name).map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE)?,
+        ptx_version: module.ptx_version,
+        const_bytes: module.const_bytes,
+        max_dynamic_shared: AtomicU32::new(default_dynamic),
+        carveout: AtomicI32::new(-1),
+    });
+    let h = FUNCTIONS.insert(obj);
+    functions.insert(name.to_string(), h as usize);
+    Ok(h)
 }
 
 /// `cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
@@ -332,6 +425,46 @@ pub unsafe fn module_get_global(
     unsafe {
         write_opt(dptr, addr);
         write_opt(bytes, usize::try_from(size).unwrap_or(usize::MAX));
+    }
+    Ok(())
+}
+
+/// `cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)`: modules load
+/// eagerly (`CU_MODULE_EAGER_LOADING`).
+///
+/// # Safety
+/// `mode` is NULL or writable.
+pub unsafe fn module_get_loading_mode(mode: *mut c_int) -> CuResult<()> {
+    driver::driver()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(mode, 1) }
+}
+
+/// `cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)`.
+///
+/// # Safety
+/// `count` is NULL or writable.
+pub unsafe fn module_get_function_count(count: *mut c_uint, hmod: Handle) -> CuResult<()> {
+    let module = lookup(hmod)?;
+    let n = module.runtime.entry_names().len();
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(count, n as c_uint) }
+}
+
+/// `cuModuleEnumerateFunctions(CUfunction *functions, unsigned int
+/// numFunctions, CUmodule mod)`: the first `numFunctions` entries.
+///
+/// # Safety
+/// `functions` is NULL or writable for `num` handles.
+pub unsafe fn module_enumerate_functions(functions: *mut Handle, num: c_uint, hmod: Handle) -> CuResult<()> {
+    let module = lookup(hmod)?;
+    if functions.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("functions is NULL"));
+    }
+    for (i, name) in module.runtime.entry_names().iter().take(num as usize).enumerate() {
+        let h = function_handle(&module, hmod, name)?;
+        // SAFETY: `i < num`; writable per the caller.
+        unsafe { functions.add(i).write_unaligned(h) };
     }
     Ok(())
 }

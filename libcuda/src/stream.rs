@@ -1,19 +1,33 @@
-//! Streams. All work of a device runs in submission order on its one queue,
-//! so a `CUstream` only has to exist: synchronizing any stream waits for the
-//! whole context, and work on different streams never overlaps.
+//! Streams, events and host callbacks.
+//!
+//! All work of a device runs in submission order on its one queue, so a
+//! `CUstream` only has to exist: work on different streams never overlaps,
+//! synchronising any stream waits for the whole device, and waiting on an
+//! event is already satisfied by that order. Host callbacks
+//! (`cuLaunchHostFunc`, `cuStreamAddCallback`) run on the calling thread
+//! once the work queued before them has finished.
+//!
+//! An event records the time at which the work queued before it finished
+//! (the device is synchronised and the host clock read), which is what
+//! `cuEventElapsedTime` compares.
 
-use std::ffi::{c_int, c_uint};
-use std::sync::Arc;
+use std::ffi::{c_float, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use crate::context::{self, ContextObj};
-use crate::ffi::{write_out, Handle};
-use crate::handles::Registry;
-use crate::result::{CuError, CuResult};
+use crate::driver;
+use crate::ffi::{write_out, CUdevice, Handle};
+use crate::handles::{handle_of, Registry};
+use crate::result::{CUresult, CuError, CuResult};
 
 /// `CU_STREAM_LEGACY`: the legacy default stream, as a handle value.
 pub const CU_STREAM_LEGACY: usize = 0x1;
 /// `CU_STREAM_PER_THREAD`: the per-thread default stream, as a handle value.
 pub const CU_STREAM_PER_THREAD: usize = 0x2;
+/// `CU_STREAM_NON_BLOCKING`.
+pub const CU_STREAM_NON_BLOCKING: c_uint = 0x1;
 
 /// A `CUstream` created by `cuStreamCreate`.
 pub struct StreamObj {
@@ -21,20 +35,45 @@ pub struct StreamObj {
     pub context: Arc<ContextObj>,
     /// Creation flags (`CU_STREAM_DEFAULT` or `CU_STREAM_NON_BLOCKING`).
     pub flags: c_uint,
+    /// The priority it was created with (clamped to the range, i.e. 0).
+    pub priority: c_int,
+    /// `cuStreamGetId`.
+    pub id: u64,
 }
 
 /// Live streams.
 pub static STREAMS: Registry<StreamObj> = Registry::new();
 
+/// Stream ids; 0 and 1 are left for the default streams.
+static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(16);
+
+/// Whether `stream` is one of the default-stream handles (NULL,
+/// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`).
+fn is_default(stream: Handle) -> bool {
+    matches!(stream as usize, 0 | CU_STREAM_LEGACY | CU_STREAM_PER_THREAD)
+}
+
 /// Accepts the null stream, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD` and
 /// live streams; anything else is `CUDA_ERROR_INVALID_HANDLE`.
 pub fn check(stream: Handle) -> CuResult<()> {
-    let v = stream as usize;
-    if v == 0 || v == CU_STREAM_LEGACY || v == CU_STREAM_PER_THREAD || STREAMS.get(stream).is_some() {
+    if is_default(stream) || STREAMS.get(stream).is_some() {
         Ok(())
     } else {
         Err(CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))
     }
+}
+
+/// The context a stream's work goes to: its own, or the current one for
+/// the default streams.
+pub fn context_of(stream: Handle) -> CuResult<Arc<ContextObj>> {
+    if is_default(stream) {
+        return context::current();
+    }
+    driver::driver()?;
+    STREAMS
+        .get(stream)
+        .map(|s| s.context.clone())
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))
 }
 
 /// `cuStreamCreate(CUstream *phStream, unsigned int flags)`.
@@ -42,30 +81,33 @@ pub fn check(stream: Handle) -> CuResult<()> {
 /// # Safety
 /// `ph_stream` is NULL or writable.
 pub unsafe fn stream_create(ph_stream: *mut Handle, flags: c_uint) -> CuResult<()> {
-    let context = context::current()?;
-    if ph_stream.is_null() {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("phStream is NULL"));
-    }
-    if flags & !1 != 0 {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown stream flags {flags:#x}")));
-    }
-    let handle = STREAMS.insert(Arc::new(StreamObj { context, flags }));
-    // SAFETY: checked non-null; writable per the caller.
-    unsafe { write_out(ph_stream, handle) }
+    // SAFETY: forwarded caller contract.
+    unsafe { stream_create_with_priority(ph_stream, flags, 0) }
 }
 
 /// `cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)`:
-/// the priority is accepted and ignored.
+/// the priority is clamped to the range `cuCtxGetStreamPriorityRange`
+/// reports (0..=0), as the driver does.
 ///
 /// # Safety
 /// `ph_stream` is NULL or writable.
 pub unsafe fn stream_create_with_priority(ph_stream: *mut Handle, flags: c_uint, _priority: c_int) -> CuResult<()> {
-    // SAFETY: forwarded caller contract.
-    unsafe { stream_create(ph_stream, flags) }
+    let context = context::current()?;
+    if ph_stream.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("phStream is NULL"));
+    }
+    if flags & !CU_STREAM_NON_BLOCKING != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown stream flags {flags:#x}")));
+    }
+    let id = NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed);
+    let handle = STREAMS.insert(Arc::new(StreamObj { context, flags, priority: 0, id }));
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(ph_stream, handle) }
 }
 
 /// `cuStreamDestroy_v2(CUstream hStream)`: waits for the stream's work.
 pub fn stream_destroy(stream: Handle) -> CuResult<()> {
+    driver::driver()?;
     let obj = STREAMS
         .remove(stream)
         .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))?;
@@ -75,11 +117,7 @@ pub fn stream_destroy(stream: Handle) -> CuResult<()> {
 
 /// `cuStreamSynchronize(CUstream hStream)`.
 pub fn stream_synchronize(stream: Handle) -> CuResult<()> {
-    check(stream)?;
-    match STREAMS.get(stream) {
-        Some(obj) => obj.context.runtime.synchronize()?,
-        None => context::current()?.runtime.synchronize()?,
-    }
+    context_of(stream)?.runtime.synchronize()?;
     Ok(())
 }
 
@@ -87,4 +125,279 @@ pub fn stream_synchronize(stream: Handle) -> CuResult<()> {
 /// it never says `CUDA_ERROR_NOT_READY`.
 pub fn stream_query(stream: Handle) -> CuResult<()> {
     stream_synchronize(stream)
+}
+
+/// `cuStreamGetFlags(CUstream hStream, unsigned int *flags)`: 0 for the
+/// default streams.
+///
+/// # Safety
+/// `flags` is NULL or writable.
+pub unsafe fn stream_get_flags(stream: Handle, flags: *mut c_uint) -> CuResult<()> {
+    context_of(stream)?;
+    let f = STREAMS.get(stream).map_or(0, |s| s.flags);
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(flags, f) }
+}
+
+/// `cuStreamGetPriority(CUstream hStream, int *priority)`.
+///
+/// # Safety
+/// `priority` is NULL or writable.
+pub unsafe fn stream_get_priority(stream: Handle, priority: *mut c_int) -> CuResult<()> {
+    context_of(stream)?;
+    let p = STREAMS.get(stream).map_or(0, |s| s.priority);
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(priority, p) }
+}
+
+/// `cuStreamGetId(CUstream hStream, unsigned long long *streamId)`: 0 for
+/// the legacy default stream, 1 for the per-thread one.
+///
+/// # Safety
+/// `id` is NULL or writable.
+pub unsafe fn stream_get_id(stream: Handle, id: *mut u64) -> CuResult<()> {
+    context_of(stream)?;
+    let v = match stream as usize {
+        CU_STREAM_PER_THREAD => 1,
+        _ => STREAMS.get(stream).map_or(0, |s| s.id),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(id, v) }
+}
+
+/// `cuStreamGetCtx(CUstream hStream, CUcontext *pctx)`.
+///
+/// # Safety
+/// `pctx` is NULL or writable.
+pub unsafe fn stream_get_ctx(stream: Handle, pctx: *mut Handle) -> CuResult<()> {
+    let ctx = context_of(stream)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(pctx, handle_of(&ctx)) }
+}
+
+/// `cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx
+/// *pGreenCtx)`: there are no green contexts, so `*pGreenCtx` is NULL.
+///
+/// # Safety
+/// `pctx` and `green` are NULL or writable.
+pub unsafe fn stream_get_ctx_v2(stream: Handle, pctx: *mut Handle, green: *mut Handle) -> CuResult<()> {
+    let ctx = context_of(stream)?;
+    if pctx.is_null() || green.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pCtx or pGreenCtx is NULL"));
+    }
+    // SAFETY: both checked non-null; writable per the caller.
+    unsafe {
+        write_out(pctx, handle_of(&ctx))?;
+        write_out(green, std::ptr::null_mut())
+    }
+}
+
+/// `cuStreamGetDevice(CUstream hStream, CUdevice *device)`.
+///
+/// # Safety
+/// `device` is NULL or writable.
+pub unsafe fn stream_get_device(stream: Handle, device: *mut CUdevice) -> CuResult<()> {
+    let ctx = context_of(stream)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(device, ctx.device.ordinal) }
+}
+
+/// `cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)`:
+/// never capturing (graphs are not supported).
+///
+/// # Safety
+/// `status` is NULL or writable.
+pub unsafe fn stream_is_capturing(stream: Handle, status: *mut c_int) -> CuResult<()> {
+    context_of(stream)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(status, 0) }
+}
+
+/// `cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)`:
+/// satisfied by the single in-order queue once both handles are checked.
+pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<()> {
+    context_of(stream)?;
+    lookup_event(event)?;
+    if flags & !1 != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown wait flags {flags:#x}")));
+    }
+    Ok(())
+}
+
+/// `CUhostFn`.
+pub type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+/// `CUstreamCallback`.
+pub type StreamCallback = Option<unsafe extern "C" fn(Handle, CUresult, *mut c_void)>;
+
+/// `cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)`: runs
+/// `fn(userData)` once the work queued before it has finished.
+///
+/// # Safety
+/// `f` is NULL or a function that may be called with `user_data`.
+pub unsafe fn launch_host_func(stream: Handle, f: HostFn, user_data: *mut c_void) -> CuResult<()> {
+    let ctx = context_of(stream)?;
+    let f = f.ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("fn is NULL"))?;
+    ctx.runtime.synchronize()?;
+    // SAFETY: the caller's host function, called as the driver API documents.
+    unsafe { f(user_data) };
+    Ok(())
+}
+
+/// `cuLaunchHostFunc_v2(CUstream hStream, CUhostFn fn, void *userData,
+/// unsigned int syncMode)`: as [`launch_host_func`].
+///
+/// # Safety
+/// As [`launch_host_func`].
+pub unsafe fn launch_host_func_v2(stream: Handle, f: HostFn, user_data: *mut c_void, _mode: c_uint) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
+    unsafe { launch_host_func(stream, f, user_data) }
+}
+
+/// `cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void
+/// *userData, unsigned int flags)`: "flags must be 0"; the callback gets the
+/// stream, the status of the preceding work and `userData`.
+///
+/// # Safety
+/// `callback` is NULL or a function that may be called as documented.
+pub unsafe fn stream_add_callback(
+    stream: Handle,
+    callback: StreamCallback,
+    user_data: *mut c_void,
+    flags: c_uint,
+) -> CuResult<()> {
+    let ctx = context_of(stream)?;
+    let cb = callback.ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("callback is NULL"))?;
+    if flags != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("flags must be 0"));
+    }
+    let status = match ctx.runtime.synchronize() {
+        Ok(()) => 0,
+        Err(e) => CuError::from(e).code(),
+    };
+    // SAFETY: the caller's callback, called as the driver API documents.
+    unsafe { cb(stream, status, user_data) };
+    Ok(())
+}
+
+/// A `CUevent`.
+pub struct EventObj {
+    /// The context it was created in.
+    pub context: Arc<ContextObj>,
+    /// `CU_EVENT_*` creation flags.
+    pub flags: c_uint,
+    /// When the work before its last record finished.
+    recorded: Mutex<Option<Instant>>,
+}
+
+/// `CU_EVENT_DISABLE_TIMING`.
+pub const CU_EVENT_DISABLE_TIMING: c_uint = 0x2;
+/// All `CU_EVENT_*` flags (`BLOCKING_SYNC`, `DISABLE_TIMING`, `INTERPROCESS`).
+const EVENT_FLAGS: c_uint = 0x7;
+
+/// Live events.
+pub static EVENTS: Registry<EventObj> = Registry::new();
+
+/// The live event `event`; `CUDA_ERROR_INVALID_HANDLE` otherwise.
+pub fn lookup_event(event: Handle) -> CuResult<Arc<EventObj>> {
+    driver::driver()?;
+    EVENTS
+        .get(event)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{event:p} is not a live event")))
+}
+
+/// `cuEventCreate(CUevent *phEvent, unsigned int Flags)`.
+///
+/// # Safety
+/// `ph_event` is NULL or writable.
+pub unsafe fn event_create(ph_event: *mut Handle, flags: c_uint) -> CuResult<()> {
+    let context = context::current()?;
+    if ph_event.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("phEvent is NULL"));
+    }
+    if flags & !EVENT_FLAGS != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown event flags {flags:#x}")));
+    }
+    let h = EVENTS.insert(Arc::new(EventObj { context, flags, recorded: Mutex::new(None) }));
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(ph_event, h) }
+}
+
+/// `cuEventDestroy_v2(CUevent hEvent)`.
+pub fn event_destroy(event: Handle) -> CuResult<()> {
+    driver::driver()?;
+    EVENTS
+        .remove(event)
+        .map(|_| ())
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{event:p} is not a live event")))
+}
+
+/// `cuEventRecord(CUevent hEvent, CUstream hStream)`: "CUDA_ERROR_INVALID_HANDLE"
+/// if the stream and event belong to different contexts.
+pub fn event_record(event: Handle, stream: Handle) -> CuResult<()> {
+    let ev = lookup_event(event)?;
+    let ctx = context_of(stream)?;
+    if ctx.device.ordinal != ev.context.device.ordinal {
+        return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("the event and the stream are on different devices"));
+    }
+    ctx.runtime.synchronize()?;
+    *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    Ok(())
+}
+
+/// `cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)`.
+pub fn event_record_with_flags(event: Handle, stream: Handle, flags: c_uint) -> CuResult<()> {
+    if flags & !1 != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown record flags {flags:#x}")));
+    }
+    event_record(event, stream)
+}
+
+/// `cuEventQuery(CUevent hEvent)`: recorded work has always finished.
+pub fn event_query(event: Handle) -> CuResult<()> {
+    lookup_event(event).map(|_| ())
+}
+
+/// `cuEventSynchronize(CUevent hEvent)`.
+pub fn event_synchronize(event: Handle) -> CuResult<()> {
+    lookup_event(event).map(|_| ())
+}
+
+/// `cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)`:
+/// "CUDA_ERROR_INVALID_HANDLE" if either event was created with
+/// `CU_EVENT_DISABLE_TIMING` or has not been recorded.
+///
+/// # Safety
+/// `ms` is NULL or writable.
+pub unsafe fn event_elapsed_time(ms: *mut c_float, start: Handle, end: Handle) -> CuResult<()> {
+    let s = lookup_event(start)?;
+    let e = lookup_event(end)?;
+    if ms.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pMilliseconds is NULL"));
+    }
+    if (s.flags | e.flags) & CU_EVENT_DISABLE_TIMING != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("an event was created with CU_EVENT_DISABLE_TIMING"));
+    }
+    let t0 = *s.recorded.lock().unwrap_or_else(|p| p.into_inner());
+    let t1 = *e.recorded.lock().unwrap_or_else(|p| p.into_inner());
+    let (Some(t0), Some(t1)) = (t0, t1) else {
+        return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("an event has not been recorded"));
+    };
+    let v = if t1 >= t0 { (t1 - t0).as_secs_f64() * 1e3 } else { -((t0 - t1).as_secs_f64() * 1e3) };
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(ms, v as c_float) }
+}
+
+/// `cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent)`.
+pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
+    let c = context::lookup(ctx)?;
+    let ev = lookup_event(event)?;
+    c.runtime.synchronize()?;
+    *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    Ok(())
+}
+
+/// `cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent)`: satisfied by the in-order queue.
+pub fn ctx_wait_event(ctx: Handle, event: Handle) -> CuResult<()> {
+    context::lookup(ctx)?;
+    lookup_event(event).map(|_| ())
 }

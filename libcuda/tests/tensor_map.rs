@@ -71,7 +71,7 @@ type AllocClassFn = unsafe extern "C" fn(*mut c_void, c_int, *mut c_int) -> u32;
 fn proc(api: &Api, name: &std::ffi::CStr) -> *mut c_void {
     let mut f: *mut c_void = std::ptr::null_mut();
     let mut status = -1;
-    check(api, cu!(api.cuGetProcAddress_v2(name.as_ptr(), &mut f, 13000, 0, &mut status)), "cuGetProcAddress");
+    check(api, cu!(api.cuGetProcAddress_v2(name.as_ptr(), &mut f, 13050, 0, &mut status)), "cuGetProcAddress");
     assert!(!f.is_null());
     f
 }

@@ -3,14 +3,20 @@
 //! ```text
 //! ptx2spv INPUT.ptx -o OUT.spv [--entry NAME] [--target-env vulkan1.2|vulkan1.3]
 //!         [--emit spv|spvasm] [--check] [--parse-only] [--list-entries]
+//!         [--warp-path native|slice|emulated | --subgroup-size N]
 //! ```
+//! The warp path says how 32-lane warp operations are built (see
+//! `ptxvk_translator::WarpPath`): `emulated` (the default) runs on every
+//! device; `native` needs pipelines with full 32-wide subgroups, `slice` full
+//! subgroups of a multiple of 32. `--subgroup-size N` picks the path for a
+//! device whose pipelines run with full subgroups of N invocations.
 //! Input `-` reads stdin. Without `-o`, output goes to stdout unless stdout
 //! is a terminal. Diagnostics go to stderr as `file:line:col: error: ...`;
 //! the exit status is 0 on success and 1 on any error.
 #![forbid(unsafe_code)]
 
 use clap::{Parser, ValueEnum};
-use ptxvk_translator::{Options, TargetEnv};
+use ptxvk_translator::{Options, TargetEnv, WarpPath};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +27,16 @@ enum Env {
     Vulkan12,
     #[value(name = "vulkan1.3")]
     Vulkan13,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Warp {
+    /// Full 32-wide subgroups: warp operations are subgroup operations.
+    Native,
+    /// Full subgroups of 64 or 128: a warp is a 32-lane slice.
+    Slice,
+    /// Any subgroup size: workgroup memory and barriers.
+    Emulated,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -67,6 +83,12 @@ struct Cli {
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
+    /// How warp operations are implemented (default: emulated, or chosen by --subgroup-size).
+    #[arg(long = "warp-path", value_enum, conflicts_with = "subgroup_size")]
+    warp_path: Option<Warp>,
+    /// The full subgroup size pipelines run with: 32 selects native, 64 or 128 slice, others emulated.
+    #[arg(long = "subgroup-size")]
+    subgroup_size: Option<u32>,
 }
 
 fn main() -> ExitCode {
@@ -112,6 +134,12 @@ fn run(cli: Cli) -> Result<(), String> {
         max_push_constant_bytes: cli.push_constant_bytes,
         emulate_fma: cli.emulate_fma,
         float_atomics: cli.float_atomics,
+        warp_path: match (cli.warp_path, cli.subgroup_size) {
+            (Some(Warp::Native), _) => WarpPath::Native,
+            (Some(Warp::Slice), _) => WarpPath::Slice,
+            (Some(Warp::Emulated), _) => WarpPath::Emulated,
+            (None, size) => WarpPath::for_subgroup_size(size),
+        },
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
 use gpu_allocator::MemoryLocation;
-use ptxvk_translator::{abi, Options, ParamPassing};
+use ptxvk_translator::{abi, Options, ParamPassing, WarpPath};
 
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
@@ -76,6 +76,16 @@ impl Context {
         self.0.alloc(bytes)
     }
 
+    /// Allocates `bytes` of host memory the device can address too (mapped,
+    /// host-coherent): returns its device address and its host address. The
+    /// device sees host writes made before the work that reads them is
+    /// queued; the host sees device writes after a synchronisation. Freed
+    /// with [`Context::free`] (of the device address); the host address is
+    /// valid until then.
+    pub fn alloc_mapped(&self, bytes: u64) -> Result<(u64, *mut u8)> {
+        self.0.alloc_mapped(bytes)
+    }
+
     /// Frees the allocation based at `addr` (after queued work that may use it).
     pub fn free(&self, addr: u64) -> Result<()> {
         self.0.free(addr)
@@ -130,7 +140,17 @@ impl Context {
     /// Translates PTX and loads it. Bad PTX gives [`Error::InvalidPtx`] with
     /// the rendered diagnostics.
     pub fn load_module(&self, ptx: &str, file_name: &str) -> Result<Module> {
-        self.0.load_module(ptx, file_name, self.0.info.emulate_fma)
+        self.0.load_module(ptx, file_name, self.0.info.emulate_fma, self.0.info.warp_path)
+    }
+
+    /// Like [`Context::load_module`], with warp operations built for `path`
+    /// instead of the device's choice; [`Error::Unsupported`] unless the
+    /// device can run it (see [`DeviceInfo::warp_paths`]).
+    pub fn load_module_with_warp_path(&self, ptx: &str, file_name: &str, path: WarpPath) -> Result<Module> {
+        if !self.0.info.warp_paths.contains(&path) {
+            return Err(Error::Unsupported(format!("the {} warp path on this device", path.name())));
+        }
+        self.0.load_module(ptx, file_name, self.0.info.emulate_fma, path)
     }
 
     /// Loads an already translated module (for example `ptx2spv` output or a
@@ -138,12 +158,12 @@ impl Context {
     /// produced with this device's options; the SPIR-V must follow the launch
     /// ABI in [`ptxvk_translator::abi`].
     pub fn load_spirv(&self, spirv: &[u32], info: ptxvk_translator::ModuleInfo) -> Result<Module> {
-        self.0.load_spirv(spirv, info)
+        self.0.load_spirv(spirv, info, self.0.info.warp_path)
     }
 
     /// The translator options modules are translated with on this device.
     pub fn translate_options(&self) -> Options {
-        self.0.options(self.0.info.emulate_fma)
+        self.0.options(self.0.info.emulate_fma, self.0.info.warp_path)
     }
 
     /// Queues a kernel launch. `params` is the packed parameter block (see
@@ -220,6 +240,24 @@ impl ContextInner {
         let addr = buffer.address;
         self.lock().table.insert_user(Arc::new(buffer), bytes);
         Ok(addr)
+    }
+
+    pub(crate) fn alloc_mapped(&self, bytes: u64) -> Result<(u64, *mut u8)> {
+        if bytes == 0 {
+            return Err(Error::InvalidValue("cannot allocate 0 bytes".into()));
+        }
+        // Page-aligned, like CUDA's page-locked host memory.
+        const PAGE: u64 = 4096;
+        let size = align_up(bytes.max(4), PAGE).ok_or(Error::OutOfMemory)?;
+        if size > self.info.max_buffer_size {
+            return Err(Error::OutOfMemory);
+        }
+        let buffer =
+            Buffer::new(&self.device, size, DEVICE_USAGE, MemoryLocation::CpuToGpu, PAGE, "ptxvk mapped host memory")?;
+        let host = buffer.host_ptr()?;
+        let addr = buffer.address;
+        self.lock().table.insert_user(Arc::new(buffer), bytes);
+        Ok((addr, host))
     }
 
     pub(crate) fn free(&self, addr: u64) -> Result<()> {
@@ -366,26 +404,38 @@ impl ContextInner {
         Ok(())
     }
 
-    fn options(&self, emulate_fma: bool) -> Options {
+    fn options(&self, emulate_fma: bool, warp_path: WarpPath) -> Options {
         Options {
             target_env: self.info.target_env,
             entry: None,
             max_push_constant_bytes: self.info.max_push_constant_bytes,
             emulate_fma,
             float_atomics: self.info.supports_buffer_f32_atomic_add,
+            warp_path,
         }
     }
 
-    pub(crate) fn load_module(&self, ptx: &str, file_name: &str, emulate_fma: bool) -> Result<Module> {
-        let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma))
+    pub(crate) fn load_module(
+        &self,
+        ptx: &str,
+        file_name: &str,
+        emulate_fma: bool,
+        warp_path: WarpPath,
+    ) -> Result<Module> {
+        let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma, warp_path))
             .map_err(|d| Error::InvalidPtx(d.to_string()))?;
         if std::env::var(crate::instance::SPIRV_VAL_ENV).is_ok_and(|v| v == "1") {
             spirv_val(&translation.spirv, self.info.target_env, file_name)?;
         }
-        self.load_spirv(&translation.spirv, translation.info)
+        self.load_spirv(&translation.spirv, translation.info, warp_path)
     }
 
-    pub(crate) fn load_spirv(&self, spirv: &[u32], info: ptxvk_translator::ModuleInfo) -> Result<Module> {
+    pub(crate) fn load_spirv(
+        &self,
+        spirv: &[u32],
+        info: ptxvk_translator::ModuleInfo,
+        warp_path: WarpPath,
+    ) -> Result<Module> {
         check_entry_points(spirv, &info)?;
         for e in &info.entries {
             if e.push_constant_bytes > self.info.max_push_constant_bytes || e.push_constant_bytes % 4 != 0 {
@@ -407,7 +457,7 @@ impl ContextInner {
         } else {
             None
         };
-        let inner = ModuleInner::new(&self.device, spirv, info, data)?;
+        let inner = ModuleInner::new(&self.device, spirv, info, data, warp_path)?;
         Ok(Module(Arc::new(inner)))
     }
 
@@ -468,10 +518,15 @@ impl ContextInner {
                 )));
             }
         }
-        let shared_bytes = abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4;
+        // On the slice warp path every subgroup must be full: pad to whole subgroups.
+        let granule = if f.module.warp_path == WarpPath::Slice { info.subgroup_size } else { 32 };
+        let workgroup_size = abi::workgroup_size(block, granule);
+        let scratch = entry.scratch_bytes(workgroup_size);
+        let shared_bytes = abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4 + scratch;
         if shared_bytes > info.max_shared_bytes as u64 {
             return Err(Error::LaunchOutOfResources(format!(
-                "launch of {}: {} bytes of static and {dynamic_shared_bytes} of dynamic shared memory exceed the device's {}",
+                "launch of {}: {} bytes of static and {dynamic_shared_bytes} of dynamic shared memory, with {scratch} \
+                 of warp scratch for {threads} threads, exceed the device's {}",
                 entry.name, entry.static_shared_bytes, info.max_shared_bytes
             )));
         }
@@ -486,12 +541,13 @@ impl ContextInner {
         let params = &params[..param_bytes];
         let key = PipelineKey {
             entry: f.index,
-            workgroup_size: abi::padded_block_threads(block) as u32,
+            workgroup_size: workgroup_size as u32,
             ntid: block,
             shared_words: abi::shared_words(
                 entry.static_shared_bytes,
                 if entry.uses_dynamic_shared { dynamic_shared_bytes } else { 0 },
             ),
+            dynamic_shared_bytes,
         };
 
         let mut st = self.lock();

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
-use ptxvk_translator::TargetEnv;
+use ptxvk_translator::{TargetEnv, WarpPath};
 
 use crate::error::{map_allocator, map_create, Error, Result};
 use crate::instance::{version_string, Candidate, DeviceSelector, DeviceType, Instance};
@@ -78,6 +78,12 @@ pub struct DeviceInfo {
     /// block of more than `s * max_compute_workgroup_subgroups` threads runs
     /// with the driver's choice of size.
     pub max_compute_workgroup_subgroups: u32,
+    /// How kernels run 32-lane warps on this device (see the `warp` module:
+    /// native with 32-wide subgroups, slice with 64/128, emulated otherwise).
+    pub warp_path: WarpPath,
+    /// Every warp path the device can run, best first (emulated always;
+    /// see [`crate::Context::load_module_with_warp_path`]).
+    pub warp_paths: Vec<WarpPath>,
     /// Size of the largest device-local memory heap.
     pub total_memory: u64,
     /// Best guess at the number of multiprocessors (`VK_NV_shader_sm_builtins`,
@@ -513,6 +519,17 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         16
     };
     let driver_name = p12.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let warp_paths = crate::warp::possible(&crate::warp::SubgroupFacts {
+        default_size: p11.subgroup_size,
+        stages: p11.subgroup_supported_stages,
+        operations: p11.subgroup_supported_operations,
+        required_size: required_subgroup_size,
+        min_size: if on(size_control) { min_sg } else { 0 },
+        max_size: if on(size_control) { max_sg } else { 0 },
+        full_subgroups: on(full_subgroups),
+        max_workgroup_subgroups: max_wg_subgroups,
+        max_threads,
+    });
     let info = DeviceInfo {
         name: candidate.name,
         uuid: candidate.uuid,
@@ -544,6 +561,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         required_subgroup_size,
         supports_compute_full_subgroups: on(full_subgroups),
         max_compute_workgroup_subgroups: max_wg_subgroups,
+        warp_path: crate::warp::choose(&warp_paths),
+        warp_paths,
         total_memory,
         multiprocessor_count,
         pci: avail.pci.then_some(PciBusInfo {
@@ -580,11 +599,13 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         validation: instance.validation,
     };
     log::info!(
-        "ptxvk: using {} ({:?}, Vulkan {}, driver {})",
+        "ptxvk: using {} ({:?}, Vulkan {}, driver {}, subgroup size {}, {} warps)",
         info.name,
         info.device_type,
         version_string(api_version),
-        info.driver_name
+        info.driver_name,
+        info.subgroup_size,
+        info.warp_path.name()
     );
     Ok(Arc::new(Device {
         raw,

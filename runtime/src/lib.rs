@@ -10,7 +10,8 @@
 //! (capabilities, logical device, allocator), `memory` (buffers, address
 //! table, staging), `pipeline` (shader modules and specialised pipelines),
 //! `stream` (command batching), `module` ([`Module`], [`Function`]),
-//! `context` ([`Context`]), `probe` (the fma probe).
+//! `context` ([`Context`]), `probe` (the fma probe), `warp` (the warp path,
+//! [`WarpPath`], for the device).
 
 #![warn(missing_docs)]
 
@@ -23,10 +24,14 @@ mod module;
 mod pipeline;
 mod probe;
 mod stream;
+mod warp;
 
 pub use context::Context;
 pub use device::{DeviceInfo, PciBusInfo};
 pub use error::{Error, Result};
 pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};
 pub use module::{Function, Module};
-pub use ptxvk_translator::{EntryInfo, GlobalInfo, GlobalSpace, ModuleInfo, ParamInfo, ParamPassing, TargetEnv};
+pub use ptxvk_translator::{
+    EntryInfo, GlobalInfo, GlobalSpace, ModuleInfo, ParamInfo, ParamPassing, TargetEnv, WarpPath,
+};
+pub use warp::WARP_PATH_ENV;

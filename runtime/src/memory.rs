@@ -131,6 +131,11 @@ impl Buffer {
         Ok(())
     }
 
+    /// The host address of a host-visible buffer's first byte.
+    pub(crate) fn host_ptr(&self) -> Result<*mut u8> {
+        self.mapped(0, self.size)
+    }
+
     fn mapped(&self, offset: u64, len: u64) -> Result<*mut u8> {
         let allocation = self.allocation.as_ref().ok_or(Error::OutOfMemory)?;
         let base =

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
-use ptxvk_translator::{EntryInfo, ModuleInfo};
+use ptxvk_translator::{EntryInfo, ModuleInfo, WarpPath};
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -25,6 +25,8 @@ pub(crate) struct ModuleInner {
     pub(crate) data: Option<Arc<Buffer>>,
     pub(crate) info: ModuleInfo,
     pub(crate) device: Arc<Device>,
+    /// The warp path the module was translated for.
+    pub(crate) warp_path: WarpPath,
 }
 
 impl ModuleInner {
@@ -35,6 +37,7 @@ impl ModuleInner {
         spirv: &[u32],
         info: ModuleInfo,
         data: Option<Arc<Buffer>>,
+        warp_path: WarpPath,
     ) -> Result<ModuleInner> {
         let shader = ShaderModule::new(device, spirv)?;
         let cache = PipelineCache::new(device)?;
@@ -56,6 +59,7 @@ impl ModuleInner {
             data,
             info,
             device: device.clone(),
+            warp_path,
         })
     }
 
@@ -78,6 +82,7 @@ impl ModuleInner {
             cache: &self.cache,
             entry_name: &self.entry_names[key.entry],
             global_data_address: self.data_address(),
+            warp_path: self.warp_path,
         };
         let p = Arc::new(Pipeline::new(&self.device, &src, key)?);
         map.insert(*key, p.clone());
@@ -112,6 +117,11 @@ impl Module {
     /// The translator's launch metadata.
     pub fn info(&self) -> &ModuleInfo {
         &self.0.info
+    }
+
+    /// The warp path the module was translated for.
+    pub fn warp_path(&self) -> WarpPath {
+        self.0.warp_path
     }
 
     /// Names of the entries, in PTX order.

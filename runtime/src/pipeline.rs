@@ -89,12 +89,14 @@ impl Drop for PipelineCache {
 pub(crate) struct PipelineKey {
     /// Index of the entry in the module.
     pub(crate) entry: usize,
-    /// Padded workgroup size ([`abi::padded_block_threads`]).
+    /// Padded workgroup size ([`abi::workgroup_size`]).
     pub(crate) workgroup_size: u32,
     /// The CUDA block shape.
     pub(crate) ntid: [u32; 3],
     /// [`abi::shared_words`] of the launch.
     pub(crate) shared_words: u32,
+    /// The launch's dynamic shared memory in bytes (`%dynamic_smem_size`).
+    pub(crate) dynamic_shared_bytes: u32,
 }
 
 /// A compute `VkPipeline`.
@@ -117,16 +119,19 @@ pub(crate) struct PipelineSource<'a> {
     pub(crate) cache: &'a PipelineCache,
     pub(crate) entry_name: &'a CStr,
     pub(crate) global_data_address: u64,
+    /// The module's warp path (native and slice need full subgroups).
+    pub(crate) warp_path: ptxvk_translator::WarpPath,
 }
 
-/// Byte layout of the specialization data: five u32 then the u64 address at 24.
+/// Byte layout of the specialization data: six u32 then the u64 address at 24.
 const SPEC_DATA_BYTES: usize = 32;
 const SPEC_ADDRESS_OFFSET: u32 = 24;
 
 impl Pipeline {
     pub(crate) fn new(device: &Arc<Device>, src: &PipelineSource<'_>, key: &PipelineKey) -> Result<Self> {
         let mut data = [0u8; SPEC_DATA_BYTES];
-        let words = [key.workgroup_size, key.ntid[0], key.ntid[1], key.ntid[2], key.shared_words];
+        let words =
+            [key.workgroup_size, key.ntid[0], key.ntid[1], key.ntid[2], key.shared_words, key.dynamic_shared_bytes];
         for (i, w) in words.iter().enumerate() {
             data[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
         }
@@ -140,6 +145,7 @@ impl Pipeline {
             u32_entry(abi::SPEC_NTID_Y, 8),
             u32_entry(abi::SPEC_NTID_Z, 12),
             u32_entry(abi::SPEC_SHARED_WORDS, 16),
+            u32_entry(abi::SPEC_DYNAMIC_SHARED_BYTES, 20),
             vk::SpecializationMapEntry::default()
                 .constant_id(abi::SPEC_GLOBAL_DATA_ADDRESS)
                 .offset(SPEC_ADDRESS_OFFSET)
@@ -161,6 +167,12 @@ impl Pipeline {
                 }
                 stage = stage.push_next(&mut required);
             }
+        } else if src.warp_path != ptxvk_translator::WarpPath::Emulated
+            && info.supports_compute_full_subgroups
+            && key.workgroup_size.is_multiple_of(info.subgroup_size.max(1))
+        {
+            // The native and slice warp paths take warps from full subgroups.
+            stage = stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS);
         }
         let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(src.layout.raw)];
         // SAFETY: every handle in `info` is live; the specialization data

@@ -48,7 +48,7 @@ pub(crate) fn needs_fma_emulation(ctx: &ContextInner) -> bool {
 }
 
 fn run_probe(ctx: &ContextInner) -> Result<u32> {
-    let module = ctx.load_module(PROBE_PTX, "fma-probe.ptx", false)?;
+    let module = ctx.load_module(PROBE_PTX, "fma-probe.ptx", false, ctx.info().warp_path)?;
     let f = module.function("probe").ok_or_else(|| crate::Error::NotFound("probe entry".into()))?;
     let out = ctx.alloc(4)?;
     let result = (|| {

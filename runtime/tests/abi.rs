@@ -23,6 +23,8 @@ fn entry(name: &str, passing: ParamPassing) -> EntryInfo {
         reqntid: None,
         maxntid: None,
         local_bytes: 0,
+        scratch_words_per_invocation: 0,
+        scratch_words_fixed: 0,
     }
 }
 

@@ -397,3 +397,277 @@ fn shared_64_bit_atomics() {
     assert_eq!(out[9], 15 + 100, "thread 15's 32-bit slot");
     assert_clean(&ctx);
 }
+
+/// CPU model of `control_flow` in tests/fixtures/control_flow.cu.
+fn control_flow_reference(v: u32) -> i32 {
+    fn classify(v: u32) -> i32 {
+        match v % 23 {
+            0 => 11,
+            1 => 22,
+            2 => 33,
+            3 => v.wrapping_mul(2) as i32,
+            4 => (v >> 3) as i32,
+            5 => (v ^ 0xff) as i32,
+            6 => 66,
+            7 => 77,
+            13 => 1300,
+            19 => v.wrapping_add(19) as i32,
+            22 => -1,
+            _ => (v & 7) as i32,
+        }
+    }
+    #[derive(Clone, Copy)]
+    struct Pair {
+        a: i32,
+        b: i64,
+        c: f32,
+    }
+    fn mix(p: Pair, k: i32) -> Pair {
+        Pair { a: p.a.wrapping_mul(3).wrapping_add(k), b: p.b ^ ((k as i64) << 20), c: p.c * 0.5 + k as f32 }
+    }
+    let mut acc = classify(v);
+    for r in 0..(v & 15) as i32 {
+        if r % 3 == 1 {
+            continue;
+        }
+        for c in 0..8 {
+            if (v >> c) & 1 == 1 {
+                acc = acc.wrapping_add(r * c);
+            } else if c > r {
+                break;
+            }
+        }
+        if acc > 5000 {
+            return acc.wrapping_neg();
+        }
+    }
+    let mut p = Pair { a: v as i32, b: (v as i64).wrapping_mul(1_000_003), c: (v & 1023) as f32 };
+    for i in 0..(v & 3) as i32 + 1 {
+        p = mix(p, i);
+    }
+    acc = acc.wrapping_add(p.a.wrapping_add((p.b >> 7) as i32).wrapping_add(p.c as i32));
+    let y = (v >> 5) as i32;
+    match v % 3 {
+        0 => acc.wrapping_add(y),
+        1 => acc.wrapping_shl((y & 7) as u32),
+        _ => acc.min(y),
+    }
+}
+
+fn run_control_flow(ptx: &str, name: &str) {
+    let ctx = context();
+    let m = ctx.load_module(ptx, name).unwrap();
+    let f = m.function("control_flow").unwrap();
+    let n = 3001usize;
+    let mut rng = Lcg(1234);
+    let mut input: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    // Small values take the early-return and long-loop paths too.
+    for (i, v) in input.iter_mut().enumerate().take(600) {
+        *v = i as u32 * 37;
+    }
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, n + 64);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(128), 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, n + 64);
+    for (i, &v) in input.iter().enumerate() {
+        assert_eq!(out[i] as i32, control_flow_reference(v), "{name}: element {i} (input {v})");
+    }
+    assert!(out[n..].iter().all(|&v| v == POISON));
+    assert_clean(&ctx);
+}
+
+#[test]
+fn nvcc_control_flow_o3() {
+    run_control_flow(include_str!("../../tests/fixtures/control_flow.ptx"), "control_flow.ptx");
+}
+
+#[test]
+fn nvcc_control_flow_debug_o0() {
+    run_control_flow(include_str!("../../tests/fixtures/control_flow_debug.ptx"), "control_flow_debug.ptx");
+}
+
+/// f16, f16x2 and bf16 atomics (global and shared), on values whose sums
+/// are exact in every order, so the result does not depend on scheduling.
+#[test]
+fn half_precision_atomics() {
+    use half::{bf16, f16};
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/half_atomics.ptx"), "half_atomics.ptx").unwrap();
+    let f = m.function("hatom").unwrap();
+    let threads = 128usize;
+    let mut rng = Lcg(8);
+    // Multiples of 1/8 in [0, 1): sums of 32 of them are exact in f16; the
+    // same bits read as bf16 are checked against their own exact sums.
+    let vals: Vec<f32> = (0..threads).map(|_| (rng.next_u32() % 8) as f32 / 8.0).collect();
+    let in16: Vec<u16> = vals.iter().map(|&v| f16::from_f32(v).to_bits()).collect();
+    let pairs: Vec<u32> = (0..threads)
+        .map(|i| {
+            let lo = f16::from_f32(vals[i]).to_bits() as u32;
+            let hi = f16::from_f32(vals[(i + 7) % threads]).to_bits() as u32;
+            lo | hi << 16
+        })
+        .collect();
+    let b16: Vec<u8> = in16.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let d16 = ctx.alloc(b16.len() as u64).unwrap();
+    ctx.copy_htod(d16, &b16).unwrap();
+    // bf16 inputs: multiples of 1/4 in [0, 2): sums of 43 of them are exact in bf16.
+    let valsb: Vec<f32> = (0..threads).map(|_| (rng.next_u32() % 8) as f32 / 4.0).collect();
+    let bb: Vec<u8> = valsb.iter().flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes()).collect();
+    let db = ctx.alloc(bb.len() as u64).unwrap();
+    ctx.copy_htod(db, &bb).unwrap();
+    let d32 = upload_u32(&ctx, &pairs);
+    let acc16 = ctx.alloc(8).unwrap();
+    ctx.memset_d8(acc16, 0, 8).unwrap();
+    let acc2 = ctx.alloc(8).unwrap();
+    ctx.memset_d8(acc2, 0, 8).unwrap();
+    let accb = ctx.alloc(8).unwrap();
+    ctx.memset_d8(accb, 0, 8).unwrap();
+    let dout = poisoned(&ctx, 1);
+    let params = f
+        .pack_params(&[
+            &d16.to_le_bytes(),
+            &d32.to_le_bytes(),
+            &db.to_le_bytes(),
+            &acc16.to_le_bytes(),
+            &acc2.to_le_bytes(),
+            &accb.to_le_bytes(),
+            &dout.to_le_bytes(),
+        ])
+        .unwrap();
+    ctx.launch(&f, [1, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    let halves = |d: u64| -> Vec<u16> {
+        let mut b = vec![0u8; 8];
+        ctx.copy_dtoh(&mut b, d).unwrap();
+        b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+    };
+    let got16 = halves(acc16);
+    for (slot, &got) in got16.iter().enumerate() {
+        let sum: f32 = (0..threads).filter(|i| i % 4 == slot).map(|i| vals[i]).sum();
+        assert_eq!(got, f16::from_f32(sum).to_bits(), "f16 slot {slot}");
+    }
+    let got2 = halves(acc2);
+    for slot in 0..2 {
+        let lo: f32 = (0..threads).filter(|i| i % 2 == slot).map(|i| vals[i]).sum();
+        let hi: f32 = (0..threads).filter(|i| i % 2 == slot).map(|i| vals[(i + 7) % threads]).sum();
+        assert_eq!(got2[2 * slot], f16::from_f32(lo).to_bits(), "f16x2 slot {slot} low");
+        assert_eq!(got2[2 * slot + 1], f16::from_f32(hi).to_bits(), "f16x2 slot {slot} high");
+    }
+    let gotb = halves(accb);
+    for (slot, &got) in gotb.iter().take(3).enumerate() {
+        let sum: f32 = (0..threads).filter(|i| i % 3 == slot).map(|i| valsb[i]).sum();
+        assert_eq!(got, bf16::from_f32(sum).to_bits(), "bf16 slot {slot}");
+    }
+    let shared = download_u32(&ctx, dout, 1)[0];
+    let sum: f32 = vals.iter().sum();
+    assert_eq!(shared & 0xffff, 0, "the other half of the shared word is untouched");
+    assert_eq!((shared >> 16) as u16, f16::from_f32(sum).to_bits(), "shared f16 accumulator");
+    assert_clean(&ctx);
+}
+
+#[test]
+fn alloca_stacksave_stackrestore() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/alloca.ptx"), "alloca.ptx").unwrap();
+    let f = m.function("alloca_sum").unwrap();
+    let dout = poisoned(&ctx, 128);
+    let params = f.pack_params(&[&dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 128);
+    for t in 0..64u32 {
+        let n = 4 + t % 13;
+        let sum: u32 = (0..n).map(|k| k * 7 + t).sum();
+        assert_eq!(out[t as usize], sum, "thread {t}");
+        assert_eq!(out[64 + t as usize], 1, "thread {t}: stackrestore gives the space back");
+    }
+    assert_clean(&ctx);
+}
+
+const DYN_SMEM: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry dyn_size(.param .u64 out)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %dynamic_smem_size;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"#;
+
+#[test]
+fn dynamic_smem_size_register() {
+    let ctx = context();
+    let m = ctx.load_module(DYN_SMEM, "dyn.ptx").unwrap();
+    let f = m.function("dyn_size").unwrap();
+    let dout = poisoned(&ctx, 1);
+    for bytes in [0u32, 13, 4096] {
+        let params = f.pack_params(&[&dout.to_le_bytes()]).unwrap();
+        ctx.launch(&f, [1, 1, 1], [32, 1, 1], bytes, &params).unwrap();
+        assert_eq!(download_u32(&ctx, dout, 1)[0], bytes);
+    }
+    assert_clean(&ctx);
+}
+
+const SET_HALF: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry set_half(.param .u64 a, .param .u64 b, .param .u64 out)
+{
+    .reg .b16 %h<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [b];
+    ld.param.u64 %rd3, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd4, %r1, 4;
+    add.s64 %rd5, %rd1, %rd4;
+    add.s64 %rd6, %rd2, %rd4;
+    ld.global.b32 %r2, [%rd5];
+    ld.global.b32 %r3, [%rd6];
+    mov.b32 {%h1, %h2}, %r2;
+    mov.b32 {%h3, _}, %r3;
+    set.eq.f16.f16 %h0, %h1, %h3;
+    set.ltu.u32.f16x2 %r4, %r2, %r3;
+    mul.wide.u32 %rd7, %r1, 8;
+    add.s64 %rd7, %rd3, %rd7;
+    cvt.u32.u16 %r5, %h0;
+    st.global.u32 [%rd7], %r5;
+    st.global.u32 [%rd7+4], %r4;
+    ret;
+}
+"#;
+
+#[test]
+fn half_set() {
+    use half::f16;
+    let ctx = context();
+    let m = ctx.load_module(SET_HALF, "set_half.ptx").unwrap();
+    let f = m.function("set_half").unwrap();
+    let pick = [0.0f32, -0.0, 1.5, -2.0, 65504.0, f32::NAN, f32::INFINITY, 0.25];
+    let n = 64usize;
+    let mut rng = Lcg(31);
+    let mut h = || f16::from_f32(pick[(rng.next_u32() % 8) as usize]).to_bits() as u32;
+    let a: Vec<u32> = (0..n).map(|_| h() | h() << 16).collect();
+    let b: Vec<u32> = (0..n).map(|i| if i % 5 == 0 { a[i] } else { h() | h() << 16 }).collect();
+    let (da, db) = (upload_u32(&ctx, &a), upload_u32(&ctx, &b));
+    let dout = poisoned(&ctx, 2 * n);
+    let params = f.pack_params(&[&da.to_le_bytes(), &db.to_le_bytes(), &dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [n as u32, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 2 * n);
+    let val = |bits: u32| f16::from_bits(bits as u16).to_f32();
+    for i in 0..n {
+        let eq = val(a[i] & 0xffff) == val(b[i] & 0xffff);
+        assert_eq!(out[2 * i], if eq { 0x3c00 } else { 0 }, "set.eq.f16 {i}");
+        let ltu = |x: f32, y: f32| x < y || x.is_nan() || y.is_nan();
+        let lo = if ltu(val(a[i] & 0xffff), val(b[i] & 0xffff)) { 0xffff } else { 0 };
+        let hi = if ltu(val(a[i] >> 16), val(b[i] >> 16)) { 0xffff } else { 0 };
+        assert_eq!(out[2 * i + 1], lo | hi << 16, "set.ltu.u32.f16x2 {i}");
+    }
+    assert_clean(&ctx);
+}

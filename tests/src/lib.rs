@@ -114,15 +114,19 @@ pub fn fixture(name: &str) -> Result<String> {
     std::fs::read_to_string(&path).map_err(|e| Error(format!("cannot read {}: {e}", path.display())))
 }
 
-/// Every `.ptx` file in [`fixtures_dir`], sorted by name.
+/// Every `.ptx` file in [`fixtures_dir`] and its subfolders, sorted by path.
 pub fn fixture_ptx_files() -> Result<Vec<PathBuf>> {
-    let dir = fixtures_dir();
-    let entries = std::fs::read_dir(&dir).map_err(|e| Error(format!("cannot list {}: {e}", dir.display())))?;
     let mut files = Vec::new();
-    for entry in entries {
-        let path = entry.map_err(|e| Error(format!("cannot list {}: {e}", dir.display())))?.path();
-        if path.extension().is_some_and(|x| x == "ptx") {
-            files.push(path);
+    let mut dirs = vec![fixtures_dir()];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| Error(format!("cannot list {}: {e}", dir.display())))?;
+        for entry in entries {
+            let path = entry.map_err(|e| Error(format!("cannot list {}: {e}", dir.display())))?.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "ptx") {
+                files.push(path);
+            }
         }
     }
     files.sort();

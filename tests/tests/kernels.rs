@@ -72,7 +72,6 @@ on_both_apis! {
     reduce_sum_shared => run_reduce_sum_shared;
     histogram_shared => run_histogram_shared;
     big_grid => run_big_grid;
-    #[ignore = "cvt.rz not yet supported (instruction semantics issue)"]
     types_mix => run_types_mix;
     numba_saxpy => run_numba_saxpy;
 }
@@ -360,7 +359,7 @@ fn run_numba_saxpy(gpu: &mut dyn Gpu) -> Result<()> {
     check_output(gpu, "numba saxpy out", dout, threads, &want)
 }
 
-/// The CPU reference of `cvt.rz.f32.s32` itself (the kernel test is ignored for now).
+/// The CPU reference of `cvt.rz.f32.s32` itself.
 #[test]
 fn rz_reference() {
     assert_eq!(i32_to_f32_rz(16_777_217), 16_777_216.0);

@@ -13,10 +13,6 @@ use std::process::Command;
 use ptxvk_tests::fixture_ptx_files;
 use ptxvk_translator::{translate, Options, TargetEnv};
 
-/// Fixtures using an instruction the translator reports as unsupported, and
-/// the reason (see the ignored tests below).
-const KNOWN_UNSUPPORTED: &[(&str, &str)] = &[("types_mix.ptx", "cvt.rz.f32.s32: directed rounding")];
-
 /// The `--target-env` name of `env`.
 fn env_name(env: TargetEnv) -> &'static str {
     match env {
@@ -87,23 +83,7 @@ fn fixtures_translate_and_validate() {
     assert!(files.len() >= 8, "expected the PTX fixtures in tests/fixtures, found {files:?}");
     let mut failures = Vec::new();
     for path in &files {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if KNOWN_UNSUPPORTED.iter().any(|(f, _)| *f == name) {
-            continue;
-        }
         failures.extend(translate_and_validate(path));
-    }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-}
-
-/// The fixtures listed in [`KNOWN_UNSUPPORTED`] (run with `--ignored`).
-#[test]
-#[ignore = "cvt.rz not yet supported (instruction semantics issue)"]
-fn unsupported_fixtures_translate_and_validate() {
-    let mut failures = Vec::new();
-    for (name, reason) in KNOWN_UNSUPPORTED {
-        let path = ptxvk_tests::fixtures_dir().join(name);
-        failures.extend(translate_and_validate(&path).into_iter().map(|f| format!("{f}\n(known: {reason})")));
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

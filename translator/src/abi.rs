@@ -8,7 +8,18 @@
 //! one-dimensional Vulkan workgroup of [`padded_block_threads`] invocations
 //! (the thread count rounded up to a multiple of 32, so that warps are whole).
 //! `%tid` is derived from the linear invocation index and the block shape;
-//! padding invocations behave as threads that have already exited.
+//! padding invocations behave as threads that have already exited. On the
+//! slice warp path ([`crate::WarpPath::Slice`]) the workgroup is padded to a
+//! multiple of the subgroup size instead ([`workgroup_size`]), so that every
+//! subgroup is full.
+//!
+//! # Translator scratch memory
+//! Kernels that need workgroup-uniform control flow (barriers; warp
+//! operations on the emulated path) get a second `Workgroup` array besides
+//! `.shared`: [`EntryInfo::scratch_words_per_invocation`] words per
+//! workgroup invocation plus [`EntryInfo::scratch_words_fixed`], sized at
+//! pipeline creation from [`SPEC_WORKGROUP_SIZE_X`]. The runtime counts it
+//! with `.shared` against the device's limit ([`EntryInfo::scratch_bytes`]).
 //!
 //! # Specialization constants
 //! | id | type | meaning |
@@ -17,6 +28,7 @@
 //! | [`SPEC_NTID_X`]..[`SPEC_NTID_Z`] | u32 | the CUDA block shape |
 //! | [`SPEC_SHARED_WORDS`] | u32 | total `.shared` 32-bit words (static + dynamic), at least 1 |
 //! | [`SPEC_GLOBAL_DATA_ADDRESS`] | u64 | device address of the module's `.global`/`.const` data |
+//! | [`SPEC_DYNAMIC_SHARED_BYTES`] | u32 | dynamic shared memory of the launch, in bytes |
 //!
 //! # Push constants
 //! A block of 32-bit words. Words 0..[`PUSH_HEADER_WORDS`] are the header:
@@ -41,6 +53,9 @@ pub const SPEC_NTID_Z: u32 = 3;
 pub const SPEC_SHARED_WORDS: u32 = 4;
 /// Specialization constant id (64-bit) of the module data buffer's device address.
 pub const SPEC_GLOBAL_DATA_ADDRESS: u32 = 5;
+/// Specialization constant id of the launch's dynamic shared memory in bytes
+/// (`%dynamic_smem_size`).
+pub const SPEC_DYNAMIC_SHARED_BYTES: u32 = 6;
 
 /// Number of 32-bit words in the push-constant header.
 pub const PUSH_HEADER_WORDS: u32 = 8;
@@ -53,6 +68,15 @@ pub const DYNAMIC_SHARED_ALIGN: u32 = 16;
 pub fn padded_block_threads(block: [u32; 3]) -> u64 {
     let n = block[0] as u64 * block[1] as u64 * block[2] as u64;
     n.div_ceil(32) * 32
+}
+
+/// Workgroup size for a CUDA block when every subgroup must be full: the
+/// thread count rounded up to a multiple of 32 and of `subgroup_multiple`
+/// (pass 32 unless the slice warp path runs with larger subgroups).
+pub fn workgroup_size(block: [u32; 3], subgroup_multiple: u32) -> u64 {
+    let m = (subgroup_multiple.max(32) as u64).div_ceil(32) * 32;
+    let n = block[0] as u64 * block[1] as u64 * block[2] as u64;
+    n.div_ceil(m) * m
 }
 
 /// Number of 32-bit shared words for a launch with `dynamic_bytes` of dynamic shared memory.
@@ -108,6 +132,19 @@ pub struct EntryInfo {
     pub maxntid: Option<[u32; 3]>,
     /// Bytes of `.local` memory per thread.
     pub local_bytes: u32,
+    /// Translator scratch (see the module docs): 32-bit `Workgroup` words per
+    /// invocation of the workgroup (warp exchange buffers).
+    pub scratch_words_per_invocation: u32,
+    /// Translator scratch words independent of the workgroup size (the flags
+    /// of workgroup-wide votes); 0 when the kernel needs no scratch.
+    pub scratch_words_fixed: u32,
+}
+
+impl EntryInfo {
+    /// Bytes of translator scratch for a workgroup of `workgroup_size` invocations.
+    pub fn scratch_bytes(&self, workgroup_size: u64) -> u64 {
+        (self.scratch_words_per_invocation as u64 * workgroup_size + self.scratch_words_fixed as u64) * 4
+    }
 }
 
 /// The state space of a module-scope variable kept in the module data buffer.

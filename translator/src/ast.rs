@@ -2,7 +2,7 @@
 //!
 //! The tree keeps PTX's own vocabulary. Every node carries the [`Span`] of the
 //! source text it came from. Instructions are kept in the ISA's generic shape
-//! (opcode, dot-modifiers, operands); [`crate::lower`] decodes them into typed
+//! (opcode, dot-modifiers, operands); the emitter decodes them into typed
 //! IR instructions, so that a form the translator does not know is reported
 //! with its name and line rather than rejected by the grammar.
 

@@ -1,10 +1,25 @@
 //! PTX → Vulkan SPIR-V translator.
 //!
-//! The pipeline is a flat list of passes (see [`translate`]):
-//! `parse` (pest grammar → [`ast`]) → [`tma`] (asynchronous copies → calls
-//! of the emulated copy engine) → `lower` (AST → [`ir`], state spaces
-//! mapped as the launch ABI in [`abi`] says) → `structurize` (goto CFG →
-//! structured regions) → `emit` (rspirv).
+//! The pipeline is a flat list of passes, one per module (see [`translate`]):
+//!
+//! 1. [`parse`]: pest grammar (`ptx.pest`) → [`ast`], every node with its
+//!    source [`Span`];
+//! 2. [`tma`]: Hopper asynchronous copies (mbarriers, bulk and tensor copies)
+//!    → calls of the emulated copy engine in `shaders/tma.ptx`, which it
+//!    appends to the module;
+//! 3. [`scope`]: nested `{ }` scopes resolved by renaming, so each function
+//!    has one flat namespace;
+//! 4. [`mod@cfg`]: a function body → basic blocks with explicit terminators
+//!    (the intermediate representation control-flow passes work on; its
+//!    invariants are documented there);
+//! 5. [`reducible`]: irreducible cycles get a single entry (edge multiplexing);
+//! 6. [`structurize`]: the CFG → nested `Block`/`Loop`/`If` regions;
+//! 7. [`layout`]: byte layouts of parameters and variables;
+//! 8. `emit`: regions and instructions → SPIR-V with rspirv, state spaces
+//!    mapped as the launch ABI in [`abi`] says.
+//!
+//! Errors are [`Diagnostic`]s with spans, rendered once at the boundary
+//! ([`Diagnostics`] implements `Display` as `file:line:col: error: ...`).
 #![forbid(unsafe_code)]
 
 pub mod abi;
@@ -32,6 +47,56 @@ pub enum TargetEnv {
     Vulkan1_3,
 }
 
+/// How 32-lane warp operations are implemented (see `shared/DESIGN.md`,
+/// "Warps on devices whose subgroup is not 32", and the module docs of
+/// `emit::warp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub enum WarpPath {
+    /// The pipeline runs with full 32-wide subgroups: a warp is a subgroup,
+    /// warp operations are `GroupNonUniform*` instructions.
+    Native,
+    /// The pipeline runs with full subgroups whose size is a multiple of 32
+    /// (64, 128): a warp is a 32-lane slice of a subgroup.
+    Slice,
+    /// Any subgroup size: warps exchange values through workgroup memory and
+    /// barriers, in workgroup-uniform control flow. Correct on every device.
+    #[default]
+    Emulated,
+}
+
+impl WarpPath {
+    /// The path's name on command lines (`native`, `slice`, `emulated`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WarpPath::Native => "native",
+            WarpPath::Slice => "slice",
+            WarpPath::Emulated => "emulated",
+        }
+    }
+
+    /// Parse a command-line name.
+    pub fn from_name(s: &str) -> Option<WarpPath> {
+        match s {
+            "native" => Some(WarpPath::Native),
+            "slice" => Some(WarpPath::Slice),
+            "emulated" => Some(WarpPath::Emulated),
+            _ => None,
+        }
+    }
+
+    /// The path for a device whose pipelines run with full subgroups of
+    /// `subgroup_size` invocations (`None`: sizes are not controlled, or
+    /// subgroup operations are missing): native for 32, slice for a
+    /// multiple of 32, emulated otherwise.
+    pub fn for_subgroup_size(subgroup_size: Option<u32>) -> WarpPath {
+        match subgroup_size {
+            Some(32) => WarpPath::Native,
+            Some(s) if s > 32 && s.is_multiple_of(32) => WarpPath::Slice,
+            _ => WarpPath::Emulated,
+        }
+    }
+}
+
 /// Translation options.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -49,6 +114,9 @@ pub struct Options {
     /// (`VK_EXT_shader_atomic_float`); otherwise float atomics use
     /// compare-and-swap loops.
     pub float_atomics: bool,
+    /// How warp operations are implemented; the runtime picks it from the
+    /// device's subgroup properties.
+    pub warp_path: WarpPath,
 }
 
 impl Default for Options {
@@ -59,6 +127,7 @@ impl Default for Options {
             max_push_constant_bytes: 128,
             emulate_fma: true,
             float_atomics: false,
+            warp_path: WarpPath::Emulated,
         }
     }
 }
@@ -100,6 +169,16 @@ pub fn disassemble(words: &[u32]) -> String {
 /// The structured control flow of every function with a body, as text
 /// (one `function NAME` header per function, then its region tree).
 pub fn structure_dump(source: &str, file_name: &str) -> Result<String, Diagnostics> {
+    structure_dump_with(source, file_name, structurize::LoopExits::Inside)
+}
+
+/// [`structure_dump`] with loop exits placed as `exits` says (workgroup-uniform
+/// functions use [`structurize::LoopExits::Outside`]).
+pub fn structure_dump_with(
+    source: &str,
+    file_name: &str,
+    exits: structurize::LoopExits,
+) -> Result<String, Diagnostics> {
     let module = parse::run(source).map_err(|d| Diagnostics::new(file_name, source, d))?;
     let mut out = String::new();
     for item in &module.items {
@@ -109,7 +188,7 @@ pub fn structure_dump(source: &str, file_name: &str) -> Result<String, Diagnosti
         let mut cfg = cfg::run(body, f.kind == ast::FunctionKind::Func).map_err(wrap)?;
         reducible::run(&mut cfg);
         let span_of = |b: usize| cfg.blocks[b].term_span;
-        let regions = structurize::run(&cfg, &span_of).map_err(wrap)?;
+        let regions = structurize::run_with(&cfg, &span_of, exits).map_err(wrap)?;
         out.push_str(&format!("function {}\n", f.name));
         out.push_str(&structurize::render(&cfg, &regions));
     }

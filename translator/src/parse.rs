@@ -1,4 +1,4 @@
-//! Pass 1: PTX text → [`ast::Module`] with spans, using the `pest` grammar in
+//! Pass 1: PTX text → [`crate::ast::Module`] with spans, using the `pest` grammar in
 //! `ptx.pest`.
 
 use crate::ast::*;

@@ -19,6 +19,18 @@
 //!
 //! An irreducible CFG (a cycle with several entries) is reported; splitting
 //! nodes to make it reducible is a later step of the control-flow work.
+//!
+//! # Loop exits
+//! Ramsey's placement puts every block a loop header dominates inside the
+//! loop region, including the code after the loop ([`LoopExits::Inside`]).
+//! Workgroup-uniform emission (see `emit::uniform`) needs loop regions that
+//! hold only the loop's own blocks, so that a barrier after a loop is not
+//! executed by the invocations that left early while others still iterate:
+//! with [`LoopExits::Outside`], each *exit node* (a block outside the natural
+//! loop whose immediate dominator is inside it) is placed after the loop,
+//! which is wrapped in a [`Region::Block`] per exit; branching to an exit is
+//! a `break` out of that block. An exit of several nested loops belongs to
+//! the outermost.
 
 use crate::cfg::{BlockId, Cfg, Terminator};
 use crate::diag::{Diagnostic, Span};
@@ -67,8 +79,21 @@ pub enum Region {
     Return,
 }
 
+/// Where the code after a loop goes (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LoopExits {
+    /// Inside the loop region, under the header's dominator subtree (Ramsey).
+    #[default]
+    Inside,
+    /// After the loop region, in blocks that wrap it.
+    Outside,
+}
+
 struct Analysis {
     rpo_index: Vec<usize>,
+    /// For an exit node: the header of the outermost loop it exits
+    /// ([`LoopExits::Outside`] only).
+    exit_of: Vec<Option<BlockId>>,
     idom: Vec<usize>,
     is_loop_header: Vec<bool>,
     is_merge: Vec<bool>,
@@ -76,7 +101,7 @@ struct Analysis {
     children: Vec<Vec<BlockId>>,
 }
 
-fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Analysis, Diagnostic> {
+fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Result<Analysis, Diagnostic> {
     let n = cfg.blocks.len();
     // Iterative DFS for postorder.
     let mut post = Vec::with_capacity(n);
@@ -175,12 +200,38 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Analysis, Dia
     for &b in rpo.iter().skip(1) {
         children[idom[b]].push(b);
     }
-    Ok(Analysis { rpo_index, idom, is_loop_header, is_merge, children })
+    let mut exit_of = vec![None; n];
+    if exits == LoopExits::Outside {
+        // Natural loops, outer headers first (a header precedes the loops it encloses in RPO).
+        for &h in rpo.iter().filter(|&&h| is_loop_header[h]) {
+            let mut in_loop = vec![false; n];
+            in_loop[h] = true;
+            let mut stack: Vec<BlockId> =
+                preds[h].iter().copied().filter(|&p| rpo_index[p] >= rpo_index[h] && dominates(h, p)).collect();
+            while let Some(b) = stack.pop() {
+                if !in_loop[b] {
+                    in_loop[b] = true;
+                    stack.extend(preds[b].iter().copied().filter(|&p| rpo_index[p] != usize::MAX));
+                }
+            }
+            for &c in rpo.iter().skip(1) {
+                if !in_loop[c] && in_loop[idom[c]] && exit_of[c].is_none() {
+                    exit_of[c] = Some(h);
+                }
+            }
+        }
+    }
+    Ok(Analysis { rpo_index, exit_of, idom, is_loop_header, is_merge, children })
 }
 
 /// Structurize a CFG. `span_of` gives a block's source position for diagnostics.
 pub fn run(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Vec<Region>, Diagnostic> {
-    let a = analyse(cfg, span_of)?;
+    run_with(cfg, span_of, LoopExits::Inside)
+}
+
+/// Structurize a CFG, placing loop exits as `exits` says.
+pub fn run_with(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Result<Vec<Region>, Diagnostic> {
+    let a = analyse(cfg, span_of, exits)?;
     let _ = &a.idom;
     let mut out = Vec::new();
     do_tree(cfg, &a, 0, &mut out);
@@ -189,14 +240,32 @@ pub fn run(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Vec<Region>, 
 
 fn do_tree(cfg: &Cfg, a: &Analysis, x: BlockId, out: &mut Vec<Region>) {
     // Merge children, outermost (highest RPO) first.
-    let mut merges: Vec<BlockId> = a.children[x].iter().copied().filter(|&c| a.is_merge[c]).collect();
+    let mut merges: Vec<BlockId> =
+        a.children[x].iter().copied().filter(|&c| a.is_merge[c] && a.exit_of[c].is_none()).collect();
     merges.sort_by_key(|&c| std::cmp::Reverse(a.rpo_index[c]));
     if a.is_loop_header[x] {
-        let mut body = Vec::new();
-        node_within(cfg, a, x, &merges, &mut body);
-        out.push(Region::Loop { header: x, body });
+        let mut exits: Vec<BlockId> = (0..a.exit_of.len()).filter(|&c| a.exit_of[c] == Some(x)).collect();
+        exits.sort_by_key(|&c| std::cmp::Reverse(a.rpo_index[c]));
+        loop_with_exits(cfg, a, x, &merges, &exits, out);
     } else {
         node_within(cfg, a, x, &merges, out);
+    }
+}
+
+/// The loop headed by `x`, inside one block per exit node (outermost first).
+fn loop_with_exits(cfg: &Cfg, a: &Analysis, x: BlockId, merges: &[BlockId], exits: &[BlockId], out: &mut Vec<Region>) {
+    match exits.split_first() {
+        Some((&y, rest)) => {
+            let mut body = Vec::new();
+            loop_with_exits(cfg, a, x, merges, rest, &mut body);
+            out.push(Region::Block { follower: y, body });
+            do_tree(cfg, a, y, out);
+        }
+        None => {
+            let mut body = Vec::new();
+            node_within(cfg, a, x, merges, &mut body);
+            out.push(Region::Loop { header: x, body });
+        }
     }
 }
 
@@ -233,7 +302,7 @@ fn node_within(cfg: &Cfg, a: &Analysis, x: BlockId, merges: &[BlockId], out: &mu
 fn do_branch(cfg: &Cfg, a: &Analysis, x: BlockId, y: BlockId, out: &mut Vec<Region>) {
     if a.rpo_index[y] <= a.rpo_index[x] {
         out.push(Region::Br(Target::Continue(y)));
-    } else if a.is_merge[y] {
+    } else if a.is_merge[y] || a.exit_of[y].is_some() {
         out.push(Region::Br(Target::Exit(y)));
     } else {
         do_tree(cfg, a, y, out);

@@ -4,6 +4,10 @@
 //! from the caller's `.param` variables (which live in its local words) and
 //! stored into the callee's; return values come back in a struct and are
 //! stored into the caller's `.param` (or register) destinations.
+//!
+//! A function that runs in workgroup-uniform mode (see [`super::uniform`])
+//! is called by every invocation with the caller's activity as a trailing
+//! `bool` argument; its results are stored only where the caller is active.
 
 use super::func::{internal1, Formal, Fx};
 use super::mem::{load_local_word, store_local_word};
@@ -13,7 +17,9 @@ use crate::ast::{Instruction, Operand};
 use crate::diag::Diagnostic;
 use rspirv::spirv::Word;
 
-pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
+/// Emit a `call`. `active` is the caller's activity when the call is a
+/// collective one in uniform mode.
+pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Option<Word>) -> Result<(), Diagnostic> {
     let ops = inst.operands.as_slice();
     let (rets, rest): (&[Operand], &[Operand]) = match ops.first() {
         Some(Operand::List(_, r)) => (r.as_slice(), &ops[1..]),
@@ -32,7 +38,7 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
     let Some(c) = fx.callees.get(name.as_str()).cloned() else {
         return Err(Diagnostic::error(*span, format!("call to '{name}', which has no definition in this module")));
     };
-    direct(e, fx, inst, name, &c, rets, args)
+    direct(e, fx, inst, name, &c, rets, args, active)
 }
 
 /// A call through a function pointer: compare the pointer with every
@@ -82,13 +88,14 @@ fn indirect(
         e.b.selection_merge(merge, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
         e.b.branch_conditional(hit, yes, merge, []).map_err(internal1)?;
         e.b.begin_block(Some(yes)).map_err(internal1)?;
-        direct(e, fx, inst, &name, &c, rets, args)?;
+        direct(e, fx, inst, &name, &c, rets, args, None)?;
         e.b.branch(merge).map_err(internal1)?;
         e.b.begin_block(Some(merge)).map_err(internal1)?;
     }
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn direct(
     e: &mut Emitter,
     fx: &mut Fx,
@@ -97,6 +104,7 @@ fn direct(
     c: &super::func::Callee,
     rets: &[Operand],
     args: &[Operand],
+    active: Option<Word>,
 ) -> Result<(), Diagnostic> {
     if args.len() != c.params.len() || rets.len() != c.returns.len() {
         return Err(Diagnostic::error(
@@ -128,7 +136,31 @@ fn direct(
             Formal::Reg { kind, .. } => get(e, fx, arg, *kind, false)?,
         });
     }
+    if c.uniform {
+        let Some(a) = active else {
+            return Err(Diagnostic::error(
+                inst.span,
+                format!(
+                    "unsupported call of '{name}' through a function pointer: it has barriers or emulated warp \
+                     operations, which need every thread of the block to call it"
+                ),
+            ));
+        };
+        values.push(a);
+    }
     let r = e.b.function_call(c.ret_type, None, c.id, values).map_err(internal1)?;
+    // Results only where the caller is active.
+    let merge = match active.filter(|_| !c.returns.is_empty()) {
+        Some(a) => {
+            let yes = e.b.id();
+            let merge = e.b.id();
+            e.b.selection_merge(merge, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
+            e.b.branch_conditional(a, yes, merge, []).map_err(internal1)?;
+            e.b.begin_block(Some(yes)).map_err(internal1)?;
+            Some(merge)
+        }
+        None => None,
+    };
     for (i, (formal, dst)) in c.returns.iter().zip(rets).enumerate() {
         let member_type: Word = c_member_type(e, formal);
         let m = e.b.composite_extract(member_type, None, r, [i as u32]).map_err(internal1)?;
@@ -143,8 +175,25 @@ fn direct(
             Formal::Reg { kind, .. } => set(e, fx, dst, m, *kind, false)?,
         }
     }
+    if let Some(merge) = merge {
+        e.b.branch(merge).map_err(internal1)?;
+        e.b.begin_block(Some(merge)).map_err(internal1)?;
+    }
     // A callee that ran `exit` ends this function too.
-    if let Some(flag) = fx.exited_var {
+    let Some(flag) = fx.exited_var else {
+        return Ok(());
+    };
+    if let (Some(u), Some(_)) = (fx.uniform, active) {
+        // A collective call: every invocation is here; those that exited park.
+        let bt = e.t_bool();
+        let v = e.b.load(u32t, None, flag, None, []).map_err(internal1)?;
+        let z = e.c_u32(0);
+        let gone = e.b.i_not_equal(bt, None, v, z).map_err(internal1)?;
+        let st = e.b.load(u32t, None, u.st, None, []).map_err(internal1)?;
+        let ret = e.c_u32(super::uniform::RETURNED);
+        let n = e.b.select(u32t, None, gone, ret, st).map_err(internal1)?;
+        e.b.store(u.st, n, None, []).map_err(internal1)?;
+    } else {
         let bt = e.t_bool();
         let v = e.b.load(u32t, None, flag, None, []).map_err(internal1)?;
         let z = e.c_u32(0);
@@ -154,7 +203,7 @@ fn direct(
         e.b.selection_merge(stay, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
         e.b.branch_conditional(gone, out, stay, []).map_err(internal1)?;
         e.b.begin_block(Some(out)).map_err(internal1)?;
-        super::func::emit_return(e, fx)?;
+        super::func::leave(e, fx, stay)?;
         e.b.begin_block(Some(stay)).map_err(internal1)?;
     }
     Ok(())

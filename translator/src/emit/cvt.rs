@@ -1,12 +1,26 @@
-//! `cvt`: conversions between integer and floating-point types, with PTX's
-//! rounding modifiers and saturation (float → integer saturates, NaN → 0).
+//! `cvt`: conversions between every pair of PTX types, with PTX's rounding
+//! modifiers (`.rni .rzi .rmi .rpi` to integral values, `.rn .rz .rm .rp
+//! .rna` to floats), `.ftz`, `.sat`, `.relu`, `.satfinite`, the packed
+//! destinations (`f16x2`, `bf16x2`, `e4m3x2`, `e5m2x2`), `tf32`, and
+//! `cvt.pack`.
+//!
+//! - float → integer: round to an integral value, then saturate to the
+//!   destination's range; NaN gives 0 (PTX ISA, "cvt": "saturation ... NaN
+//!   results are converted to 0").
+//! - integer → float and narrowing float → float round in software
+//!   ([`super::rounding`]) in every mode, so subnormal results do not depend
+//!   on the driver's denormal handling (f32 and f64 destinations from 32-bit
+//!   integers in `.rn` use the exact-enough native conversion).
+//! - half-precision sources are widened exactly to f32 first.
 
 use super::float::flush;
 use super::func::{internal1, Fx};
+use super::half;
 use super::inst::{ext, glsl, op1};
+use super::rounding::{self, cmp, o, sel, Fmt, Rnd, R};
 use super::values::{get, set, K};
 use super::Emitter;
-use crate::ast::{Instruction, ScalarType};
+use crate::ast::{Instruction, Operand, ScalarType};
 use crate::diag::Diagnostic;
 use rspirv::spirv::{Op, Word};
 
@@ -15,32 +29,125 @@ fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
     Diagnostic::error(inst.opcode_span, format!("unsupported instruction '{}'{extra}", inst.mnemonic()))
 }
 
-fn is_half(t: ScalarType) -> bool {
-    matches!(t, ScalarType::F16 | ScalarType::Bf16 | ScalarType::F16x2 | ScalarType::Bf16x2)
+/// A `cvt` type: a PTX scalar type or one of the types only `cvt` knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CT {
+    S(ScalarType),
+    E4m3x2,
+    E5m2x2,
+    Tf32,
+}
+
+fn cvt_types(inst: &Instruction) -> Vec<CT> {
+    inst.modifiers
+        .iter()
+        .filter_map(|m| match m.as_str() {
+            "e4m3x2" => Some(CT::E4m3x2),
+            "e5m2x2" => Some(CT::E5m2x2),
+            "tf32" => Some(CT::Tf32),
+            _ => ScalarType::from_name(m).map(CT::S),
+        })
+        .collect()
+}
+
+/// The float format of a scalar float type.
+fn fmt_of(t: ScalarType) -> Option<Fmt> {
+    Some(match t {
+        ScalarType::F16 => Fmt::F16,
+        ScalarType::Bf16 => Fmt::BF16,
+        ScalarType::F32 => Fmt::F32,
+        ScalarType::F64 => Fmt::F64,
+        _ => return None,
+    })
+}
+
+/// Read a float operand of type `t` as an f64 value (exact), flushing f32
+/// subnormals with `ftz`.
+fn float_src_f64(e: &mut Emitter, fx: &mut Fx, a: &Operand, t: ScalarType, ftz: bool) -> R {
+    let dt = e.t_float(64);
+    match t {
+        ScalarType::F64 => get(e, fx, a, K::Float(64), false),
+        _ => {
+            let f = float_src_f32(e, fx, a, t, ftz)?;
+            o(e, Op::FConvert, dt, &[f])
+        }
+    }
+}
+
+/// Read an f16/bf16/f32 operand as an f32 value (exact).
+fn float_src_f32(e: &mut Emitter, fx: &mut Fx, a: &Operand, t: ScalarType, ftz: bool) -> R {
+    match t {
+        ScalarType::F32 => {
+            let v = get(e, fx, a, K::Float(32), false)?;
+            if ftz {
+                flush(e, v, 32)
+            } else {
+                Ok(v)
+            }
+        }
+        ScalarType::F16 | ScalarType::Bf16 => {
+            let v = half::get_bits(e, fx, a, 1)?;
+            let fmt = if t == ScalarType::F16 { Fmt::F16 } else { Fmt::BF16 };
+            half::to_f32(e, v, fmt)
+        }
+        _ => Err(Diagnostic::error(a.span(), "internal error: not a float source")),
+    }
+}
+
+/// `.relu`: negative (and -0) to +0, NaN kept (f64 value).
+fn relu64(e: &mut Emitter, v: Word) -> R {
+    let dt = e.t_float(64);
+    let z = e.c_f64(0.0);
+    let le = cmp(e, Op::FOrdLessThanEqual, v, z)?;
+    sel(e, dt, le, z, v)
+}
+
+/// An f64 value rounded to `fmt` bits as a 32-bit integer (`fmt` narrower than f64).
+fn to_bits32(e: &mut Emitter, v: Word, fmt: Fmt, rnd: Rnd, satfinite: bool) -> R {
+    let b = rounding::round_f64(e, v, fmt, rnd, satfinite)?;
+    let u32t = e.t_int(32);
+    o(e, Op::UConvert, u32t, &[b])
+}
+
+/// Write float bits/values of format `fmt` to a destination of type `t`.
+fn store_float(e: &mut Emitter, fx: &mut Fx, d: &Operand, v: Word, t: ScalarType) -> Result<(), Diagnostic> {
+    match t {
+        ScalarType::F16 | ScalarType::Bf16 => half::store(e, fx, d, v, 1),
+        ScalarType::F32 => set(e, fx, d, v, K::Float(32), false),
+        _ => set(e, fx, d, v, K::Float(64), false),
+    }
 }
 
 pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
-    let tys: Vec<ScalarType> = inst.modifiers.iter().filter_map(|m| ScalarType::from_name(m)).collect();
+    if inst.has("pack") {
+        return cvt_pack(e, fx, inst);
+    }
+    let tys = cvt_types(inst);
     let [dt, st] = tys.as_slice() else {
         return Err(Diagnostic::error(inst.opcode_span, "cvt needs a destination and a source type"));
     };
-    let (dt, st) = (*dt, *st);
+    let irnd = ["rni", "rzi", "rmi", "rpi"].into_iter().find(|m| inst.has(m));
+    let frnd = Rnd::of(inst);
+    let sat = inst.has("sat");
+    let ftz = inst.has("ftz");
+    let relu = inst.has("relu");
+    let satfinite = inst.has("satfinite");
+    let (dt, st) = match (*dt, *st) {
+        (CT::S(d), CT::S(s)) => (d, s),
+        (d, s) => return cvt_special(e, fx, inst, d, s, frnd, relu, satfinite),
+    };
+    if matches!(dt, ScalarType::F16x2 | ScalarType::Bf16x2) {
+        return cvt_pair(e, fx, inst, dt, st, frnd, relu, satfinite);
+    }
     let [d, a] = inst.operands.as_slice() else {
         return Err(Diagnostic::error(inst.span, "cvt expects 2 operands"));
     };
-    if is_half(dt) || is_half(st) {
-        return Err(unsupported(inst, "half-precision conversions are not supported yet"));
-    }
-    let irnd = ["rni", "rzi", "rmi", "rpi"].into_iter().find(|m| inst.has(m));
-    let frnd = ["rn", "rz", "rm", "rp"].into_iter().find(|m| inst.has(m));
-    let sat = inst.has("sat");
-    let ftz = inst.has("ftz");
     let dbits = dt.size() * 8;
     let sbits = st.size() * 8;
     match (dt.is_float(), st.is_float()) {
         (false, false) => {
             // Integer to integer: extend or truncate from the source type, then saturate.
-            let v = get(e, fx, a, K::Int(sbits), st.is_signed())?;
+            let v = get(e, fx, a, K::Int(sbits.max(8)), st.is_signed())?;
             let r = if sat {
                 let t64 = e.t_int(64);
                 let w = e.convert(v, K::Int(sbits), K::Int(64), st.is_signed())?;
@@ -81,17 +188,33 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
         }
         (true, false) => {
             // Integer to float.
-            if matches!(frnd, Some("rz" | "rm" | "rp")) {
-                return Err(unsupported(inst, "directed rounding is not supported yet"));
-            }
+            let Some(fmt) = fmt_of(dt) else { return Err(unsupported(inst, "")) };
+            let rnd = match frnd {
+                Some(Rnd::Rna) => return Err(unsupported(inst, ".rna is only for tf32")),
+                Some(r) => r,
+                None => Rnd::Rn,
+            };
             let v = get(e, fx, a, K::Int(sbits.max(16)), st.is_signed())?;
-            let v = if sbits < 16 { e.convert(v, K::Int(16), K::Int(16), false)? } else { v };
-            let ft = e.t_float(dbits);
-            let mut r = if st.is_signed() { op1(e, Op::ConvertSToF, ft, v)? } else { op1(e, Op::ConvertUToF, ft, v)? };
-            if sat {
-                r = sat_float(e, r, dbits)?;
-            }
-            set(e, fx, d, r, K::Float(dbits), false)
+            let v = e.convert(v, K::Int(sbits.max(16)), K::Int(64), st.is_signed())?;
+            let bits = rounding::round_int(e, v, st.is_signed(), fmt, rnd)?;
+            let r = match dt {
+                ScalarType::F64 => {
+                    let ft = e.t_float(64);
+                    o(e, Op::Bitcast, ft, &[bits])?
+                }
+                ScalarType::F32 => {
+                    let u32t = e.t_int(32);
+                    let b = o(e, Op::UConvert, u32t, &[bits])?;
+                    let ft = e.t_float(32);
+                    o(e, Op::Bitcast, ft, &[b])?
+                }
+                _ => {
+                    let u32t = e.t_int(32);
+                    o(e, Op::UConvert, u32t, &[bits])?
+                }
+            };
+            let r = if sat { sat_any(e, r, dt)? } else { r };
+            store_float(e, fx, d, r, dt)
         }
         (false, true) => {
             // Float to integer: round, then saturate; NaN gives 0.
@@ -101,46 +224,300 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
                     "float-to-integer cvt needs an integer rounding modifier (.rni, .rzi, .rmi, .rpi)",
                 ));
             };
-            let mut v = get(e, fx, a, K::Float(sbits), false)?;
-            if ftz {
-                v = flush(e, v, sbits)?;
-            }
-            let ft = e.t_float(sbits);
+            let (v, fb) = if st == ScalarType::F64 {
+                (get(e, fx, a, K::Float(64), false)?, 64)
+            } else {
+                (float_src_f32(e, fx, a, st, ftz)?, 32)
+            };
+            let ft = e.t_float(fb);
             let f = round(e, v, rnd, ft)?;
-            let r = float_to_int(e, f, sbits, dbits, dt.is_signed())?;
+            let r = float_to_int(e, f, fb, dbits, dt.is_signed())?;
             set(e, fx, d, r, K::Int(dbits), dt.is_signed())
         }
         (true, true) => {
-            let mut v = get(e, fx, a, K::Float(sbits), false)?;
-            if ftz {
-                v = flush(e, v, sbits)?;
+            let Some(fmt) = fmt_of(dt) else { return Err(unsupported(inst, "")) };
+            if dt == st || dbits > sbits {
+                // Same type (optionally to an integral value) or exact widening.
+                let r = if st == ScalarType::F64 {
+                    let v = get(e, fx, a, K::Float(64), false)?;
+                    let ft = e.t_float(64);
+                    match irnd {
+                        Some(r) => round(e, v, r, ft)?,
+                        None => v,
+                    }
+                } else {
+                    let v = float_src_f32(e, fx, a, st, ftz)?;
+                    let ft = e.t_float(32);
+                    let v = match irnd {
+                        Some(r) => round(e, v, r, ft)?,
+                        None => v,
+                    };
+                    match dt {
+                        ScalarType::F64 => {
+                            let d64 = e.t_float(64);
+                            o(e, Op::FConvert, d64, &[v])?
+                        }
+                        ScalarType::F32 => {
+                            let v = if ftz { flush(e, v, 32)? } else { v };
+                            if dt == st {
+                                // cvt.f32.f32 canonicalizes NaN like any arithmetic.
+                                super::float::canon_nan(e, v, 32)?
+                            } else {
+                                v
+                            }
+                        }
+                        _ => {
+                            // f16/bf16 to the same format: exact (integral values are representable).
+                            let dd = e.t_float(64);
+                            let w = o(e, Op::FConvert, dd, &[v])?;
+                            to_bits32(e, w, fmt, Rnd::Rn, false)?
+                        }
+                    }
+                };
+                let r = if sat { sat_any(e, r, dt)? } else { r };
+                return store_float(e, fx, d, r, dt);
             }
-            let ft = e.t_float(dbits);
-            let mut r = if dbits == sbits {
-                match irnd {
-                    Some(r) => round(e, v, r, ft)?,
-                    None => v,
+            // Narrowing (or between f16 and bf16).
+            let rnd = match frnd {
+                Some(Rnd::Rna) => return Err(unsupported(inst, ".rna is only for tf32")),
+                Some(r) => r,
+                None if sbits == dbits => Rnd::Rn,
+                None => {
+                    return Err(Diagnostic::error(inst.opcode_span, "narrowing float cvt needs a rounding modifier"))
                 }
-            } else if dbits > sbits {
-                e.b.f_convert(ft, None, v).map_err(internal1)?
-            } else {
-                if matches!(frnd, Some("rz" | "rm" | "rp")) {
-                    return Err(unsupported(inst, "directed rounding is not supported yet"));
-                }
-                if frnd.is_none() {
-                    return Err(Diagnostic::error(inst.opcode_span, "narrowing float cvt needs a rounding modifier"));
-                }
-                e.b.f_convert(ft, None, v).map_err(internal1)?
             };
-            if ftz {
-                r = flush(e, r, dbits)?;
-            }
-            if sat {
-                r = sat_float(e, r, dbits)?;
-            }
-            set(e, fx, d, r, K::Float(dbits), false)
+            let v = float_src_f64(e, fx, a, st, ftz)?;
+            let v = if relu { relu64(e, v)? } else { v };
+            let r = if dt == ScalarType::F32 {
+                let r = rounding::f64_to_f32(e, v, rnd)?;
+                if ftz {
+                    flush(e, r, 32)?
+                } else {
+                    r
+                }
+            } else {
+                to_bits32(e, v, fmt, rnd, satfinite)?
+            };
+            let r = if sat { sat_any(e, r, dt)? } else { r };
+            store_float(e, fx, d, r, dt)
         }
     }
+}
+
+/// `.sat` on a float result of type `t` (f16/bf16 as 32-bit bits).
+fn sat_any(e: &mut Emitter, r: Word, t: ScalarType) -> R {
+    match t {
+        ScalarType::F32 => sat_float(e, r, 32),
+        ScalarType::F64 => sat_float(e, r, 64),
+        _ => {
+            // Half bits: clamp through f32 (exact both ways).
+            let fmt = if t == ScalarType::Bf16 { Fmt::BF16 } else { Fmt::F16 };
+            let f = half::to_f32(e, r, fmt)?;
+            let s = sat_float(e, f, 32)?;
+            let dt = e.t_float(64);
+            let w = o(e, Op::FConvert, dt, &[s])?;
+            to_bits32(e, w, fmt, Rnd::Rn, false)
+        }
+    }
+}
+
+/// `cvt.rnd{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b`: `a` to the
+/// upper half, `b` to the lower.
+#[allow(clippy::too_many_arguments)]
+fn cvt_pair(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    dt: ScalarType,
+    st: ScalarType,
+    frnd: Option<Rnd>,
+    relu: bool,
+    satfinite: bool,
+) -> Result<(), Diagnostic> {
+    let [d, a, b] = inst.operands.as_slice() else {
+        return Err(Diagnostic::error(inst.span, format!("'{}' expects 3 operands", inst.mnemonic())));
+    };
+    if st != ScalarType::F32 {
+        return Err(unsupported(inst, "packed conversions take f32 sources"));
+    }
+    let fmt = if dt == ScalarType::F16x2 { Fmt::F16 } else { Fmt::BF16 };
+    let rnd = match frnd {
+        Some(r @ (Rnd::Rn | Rnd::Rz)) => r,
+        _ => return Err(unsupported(inst, "needs .rn or .rz")),
+    };
+    let mut lanes = Vec::new();
+    for op in [b, a] {
+        let v = float_src_f64(e, fx, op, ScalarType::F32, false)?;
+        let v = if relu { relu64(e, v)? } else { v };
+        lanes.push(to_bits32(e, v, fmt, rnd, satfinite)?);
+    }
+    let r = half::pack(e, &lanes)?;
+    half::store(e, fx, d, r, 2)
+}
+
+/// The FP8 and TF32 conversions.
+#[allow(clippy::too_many_arguments)]
+fn cvt_special(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    dt: CT,
+    st: CT,
+    frnd: Option<Rnd>,
+    relu: bool,
+    satfinite: bool,
+) -> Result<(), Diagnostic> {
+    let u32t = e.t_int(32);
+    let f8 = |t: CT| match t {
+        CT::E4m3x2 => Some(Fmt::E4M3),
+        CT::E5m2x2 => Some(Fmt::E5M2),
+        _ => None,
+    };
+    match (dt, st) {
+        (CT::Tf32, CT::S(ScalarType::F32)) => {
+            let [d, a] = inst.operands.as_slice() else {
+                return Err(Diagnostic::error(inst.span, "cvt expects 2 operands"));
+            };
+            let Some(rnd) = frnd else { return Err(unsupported(inst, "needs a rounding modifier")) };
+            let v = float_src_f64(e, fx, a, ScalarType::F32, false)?;
+            let v = if relu { relu64(e, v)? } else { v };
+            let b = to_bits32(e, v, Fmt::TF32, rnd, satfinite)?;
+            // TF32 in f32 layout: 19 bits at the top of the word. NaN stays f32's canonical NaN.
+            let c13 = e.c_u32(13);
+            let r = o(e, Op::ShiftLeftLogical, u32t, &[b, c13])?;
+            let nanb = e.c_u32(Fmt::TF32.nan() as u32);
+            let isnan = cmp(e, Op::IEqual, b, nanb)?;
+            let canon = e.c_u32(0x7fff_ffff);
+            let r = sel(e, u32t, isnan, canon, r)?;
+            set(e, fx, d, r, K::Int(32), false)
+        }
+        (d8, CT::S(ScalarType::F32)) if f8(d8).is_some() => {
+            let [d, a, b] = inst.operands.as_slice() else {
+                return Err(Diagnostic::error(inst.span, format!("'{}' expects 3 operands", inst.mnemonic())));
+            };
+            let Some(fmt) = f8(d8) else { return Err(unsupported(inst, "")) };
+            if frnd != Some(Rnd::Rn) || !satfinite {
+                return Err(unsupported(inst, "FP8 conversions are .rn.satfinite"));
+            }
+            let mut lanes = Vec::new();
+            for op in [b, a] {
+                let v = float_src_f64(e, fx, op, ScalarType::F32, false)?;
+                let v = if relu { relu64(e, v)? } else { v };
+                lanes.push(to_bits32(e, v, fmt, Rnd::Rn, true)?);
+            }
+            let c8 = e.c_u32(8);
+            let hi = o(e, Op::ShiftLeftLogical, u32t, &[lanes[1], c8])?;
+            let r = o(e, Op::BitwiseOr, u32t, &[hi, lanes[0]])?;
+            half::store(e, fx, d, r, 1)
+        }
+        (CT::S(ScalarType::F16x2), s8) if f8(s8).is_some() => {
+            let [d, a] = inst.operands.as_slice() else {
+                return Err(Diagnostic::error(inst.span, "cvt expects 2 operands"));
+            };
+            let Some(fmt) = f8(s8) else { return Err(unsupported(inst, "")) };
+            let v = half::get_bits(e, fx, a, 1)?;
+            let mut lanes = Vec::new();
+            for i in 0..2 {
+                let sh = e.c_u32(8 * i);
+                let x = o(e, Op::ShiftRightLogical, u32t, &[v, sh])?;
+                let m = e.c_u32(0xff);
+                let x = o(e, Op::BitwiseAnd, u32t, &[x, m])?;
+                let f = fp8_to_f64(e, x, fmt)?;
+                let f = if relu { relu64(e, f)? } else { f };
+                lanes.push(to_bits32(e, f, Fmt::F16, Rnd::Rn, false)?);
+            }
+            let r = half::pack(e, &lanes)?;
+            half::store(e, fx, d, r, 2)
+        }
+        _ => Err(unsupported(inst, "")),
+    }
+}
+
+/// The exact f64 value of an FP8 pattern (low 8 bits of a 32-bit integer).
+fn fp8_to_f64(e: &mut Emitter, x: Word, fmt: Fmt) -> R {
+    let u32t = e.t_int(32);
+    let dt = e.t_float(64);
+    let bt = e.t_bool();
+    let m = fmt.mbits;
+    let mm = e.c_u32((1 << m) - 1);
+    let mant = o(e, Op::BitwiseAnd, u32t, &[x, mm])?;
+    let cm = e.c_u32(m);
+    let ex = o(e, Op::ShiftRightLogical, u32t, &[x, cm])?;
+    let em = e.c_u32((1 << fmt.ebits) - 1);
+    let ex = o(e, Op::BitwiseAnd, u32t, &[ex, em])?;
+    // value = (ex == 0 ? mant : mant + 2^m) * 2^(max(ex,1) - bias - m)
+    let z = e.c_u32(0);
+    let sub = cmp(e, Op::IEqual, ex, z)?;
+    let hid = e.c_u32(1 << m);
+    let full = o(e, Op::BitwiseOr, u32t, &[mant, hid])?;
+    let sig = sel(e, u32t, sub, mant, full)?;
+    let one = e.c_u32(1);
+    let exf = ext(e, u32t, glsl::UMAX, &[ex, one])?;
+    let sigf = o(e, Op::ConvertUToF, dt, &[sig])?;
+    let k = e.c_u32((fmt.bias() + m as i32) as u32);
+    let p = o(e, Op::ISub, u32t, &[exf, k])?;
+    let i32t = e.t_int(32);
+    let _ = i32t;
+    let v = ext(e, dt, glsl::LDEXP, &[sigf, p])?;
+    // Sign, NaN and infinity.
+    let sb = e.c_u32(0x80);
+    let s = o(e, Op::BitwiseAnd, u32t, &[x, sb])?;
+    let neg = cmp(e, Op::INotEqual, s, z)?;
+    let nv = o(e, Op::FNegate, dt, &[v])?;
+    let v = sel(e, dt, neg, nv, v)?;
+    let mag = e.c_u32(0x7f);
+    let xm = o(e, Op::BitwiseAnd, u32t, &[x, mag])?;
+    let nan = e.c_f64(f64::NAN);
+    if fmt.no_inf {
+        let is_nan = cmp(e, Op::IEqual, xm, mag)?;
+        sel(e, dt, is_nan, nan, v)
+    } else {
+        let infb = e.c_u32(fmt.limit() as u32);
+        let is_inf = cmp(e, Op::IEqual, xm, infb)?;
+        let is_nan = cmp(e, Op::UGreaterThan, xm, infb)?;
+        let inf = e.c_f64(f64::INFINITY);
+        let ninf = e.c_f64(f64::NEG_INFINITY);
+        let sinf = sel(e, dt, neg, ninf, inf)?;
+        let v = sel(e, dt, is_inf, sinf, v)?;
+        let _ = bt;
+        sel(e, dt, is_nan, nan, v)
+    }
+}
+
+/// `cvt.pack.sat.{u16,s16,u8,s8}.s32.b32 d, a, b, c`: saturate `a` and `b`
+/// and pack them (`a` above `b`); the 8-bit forms put `c`'s low 16 bits above.
+fn cvt_pack(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
+    let tys: Vec<ScalarType> = inst.modifiers.iter().filter_map(|m| ScalarType::from_name(m)).collect();
+    let Some(&ct) = tys.first() else {
+        return Err(Diagnostic::error(inst.opcode_span, "cvt.pack needs types"));
+    };
+    let [d, a, b, c] = inst.operands.as_slice() else {
+        return Err(Diagnostic::error(inst.span, "cvt.pack expects 4 operands"));
+    };
+    let u32t = e.t_int(32);
+    let bits = ct.size() * 8;
+    let (lo, hi): (i32, i32) =
+        if ct.is_signed() { (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) } else { (0, (1 << bits) - 1) };
+    let mut parts = Vec::new();
+    for op in [a, b] {
+        let v = get(e, fx, op, K::Int(32), true)?;
+        let l = e.c_u32(lo as u32);
+        let h = e.c_u32(hi as u32);
+        let v = ext(e, u32t, glsl::SMAX, &[v, l])?;
+        let v = ext(e, u32t, glsl::SMIN, &[v, h])?;
+        let m = e.c_u32(((1u64 << bits) - 1) as u32);
+        parts.push(o(e, Op::BitwiseAnd, u32t, &[v, m])?);
+    }
+    let sh = e.c_u32(bits);
+    let ta = o(e, Op::ShiftLeftLogical, u32t, &[parts[0], sh])?;
+    let mut r = o(e, Op::BitwiseOr, u32t, &[ta, parts[1]])?;
+    if bits == 8 {
+        let vc = get(e, fx, c, K::Int(32), false)?;
+        let c16 = e.c_u32(16);
+        let cs = o(e, Op::ShiftLeftLogical, u32t, &[vc, c16])?;
+        r = o(e, Op::BitwiseOr, u32t, &[cs, r])?;
+    }
+    set(e, fx, d, r, K::Int(32), false)
 }
 
 fn round(e: &mut Emitter, v: Word, rnd: &str, ft: Word) -> Result<Word, Diagnostic> {

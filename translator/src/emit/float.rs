@@ -1,11 +1,27 @@
-//! Floating-point instructions, with the corrections Vulkan needs for PTX's
-//! IEEE results: correctly rounded `div.rn`/`sqrt.rn`/`rcp.rn`, and an exact
-//! fused multiply-add on drivers that do not fuse `Fma`.
+//! Floating-point instructions in f32 and f64, with the corrections Vulkan
+//! needs for PTX's IEEE results: correctly rounded `div`/`sqrt`/`rcp`,
+//! directed rounding (`.rz .rm .rp`) for every arithmetic instruction, an
+//! exact fused multiply-add on drivers that do not fuse `Fma`, PTX's NaN
+//! rules for `min`/`max`, and canonical NaN results in single precision.
+//! Half-precision types go to [`super::half`].
 //!
 //! - f32 `div.rn`, `sqrt.rn`, `rcp.rn` are computed in f64 and rounded once:
 //!   a quotient or root of two f32 values can never lie within 2^-49
 //!   (relative) of an f32 rounding boundary, while Vulkan's f64 error bound
-//!   is below 2^-50, so the double rounding is exact.
+//!   is below 2^-50, so the double rounding is exact. This holds on every
+//!   driver, not only on lavapipe.
+//! - f32 in directed modes: `add`/`sub`/`mul`/`fma` compute the exact result
+//!   in f64 rounded to odd (f32 products are exact in f64; sums take a
+//!   two-sum error term), then [`super::rounding::round_f64`] rounds it to
+//!   f32 in the requested mode; `div`/`sqrt`/`rcp` take the correctly
+//!   rounded nearest result `q` and the sign of the exact residual
+//!   `a - q*b` (`a - q*q`), which f64 holds exactly, and step one ulp where
+//!   the mode asks ([`super::rounding::step_toward`]).
+//! - f64 in directed modes: the nearest result plus an exact error term
+//!   (two-sum, Dekker's product, the residual of the emulated fma) and the
+//!   same one-ulp step. Products that overflow or underflow the exact
+//!   two-product (|a|, |b| ≥ 2^995 or |a*b| ≤ 2^-960) keep the nearest
+//!   result in directed modes.
 //! - f32 `fma` (emulated): the f64 product of two f32 values is exact; the
 //!   sum is rounded to odd in f64 (two-sum error term), then rounded to f32:
 //!   round-to-odd at 53 bits followed by rounding to 24 bits is correctly
@@ -17,59 +33,71 @@
 //!   back to the driver's `Fma`.
 //! - f64 `div.rn`/`sqrt.rn` take one Newton correction with an exact
 //!   residual from the fused multiply-add.
+//! - NaN: every f32 arithmetic result that is NaN is `0x7fffffff`, the only
+//!   NaN NVIDIA GPUs produce in single precision. f64 NaN results are left
+//!   as the driver makes them (PTX does not define their payload).
+//!   `min`/`max` return the non-NaN operand, a canonical NaN when both are
+//!   NaN (any NaN with `.NaN`), and order -0 below +0.
 
 use super::func::{internal1, Fx};
 use super::inst::{ext, glsl, op1, op2};
+use super::rounding::{self, all_finite, and, cmp, not, o, or, sel, step_toward, Rnd, R};
 use super::values::{get, set, K};
 use super::Emitter;
 use crate::ast::{Instruction, Operand, ScalarType};
 use crate::diag::Diagnostic;
 use rspirv::spirv::{self, Op, Word};
 
-fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
+pub(crate) fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
     let extra = if why.is_empty() { String::new() } else { format!(" ({why})") };
     Diagnostic::error(inst.opcode_span, format!("unsupported instruction '{}'{extra}", inst.mnemonic()))
+}
+
+/// Whether `t` is a half-precision type (scalar or packed).
+pub(crate) fn is_half(t: ScalarType) -> bool {
+    matches!(t, ScalarType::F16 | ScalarType::Bf16 | ScalarType::F16x2 | ScalarType::Bf16x2)
 }
 
 fn fbits(t: ScalarType, inst: &Instruction) -> Result<u32, Diagnostic> {
     match t {
         ScalarType::F32 => Ok(32),
         ScalarType::F64 => Ok(64),
-        _ => Err(unsupported(inst, "half-precision arithmetic is not supported yet")),
+        _ => Err(unsupported(inst, "not a floating-point type")),
     }
-}
-
-/// Reject rounding modes other than round-to-nearest-even.
-fn nearest_only(inst: &Instruction) -> Result<(), Diagnostic> {
-    if ["rz", "rm", "rp"].iter().any(|m| inst.has(m)) {
-        return Err(unsupported(inst, "directed rounding is not supported yet"));
-    }
-    Ok(())
 }
 
 /// An arithmetic instruction that must not be contracted with its neighbours.
-fn exact(e: &mut Emitter, op: Op, t: Word, a: Word, b: Word) -> Result<Word, Diagnostic> {
+pub(crate) fn exact(e: &mut Emitter, op: Op, t: Word, a: Word, b: Word) -> Result<Word, Diagnostic> {
     let r = op2(e, op, t, a, b)?;
     e.b.decorate(r, spirv::Decoration::NoContraction, []);
     Ok(r)
 }
 
-/// Flush a subnormal f32 to a zero of the same sign (`.ftz`).
+/// Flush a subnormal f32 or f64 to a zero of the same sign (`.ftz`).
 pub(crate) fn flush(e: &mut Emitter, v: Word, bits: u32) -> Result<Word, Diagnostic> {
+    let ft = e.t_float(bits);
+    let it = e.t_int(bits);
+    let a = ext(e, ft, glsl::FABS, &[v])?;
+    let min = if bits == 64 { e.c_f64(f64::MIN_POSITIVE) } else { e.c_f32(f32::MIN_POSITIVE) };
+    let small = cmp(e, Op::FOrdLessThan, a, min)?;
+    let bitsv = o(e, Op::Bitcast, it, &[v])?;
+    let sign = e.c_int(bits, 1u64 << (bits - 1));
+    let s = o(e, Op::BitwiseAnd, it, &[bitsv, sign])?;
+    let z = o(e, Op::Bitcast, ft, &[s])?;
+    sel(e, ft, small, z, v)
+}
+
+/// Replace any f32 NaN with the canonical `0x7fffffff`; f64 values pass.
+pub(crate) fn canon_nan(e: &mut Emitter, v: Word, bits: u32) -> R {
     if bits != 32 {
         return Ok(v);
     }
     let ft = e.t_float(32);
-    let u32t = e.t_int(32);
     let bt = e.t_bool();
-    let a = ext(e, ft, glsl::FABS, &[v])?;
-    let min = e.c_f32(f32::MIN_POSITIVE);
-    let small = e.b.f_ord_less_than(bt, None, a, min).map_err(internal1)?;
-    let bitsv = e.b.bitcast(u32t, None, v).map_err(internal1)?;
-    let sign = e.c_u32(0x8000_0000);
-    let s = e.b.bitwise_and(u32t, None, bitsv, sign).map_err(internal1)?;
-    let z = e.b.bitcast(ft, None, s).map_err(internal1)?;
-    e.b.select(ft, None, small, z, v).map_err(internal1)
+    let nan = o(e, Op::IsNan, bt, &[v])?;
+    let t = e.t_float(32);
+    let c = e.constant_bits(t, 32, 0x7fff_ffff);
+    sel(e, ft, nan, c, v)
 }
 
 /// Clamp to [0, 1], NaN to 0 (`.sat`).
@@ -83,6 +111,7 @@ fn saturate(e: &mut Emitter, v: Word, bits: u32) -> Result<Word, Diagnostic> {
     e.b.select(ft, None, nan, z, c).map_err(internal1)
 }
 
+/// Store an arithmetic result: `.ftz`, `.sat`, canonical NaN.
 fn finish(
     e: &mut Emitter,
     fx: &mut Fx,
@@ -97,6 +126,7 @@ fn finish(
     if inst.has("sat") {
         r = saturate(e, r, bits)?;
     }
+    r = canon_nan(e, r, bits)?;
     set(e, fx, d, r, K::Float(bits), false)
 }
 
@@ -109,7 +139,275 @@ fn src(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, op: &Operand, bits: u32
     }
 }
 
+/// The arithmetic of the exact paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ar {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a * b + c`
+    Fma,
+}
+
+impl Ar {
+    /// The arithmetic of an opcode (`add`, `sub`, `mul`, `fma`/`mad`).
+    pub fn of(opcode: &str) -> Option<Ar> {
+        Some(match opcode {
+            "add" => Ar::Add,
+            "sub" => Ar::Sub,
+            "mul" => Ar::Mul,
+            "fma" | "mad" => Ar::Fma,
+            _ => return None,
+        })
+    }
+}
+
+/// `a op b` (`a*b + c` for [`Ar::Fma`]) on f64 values that hold f32, f16 or
+/// bf16 values exactly, rounded to odd in f64: the input of
+/// [`rounding::round_f64`] for any narrower format and mode. An exact zero
+/// sum gets IEEE's sign for the mode (-0 in `.rm` unless both addends are +0).
+pub(crate) fn ro_f64(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Word, rnd: Rnd) -> R {
+    let dt = e.t_float(64);
+    let (x, y) = match ar {
+        Ar::Mul => return exact(e, Op::FMul, dt, a, b),
+        Ar::Add => (a, b),
+        Ar::Sub => (a, o(e, Op::FNegate, dt, &[b])?),
+        Ar::Fma => (exact(e, Op::FMul, dt, a, b)?, c),
+    };
+    let (s, err) = two_sum(e, x, y)?;
+    let r = round_to_odd(e, s, err)?;
+    if rnd != Rnd::Rm {
+        return Ok(r);
+    }
+    minus_zero_sum(e, r, x, y)
+}
+
+/// In `.rm`, an exact zero sum `x + y` is -0 unless both are +0.
+fn minus_zero_sum(e: &mut Emitter, r: Word, x: Word, y: Word) -> R {
+    let dt = e.t_float(64);
+    let u64t = e.t_int(64);
+    let z = e.c_f64(0.0);
+    let is0 = cmp(e, Op::FOrdEqual, r, z)?;
+    let xb = o(e, Op::Bitcast, u64t, &[x])?;
+    let yb = o(e, Op::Bitcast, u64t, &[y])?;
+    let both = o(e, Op::BitwiseOr, u64t, &[xb, yb])?;
+    let z64 = e.c_int(64, 0);
+    let pos = cmp(e, Op::IEqual, both, z64)?;
+    let npos = not(e, pos)?;
+    let m = and(e, is0, npos)?;
+    let mz = e.c_f64(-0.0);
+    sel(e, dt, m, mz, r)
+}
+
+/// f32 arithmetic in any rounding mode through the exact f64 path.
+fn arith32(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Word, rnd: Rnd) -> R {
+    let dt = e.t_float(64);
+    let da = o(e, Op::FConvert, dt, &[a])?;
+    let db = o(e, Op::FConvert, dt, &[b])?;
+    let dc = o(e, Op::FConvert, dt, &[c])?;
+    let r = ro_f64(e, ar, da, db, dc, rnd)?;
+    rounding::f64_to_f32(e, r, rnd)
+}
+
+/// f64 arithmetic in a directed rounding mode: nearest result, exact error, one-ulp step.
+fn arith64_directed(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Word, rnd: Rnd) -> R {
+    let dt = e.t_float(64);
+    let (r, err, finite) = match ar {
+        Ar::Add | Ar::Sub => {
+            let y = if ar == Ar::Sub { o(e, Op::FNegate, dt, &[b])? } else { b };
+            let (s, err) = two_sum(e, a, y)?;
+            let s = if rnd == Rnd::Rm { minus_zero_sum(e, s, a, y)? } else { s };
+            (s, err, all_finite(e, &[a, b])?)
+        }
+        Ar::Mul => {
+            let (ph, pl) = two_product(e, a, b)?;
+            (ph, pl, all_finite(e, &[a, b])?)
+        }
+        Ar::Fma => {
+            let (r, dir) = fma64_parts(e, a, b, c)?;
+            let r = if rnd == Rnd::Rm {
+                let p = exact(e, Op::FMul, dt, a, b)?;
+                minus_zero_sum(e, r, p, c)?
+            } else {
+                r
+            };
+            (r, dir, all_finite(e, &[a, b, c])?)
+        }
+    };
+    step_toward(e, r, err, 64, rnd, finite)
+}
+
+/// A float of the sign of `res * b` (for the residual sign of a quotient), 0 when `res` is 0.
+fn sign_times(e: &mut Emitter, res: Word, b: Word, bits: u32) -> R {
+    let ft = e.t_float(bits);
+    let z = e.c_float(bits, 0.0);
+    let rn = cmp(e, Op::FOrdLessThan, res, z)?;
+    let it = e.t_int(bits);
+    let bb = o(e, Op::Bitcast, it, &[b])?;
+    let sign = e.c_int(bits, 1u64 << (bits - 1));
+    let bs = o(e, Op::BitwiseAnd, it, &[bb, sign])?;
+    let zi = e.c_int(bits, 0);
+    let bn = cmp(e, Op::INotEqual, bs, zi)?;
+    let negv = cmp(e, Op::LogicalNotEqual, rn, bn)?;
+    let one = e.c_float(bits, 1.0);
+    let m1 = e.c_float(bits, -1.0);
+    let s = sel(e, ft, negv, m1, one)?;
+    let r0 = cmp(e, Op::FOrdEqual, res, z)?;
+    let bt = e.t_bool();
+    let rnan = o(e, Op::IsNan, bt, &[res])?;
+    let none = or(e, r0, rnan)?;
+    sel(e, ft, none, z, s)
+}
+
+/// `a / b` in any rounding mode.
+pub(crate) fn div_rnd(e: &mut Emitter, a: Word, b: Word, bits: u32, rnd: Rnd) -> R {
+    let q = div_rn(e, a, b, bits)?;
+    if matches!(rnd, Rnd::Rn | Rnd::Rna) {
+        return Ok(q);
+    }
+    let ft = e.t_float(bits);
+    let res = if bits == 32 {
+        // a - q*b is exact in f64.
+        let dt = e.t_float(64);
+        let da = o(e, Op::FConvert, dt, &[a])?;
+        let db = o(e, Op::FConvert, dt, &[b])?;
+        let dq = o(e, Op::FConvert, dt, &[q])?;
+        let p = exact(e, Op::FMul, dt, dq, db)?;
+        let r = exact(e, Op::FSub, dt, da, p)?;
+        let s = sign_times(e, r, db, 64)?;
+        o(e, Op::FConvert, ft, &[s])?
+    } else {
+        let nq = o(e, Op::FNegate, ft, &[q])?;
+        let r = fma_exact64(e, nq, b, a)?;
+        sign_times(e, r, b, 64)?
+    };
+    let fin = all_finite(e, &[a, b])?;
+    let z = e.c_float(bits, 0.0);
+    let b0 = cmp(e, Op::FOrdEqual, b, z)?;
+    let bn0 = not(e, b0)?;
+    let fin = and(e, fin, bn0)?;
+    step_toward(e, q, res, bits, rnd, fin)
+}
+
+/// `sqrt(a)` in any rounding mode.
+fn sqrt_rnd(e: &mut Emitter, a: Word, bits: u32, rnd: Rnd) -> R {
+    if bits == 64 {
+        return scaled_sqrt64(e, a, rnd);
+    }
+    sqrt_rnd_core(e, a, bits, rnd)
+}
+
+/// f64 square roots of very small or very large operands: scale by an even
+/// power of two into the middle of the range (exact), take the root there,
+/// scale back (exact: square roots are never subnormal). Keeps every
+/// residual of the correction steps far from underflow and overflow.
+fn scaled_sqrt64(e: &mut Emitter, a: Word, rnd: Rnd) -> R {
+    let ft = e.t_float(64);
+    let lo = e.c_f64(2f64.powi(-900));
+    let hi = e.c_f64(2f64.powi(900));
+    let small = cmp(e, Op::FOrdLessThan, a, lo)?;
+    let big = cmp(e, Op::FOrdGreaterThan, a, hi)?;
+    let one = e.c_f64(1.0);
+    let up_in = e.c_f64(2f64.powi(1000));
+    let down_in = e.c_f64(2f64.powi(-1000));
+    let up_out = e.c_f64(2f64.powi(500));
+    let down_out = e.c_f64(2f64.powi(-500));
+    let s_in = sel(e, ft, small, up_in, one)?;
+    let s_in = sel(e, ft, big, down_in, s_in)?;
+    let s_out = sel(e, ft, small, down_out, one)?;
+    let s_out = sel(e, ft, big, up_out, s_out)?;
+    let a2 = exact(e, Op::FMul, ft, a, s_in)?;
+    let q = sqrt_rnd_core(e, a2, 64, rnd)?;
+    exact(e, Op::FMul, ft, q, s_out)
+}
+
+fn sqrt_rnd_core(e: &mut Emitter, a: Word, bits: u32, rnd: Rnd) -> R {
+    let q = sqrt_rn(e, a, bits)?;
+    if matches!(rnd, Rnd::Rn | Rnd::Rna) {
+        return Ok(q);
+    }
+    let ft = e.t_float(bits);
+    let res = if bits == 32 {
+        let dt = e.t_float(64);
+        let da = o(e, Op::FConvert, dt, &[a])?;
+        let dq = o(e, Op::FConvert, dt, &[q])?;
+        let p = exact(e, Op::FMul, dt, dq, dq)?;
+        let r = exact(e, Op::FSub, dt, da, p)?;
+        let one = e.c_f64(1.0);
+        let sg = sign_times(e, r, one, 64)?;
+        o(e, Op::FConvert, ft, &[sg])?
+    } else {
+        let nq = o(e, Op::FNegate, ft, &[q])?;
+        fma_exact64(e, nq, q, a)?
+    };
+    let fin = all_finite(e, &[a])?;
+    step_toward(e, q, res, bits, rnd, fin)
+}
+
+/// f64 `a*b + c` correctly rounded whatever the driver's `Fma` does.
+fn fma_exact64(e: &mut Emitter, a: Word, b: Word, c: Word) -> R {
+    if e.opts.emulate_fma {
+        fma_value(e, a, b, c, 64)
+    } else {
+        let ft = e.t_float(64);
+        ext(e, ft, glsl::FMA, &[a, b, c])
+    }
+}
+
+/// PTX `min`/`max` on f32/f64 values: the non-NaN operand when one is NaN,
+/// a canonical NaN when both are (or when either is, with `nan_wins`),
+/// -0 ordered below +0.
+pub(crate) fn minmax(e: &mut Emitter, a: Word, b: Word, bits: u32, is_max: bool, nan_wins: bool) -> R {
+    let ft = e.t_float(bits);
+    let it = e.t_int(bits);
+    let bt = e.t_bool();
+    let an = o(e, Op::IsNan, bt, &[a])?;
+    let bn = o(e, Op::IsNan, bt, &[b])?;
+    let lt = cmp(e, if is_max { Op::FOrdGreaterThan } else { Op::FOrdLessThan }, a, b)?;
+    let r = sel(e, ft, lt, a, b)?;
+    // Zeros of different signs compare equal; combine their bits.
+    let ai = o(e, Op::Bitcast, it, &[a])?;
+    let bi = o(e, Op::Bitcast, it, &[b])?;
+    let z = e.c_float(bits, 0.0);
+    let a0 = cmp(e, Op::FOrdEqual, a, z)?;
+    let b0 = cmp(e, Op::FOrdEqual, b, z)?;
+    let both0 = and(e, a0, b0)?;
+    let zi = o(e, if is_max { Op::BitwiseAnd } else { Op::BitwiseOr }, it, &[ai, bi])?;
+    let zf = o(e, Op::Bitcast, ft, &[zi])?;
+    let r = sel(e, ft, both0, zf, r)?;
+    let canon = if bits == 64 { 0x7fff_ffff_ffff_ffff } else { 0x7fff_ffff };
+    let nan = e.constant_bits(ft, bits, canon);
+    if nan_wins {
+        let any = or(e, an, bn)?;
+        return sel(e, ft, any, nan, r);
+    }
+    let r = sel(e, ft, an, b, r)?;
+    let r = sel(e, ft, bn, a, r)?;
+    let both = and(e, an, bn)?;
+    sel(e, ft, both, nan, r)
+}
+
+/// `|x|` with the sign bit of `s` (`bits` wide floats).
+pub(crate) fn with_sign(e: &mut Emitter, x: Word, s: Word, bits: u32) -> R {
+    let ft = e.t_float(bits);
+    let it = e.t_int(bits);
+    let xi = o(e, Op::Bitcast, it, &[x])?;
+    let si = o(e, Op::Bitcast, it, &[s])?;
+    let sign = e.c_int(bits, 1u64 << (bits - 1));
+    let mag = e.c_int(bits, (1u64 << (bits - 1)) - 1);
+    let xm = o(e, Op::BitwiseAnd, it, &[xi, mag])?;
+    let ss = o(e, Op::BitwiseAnd, it, &[si, sign])?;
+    let r = o(e, Op::BitwiseOr, it, &[xm, ss])?;
+    o(e, Op::Bitcast, ft, &[r])
+}
+
 pub(crate) fn binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
+    if is_half(t) {
+        return super::half::binary(e, fx, inst, t);
+    }
     let bits = fbits(t, inst)?;
     let [d, a, b] = inst.operands.as_slice() else {
         return Err(Diagnostic::error(inst.span, format!("'{}' expects 3 operands", inst.mnemonic())));
@@ -117,30 +415,68 @@ pub(crate) fn binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: Scalar
     let ft = e.t_float(bits);
     let va = src(e, fx, inst, a, bits)?;
     let vb = src(e, fx, inst, b, bits)?;
+    let rnd = Rnd::of(inst);
     let r = match inst.opcode.as_str() {
-        "add" | "sub" | "mul" => {
-            nearest_only(inst)?;
-            let op = match inst.opcode.as_str() {
-                "add" => Op::FAdd,
-                "sub" => Op::FSub,
-                _ => Op::FMul,
-            };
-            exact(e, op, ft, va, vb)?
+        op @ ("add" | "sub" | "mul") => {
+            let ar = Ar::of(op).ok_or_else(|| unsupported(inst, ""))?;
+            match rnd {
+                None | Some(Rnd::Rn) => {
+                    let sop = match ar {
+                        Ar::Add => Op::FAdd,
+                        Ar::Sub => Op::FSub,
+                        _ => Op::FMul,
+                    };
+                    exact(e, sop, ft, va, vb)?
+                }
+                Some(Rnd::Rna) => return Err(unsupported(inst, ".rna is only for cvt")),
+                Some(r) if bits == 32 => arith32(e, ar, va, vb, va, r)?,
+                Some(r) => arith64_directed(e, ar, va, vb, va, r)?,
+            }
         }
         "div" => {
-            if inst.has("approx") || inst.has("full") {
-                op2(e, Op::FDiv, ft, va, vb)?
-            } else if inst.has("rn") {
+            if inst.has("approx") {
+                if bits != 32 {
+                    return Err(unsupported(inst, ""));
+                }
+                // d = a * (1/b) with the reciprocal flushed, as PTX documents it.
+                let one = e.c_float(32, 1.0);
+                let r = div_rn(e, one, vb, 32)?;
+                let r = flush(e, r, 32)?;
+                exact(e, Op::FMul, ft, va, r)?
+            } else if inst.has("full") {
+                // Within div.full's 2 ulp: the correctly rounded quotient.
                 div_rn(e, va, vb, bits)?
             } else {
-                return Err(unsupported(inst, "directed rounding is not supported yet"));
+                match rnd {
+                    Some(r @ (Rnd::Rn | Rnd::Rz | Rnd::Rm | Rnd::Rp)) => div_rnd(e, va, vb, bits, r)?,
+                    _ => return Err(unsupported(inst, "div.f32/f64 needs .approx, .full or a rounding modifier")),
+                }
             }
         }
         "min" | "max" => {
-            if inst.has("NaN") || inst.has("xorsign") {
-                return Err(unsupported(inst, ""));
-            }
-            ext(e, ft, if inst.opcode == "min" { glsl::NMIN } else { glsl::NMAX }, &[va, vb])?
+            let is_max = inst.opcode == "max";
+            let r = if inst.has("xorsign") {
+                let aa = ext(e, ft, glsl::FABS, &[va])?;
+                let ab = ext(e, ft, glsl::FABS, &[vb])?;
+                let m = minmax(e, aa, ab, bits, is_max, inst.has("NaN"))?;
+                let it = e.t_int(bits);
+                let ai = o(e, Op::Bitcast, it, &[va])?;
+                let bi = o(e, Op::Bitcast, it, &[vb])?;
+                let x = o(e, Op::BitwiseXor, it, &[ai, bi])?;
+                let xf = o(e, Op::Bitcast, ft, &[x])?;
+                let signed = with_sign(e, m, xf, bits)?;
+                let bt = e.t_bool();
+                let nan = o(e, Op::IsNan, bt, &[m])?;
+                sel(e, ft, nan, m, signed)?
+            } else {
+                minmax(e, va, vb, bits, is_max, inst.has("NaN"))?
+            };
+            let r = if inst.has("ftz") { flush(e, r, bits)? } else { r };
+            return set(e, fx, d, r, K::Float(bits), false);
+        }
+        "copysign" => {
+            let r = with_sign(e, vb, va, bits)?;
+            return set(e, fx, d, r, K::Float(bits), false);
         }
         _ => return Err(unsupported(inst, "")),
     };
@@ -154,15 +490,91 @@ pub(crate) fn div_rn(e: &mut Emitter, a: Word, b: Word, bits: u32) -> Result<Wor
         let da = e.b.f_convert(dt, None, a).map_err(internal1)?;
         let db = e.b.f_convert(dt, None, b).map_err(internal1)?;
         let q = exact(e, Op::FDiv, dt, da, db)?;
-        return e.b.f_convert(ft, None, q).map_err(internal1);
+        return rounding::f64_to_f32(e, q, Rnd::Rn);
     }
+    // Operands far from 1 are scaled by powers of two (exact) so that the
+    // correction's residual neither overflows nor underflows; the quotient
+    // is scaled back, exactly unless it is subnormal.
+    let (a, b, back) = div_scale(e, a, b)?;
+    let q = div_rn_core(e, a, b)?;
+    exact(e, Op::FMul, ft, q, back)
+}
+
+/// Scale f64 division operands into [2^-900, 2^900] (zeros, infinities and
+/// NaN pass); returns the scaled operands and the factor to apply to the quotient.
+fn div_scale(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Word, Word), Diagnostic> {
+    let ft = e.t_float(64);
+    let one = e.c_f64(1.0);
+    let mut scaled = Vec::new();
+    let mut factors = Vec::new();
+    for x in [a, b] {
+        let ax = ext(e, ft, glsl::FABS, &[x])?;
+        let big = e.c_f64(2f64.powi(900));
+        let small = e.c_f64(2f64.powi(-900));
+        let is_big = cmp(e, Op::FOrdGreaterThan, ax, big)?;
+        let is_small = cmp(e, Op::FOrdLessThan, ax, small)?;
+        let down = e.c_f64(2f64.powi(-200));
+        let up = e.c_f64(2f64.powi(200));
+        let f = sel(e, ft, is_big, down, one)?;
+        let f = sel(e, ft, is_small, up, f)?;
+        scaled.push(exact(e, Op::FMul, ft, x, f)?);
+        factors.push(f);
+    }
+    // a*fa / (b*fb) = q * fa/fb: multiply the quotient by fb/fa (exact powers of two).
+    let back = exact(e, Op::FDiv, ft, factors[1], factors[0])?;
+    Ok((scaled[0], scaled[1], back))
+}
+
+/// Correctly rounded f64 `a / b` for operands in range (see [`div_scale`]).
+fn div_rn_core(e: &mut Emitter, a: Word, b: Word) -> R {
+    let ft = e.t_float(64);
     let q = exact(e, Op::FDiv, ft, a, b)?;
     // r = a - q*b exactly; q' = q + r/b.
     let nq = e.b.f_negate(ft, None, q).map_err(internal1)?;
-    let r = fma_value(e, nq, b, a, 64)?;
+    let r = fma_exact64(e, nq, b, a)?;
     let corr = exact(e, Op::FDiv, ft, r, b)?;
     let q1 = exact(e, Op::FAdd, ft, q, corr)?;
-    keep_if_special(e, q, q1, bits)
+    let q = keep_if_special(e, q, q1, 64)?;
+    div_fixup64(e, a, b, q)
+}
+
+/// Make an f64 quotient `q` (within one ulp of `a / b`) correctly rounded:
+/// with the exact residual `r = a - q*b`, the true quotient lies above the
+/// midpoint `q + u/2` exactly when `r - b*u/2` has the sign of `b` (and
+/// below `q - d/2` when `r + b*d/2` has the opposite sign); a quotient of
+/// two doubles is never a midpoint, and a correctly rounded fma keeps the
+/// sign of these sums.
+fn div_fixup64(e: &mut Emitter, a: Word, b: Word, q: Word) -> R {
+    let ft = e.t_float(64);
+    let up = rounding::next_float(e, q, 64, true)?;
+    let down = rounding::next_float(e, q, 64, false)?;
+    let half = e.c_f64(0.5);
+    let u = exact(e, Op::FSub, ft, up, q)?;
+    let u = exact(e, Op::FMul, ft, u, half)?;
+    let d = exact(e, Op::FSub, ft, q, down)?;
+    let d = exact(e, Op::FMul, ft, d, half)?;
+    let nq = o(e, Op::FNegate, ft, &[q])?;
+    let r = fma_exact64(e, nq, b, a)?;
+    let nb = o(e, Op::FNegate, ft, &[b])?;
+    let wu = fma_exact64(e, nb, u, r)?;
+    let wd = fma_exact64(e, b, d, r)?;
+    let z = e.c_f64(0.0);
+    let bpos = cmp(e, Op::FOrdGreaterThan, b, z)?;
+    let wu_pos = cmp(e, Op::FOrdGreaterThan, wu, z)?;
+    let wu_neg = cmp(e, Op::FOrdLessThan, wu, z)?;
+    let wd_pos = cmp(e, Op::FOrdGreaterThan, wd, z)?;
+    let wd_neg = cmp(e, Op::FOrdLessThan, wd, z)?;
+    let bt = e.t_bool();
+    let go_up = o(e, Op::Select, bt, &[bpos, wu_pos, wu_neg])?;
+    let go_down = o(e, Op::Select, bt, &[bpos, wd_neg, wd_pos])?;
+    let fin = all_finite(e, &[a, b, q])?;
+    let qz = cmp(e, Op::FOrdEqual, q, z)?;
+    let nqz = not(e, qz)?;
+    let ok = and(e, fin, nqz)?;
+    let go_up = and(e, go_up, ok)?;
+    let go_down = and(e, go_down, ok)?;
+    let q = sel(e, ft, go_up, up, q)?;
+    sel(e, ft, go_down, down, q)
 }
 
 /// Use `refined` unless `base` is zero, infinite or NaN.
@@ -186,19 +598,197 @@ fn sqrt_rn(e: &mut Emitter, a: Word, bits: u32) -> Result<Word, Diagnostic> {
         let dt = e.t_float(64);
         let da = e.b.f_convert(dt, None, a).map_err(internal1)?;
         let s = ext(e, dt, glsl::SQRT, &[da])?;
-        return e.b.f_convert(ft, None, s).map_err(internal1);
+        return rounding::f64_to_f32(e, s, Rnd::Rn);
     }
     let s = ext(e, ft, glsl::SQRT, &[a])?;
     let ns = e.b.f_negate(ft, None, s).map_err(internal1)?;
-    let r = fma_value(e, ns, s, a, 64)?;
+    let r = fma_exact64(e, ns, s, a)?;
     let two = e.c_f64(2.0);
     let s2 = exact(e, Op::FMul, ft, s, two)?;
     let corr = exact(e, Op::FDiv, ft, r, s2)?;
     let s1 = exact(e, Op::FAdd, ft, s, corr)?;
-    keep_if_special(e, s, s1, bits)
+    let q = keep_if_special(e, s, s1, bits)?;
+    sqrt_fixup64(e, a, q)
+}
+
+/// Make an f64 square root `q` (within one ulp) correctly rounded.
+///
+/// With `r = a - q^2` (exact, by fma) and `u`/`d` the gaps to the
+/// neighbours above/below `q`, every term of `r - q*u` and `r + q*d` is a
+/// multiple of `d^2`, so they are exact and compare with the midpoint
+/// residual (`±u^2/4`, `±d^2/4`) by sign alone: round up when
+/// `r - q*u > 0`, down when `r + q*d <= 0` (with `r < 0`) (a square root is never a
+/// midpoint). Skipped where `u^2` would underflow (`a` below 2^-960; callers
+/// scale operands into range, see [`scaled_sqrt64`]) and
+/// for zeros, infinities and NaN.
+fn sqrt_fixup64(e: &mut Emitter, a: Word, q: Word) -> R {
+    let ft = e.t_float(64);
+    let up = rounding::next_float(e, q, 64, true)?;
+    let down = rounding::next_float(e, q, 64, false)?;
+    let u = exact(e, Op::FSub, ft, up, q)?;
+    let d = exact(e, Op::FSub, ft, q, down)?;
+    let nq = o(e, Op::FNegate, ft, &[q])?;
+    let r = fma_exact64(e, nq, q, a)?;
+    let ru = fma_exact64(e, nq, u, r)?;
+    let rd = fma_exact64(e, q, d, r)?;
+    let z = e.c_f64(0.0);
+    let go_up = cmp(e, Op::FOrdGreaterThan, ru, z)?;
+    let go_down = cmp(e, Op::FOrdLessThanEqual, rd, z)?;
+    let rneg = cmp(e, Op::FOrdLessThan, r, z)?;
+    let go_down = and(e, go_down, rneg)?;
+    let lo = e.c_f64(2f64.powi(-960));
+    let hi = e.c_f64(f64::MAX);
+    let ok_lo = cmp(e, Op::FOrdGreaterThan, a, lo)?;
+    let ok_hi = cmp(e, Op::FOrdLessThanEqual, a, hi)?;
+    let ok = and(e, ok_lo, ok_hi)?;
+    let go_up = and(e, go_up, ok)?;
+    let go_down = and(e, go_down, ok)?;
+    let q = sel(e, ft, go_up, up, q)?;
+    sel(e, ft, go_down, down, q)
+}
+
+/// `tanh(x)` in f32 within `tanh.approx.f32`'s relative error (2^-11): an
+/// odd polynomial near zero, `1 - 2/(e^2|x| + 1)` elsewhere.
+pub(crate) fn tanh32(e: &mut Emitter, x: Word) -> R {
+    let ft = e.t_float(32);
+    let ax = ext(e, ft, glsl::FABS, &[x])?;
+    let x2 = o(e, Op::FMul, ft, &[x, x])?;
+    // x + x^3 (-1/3 + x^2 (2/15 - 17/315 x^2))
+    let c3 = e.c_f32(-17.0 / 315.0);
+    let c2 = e.c_f32(2.0 / 15.0);
+    let c1 = e.c_f32(-1.0 / 3.0);
+    let p = o(e, Op::FMul, ft, &[x2, c3])?;
+    let p = o(e, Op::FAdd, ft, &[p, c2])?;
+    let p = o(e, Op::FMul, ft, &[p, x2])?;
+    let p = o(e, Op::FAdd, ft, &[p, c1])?;
+    let p = o(e, Op::FMul, ft, &[p, x2])?;
+    let p = o(e, Op::FMul, ft, &[p, x])?;
+    let small = o(e, Op::FAdd, ft, &[x, p])?;
+    let two = e.c_f32(2.0);
+    let t2 = o(e, Op::FMul, ft, &[ax, two])?;
+    // exp(2|x|) = exp2(2|x| * log2(e))
+    let l2e = e.c_f32(std::f32::consts::LOG2_E);
+    let t2e = o(e, Op::FMul, ft, &[t2, l2e])?;
+    let ex = ext(e, ft, glsl::EXP2, &[t2e])?;
+    let one = e.c_f32(1.0);
+    let den = o(e, Op::FAdd, ft, &[ex, one])?;
+    let q = o(e, Op::FDiv, ft, &[two, den])?;
+    let big = o(e, Op::FSub, ft, &[one, q])?;
+    let big = with_sign(e, big, x, 32)?;
+    let lim = e.c_f32(0.25);
+    let is_small = cmp(e, Op::FOrdLessThan, ax, lim)?;
+    let r = sel(e, ft, is_small, small, big)?;
+    // NaN stays NaN.
+    let bt = e.t_bool();
+    let nan = o(e, Op::IsNan, bt, &[x])?;
+    sel(e, ft, nan, x, r)
+}
+
+/// `2^x` for f32 `x`, computed in f64 (a degree-12 polynomial of
+/// `2^f`, `|f| <= 1/2`, then an exact power-of-two scaling) and rounded
+/// once: within 1 ulp, inside `ex2.approx.f32`'s 2 ulp on every driver
+/// (Vulkan's own `Exp2` allows `3 + 2|x|` ulp).
+pub(crate) fn ex2_32(e: &mut Emitter, x: Word) -> R {
+    let dt = e.t_float(64);
+    let ft = e.t_float(32);
+    let u32t = e.t_int(32);
+    let bt = e.t_bool();
+    let xd = o(e, Op::FConvert, dt, &[x])?;
+    let lo = e.c_f64(-200.0);
+    let hi = e.c_f64(200.0);
+    let xc = ext(e, dt, glsl::FMAX, &[xd, lo])?;
+    let xc = ext(e, dt, glsl::FMIN, &[xc, hi])?;
+    let n = ext(e, dt, glsl::ROUND_EVEN, &[xc])?;
+    let f = exact(e, Op::FSub, dt, xc, n)?;
+    let ln2 = std::f64::consts::LN_2;
+    let cl = e.c_f64(ln2);
+    let t = exact(e, Op::FMul, dt, f, cl)?;
+    // exp(t) by Horner, t in [-0.35, 0.35].
+    let mut coef = 1.0f64;
+    let mut cs = vec![1.0f64];
+    for k in 1..=12 {
+        coef /= k as f64;
+        cs.push(coef);
+    }
+    let mut p = e.c_f64(cs[12]);
+    for k in (0..12).rev() {
+        let c = e.c_f64(cs[k]);
+        let m = exact(e, Op::FMul, dt, p, t)?;
+        p = exact(e, Op::FAdd, dt, m, c)?;
+    }
+    let ni = o(e, Op::ConvertFToS, u32t, &[n])?;
+    let r = ext(e, dt, glsl::LDEXP, &[p, ni])?;
+    let r = rounding::f64_to_f32(e, r, Rnd::Rn)?;
+    let nan = o(e, Op::IsNan, bt, &[x])?;
+    sel(e, ft, nan, x, r)
+}
+
+/// `log2(x)` for f32 `x`, computed in f64 (exponent plus an atanh series
+/// of the significand in [sqrt(1/2), sqrt(2))) and rounded once: well
+/// inside `lg2.approx.f32`'s error bound.
+pub(crate) fn lg2_32(e: &mut Emitter, x: Word) -> R {
+    let dt = e.t_float(64);
+    let ft = e.t_float(32);
+    let u64t = e.t_int(64);
+    let u32t = e.t_int(32);
+    let xd = o(e, Op::FConvert, dt, &[x])?;
+    let bits = o(e, Op::Bitcast, u64t, &[xd])?;
+    let c52 = e.c_int(64, 52);
+    let ex = o(e, Op::ShiftRightLogical, u64t, &[bits, c52])?;
+    let m7ff = e.c_int(64, 0x7ff);
+    let ex = o(e, Op::BitwiseAnd, u64t, &[ex, m7ff])?;
+    let mm = e.c_int(64, (1u64 << 52) - 1);
+    let mant = o(e, Op::BitwiseAnd, u64t, &[bits, mm])?;
+    let one_bits = e.c_int(64, 1.0f64.to_bits());
+    let mb = o(e, Op::BitwiseOr, u64t, &[mant, one_bits])?;
+    let m = o(e, Op::Bitcast, dt, &[mb])?;
+    let ex32 = o(e, Op::UConvert, u32t, &[ex])?;
+    let exf = o(e, Op::ConvertSToF, dt, &[ex32])?;
+    let bias = e.c_f64(1023.0);
+    let exf = exact(e, Op::FSub, dt, exf, bias)?;
+    let sqrt2 = e.c_f64(std::f64::consts::SQRT_2);
+    let big = cmp(e, Op::FOrdGreaterThan, m, sqrt2)?;
+    let half = e.c_f64(0.5);
+    let one = e.c_f64(1.0);
+    let mh = exact(e, Op::FMul, dt, m, half)?;
+    let m = sel(e, dt, big, mh, m)?;
+    let ex1 = exact(e, Op::FAdd, dt, exf, one)?;
+    let exf = sel(e, dt, big, ex1, exf)?;
+    let num = exact(e, Op::FSub, dt, m, one)?;
+    let den = exact(e, Op::FAdd, dt, m, one)?;
+    let s = exact(e, Op::FDiv, dt, num, den)?;
+    let s2 = exact(e, Op::FMul, dt, s, s)?;
+    let mut p = e.c_f64(1.0 / 17.0);
+    for k in (0..8).rev() {
+        let c = e.c_f64(1.0 / (2 * k + 1) as f64);
+        let t = exact(e, Op::FMul, dt, p, s2)?;
+        p = exact(e, Op::FAdd, dt, t, c)?;
+    }
+    let two_s = exact(e, Op::FAdd, dt, s, s)?;
+    let ln = exact(e, Op::FMul, dt, two_s, p)?;
+    let l2e = e.c_f64(std::f64::consts::LOG2_E);
+    let lg = exact(e, Op::FMul, dt, ln, l2e)?;
+    let r = exact(e, Op::FAdd, dt, exf, lg)?;
+    let r = o(e, Op::FConvert, ft, &[r])?;
+    // Specials: negative → NaN, ±0 → -inf, +inf → +inf, NaN → NaN.
+    let z = e.c_f32(0.0);
+    let is0 = cmp(e, Op::FOrdEqual, x, z)?;
+    let neg = cmp(e, Op::FOrdLessThan, x, z)?;
+    let bt = e.t_bool();
+    let inf = o(e, Op::IsInf, bt, &[x])?;
+    let nan = o(e, Op::IsNan, bt, &[x])?;
+    let ninf = e.c_f32(f32::NEG_INFINITY);
+    let qnan = e.constant_bits(ft, 32, 0x7fff_ffff);
+    let r = sel(e, ft, is0, ninf, r)?;
+    let r = sel(e, ft, inf, x, r)?;
+    let bad = or(e, neg, nan)?;
+    sel(e, ft, bad, qnan, r)
 }
 
 pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
+    if is_half(t) {
+        return super::half::unary(e, fx, inst, t);
+    }
     let bits = fbits(t, inst)?;
     let [d, a] = inst.operands.as_slice() else {
         return Err(Diagnostic::error(inst.span, format!("'{}' expects 2 operands", inst.mnemonic())));
@@ -206,34 +796,77 @@ pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
     let ft = e.t_float(bits);
     let v = src(e, fx, inst, a, bits)?;
     let approx = inst.has("approx");
+    let rnd = Rnd::of(inst);
+    let directed = |inst: &Instruction| match rnd {
+        Some(r @ (Rnd::Rn | Rnd::Rz | Rnd::Rm | Rnd::Rp)) => Ok(r),
+        _ => Err(unsupported(inst, "needs .approx or a rounding modifier")),
+    };
     let r = match inst.opcode.as_str() {
-        "abs" => ext(e, ft, glsl::FABS, &[v])?,
-        "neg" => e.b.f_negate(ft, None, v).map_err(internal1)?,
-        "sqrt" if approx => ext(e, ft, glsl::SQRT, &[v])?,
-        "sqrt" if inst.has("rn") => sqrt_rn(e, v, bits)?,
-        "rcp" if approx => {
-            let one = e.c_float(bits, 1.0);
-            op2(e, Op::FDiv, ft, one, v)?
+        "abs" | "neg" => {
+            let it = e.t_int(bits);
+            let vi = o(e, Op::Bitcast, it, &[v])?;
+            let r = if inst.opcode == "abs" {
+                let m = e.c_int(bits, (1u64 << (bits - 1)) - 1);
+                o(e, Op::BitwiseAnd, it, &[vi, m])?
+            } else {
+                let m = e.c_int(bits, 1u64 << (bits - 1));
+                o(e, Op::BitwiseXor, it, &[vi, m])?
+            };
+            let r = o(e, Op::Bitcast, ft, &[r])?;
+            let r = if inst.has("ftz") { flush(e, r, bits)? } else { r };
+            return set(e, fx, d, r, K::Float(bits), false);
         }
-        "rcp" if inst.has("rn") => {
+        "sqrt" if approx => sqrt_rnd(e, v, bits, Rnd::Rn)?,
+        "sqrt" => {
+            let r = directed(inst)?;
+            sqrt_rnd(e, v, bits, r)?
+        }
+        "rcp" if approx && bits == 64 => {
+            // rcp.approx.ftz.f64: a reciprocal with subnormal inputs and results flushed.
+            let v = flush(e, v, 64)?;
+            let one = e.c_f64(1.0);
+            let r = op2(e, Op::FDiv, ft, one, v)?;
+            flush(e, r, 64)?
+        }
+        "rcp" if approx => {
             let one = e.c_float(bits, 1.0);
             div_rn(e, one, v, bits)?
         }
-        "rsqrt" if approx => ext(e, ft, glsl::INVERSE_SQRT, &[v])?,
+        "rcp" => {
+            let r = directed(inst)?;
+            let one = e.c_float(bits, 1.0);
+            div_rnd(e, one, v, bits, r)?
+        }
+        "rsqrt" if approx && bits == 32 => {
+            // 1/sqrt in f64, rounded once: well within rsqrt.approx's error.
+            let dt = e.t_float(64);
+            let dv = o(e, Op::FConvert, dt, &[v])?;
+            let s = ext(e, dt, glsl::SQRT, &[dv])?;
+            let one = e.c_f64(1.0);
+            let q = op2(e, Op::FDiv, dt, one, s)?;
+            o(e, Op::FConvert, ft, &[q])?
+        }
+        "rsqrt" if approx => {
+            let v = if inst.has("ftz") { flush(e, v, 64)? } else { v };
+            ext(e, ft, glsl::INVERSE_SQRT, &[v])?
+        }
         "sin" if approx && bits == 32 => ext(e, ft, glsl::SIN, &[v])?,
         "cos" if approx && bits == 32 => ext(e, ft, glsl::COS, &[v])?,
-        "lg2" if approx && bits == 32 => ext(e, ft, glsl::LOG2, &[v])?,
-        "ex2" if approx && bits == 32 => ext(e, ft, glsl::EXP2, &[v])?,
-        "tanh" if approx && bits == 32 => ext(e, ft, glsl::TANH, &[v])?,
+        "lg2" if approx && bits == 32 => lg2_32(e, v)?,
+        "ex2" if approx && bits == 32 => ex2_32(e, v)?,
+        "tanh" if approx && bits == 32 => tanh32(e, v)?,
         _ => return Err(unsupported(inst, "")),
     };
     finish(e, fx, inst, d, r, bits)
 }
 
 pub(crate) fn fma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
+    if is_half(t) {
+        return super::half::fma(e, fx, inst, t);
+    }
     let bits = fbits(t, inst)?;
-    nearest_only(inst)?;
-    if inst.opcode == "fma" && !inst.has("rn") {
+    let rnd = Rnd::of(inst);
+    if inst.opcode == "fma" && rnd.is_none() {
         return Err(Diagnostic::error(inst.opcode_span, "fma requires a rounding modifier (.rn, .rz, .rm, .rp)"));
     }
     let [d, a, b, c] = inst.operands.as_slice() else {
@@ -242,8 +875,50 @@ pub(crate) fn fma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarTyp
     let va = src(e, fx, inst, a, bits)?;
     let vb = src(e, fx, inst, b, bits)?;
     let vc = src(e, fx, inst, c, bits)?;
-    let r = fma_value(e, va, vb, vc, bits)?;
+    let r = match rnd {
+        None | Some(Rnd::Rn) => fma_value(e, va, vb, vc, bits)?,
+        Some(Rnd::Rna) => return Err(unsupported(inst, ".rna is only for cvt")),
+        Some(r) if bits == 32 => arith32(e, Ar::Fma, va, vb, vc, r)?,
+        Some(r) => arith64_directed(e, Ar::Fma, va, vb, vc, r)?,
+    };
     finish(e, fx, inst, d, r, bits)
+}
+
+/// `testp.op.type p, a`.
+pub(crate) fn testp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
+    let bits = fbits(t, inst)?;
+    let [d, a] = inst.operands.as_slice() else {
+        return Err(Diagnostic::error(inst.span, "testp expects 2 operands"));
+    };
+    let v = get(e, fx, a, K::Float(bits), false)?;
+    let bt = e.t_bool();
+    let ft = e.t_float(bits);
+    let nan = o(e, Op::IsNan, bt, &[v])?;
+    let inf = o(e, Op::IsInf, bt, &[v])?;
+    let abs = ext(e, ft, glsl::FABS, &[v])?;
+    let minn = if bits == 64 { e.c_f64(f64::MIN_POSITIVE) } else { e.c_f32(f32::MIN_POSITIVE) };
+    let z = e.c_float(bits, 0.0);
+    let r = match inst.modifiers.first().map(String::as_str) {
+        Some("finite") => {
+            let bad = or(e, nan, inf)?;
+            not(e, bad)?
+        }
+        Some("infinite") => inf,
+        Some("number") => not(e, nan)?,
+        Some("notanumber") => nan,
+        Some("normal") => {
+            let ge = cmp(e, Op::FOrdGreaterThanEqual, abs, minn)?;
+            let ni = not(e, inf)?;
+            and(e, ge, ni)?
+        }
+        Some("subnormal") => {
+            let lt = cmp(e, Op::FOrdLessThan, abs, minn)?;
+            let nz = cmp(e, Op::FOrdNotEqual, abs, z)?;
+            and(e, lt, nz)?
+        }
+        _ => return Err(unsupported(inst, "unknown test")),
+    };
+    set(e, fx, d, r, K::Pred, false)
 }
 
 /// Correctly rounded `a*b+c`.
@@ -262,12 +937,33 @@ pub(crate) fn fma_value(e: &mut Emitter, a: Word, b: Word, c: Word, bits: u32) -
         let s = round_to_odd(e, s, err)?;
         return e.b.f_convert(ft, None, s).map_err(internal1);
     }
-    // f64: Dekker product, then Boldo–Melquiond.
+    Ok(fma64_parts(e, a, b, c)?.0)
+}
+
+/// f64 `a*b + c` correctly rounded (Dekker's product, then Boldo–Melquiond),
+/// with a float whose sign is that of the exact result minus the rounded one
+/// (0 when exact). Inputs where the exact product would overflow or
+/// underflow fall back to the driver's `Fma` (and a zero error).
+pub(crate) fn fma64_parts(e: &mut Emitter, a: Word, b: Word, c: Word) -> Result<(Word, Word), Diagnostic> {
+    let ft = e.t_float(64);
     let (ph, pl) = two_product(e, a, b)?;
     let (uh, ul) = two_sum(e, c, ph)?;
     let (t0, te) = two_sum(e, ul, pl)?;
     let t = round_to_odd(e, t0, te)?;
-    let r = exact(e, Op::FAdd, ft, uh, t)?;
+    let (r, e1) = two_sum(e, uh, t)?;
+    // An exact zero takes its sign from the product and the addend (-0 only
+    // when both are -0).
+    let z0 = e.c_f64(0.0);
+    let rz = cmp(e, Op::FOrdEqual, r, z0)?;
+    let pc = exact(e, Op::FAdd, ft, ph, c)?;
+    let r = sel(e, ft, rz, pc, r)?;
+    // The exact value is r + e1 + (t0 + te - t); the last part is below
+    // e1's ulp unless e1 is zero.
+    let dt0 = exact(e, Op::FSub, ft, t0, t)?;
+    let d = exact(e, Op::FAdd, ft, dt0, te)?;
+    let z = e.c_f64(0.0);
+    let e1z = cmp(e, Op::FOrdEqual, e1, z)?;
+    let dir = sel(e, ft, e1z, d, e1)?;
     // Fall back where the exact product is not representable as ph + pl.
     let bt = e.t_bool();
     let naive = ext(e, ft, glsl::FMA, &[a, b, c])?;
@@ -279,7 +975,6 @@ pub(crate) fn fma_value(e: &mut Emitter, a: Word, b: Word, c: Word, bits: u32) -
     let ok_a = e.b.f_ord_less_than(bt, None, aa, big).map_err(internal1)?;
     let ok_b = e.b.f_ord_less_than(bt, None, ab, big).map_err(internal1)?;
     let ok_p = e.b.f_ord_greater_than(bt, None, ap, tiny).map_err(internal1)?;
-    let z = e.c_f64(0.0);
     let p0 = e.b.f_ord_equal(bt, None, ph, z).map_err(internal1)?;
     let ok_p = e.b.logical_or(bt, None, ok_p, p0).map_err(internal1)?;
     let cinf = op1(e, Op::IsInf, bt, c)?;
@@ -289,11 +984,13 @@ pub(crate) fn fma_value(e: &mut Emitter, a: Word, b: Word, c: Word, bits: u32) -
     let ok = e.b.logical_and(bt, None, ok_a, ok_b).map_err(internal1)?;
     let ok = e.b.logical_and(bt, None, ok, ok_p).map_err(internal1)?;
     let ok = e.b.logical_and(bt, None, ok, cok).map_err(internal1)?;
-    e.b.select(ft, None, ok, r, naive).map_err(internal1)
+    let r = e.b.select(ft, None, ok, r, naive).map_err(internal1)?;
+    let dir = e.b.select(ft, None, ok, dir, z).map_err(internal1)?;
+    Ok((r, dir))
 }
 
 /// Knuth's two-sum: `s = fl(a+b)`, `a + b = s + err` exactly.
-fn two_sum(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Word), Diagnostic> {
+pub(crate) fn two_sum(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Word), Diagnostic> {
     let dt = e.t_float(64);
     let s = exact(e, Op::FAdd, dt, a, b)?;
     let bb = exact(e, Op::FSub, dt, s, a)?;
@@ -305,7 +1002,7 @@ fn two_sum(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Word), Diagnostic
 }
 
 /// Dekker's exact product `a*b = ph + pl` (f64).
-fn two_product(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Word), Diagnostic> {
+pub(crate) fn two_product(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Word), Diagnostic> {
     let dt = e.t_float(64);
     let split = |e: &mut Emitter, x: Word| -> Result<(Word, Word), Diagnostic> {
         let k = e.c_f64(134_217_729.0);
@@ -331,7 +1028,7 @@ fn two_product(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Word), Diagno
 
 /// Given `s = fl(x)` and the exact error `err = x - s`, the f64 value of `x`
 /// rounded to odd.
-fn round_to_odd(e: &mut Emitter, s: Word, err: Word) -> Result<Word, Diagnostic> {
+pub(crate) fn round_to_odd(e: &mut Emitter, s: Word, err: Word) -> Result<Word, Diagnostic> {
     let dt = e.t_float(64);
     let u64t = e.t_int(64);
     let bt = e.t_bool();

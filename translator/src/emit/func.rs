@@ -38,6 +38,8 @@ pub(crate) struct Plan<'a> {
     pub callees: Vec<(String, Span)>,
     /// Whether an `exit` in this `.func` can end the thread.
     pub may_exit: bool,
+    /// Whether it uses `alloca`, `stacksave` or `stackrestore`.
+    pub uses_stack: bool,
     /// Whether it has 64-bit atomics that may reach `.shared` memory (then
     /// the entry's shared memory is an array of 64-bit words).
     pub wide_atomics: bool,
@@ -45,8 +47,11 @@ pub(crate) struct Plan<'a> {
     local: HashMap<String, Placed>,
     local_bytes: u32,
     regs: Vec<(String, ScalarType, Span)>,
-    cfg: Cfg<'a>,
+    pub cfg: Cfg<'a>,
     regions: Vec<Region>,
+    /// The regions for workgroup-uniform emission (loop exits outside loops,
+    /// see [`structurize::LoopExits`]).
+    pub uniform_regions: Vec<Region>,
 }
 
 fn collect_decls<'a>(stmts: &'a [Statement], out: &mut Vec<&'a ast::VarDecl>) {
@@ -88,6 +93,15 @@ fn names_used_as_values(stmts: &[Statement], names: &std::collections::HashSet<&
     stmts.iter().any(|s| match s {
         Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names)),
         Statement::Block(b) => names_used_as_values(b, names),
+        _ => false,
+    })
+}
+
+/// Whether any instruction of the body has one of these opcodes.
+fn uses_opcode(stmts: &[Statement], opcodes: &[&str]) -> bool {
+    stmts.iter().any(|s| match s {
+        Statement::Inst(i) => opcodes.contains(&i.opcode.as_str()),
+        Statement::Block(b) => uses_opcode(b, opcodes),
         _ => false,
     })
 }
@@ -252,9 +266,12 @@ pub(crate) fn plan_function<'a>(
     let regions = structurize::run(&cfg, &span_of)?;
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
     let wide_atomics = has_wide_shared_atomics(body);
+    let uses_stack = uses_opcode(body, &["alloca", "stacksave", "stackrestore"]);
+    let uniform_regions = structurize::run_with(&cfg, &span_of, structurize::LoopExits::Outside)?;
     Ok(Plan {
         func: f,
         may_exit,
+        uses_stack,
         wide_atomics,
         info,
         static_shared_bytes: static_end as u32,
@@ -267,6 +284,7 @@ pub(crate) fn plan_function<'a>(
         regs,
         cfg,
         regions,
+        uniform_regions,
     })
 }
 
@@ -275,12 +293,21 @@ impl Plan<'_> {
     pub fn local_bytes(&self) -> u32 {
         self.local_bytes
     }
+
+    /// Every instruction of the body (control transfers excluded).
+    pub fn instructions(&self) -> impl Iterator<Item = &ast::Instruction> + '_ {
+        self.cfg.blocks.iter().flat_map(|b| b.insts.iter().copied())
+    }
 }
 
 /// A callable `.func` as seen from call sites of one entry's code.
 #[derive(Clone, Debug)]
 pub(crate) struct Callee {
     pub id: Word,
+    /// Runs in workgroup-uniform mode (see [`super::uniform`]): every
+    /// invocation calls it, and a trailing `bool` argument says whether the
+    /// caller's invocation is active.
+    pub uniform: bool,
     pub params: Vec<Formal>,
     pub returns: Vec<Formal>,
     pub fn_type: Word,
@@ -302,7 +329,11 @@ fn formal_type(e: &mut Emitter, f: &Formal) -> Word {
 
 /// The signature of a planned `.func`, with a fresh function id.
 pub(crate) fn callee(e: &mut Emitter, plan: &Plan) -> Callee {
-    let param_types: Vec<Word> = plan.params.iter().map(|f| formal_type(e, f)).collect();
+    let mut param_types: Vec<Word> = plan.params.iter().map(|f| formal_type(e, f)).collect();
+    let uniform = e.uniform_fns.contains(&plan.func.name);
+    if uniform {
+        param_types.push(e.t_bool());
+    }
     let ret_type = if plan.returns.is_empty() {
         e.ty(TyKey::Void)
     } else {
@@ -310,7 +341,15 @@ pub(crate) fn callee(e: &mut Emitter, plan: &Plan) -> Callee {
         e.ty(TyKey::Struct(members))
     };
     let fn_type = e.ty(TyKey::Func(ret_type, param_types.clone()));
-    Callee { id: e.b.id(), params: plan.params.clone(), returns: plan.returns.clone(), fn_type, ret_type, param_types }
+    Callee {
+        id: e.b.id(),
+        uniform,
+        params: plan.params.clone(),
+        returns: plan.returns.clone(),
+        fn_type,
+        ret_type,
+        param_types,
+    }
 }
 
 /// Per-entry globals shared by the entry and the functions it calls.
@@ -324,14 +363,44 @@ pub(crate) struct EntryVars {
     pub exited_var: Option<Word>,
     /// The shared words are 64 bits wide (64-bit shared atomics).
     pub shared_wide: bool,
+    /// `alloca` stack: the `Private` stack-pointer variable (a byte offset
+    /// in the local words) and the end of the stack area.
+    pub stack: Option<(Word, u32)>,
     pub passing: ParamPassing,
+    /// The translator's `Workgroup` scratch words (see [`super::uniform`]).
+    pub scratch_var: Option<Word>,
 }
 
+/// What a structured construct is for: a region's target, or the boundary
+/// of an escape region (ordinary code inside a workgroup-uniform function,
+/// see [`super::uniform`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Dest {
+    /// A [`Target`] of the structured regions.
+    To(Target),
+    /// Leave the innermost escape region (the target is stored in the
+    /// uniform state variable).
+    Escape,
+}
+
+/// The `brk` code of [`Dest::Escape`].
+const ESCAPE_CODE: u32 = 0xFFFF_FFFE;
+
 pub(crate) struct Frame {
-    kind: Target,
+    kind: Dest,
     merge: Word,
     cont: Word,
-    pending: BTreeSet<Target>,
+    pending: BTreeSet<Dest>,
+}
+
+/// Per-function state of workgroup-uniform mode (see [`super::uniform`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UniformFx {
+    /// The invocation's state: 0 active, else a target code, a park code or
+    /// [`super::uniform::RETURNED`].
+    pub st: Word,
+    /// Park codes handed out so far.
+    pub parks: u32,
 }
 
 /// Per-function emission state.
@@ -349,6 +418,8 @@ pub(crate) struct Fx<'a> {
     pub exited_var: Option<Word>,
     /// See [`EntryVars::shared_wide`].
     pub shared_wide: bool,
+    /// See [`EntryVars::stack`].
+    pub stack: Option<(Word, u32)>,
     pub push_var: Option<Word>,
     pub linear: Word,
     pub brk: Word,
@@ -356,7 +427,11 @@ pub(crate) struct Fx<'a> {
     pub errors: Vec<Diagnostic>,
     frames: Vec<Frame>,
     codes: HashMap<Target, u32>,
-    cfg: &'a Cfg<'a>,
+    pub cfg: &'a Cfg<'a>,
+    /// Workgroup-uniform mode state, when this function runs in it.
+    pub uniform: Option<UniformFx>,
+    /// The translator's `Workgroup` scratch words, when the entry has them.
+    pub scratch_var: Option<Word>,
     /// `None` in an entry; the return values of a `.func`.
     pub returns: Option<(Vec<Formal>, Word)>,
     /// Functions callable from here, by PTX name.
@@ -375,6 +450,7 @@ impl Fx<'_> {
             shared_var: fx.shared_var,
             local_var: None,
             exited_var: None,
+            stack: fx.stack,
             shared_wide: fx.shared_wide,
             local_base: fx.local_base,
             push_var: fx.push_var,
@@ -387,22 +463,16 @@ impl Fx<'_> {
             cfg: fx.cfg,
             returns: None,
             callees: fx.callees,
+            uniform: fx.uniform,
+            scratch_var: fx.scratch_var,
         }
     }
 }
 
 /// Storage kind of a register of PTX type `t`.
 pub(crate) fn storage_kind(t: ScalarType) -> K {
-    use ScalarType::*;
-    match t {
-        Pred => K::Pred,
-        F32 => K::Float(32),
-        F64 => K::Float(64),
-        S8 | U8 | B8 | S16 | U16 | B16 | F16 | Bf16 => K::Int(16),
-        S32 | U32 | B32 | F16x2 | Bf16x2 => K::Int(32),
-        S64 | U64 | B64 => K::Int(64),
-        B128 => K::Int(64),
-    }
+    // Registers hold what instructions of their type compute on.
+    super::values::kind_of(t)
 }
 
 /// Create the push-constant and shared-memory variables of an entry.
@@ -459,7 +529,16 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     } else if shared_var.is_some() {
         e.shared_var_narrow = shared_var;
     }
-    let local_total: u32 = plans.iter().map(|p| p.local_bytes.div_ceil(4) * 4).sum();
+    let frames: u32 = plans.iter().map(|p| p.local_bytes.div_ceil(4) * 4).sum();
+    let uses_stack = plans.iter().any(|p| p.uses_stack);
+    let local_total = if uses_stack { frames + super::stack::STACK_BYTES } else { frames };
+    let stack = if uses_stack {
+        let pt = e.t_ptr(spirv::StorageClass::Private, u32t);
+        let base = e.c_u32(frames);
+        Some((e.b.variable(pt, None, spirv::StorageClass::Private, Some(base)), local_total))
+    } else {
+        None
+    };
     let local_var = if local_total > 0 {
         let n = e.c_u32(local_total / 4);
         let arr = e.ty(TyKey::Array(u32t, n));
@@ -475,13 +554,21 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     } else {
         None
     };
+    let (per_invocation, fixed) = super::uniform::scratch_words(e, plans, entry);
+    let scratch_var = if per_invocation + fixed > 0 {
+        Some(super::uniform::scratch_variable(e, per_invocation, fixed))
+    } else {
+        None
+    };
     EntryVars {
         push_var,
         shared_var,
         local_var,
         exited_var,
         shared_wide,
+        stack,
         passing: info.map(|i| i.param_passing).unwrap_or(ParamPassing::PushConstants),
+        scratch_var,
     }
 }
 
@@ -525,17 +612,22 @@ pub(crate) fn emit_function(
     }
     e.b.begin_block(None).map_err(internal)?;
     let mut regs = HashMap::new();
+    let uniform = e.uniform_fns.contains(&plan.func.name);
     for (name, t, _span) in &plan.regs {
         let k = storage_kind(*t);
         let ty = e.kty(k);
         let pt = e.t_ptr(spirv::StorageClass::Function, ty);
-        let v = e.b.variable(pt, None, spirv::StorageClass::Function, None);
+        // In uniform mode inactive invocations compute with registers they
+        // never wrote: give them defined values, never undef or poison.
+        let init = if uniform { Some(e.zero(k)) } else { None };
+        let v = e.b.variable(pt, None, spirv::StorageClass::Function, init);
         regs.insert(name.clone(), (v, k));
     }
     let zero = e.c_u32(0);
     let pu = e.t_ptr(spirv::StorageClass::Function, u32t);
     let brk = e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero));
-    let linear = e.b.load(u32t, None, e.local_index, None, []).map_err(internal)?;
+    let st = if uniform { Some(e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero))) } else { None };
+    let linear = super::warp::linear_index(e).map_err(|d| vec![d])?;
     let mut fx = Fx {
         regs,
         params: plan
@@ -549,6 +641,7 @@ pub(crate) fn emit_function(
         shared_var: vars.shared_var,
         local_var: vars.local_var,
         exited_var: vars.exited_var,
+        stack: vars.stack,
         shared_wide: vars.shared_wide,
         local_base,
         push_var: vars.push_var,
@@ -561,9 +654,15 @@ pub(crate) fn emit_function(
         cfg: &plan.cfg,
         returns: me.map(|_| (plan.returns.clone(), ret_type)),
         callees,
+        uniform: st.map(|st| UniformFx { st, parks: 0 }),
+        scratch_var: vars.scratch_var,
     };
+    // A uniform `.func` receives its caller's activity as the last argument.
+    let active_in = if me.is_some_and(|c| c.uniform) { incoming.pop() } else { None };
     let r = (|| -> Result<(), Diagnostic> {
-        if me.is_none() {
+        if let Some(u) = fx.uniform {
+            super::uniform::prologue(e, &fx, u, me.is_none(), active_in)?;
+        } else if me.is_none() {
             // Padding invocations (beyond the block's thread count) exit at once.
             let [nx, ny, nz] = e.spec_ntid;
             let xy = e.b.i_mul(u32t, None, nx, ny).map_err(internal1)?;
@@ -595,7 +694,14 @@ pub(crate) fn emit_function(
                 }
             }
         }
-        emit_regions(e, &mut fx, &plan.regions)?;
+        if fx.uniform.is_some() {
+            // Every invocation reaches the end; the state says how it left.
+            super::uniform::emit_body(e, &mut fx, &plan.uniform_regions)?;
+            emit_return(e, &mut fx)?;
+            fx.open = false;
+        } else {
+            emit_regions(e, &mut fx, &plan.regions)?;
+        }
         if fx.open {
             e.b.unreachable().map_err(internal1)?;
             fx.open = false;
@@ -615,6 +721,26 @@ pub(crate) fn emit_function(
     }
     e.b.end_function().map_err(internal)?;
     Ok(fid)
+}
+
+/// End the function for the current invocation from the middle of a block
+/// (after a callee ran `exit`); the caller begins block `stay` next. In a
+/// uniform function the invocation parks instead, leaving the enclosing
+/// escape region if there is one, else going on to `stay` (ordinary runs end
+/// after every call, see [`super::uniform`]).
+pub(crate) fn leave(e: &mut Emitter, fx: &mut Fx, stay: Word) -> Result<(), Diagnostic> {
+    let Some(u) = fx.uniform else {
+        return emit_return(e, fx);
+    };
+    let c = e.c_u32(super::uniform::RETURNED);
+    e.b.store(u.st, c, None, []).map_err(internal1)?;
+    if fx.frames.iter().any(|f| f.kind == Dest::Escape) {
+        branch(e, fx, Dest::Escape, false)?;
+    } else {
+        e.b.branch(stay).map_err(internal1)?;
+    }
+    fx.open = true;
+    Ok(())
 }
 
 /// `ret` of a `.func`: gather the return values.
@@ -667,7 +793,8 @@ pub(crate) fn reopen(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), Diagnostic> {
+/// Emit regions as ordinary structured control flow.
+pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), Diagnostic> {
     for r in regions {
         if !fx.open {
             // Code after a transfer is unreachable; keep the module well formed.
@@ -675,25 +802,8 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
         }
         match r {
             Region::Code(b) => {
+                block_assign(e, fx, *b)?;
                 let blk = &fx.cfg.blocks[*b];
-                if let Some((reg, value)) = &blk.assign {
-                    if reg == cfg::EXITED && *value == cfg::TRAPPED {
-                        set_trap_word(e)?;
-                    }
-                    // In an entry there is no exited flag: the return that follows ends the thread.
-                    let var = if reg == cfg::EXITED {
-                        fx.exited_var
-                    } else {
-                        let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
-                            return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
-                        };
-                        Some(var)
-                    };
-                    if let Some(var) = var {
-                        let c = e.c_u32(*value);
-                        e.b.store(var, c, None, []).map_err(internal1)?;
-                    }
-                }
                 for inst in blk.insts.clone() {
                     if !fx.open {
                         reopen(e, fx)?;
@@ -703,25 +813,10 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
                     }
                 }
             }
-            Region::Block { follower, body } => construct(e, fx, Target::Exit(*follower), body)?,
-            Region::Loop { header, body } => construct(e, fx, Target::Continue(*header), body)?,
+            Region::Block { follower, body } => construct(e, fx, Dest::To(Target::Exit(*follower)), body)?,
+            Region::Loop { header, body } => construct(e, fx, Dest::To(Target::Continue(*header)), body)?,
             Region::If { block, then_body, else_body } => {
-                let span = fx.cfg.blocks[*block].term_span;
-                let c = match &fx.cfg.blocks[*block].term {
-                    Terminator::CondBranch { pred, negated, .. } => {
-                        let (pred, negated) = (pred.clone(), *negated);
-                        super::values::pred(e, fx, &pred, negated, span)?
-                    }
-                    Terminator::Dispatch { reg, value, .. } => {
-                        let (reg, value) = (reg.clone(), *value);
-                        let op = ast::Operand::Name { span, name: reg, component: None };
-                        let v = super::values::get(e, fx, &op, K::Int(32), false)?;
-                        let k = e.c_u32(value);
-                        let bt = e.t_bool();
-                        e.b.i_equal(bt, None, v, k).map_err(internal1)?
-                    }
-                    _ => return Err(Diagnostic::error(span, "internal error: If without a condition")),
-                };
+                let c = branch_condition(e, fx, *block)?;
                 let t = e.b.id();
                 let f = e.b.id();
                 let m = e.b.id();
@@ -738,14 +833,78 @@ fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), 
                 e.b.begin_block(Some(m)).map_err(internal1)?;
                 fx.open = true;
             }
-            Region::Br(t) => branch(e, fx, *t, false)?,
-            Region::Return => {
-                emit_return(e, fx)?;
-                fx.open = false;
-            }
+            Region::Br(t) => branch(e, fx, Dest::To(*t), false)?,
+            Region::Return => match fx.uniform {
+                // Inside an escape region: park the invocation for good.
+                Some(u) => {
+                    let c = e.c_u32(super::uniform::RETURNED);
+                    e.b.store(u.st, c, None, []).map_err(internal1)?;
+                    branch(e, fx, Dest::Escape, false)?;
+                }
+                None => {
+                    emit_return(e, fx)?;
+                    fx.open = false;
+                }
+            },
         }
     }
     Ok(())
+}
+
+/// The register assignment [`crate::reducible`] or `exit` attached to block `b`.
+pub(crate) fn block_assign(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(), Diagnostic> {
+    let Some((reg, value)) = fx.cfg.blocks[b].assign.clone() else {
+        return Ok(());
+    };
+    if reg == cfg::EXITED && value == cfg::TRAPPED {
+        set_trap_word(e)?;
+    }
+    // In an entry there is no exited flag: the return that follows ends the thread.
+    let var = if reg == cfg::EXITED {
+        fx.exited_var
+    } else {
+        let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
+            return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
+        };
+        Some(var)
+    };
+    if let Some(var) = var {
+        let c = e.c_u32(value);
+        e.b.store(var, c, None, []).map_err(internal1)?;
+    }
+    Ok(())
+}
+
+/// The condition of the two-way branch that ends block `block`.
+pub(crate) fn branch_condition(e: &mut Emitter, fx: &mut Fx, block: usize) -> Result<Word, Diagnostic> {
+    let span = fx.cfg.blocks[block].term_span;
+    match fx.cfg.blocks[block].term.clone() {
+        Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, &pred, negated, span),
+        Terminator::Dispatch { reg, value, .. } => {
+            let op = ast::Operand::Name { span, name: reg, component: None };
+            let v = super::values::get(e, fx, &op, K::Int(32), false)?;
+            let k = e.c_u32(value);
+            let bt = e.t_bool();
+            e.b.i_equal(bt, None, v, k).map_err(internal1)
+        }
+        _ => Err(Diagnostic::error(span, "internal error: If without a condition")),
+    }
+}
+
+/// A trap raised inside an instruction (an `alloca` that overflows): set the
+/// trap word and end the thread (outside workgroup-uniform mode; inside it
+/// the thread goes on and the launch still fails).
+/// The current block is terminated; `resume` is where the thread would go on.
+pub(crate) fn trap_now(e: &mut Emitter, fx: &mut Fx, resume: Word) -> Result<(), Diagnostic> {
+    set_trap_word(e)?;
+    if fx.uniform.is_some() {
+        return e.b.branch(resume).map_err(internal1);
+    }
+    if let Some(flag) = fx.exited_var {
+        let two = e.c_u32(cfg::TRAPPED);
+        e.b.store(flag, two, None, []).map_err(internal1)?;
+    }
+    emit_return(e, fx)
 }
 
 /// `trap`: set the module's trap word (the runtime reports the launch failed).
@@ -774,7 +933,14 @@ fn close(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-fn construct(e: &mut Emitter, fx: &mut Fx, kind: Target, body: &[Region]) -> Result<(), Diagnostic> {
+/// Ordinary emission of `regions` inside a uniform function, for the
+/// invocations whose state is 0: a one-pass loop construct that branches
+/// out of the regions leave after storing their target in the state.
+pub(crate) fn escape_region(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> Result<(), Diagnostic> {
+    construct(e, fx, Dest::Escape, regions)
+}
+
+fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Result<(), Diagnostic> {
     let header = e.b.id();
     let start = e.b.id();
     let cont = e.b.id();
@@ -787,6 +953,11 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Target, body: &[Region]) -> Res
     fx.open = true;
     fx.frames.push(Frame { kind, merge, cont, pending: BTreeSet::new() });
     emit_regions(e, fx, body)?;
+    if kind == Dest::Escape && fx.open {
+        // Falling off the end of an escape region: the invocation stays active.
+        e.b.branch(merge).map_err(internal1)?;
+        fx.open = false;
+    }
     close(e, fx)?;
     let frame = fx.frames.pop().ok_or_else(|| Diagnostic::error(Span::default(), "internal error: frame"))?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
@@ -795,7 +966,7 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Target, body: &[Region]) -> Res
     fx.open = true;
     // Re-dispatch branches that leave more than this construct.
     for t in frame.pending {
-        let code = target_code(fx, t);
+        let code = dest_code(fx, t);
         let u32t = e.t_int(32);
         let bt = e.t_bool();
         let v = e.b.load(u32t, None, fx.brk, None, []).map_err(internal1)?;
@@ -813,14 +984,35 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Target, body: &[Region]) -> Res
     Ok(())
 }
 
-fn target_code(fx: &mut Fx, t: Target) -> u32 {
+/// The code of a target, in `brk` and in the uniform state (1, 2, ...).
+pub(crate) fn target_code(fx: &mut Fx, t: Target) -> u32 {
     let n = fx.codes.len() as u32 + 1;
     *fx.codes.entry(t).or_insert(n)
 }
 
-fn branch(e: &mut Emitter, fx: &mut Fx, t: Target, reset: bool) -> Result<(), Diagnostic> {
-    let Some(j) = fx.frames.iter().rposition(|f| f.kind == t) else {
-        return Err(Diagnostic::error(Span::default(), "internal error: branch target outside its region"));
+fn dest_code(fx: &mut Fx, d: Dest) -> u32 {
+    match d {
+        Dest::To(t) => target_code(fx, t),
+        Dest::Escape => ESCAPE_CODE,
+    }
+}
+
+fn branch(e: &mut Emitter, fx: &mut Fx, t: Dest, reset: bool) -> Result<(), Diagnostic> {
+    let escape = fx.frames.iter().rposition(|f| f.kind == Dest::Escape);
+    let found = fx.frames.iter().rposition(|f| f.kind == t).filter(|&j| !matches!(escape, Some(k) if j < k));
+    let (j, t) = match (found, t, escape) {
+        (Some(j), _, _) => (j, t),
+        // A target outside the escape region: store it in the state and leave.
+        (None, Dest::To(target), Some(k)) => {
+            let Some(u) = fx.uniform else {
+                return Err(Diagnostic::error(Span::default(), "internal error: escape without uniform state"));
+            };
+            let c = target_code(fx, target);
+            let c = e.c_u32(c);
+            e.b.store(u.st, c, None, []).map_err(internal1)?;
+            (k, Dest::Escape)
+        }
+        _ => return Err(Diagnostic::error(Span::default(), "internal error: branch target outside its region")),
     };
     let inner = fx.frames.len() - 1;
     if j == inner {
@@ -829,12 +1021,12 @@ fn branch(e: &mut Emitter, fx: &mut Fx, t: Target, reset: bool) -> Result<(), Di
             e.b.store(fx.brk, zero, None, []).map_err(internal1)?;
         }
         let dest = match t {
-            Target::Exit(_) => fx.frames[j].merge,
-            Target::Continue(_) => fx.frames[j].cont,
+            Dest::To(Target::Continue(_)) => fx.frames[j].cont,
+            Dest::To(Target::Exit(_)) | Dest::Escape => fx.frames[j].merge,
         };
         e.b.branch(dest).map_err(internal1)?;
     } else {
-        let code = target_code(fx, t);
+        let code = dest_code(fx, t);
         let c = e.c_u32(code);
         e.b.store(fx.brk, c, None, []).map_err(internal1)?;
         for f in &mut fx.frames[j + 1..] {

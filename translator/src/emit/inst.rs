@@ -22,9 +22,7 @@ pub(crate) mod glsl {
     pub const CEIL: u32 = 9;
     pub const SIN: u32 = 13;
     pub const COS: u32 = 14;
-    pub const TANH: u32 = 21;
     pub const EXP2: u32 = 29;
-    pub const LOG2: u32 = 30;
     pub const SQRT: u32 = 31;
     pub const INVERSE_SQRT: u32 = 32;
     pub const UMIN: u32 = 38;
@@ -33,10 +31,12 @@ pub(crate) mod glsl {
     pub const SMAX: u32 = 42;
     pub const FCLAMP: u32 = 43;
     pub const FMA: u32 = 50;
+    pub const FIND_ILSB: u32 = 73;
     pub const FIND_UMSB: u32 = 75;
     pub const FIND_SMSB: u32 = 74;
-    pub const NMIN: u32 = 79;
-    pub const NMAX: u32 = 80;
+    pub const LDEXP: u32 = 53;
+    pub const FMIN: u32 = 37;
+    pub const FMAX: u32 = 40;
 }
 
 fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
@@ -124,11 +124,30 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             mem::atom(e, fx, inst, t, false)
         }
         "cp" => super::async_copy::cp_async(e, fx, inst),
+        "alloca" => super::stack::alloca(e, fx, inst),
+        "stacksave" => super::stack::stacksave(e, fx, inst),
+        "stackrestore" => super::stack::stackrestore(e, fx, inst),
         "cvta" => cvta(e, fx, inst),
         "isspacep" => isspacep(e, fx, inst),
-        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" => {
+        _ if super::carry::handles(inst) => {
             let t = last_type(inst)?;
-            if t.is_float() {
+            super::carry::emit(e, fx, inst, t)
+        }
+        _ if super::bits::handles(inst) => {
+            let t = last_type(inst).unwrap_or(ScalarType::B32);
+            super::bits::emit(e, fx, inst, t)
+        }
+        "add" | "sub" | "min" | "max" if inst.has("u16x2") || inst.has("s16x2") => {
+            super::bits::packed16(e, fx, inst, inst.has("s16x2"))
+        }
+        "testp" => {
+            let t = last_type(inst)?;
+            float::testp(e, fx, inst, t)
+        }
+        "set" | "slct" => super::compare::emit(e, fx, inst),
+        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign" => {
+            let t = last_type(inst)?;
+            if t.is_float() || float::is_half(t) {
                 float::binary(e, fx, inst, t)
             } else {
                 int_binary(e, fx, inst, t)
@@ -136,7 +155,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
         }
         "mad" | "fma" => {
             let t = last_type(inst)?;
-            if t.is_float() {
+            if t.is_float() || float::is_half(t) {
                 float::fma(e, fx, inst, t)
             } else if inst.opcode == "mad" {
                 int_mad(e, fx, inst, t)
@@ -146,7 +165,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
         }
         "abs" | "neg" | "not" | "cnot" | "popc" | "clz" | "brev" | "bfind" => {
             let t = last_type(inst)?;
-            if t.is_float() {
+            if t.is_float() || float::is_half(t) {
                 float::unary(e, fx, inst, t)
             } else {
                 int_unary(e, fx, inst, t)
@@ -159,7 +178,13 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
         "setp" => setp(e, fx, inst),
         "selp" => selp(e, fx, inst),
         "cvt" => super::cvt::cvt(e, fx, inst),
-        "bar" | "barrier" => barrier(e, fx, inst),
+        "bar" if inst.has("warp") => {
+            let t = e.c_bool(true);
+            super::warp::emit(e, fx, inst, t)
+        }
+        "bar" | "barrier" => {
+            Err(Diagnostic::error(inst.span, "internal error: a block barrier outside workgroup-uniform control flow"))
+        }
         "membar" | "fence" => {
             let scope = mem::scope_of(inst, spirv::Scope::Device);
             let scope = if inst.has("cta") { spirv::Scope::Workgroup } else { scope };
@@ -175,7 +200,11 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             Ok(())
         }
         "trap" | "brkpt" => Err(unsupported(inst, "kernel traps are not supported yet")),
-        "call" => super::call::call(e, fx, inst),
+        "call" => super::call::call(e, fx, inst, None),
+        "shfl" | "vote" | "match" | "redux" | "activemask" | "elect" => {
+            let t = e.c_bool(true);
+            super::warp::emit(e, fx, inst, t)
+        }
         _ => Err(unsupported(inst, "")),
     }
 }
@@ -241,17 +270,8 @@ fn cvta(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
                 ));
             }
             let window = if space == mem::Space::Shared { crate::abi::SHARED_WINDOW } else { crate::abi::LOCAL_WINDOW };
-            let u64t = e.t_int(64);
             let v = get(e, fx, a, K::Int(64), false)?;
-            let r = if to {
-                let m = e.c_int(64, !crate::abi::WINDOW_MASK);
-                e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?
-            } else {
-                let m = e.c_int(64, 0xFFFF_FFFF);
-                let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
-                let w = e.c_int(64, window);
-                e.b.bitwise_or(u64t, None, off, w).map_err(internal1)?
-            };
+            let r = window_convert(e, v, window, to)?;
             set(e, fx, d, r, K::Int(64), false)
         }
         // Kernel parameters whose address is taken live in the parameter
@@ -261,20 +281,26 @@ fn cvta(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
             set(e, fx, d, v, k, false)
         }
         mem::Space::Param => {
-            let u64t = e.t_int(64);
             let v = get(e, fx, a, K::Int(64), false)?;
-            let r = if to {
-                let m = e.c_int(64, !crate::abi::WINDOW_MASK);
-                e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?
-            } else {
-                let m = e.c_int(64, 0xFFFF_FFFF);
-                let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
-                let w = e.c_int(64, crate::abi::LOCAL_WINDOW);
-                e.b.bitwise_or(u64t, None, off, w).map_err(internal1)?
-            };
+            let r = window_convert(e, v, crate::abi::LOCAL_WINDOW, to)?;
             set(e, fx, d, r, K::Int(64), false)
         }
         _ => Err(unsupported(inst, "")),
+    }
+}
+
+/// `cvta.to` (strip the window tag: generic → state-space offset) or `cvta`
+/// (add it: offset → generic).
+fn window_convert(e: &mut Emitter, v: Word, window: u64, to: bool) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    if to {
+        let m = e.c_int(64, !crate::abi::WINDOW_MASK);
+        e.b.bitwise_and(u64t, None, v, m).map_err(internal1)
+    } else {
+        let m = e.c_int(64, 0xFFFF_FFFF);
+        let off = e.b.bitwise_and(u64t, None, v, m).map_err(internal1)?;
+        let w = e.c_int(64, window);
+        e.b.bitwise_or(u64t, None, off, w).map_err(internal1)
     }
 }
 
@@ -349,8 +375,9 @@ fn int_binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -
                 return Err(unsupported(inst, ""));
             }
             let t64 = e.t_int(64);
-            let wa = e.b.s_convert(t64, None, va).map_err(internal1)?;
-            let wb = e.b.s_convert(t64, None, vb).map_err(internal1)?;
+            let _ = t64;
+            let wa = e.sext(va, 32, 64)?;
+            let wb = e.sext(vb, 32, 64)?;
             let s = op2(e, if opcode == "add" { Op::IAdd } else { Op::ISub }, t64, wa, wb)?;
             let lo = e.c_int(64, i32::MIN as i64 as u64);
             let hi = e.c_int(64, i32::MAX as u64);
@@ -363,7 +390,7 @@ fn int_binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -
         "mul" if wide => {
             let w2 = e.t_int(bits * 2);
             let (wa, wb) = if signed {
-                (e.b.s_convert(w2, None, va).map_err(internal1)?, e.b.s_convert(w2, None, vb).map_err(internal1)?)
+                (e.sext(va, bits, bits * 2)?, e.sext(vb, bits, bits * 2)?)
             } else {
                 (e.b.u_convert(w2, None, va).map_err(internal1)?, e.b.u_convert(w2, None, vb).map_err(internal1)?)
             };
@@ -374,16 +401,22 @@ fn int_binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -
         "mul" => e.b.i_mul(it, None, va, vb).map_err(internal1)?,
         "div" | "rem" => div_rem(e, va, vb, bits, signed, opcode == "div")?,
         "min" | "max" => {
-            if inst.has("relu") {
-                return Err(unsupported(inst, ""));
-            }
             let f = match (opcode, signed) {
                 ("min", true) => glsl::SMIN,
                 ("min", false) => glsl::UMIN,
                 ("max", true) => glsl::SMAX,
                 _ => glsl::UMAX,
             };
-            ext(e, it, f, &[va, vb])?
+            let r = ext(e, it, f, &[va, vb])?;
+            if inst.has("relu") {
+                if !signed {
+                    return Err(unsupported(inst, ".relu is for signed types"));
+                }
+                let z = e.c_int(bits, 0);
+                ext(e, it, glsl::SMAX, &[r, z])?
+            } else {
+                r
+            }
         }
         "and" => e.b.bitwise_and(it, None, va, vb).map_err(internal1)?,
         "or" => e.b.bitwise_or(it, None, va, vb).map_err(internal1)?,
@@ -437,9 +470,15 @@ fn mul_hi(e: &mut Emitter, va: Word, vb: Word, bits: u32, signed: bool) -> Resul
     e.b.composite_extract(it, None, r, [1]).map_err(internal1)
 }
 
-/// Division and remainder with NVIDIA's results where SPIR-V's are undefined:
-/// `x / 0` is all ones (unsigned) or -1 (signed), `x % 0` is `x`,
-/// `MIN / -1` is `MIN` and `MIN % -1` is 0.
+/// Division and remainder with NVIDIA's results where SPIR-V's are undefined.
+///
+/// Division by zero gives all ones for both `div` and `rem`, signed or not:
+/// "in the case of division by zero, the integer division operators on
+/// NVIDIA GPUs return a result with all bits set to 1 ... the same applies
+/// to the modulo operator" (N. Juffa, NVIDIA, answer 12965050 on Stack
+/// Overflow, 2012). `MIN / -1` wraps to `MIN` and `MIN % -1` is 0 (the
+/// two's complement results of the hardware's unsigned division with sign
+/// fix-up).
 fn div_rem(e: &mut Emitter, va: Word, vb: Word, bits: u32, signed: bool, div: bool) -> Result<Word, Diagnostic> {
     let it = e.t_int(bits);
     let bt = e.t_bool();
@@ -449,27 +488,25 @@ fn div_rem(e: &mut Emitter, va: Word, vb: Word, bits: u32, signed: bool, div: bo
     let is0 = e.b.i_equal(bt, None, vb, zero).map_err(internal1)?;
     if !signed {
         let safe = e.b.select(it, None, is0, one, vb).map_err(internal1)?;
-        return if div {
-            let q = e.b.u_div(it, None, va, safe).map_err(internal1)?;
-            e.b.select(it, None, is0, ones, q).map_err(internal1)
+        let r = if div {
+            e.b.u_div(it, None, va, safe).map_err(internal1)?
         } else {
-            let r = e.b.u_mod(it, None, va, safe).map_err(internal1)?;
-            e.b.select(it, None, is0, va, r).map_err(internal1)
+            e.b.u_mod(it, None, va, safe).map_err(internal1)?
         };
+        return e.b.select(it, None, is0, ones, r).map_err(internal1);
     }
     let is_m1 = e.b.i_equal(bt, None, vb, ones).map_err(internal1)?;
     let special = e.b.logical_or(bt, None, is0, is_m1).map_err(internal1)?;
     let safe = e.b.select(it, None, special, one, vb).map_err(internal1)?;
-    if div {
+    let r = if div {
         let q = e.b.s_div(it, None, va, safe).map_err(internal1)?;
         let neg = e.b.s_negate(it, None, va).map_err(internal1)?;
-        let q = e.b.select(it, None, is_m1, neg, q).map_err(internal1)?;
-        e.b.select(it, None, is0, ones, q).map_err(internal1)
+        e.b.select(it, None, is_m1, neg, q).map_err(internal1)?
     } else {
         let r = e.b.s_rem(it, None, va, safe).map_err(internal1)?;
-        let r = e.b.select(it, None, is_m1, zero, r).map_err(internal1)?;
-        e.b.select(it, None, is0, va, r).map_err(internal1)
-    }
+        e.b.select(it, None, is_m1, zero, r).map_err(internal1)?
+    };
+    e.b.select(it, None, is0, ones, r).map_err(internal1)
 }
 
 fn int_mad(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
@@ -485,7 +522,7 @@ fn int_mad(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> R
     if inst.has("wide") {
         let w2 = e.t_int(bits * 2);
         let (wa, wb) = if signed {
-            (e.b.s_convert(w2, None, va).map_err(internal1)?, e.b.s_convert(w2, None, vb).map_err(internal1)?)
+            (e.sext(va, bits, bits * 2)?, e.sext(vb, bits, bits * 2)?)
         } else {
             (e.b.u_convert(w2, None, va).map_err(internal1)?, e.b.u_convert(w2, None, vb).map_err(internal1)?)
         };
@@ -525,7 +562,14 @@ fn int_unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) ->
     let (r, rk) = match inst.opcode.as_str() {
         "not" => (e.b.not(it, None, v).map_err(internal1)?, k),
         "neg" => (e.b.s_negate(it, None, v).map_err(internal1)?, k),
-        "abs" => (ext(e, it, glsl::SABS, &[v])?, k),
+        "abs" => {
+            let z = e.c_int(bits, 0);
+            let bt = e.t_bool();
+            let neg = e.b.s_less_than(bt, None, v, z).map_err(internal1)?;
+            let n = e.b.s_negate(it, None, v).map_err(internal1)?;
+            (e.b.select(it, None, neg, n, v).map_err(internal1)?, k)
+        }
+        "bfind" if bits == 64 => (super::bits::bfind64(e, v, signed, inst.has("shiftamt"))?, K::Int(32)),
         "cnot" => {
             let bt = e.t_bool();
             let z = e.c_int(bits, 0);
@@ -601,7 +645,7 @@ fn int_unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) ->
 }
 
 /// The SPIR-V comparison for a PTX comparison operator.
-fn compare(e: &mut Emitter, cmp: &str, t: ScalarType, a: Word, b: Word) -> Result<Option<Word>, Diagnostic> {
+pub(crate) fn compare(e: &mut Emitter, cmp: &str, t: ScalarType, a: Word, b: Word) -> Result<Option<Word>, Diagnostic> {
     let bt = e.t_bool();
     let s = t.is_signed();
     let op = if t.is_float() {
@@ -651,22 +695,22 @@ fn compare(e: &mut Emitter, cmp: &str, t: ScalarType, a: Word, b: Word) -> Resul
     Ok(Some(op2(e, op, bt, a, b)?))
 }
 
-const CMPS: [&str; 22] = [
+pub(crate) const CMPS: [&str; 22] = [
     "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan",
     "", "", "", "",
 ];
 
 fn setp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
     let t = last_type(inst)?;
-    if matches!(t, ScalarType::F16 | ScalarType::Bf16 | ScalarType::F16x2 | ScalarType::Bf16x2) {
-        return Err(unsupported(inst, "half-precision comparisons are not supported yet"));
-    }
     let cmp = inst
         .modifiers
         .iter()
         .find(|m| CMPS.contains(&m.as_str()) && !m.is_empty())
         .ok_or_else(|| Diagnostic::error(inst.opcode_span, "setp needs a comparison operator"))?
         .clone();
+    if float::is_half(t) {
+        return super::half::setp(e, fx, inst, t, &cmp);
+    }
     let bool_op = ["and", "or", "xor"].into_iter().find(|b| inst.has(b));
     let ops = inst.operands.as_slice();
     let (dst, a, b, c) = match (ops, bool_op) {
@@ -715,23 +759,4 @@ fn selp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
     let ty = e.kty(k);
     let r = e.b.select(ty, None, vc, va, vb).map_err(internal1)?;
     set(e, fx, d, r, k, t.is_signed())
-}
-
-fn barrier(e: &mut Emitter, _fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
-    let is_sync = inst.has("sync") || (inst.opcode == "bar" && inst.modifiers.is_empty()) || inst.modifiers == ["cta"];
-    if inst.has("arrive") || inst.has("red") || !is_sync && !inst.has("cta") {
-        return Err(unsupported(inst, "only bar.sync/barrier.sync are supported yet"));
-    }
-    if inst.operands.len() > 1 {
-        return Err(unsupported(inst, "barriers with a thread count are not supported yet"));
-    }
-    if let Some(op) = inst.operands.first() {
-        if !matches!(op, Operand::Int(_, 0)) {
-            return Err(unsupported(inst, "named barriers other than 0 are not supported yet"));
-        }
-    }
-    let wg = e.c_u32(spirv::Scope::Workgroup as u32);
-    use spirv::MemorySemantics as M;
-    let sem = e.c_u32((M::ACQUIRE_RELEASE | M::WORKGROUP_MEMORY | M::UNIFORM_MEMORY).bits());
-    e.b.control_barrier(wg, wg, sem).map_err(internal1)
 }

@@ -637,11 +637,17 @@ pub(crate) fn atom(
     let a = resolve(e, fx, space, addr, inst.span)?;
     let k = mem_kind(t);
     let bits = k.bits();
-    if !(bits == 32 || bits == 64)
-        || (k == K::Float(64) && op != "add")
-        || (matches!(k, K::Float(_)) && !matches!(op, "add" | "exch" | "min" | "max"))
-    {
-        return Err(Diagnostic::error(inst.span, format!("unsupported instruction '{}'", inst.mnemonic())));
+    let half = super::half::layout(t).is_some();
+    let allowed = match (bits, half) {
+        // f16/bf16 (and packed pairs): add, min, max; cas.b16 and exch.b16 as integers.
+        (16 | 32, true) => matches!(op, "add" | "min" | "max" | "exch" | "cas"),
+        (16, false) => matches!(op, "cas" | "exch"),
+        (32 | 64, false) => !matches!(k, K::Float(_)) || matches!(op, "add" | "exch" | "min" | "max"),
+        _ => false,
+    };
+    if !allowed {
+        let why = if bits == 128 { " (128-bit atomics have no Vulkan equivalent)" } else { "" };
+        return Err(Diagnostic::error(inst.span, format!("unsupported instruction '{}'{why}", inst.mnemonic())));
     }
     let b = vals.first().ok_or_else(|| Diagnostic::error(inst.span, "missing atomic operand"))?;
     let vb = get(e, fx, b, k, false)?;
@@ -690,7 +696,23 @@ fn atom_core(
     };
     // The memory word the atomic updates, and where the value sits in it.
     let (ptr, sc, word_bits, shift) = match a {
-        Addr::Global(addr) => (psb_ptr(e, K::Int(bits), addr)?, StorageClass::PhysicalStorageBuffer, bits, None),
+        Addr::Global(addr) if bits >= 32 => {
+            (psb_ptr(e, K::Int(bits), addr)?, StorageClass::PhysicalStorageBuffer, bits, None)
+        }
+        Addr::Global(addr) => {
+            // 16-bit atomics update their aligned 32-bit word.
+            let u64t = e.t_int(64);
+            let u32t = e.t_int(32);
+            let m = e.c_int(64, !3u64);
+            let word = e.b.bitwise_and(u64t, None, addr, m).map_err(internal1)?;
+            let p = psb_ptr(e, K::Int(32), word)?;
+            let three = e.c_int(64, 3);
+            let low = e.b.bitwise_and(u64t, None, addr, three).map_err(internal1)?;
+            let low = e.b.u_convert(u32t, None, low).map_err(internal1)?;
+            let c3 = e.c_u32(3);
+            let sh = e.b.shift_left_logical(u32t, None, low, c3).map_err(internal1)?;
+            (p, StorageClass::PhysicalStorageBuffer, 32, Some(sh))
+        }
         Addr::Shared(off) if fx.shared_wide => {
             let u32t = e.t_int(32);
             let three = e.c_u32(3);
@@ -699,21 +721,31 @@ fn atom_core(
             let shift = if bits == 64 {
                 None
             } else {
-                let four = e.c_u32(4);
-                let hi = e.b.bitwise_and(u32t, None, off, four).map_err(internal1)?;
+                let within = e.c_u32(7 & !(bits / 8 - 1));
+                let hi = e.b.bitwise_and(u32t, None, off, within).map_err(internal1)?;
                 Some(e.b.shift_left_logical(u32t, None, hi, three).map_err(internal1)?)
             };
             (p, StorageClass::Workgroup, 64, shift)
         }
         Addr::Shared(off) => {
-            if bits != 32 {
+            if bits > 32 {
                 return Err(Diagnostic::error(
                     inst.span,
                     "internal error: 64-bit shared atomic without wide shared memory",
                 ));
             }
             let i = word_index(e, off, 0)?;
-            (word_ptr(e, fx, StorageClass::Workgroup, i)?, StorageClass::Workgroup, 32, None)
+            let p = word_ptr(e, fx, StorageClass::Workgroup, i)?;
+            let shift = if bits == 32 {
+                None
+            } else {
+                let u32t = e.t_int(32);
+                let two = e.c_u32(2);
+                let hi = e.b.bitwise_and(u32t, None, off, two).map_err(internal1)?;
+                let three = e.c_u32(3);
+                Some(e.b.shift_left_logical(u32t, None, hi, three).map_err(internal1)?)
+            };
+            (p, StorageClass::Workgroup, 32, shift)
         }
         _ => return Err(Diagnostic::error(inst.span, "atomics on this state space are not supported yet")),
     };
@@ -724,8 +756,10 @@ fn atom_core(
     let scope = e.c_u32(scope_of(inst, default_scope) as u32);
     let sem = e.c_u32(semantics_of(inst, sc));
     let it = e.t_int(bits);
+    let half = super::half::layout(t).is_some();
     let native = match (op, k) {
         _ if shift.is_some() => None,
+        ("add" | "min" | "max", _) if half => None,
         ("add", K::Int(_)) => Some(Op::AtomicIAdd),
         ("and", _) => Some(Op::AtomicAnd),
         ("or", _) => Some(Op::AtomicOr),
@@ -744,7 +778,7 @@ fn atom_core(
         );
         return e.emit_inst(i);
     }
-    if op == "cas" && shift.is_none() {
+    if op == "cas" && shift.is_none() && !half {
         let ic = ic.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
         let unequal = e.c_u32(unequal_semantics(semantics_of(inst, sc)));
         return e.b.atomic_compare_exchange(it, None, ptr, scope, sem, unequal, ic, ib).map_err(internal1);
@@ -772,7 +806,7 @@ fn atom_core(
         let old = match shift {
             None => old_word,
             Some(sh) => {
-                let sh64 = e.b.u_convert(wt, None, sh).map_err(internal1)?;
+                let sh64 = if word_bits == 32 { sh } else { e.b.u_convert(wt, None, sh).map_err(internal1)? };
                 let v = e.b.shift_right_logical(wt, None, old_word, sh64).map_err(internal1)?;
                 e.b.u_convert(it, None, v).map_err(internal1)?
             }
@@ -782,7 +816,7 @@ fn atom_core(
         match shift {
             None => Ok(new),
             Some(sh) => {
-                let sh64 = e.b.u_convert(wt, None, sh).map_err(internal1)?;
+                let sh64 = if word_bits == 32 { sh } else { e.b.u_convert(wt, None, sh).map_err(internal1)? };
                 let mask = e.c_int(word_bits, (1u64 << bits) - 1);
                 let m = e.b.shift_left_logical(wt, None, mask, sh64).map_err(internal1)?;
                 let keep = e.b.not(wt, None, m).map_err(internal1)?;
@@ -794,6 +828,60 @@ fn atom_core(
         }
     })?;
     Ok(if shift.is_some() { old_value } else { old_word })
+}
+
+/// `add`/`min`/`max` on f16/bf16 (and their packed pairs), correctly
+/// rounded: each lane widened exactly, added exactly in f64, and rounded
+/// once to the lane's format (`.noftz`: subnormals kept).
+fn half_rmw(
+    e: &mut Emitter,
+    op: &str,
+    fmt: super::rounding::Fmt,
+    lanes: u32,
+    bits: u32,
+    old: Word,
+    b: Word,
+) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let f32t = e.t_float(32);
+    let f64t = e.t_float(64);
+    let (old32, b32) = if bits == 32 {
+        (old, b)
+    } else {
+        (e.b.u_convert(u32t, None, old).map_err(internal1)?, e.b.u_convert(u32t, None, b).map_err(internal1)?)
+    };
+    let mut out = Vec::new();
+    for i in 0..lanes {
+        let x = super::half::lane(e, old32, i)?;
+        let y = super::half::lane(e, b32, i)?;
+        let xf = super::half::to_f32(e, x, fmt)?;
+        let yf = super::half::to_f32(e, y, fmt)?;
+        let r = match op {
+            "add" => {
+                let xd = e.b.f_convert(f64t, None, xf).map_err(internal1)?;
+                let yd = e.b.f_convert(f64t, None, yf).map_err(internal1)?;
+                let s = e.b.f_add(f64t, None, xd, yd).map_err(internal1)?;
+                e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
+                s
+            }
+            _ => {
+                let m = e
+                    .b
+                    .ext_inst(f32t, None, e.glsl, if op == "min" { 79 } else { 80 }, [SOp::IdRef(xf), SOp::IdRef(yf)])
+                    .map_err(internal1)?;
+                e.b.f_convert(f64t, None, m).map_err(internal1)?
+            }
+        };
+        let h = super::rounding::round_f64(e, r, fmt, super::rounding::Rnd::Rn, false)?;
+        out.push(e.b.u_convert(u32t, None, h).map_err(internal1)?);
+    }
+    let packed = super::half::pack(e, &out)?;
+    if bits == 32 {
+        Ok(packed)
+    } else {
+        let t16 = e.t_int(16);
+        e.b.u_convert(t16, None, packed).map_err(internal1)
+    }
 }
 
 /// The value an atomic operation stores, from the old value (all as
@@ -811,6 +899,11 @@ fn rmw_value(
     let it = e.t_int(bits);
     let bt = e.t_bool();
     let signed = t.is_signed();
+    if let Some((fmt, lanes)) = super::half::layout(t) {
+        if matches!(op, "add" | "min" | "max") {
+            return half_rmw(e, op, fmt, lanes, bits, old, b);
+        }
+    }
     Ok(match (op, k) {
         ("exch", _) => b,
         ("cas", _) => {

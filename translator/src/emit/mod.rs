@@ -17,15 +17,30 @@
 //! more than one loop construct stores its target in a `brk` variable, breaks
 //! out of the innermost construct, and is re-dispatched at each construct's
 //! merge block until it reaches its destination.
+//!
+//! Functions with barriers, or with warp operations on the emulated warp
+//! path, are emitted in workgroup-uniform mode instead ([`uniform`]): every
+//! invocation follows the same control flow and thread activity is data, so
+//! that barriers ([`barrier`]) and emulated warp operations ([`warp`]) are
+//! reached by the whole workgroup wherever CUDA code puts them.
 
 mod async_copy;
+mod barrier;
+mod bits;
 mod call;
+mod carry;
+mod compare;
 mod cvt;
 mod float;
 mod func;
+mod half;
 mod inst;
 mod mem;
+mod rounding;
+mod stack;
+mod uniform;
 mod values;
+mod warp;
 
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
 use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSpace};
@@ -69,6 +84,8 @@ pub(crate) struct Emitter<'o> {
     pub spec_shared_words: Word,
     /// Spec constant: module data address (when the module has variables).
     pub spec_global_address: Option<Word>,
+    /// Spec constant `%dynamic_smem_size`, created on first use.
+    pub spec_dynamic_shared: Option<Word>,
     /// Module-scope `.global`/`.const` variables: name → (offset, size).
     pub globals: HashMap<String, (u64, u64)>,
     /// Types that already carry their decorations.
@@ -79,6 +96,13 @@ pub(crate) struct Emitter<'o> {
     pub address_taken: BTreeSet<String>,
     /// Offset of the trap word in the module data buffer.
     pub trap_offset: Option<u64>,
+    /// Spec constant: the workgroup size in x (padded thread count).
+    pub spec_wg_x: Word,
+    /// Functions that run in workgroup-uniform mode (see [`uniform`]).
+    pub uniform_fns: BTreeSet<String>,
+    /// Module-scope variables of warp and uniform-mode emission, created
+    /// before any function (see [`warp::Globals`]).
+    pub warp: warp::Globals,
     /// The `.shared` Workgroup variables of 32- and 64-bit words, shared by all entries.
     pub shared_var_narrow: Option<Word>,
     pub shared_var_wide: Option<Word>,
@@ -215,11 +239,15 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         spec_ntid: [0; 3],
         spec_shared_words: 0,
         spec_global_address: None,
+        spec_dynamic_shared: None,
         globals: HashMap::new(),
         decorated: BTreeSet::new(),
         func_index: HashMap::new(),
         address_taken: BTreeSet::new(),
         trap_offset: None,
+        spec_wg_x: 0,
+        uniform_fns: BTreeSet::new(),
+        warp: warp::Globals::default(),
         shared_var_narrow: None,
         shared_var_wide: None,
     };
@@ -290,6 +318,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     e.b.decorate(e.workgroup_id, spirv::Decoration::BuiltIn, [Operand::BuiltIn(spirv::BuiltIn::WorkgroupId)]);
     let wg_x = e.b.spec_constant_bit32(u32t, 32);
     e.b.decorate(wg_x, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_WORKGROUP_SIZE_X)]);
+    e.spec_wg_x = wg_x;
     let one = e.c_u32(1);
     let wg_size = e.b.spec_constant_composite(v3, [wg_x, one, one]);
     e.b.decorate(wg_size, spirv::Decoration::BuiltIn, [Operand::BuiltIn(spirv::BuiltIn::WorkgroupSize)]);
@@ -363,6 +392,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             errors.push(Diagnostic::error(Span::default(), format!("no .entry named '{only}' in the module")));
         }
     }
+    e.uniform_fns = uniform::functions(&plans, opts.warp_path);
+    let any_uniform = !e.uniform_fns.is_empty();
+    e.warp = warp::Globals::new(&mut e, any_uniform);
     let sw = e.b.spec_constant_bit32(u32t, max_static_shared_words);
     e.b.decorate(sw, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_SHARED_WORDS)]);
     e.spec_shared_words = sw;
@@ -401,6 +433,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.shared_var);
                 iface.extend(vars.local_var);
                 iface.extend(vars.exited_var);
+                iface.extend(vars.stack.map(|(v, _)| v));
+                iface.extend(vars.scratch_var);
+                iface.extend(e.warp.interface());
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
             }
             Err(ds) => {
@@ -419,8 +454,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         }
         if let Some(mut info) = plan.info.clone() {
             // Local memory of the whole call tree.
-            info.local_bytes = next;
+            info.local_bytes = if vars.stack.is_some() { next + stack::STACK_BYTES } else { next };
             info.static_shared_bytes = all.iter().map(|p| p.static_shared_bytes).max().unwrap_or(0);
+            let (per_invocation, fixed) = uniform::scratch_words(&mut e, &all, plan);
+            info.scratch_words_per_invocation = per_invocation;
+            info.scratch_words_fixed = fixed;
             entries.push(info);
         }
     }
@@ -476,6 +514,8 @@ pub(crate) fn entry_info(
         reqntid,
         maxntid,
         local_bytes,
+        scratch_words_per_invocation: 0,
+        scratch_words_fixed: 0,
     })
 }
 
@@ -564,7 +604,8 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
 
 fn uses_trap(stmts: &[ast::Statement]) -> bool {
     stmts.iter().any(|s| match s {
-        ast::Statement::Inst(i) => i.opcode == "trap",
+        // `alloca` traps when the stack overflows.
+        ast::Statement::Inst(i) => i.opcode == "trap" || i.opcode == "alloca",
         ast::Statement::Block(b) => uses_trap(b),
         _ => false,
     })

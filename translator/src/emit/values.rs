@@ -62,7 +62,7 @@ impl Emitter<'_> {
                 if a > c || !signed {
                     self.b.u_convert(t, None, v).map_err(internal1)
                 } else {
-                    self.b.s_convert(t, None, v).map_err(internal1)
+                    self.sext(v, a, c)
                 }
             }
             (K::Float(a), _) if to != K::Pred => {
@@ -89,6 +89,20 @@ impl Emitter<'_> {
             }
             _ => Err(Diagnostic::error(Span::default(), "internal error: bad conversion")),
         }
+    }
+
+    /// Sign-extend an integer of `from` bits to `to` bits.
+    ///
+    /// Written as a zero extension and two shifts rather than `OpSConvert`:
+    /// Mesa's SPIR-V front end (lavapipe 22.x) takes a conversion's
+    /// signedness from the operand's declared type, and every integer here
+    /// is declared unsigned, so `OpSConvert` zero-extends there.
+    pub fn sext(&mut self, v: Word, from: u32, to: u32) -> Result<Word, Diagnostic> {
+        let t = self.t_int(to);
+        let w = self.b.u_convert(t, None, v).map_err(internal1)?;
+        let s = self.c_int(to, (to - from) as u64);
+        let l = self.b.shift_left_logical(t, None, w, s).map_err(internal1)?;
+        self.b.shift_right_arithmetic(t, None, l, s).map_err(internal1)
     }
 
     fn convert_const_one(&mut self, k: K) -> Result<Word, Diagnostic> {
@@ -209,6 +223,20 @@ impl Emitter<'_> {
             }
             "WARP_SZ" | "%warpsize" => self.c_u32(32),
             "%smid" | "%gridid" => self.c_u32(0),
+            "%dynamic_smem_size" => match self.spec_dynamic_shared {
+                Some(c) => c,
+                None => {
+                    let u32t = self.t_int(32);
+                    let c = self.b.spec_constant_bit32(u32t, 0);
+                    self.b.decorate(
+                        c,
+                        spirv::Decoration::SpecId,
+                        [SOp::LiteralBit32(crate::abi::SPEC_DYNAMIC_SHARED_BYTES)],
+                    );
+                    self.spec_dynamic_shared = Some(c);
+                    c
+                }
+            },
             "%nsmid" => self.c_u32(1),
             "%lanemask_eq" | "%lanemask_lt" | "%lanemask_le" | "%lanemask_gt" | "%lanemask_ge" => {
                 let m = self.c_u32(31);

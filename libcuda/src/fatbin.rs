@@ -1,0 +1,278 @@
+//! NVIDIA fat binaries: finding the PTX inside one.
+//!
+//! A fat binary (what `nvcc` embeds in a program, `fatbinary --create`
+//! writes, and `cuModuleLoadFatBinary` takes) is a container of images:
+//! cubins (ELF, NVIDIA machine code, which this driver cannot run) and PTX
+//! text, possibly compressed. The layout, as the files show it:
+//!
+//! - container header (16 bytes): magic `0xBA55ED50`, `u16` version, `u16`
+//!   header size, `u64` size of the entries that follow;
+//! - per entry: `u16` kind (1 PTX, 2 ELF), `u16` version, `u32` header size,
+//!   `u64` payload size (padded), `u32` compressed size at +16, the PTX ISA
+//!   version (`u16` minor, `u16` major) at +24, `u32` SM at +28, `u64` flags at
+//!   +40 (`0x2000`: LZ4 block, `0x8000`: Zstandard), `u64` uncompressed size at
+//!   +56; the payload follows the entry header.
+//!
+//! A program's embedded fat binary is reached through a wrapper
+//! (`__fatBinC_Wrapper_t`: magic `0x466243B1`, version, pointer to the
+//! container), which [`container_from_pointer`] follows.
+
+use std::ffi::c_void;
+
+/// Magic number of a fat binary container (little-endian `50 ED 55 BA`).
+pub const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+/// Magic number of `__fatBinC_Wrapper_t` (little-endian `B1 43 62 46`).
+pub const WRAPPER_MAGIC: u32 = 0x4662_43B1;
+
+const KIND_PTX: u16 = 1;
+const KIND_ELF: u16 = 2;
+const FLAG_LZ4: u64 = 0x2000;
+const FLAG_ZSTD: u64 = 0x8000;
+const CONTAINER_HEADER: usize = 16;
+const ENTRY_HEADER_MIN: usize = 64;
+
+/// One image of a fat binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// 1 for PTX, 2 for ELF (cubin); other kinds are kept but unused.
+    pub kind: u16,
+    /// The SM it was built for (80 for sm_80).
+    pub sm: u32,
+    /// The payload, decompressed.
+    pub payload: Vec<u8>,
+}
+
+impl Entry {
+    /// Whether this is PTX text.
+    pub fn is_ptx(&self) -> bool {
+        self.kind == KIND_PTX
+    }
+
+    /// Whether this is a cubin (ELF).
+    pub fn is_elf(&self) -> bool {
+        self.kind == KIND_ELF
+    }
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Total size in bytes of the container starting at `header` (its first 16
+/// bytes), or `None` if they are not a container header.
+pub fn container_size(header: &[u8]) -> Option<usize> {
+    if u32_at(header, 0)? != FATBIN_MAGIC {
+        return None;
+    }
+    let header_size = usize::from(u16_at(header, 6)?);
+    let body = usize::try_from(u64_at(header, 8)?).ok()?;
+    header_size.max(CONTAINER_HEADER).checked_add(body)
+}
+
+/// The container behind `ptr`: either a container itself or a
+/// `__fatBinC_Wrapper_t` pointing to one. `None` if neither magic matches.
+///
+/// # Safety
+/// `ptr` is non-null and points to at least 4 readable bytes; if they are
+/// one of the two magics, to a complete wrapper or container.
+pub unsafe fn container_from_pointer<'a>(ptr: *const c_void) -> Option<&'a [u8]> {
+    // SAFETY: at least 4 readable bytes, per the caller.
+    let magic = unsafe { ptr.cast::<u32>().read_unaligned() };
+    let header_ptr = match magic {
+        FATBIN_MAGIC => ptr.cast::<u8>(),
+        WRAPPER_MAGIC => {
+            // SAFETY: a complete wrapper: magic, version (i32 each), then the data pointer.
+            let data = unsafe { ptr.cast::<u8>().add(8).cast::<*const u8>().read_unaligned() };
+            if data.is_null() {
+                return None;
+            }
+            data
+        }
+        _ => return None,
+    };
+    // SAFETY: a container starts with its 16-byte header, per the caller.
+    let header = unsafe { std::slice::from_raw_parts(header_ptr, CONTAINER_HEADER) };
+    let size = container_size(header)?;
+    // SAFETY: the container is complete (header plus the size it declares), per the caller.
+    Some(unsafe { std::slice::from_raw_parts(header_ptr, size) })
+}
+
+/// Splits a container into its entries; an error names what is malformed.
+pub fn entries(container: &[u8]) -> Result<Vec<Entry>, String> {
+    let size = container_size(container).ok_or("not a fat binary (bad magic)")?;
+    let body_start = usize::from(u16_at(container, 6).unwrap_or(16)).max(CONTAINER_HEADER);
+    let data = container.get(..size).ok_or("fat binary is truncated")?;
+    let mut at = body_start;
+    let mut out = Vec::new();
+    while at + ENTRY_HEADER_MIN <= data.len() {
+        let bad = || format!("malformed fat binary entry at offset {at}");
+        let kind = u16_at(data, at).ok_or_else(bad)?;
+        let header_size = u32_at(data, at + 4).ok_or_else(bad)? as usize;
+        let payload_size = usize::try_from(u64_at(data, at + 8).ok_or_else(bad)?).map_err(|_| bad())?;
+        let compressed_size = u32_at(data, at + 16).ok_or_else(bad)? as usize;
+        let sm = u32_at(data, at + 28).ok_or_else(bad)?;
+        let flags = u64_at(data, at + 40).ok_or_else(bad)?;
+        let uncompressed = usize::try_from(u64_at(data, at + 56).ok_or_else(bad)?).map_err(|_| bad())?;
+        if header_size < ENTRY_HEADER_MIN {
+            return Err(bad());
+        }
+        let start = at.checked_add(header_size).ok_or_else(bad)?;
+        let end = start.checked_add(payload_size).ok_or_else(bad)?;
+        let raw = data.get(start..end).ok_or_else(bad)?;
+        let payload = if flags & (FLAG_LZ4 | FLAG_ZSTD) != 0 {
+            let packed = raw.get(..compressed_size.min(raw.len())).ok_or_else(bad)?;
+            if flags & FLAG_ZSTD != 0 {
+                zstd_decompress(packed, uncompressed)?
+            } else {
+                lz4_block_decompress(packed, uncompressed)?
+            }
+        } else {
+            raw.to_vec()
+        };
+        out.push(Entry { kind, sm, payload });
+        at = end;
+    }
+    Ok(out)
+}
+
+/// The PTX text to use from a container: of the PTX entries, the one for
+/// the highest SM not above `sm` (or the lowest SM if all are above it).
+/// `Err` says why there is none (for example: only cubins).
+pub fn select_ptx(container: &[u8], sm: u32) -> Result<Vec<u8>, String> {
+    let all = entries(container)?;
+    let mut ptx: Vec<&Entry> = all.iter().filter(|e| e.is_ptx()).collect();
+    if ptx.is_empty() {
+        let elf: Vec<String> = all.iter().filter(|e| e.is_elf()).map(|e| format!("sm_{}", e.sm)).collect();
+        return Err(if elf.is_empty() {
+            "the fat binary holds no PTX".to_string()
+        } else {
+            format!("the fat binary holds only cubins ({}), NVIDIA machine code, and no PTX", elf.join(", "))
+        });
+    }
+    ptx.sort_by_key(|e| e.sm);
+    let chosen = ptx.iter().rev().find(|e| e.sm <= sm).unwrap_or(&ptx[0]);
+    let text = &chosen.payload;
+    let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+    Ok(text[..end].to_vec())
+}
+
+/// Decompresses an LZ4 block (no frame) of known output size.
+pub fn lz4_block_decompress(src: &[u8], size_hint: usize) -> Result<Vec<u8>, String> {
+    let bad = || "corrupt LZ4 data in fat binary".to_string();
+    let mut out: Vec<u8> = Vec::with_capacity(size_hint);
+    let mut i = 0;
+    let read_len = |i: &mut usize, mut len: usize| -> Result<usize, String> {
+        if len == 15 {
+            loop {
+                let b = *src.get(*i).ok_or_else(bad)?;
+                *i += 1;
+                len += usize::from(b);
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Ok(len)
+    };
+    while i < src.len() {
+        let token = src[i];
+        i += 1;
+        let lit = read_len(&mut i, usize::from(token >> 4))?;
+        let literals = src.get(i..i + lit).ok_or_else(bad)?;
+        out.extend_from_slice(literals);
+        i += lit;
+        if i >= src.len() {
+            break; // the last sequence has literals only
+        }
+        let offset = usize::from(u16_at(src, i).ok_or_else(bad)?);
+        i += 2;
+        let len = read_len(&mut i, usize::from(token & 15))? + 4;
+        if offset == 0 || offset > out.len() {
+            return Err(bad());
+        }
+        let from = out.len() - offset;
+        for k in 0..len {
+            let b = out[from + k];
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// Decompresses a Zstandard frame.
+pub fn zstd_decompress(src: &[u8], size_hint: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let mut decoder = ruzstd::decoding::StreamingDecoder::new(src)
+        .map_err(|e| format!("corrupt Zstandard data in fat binary: {e}"))?;
+    let mut out = Vec::with_capacity(size_hint);
+    decoder.read_to_end(&mut out).map_err(|e| format!("corrupt Zstandard data in fat binary: {e}"))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A container with one entry (`kind`, `sm`, `flags`) around `payload`.
+    fn container(kind: u16, sm: u32, flags: u64, payload: &[u8], uncompressed: usize) -> Vec<u8> {
+        let mut e = vec![0u8; 64];
+        e[0..2].copy_from_slice(&kind.to_le_bytes());
+        e[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+        e[4..8].copy_from_slice(&64u32.to_le_bytes());
+        e[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        e[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        e[28..32].copy_from_slice(&sm.to_le_bytes());
+        e[40..48].copy_from_slice(&flags.to_le_bytes());
+        e[56..64].copy_from_slice(&(uncompressed as u64).to_le_bytes());
+        e.extend_from_slice(payload);
+        let mut c = Vec::new();
+        c.extend_from_slice(&FATBIN_MAGIC.to_le_bytes());
+        c.extend_from_slice(&1u16.to_le_bytes());
+        c.extend_from_slice(&16u16.to_le_bytes());
+        c.extend_from_slice(&(e.len() as u64).to_le_bytes());
+        c.extend_from_slice(&e);
+        c
+    }
+
+    #[test]
+    fn plain_ptx_entry() {
+        let c = container(1, 80, 0x11, b".version 9.5\n\0\0\0", 0);
+        assert_eq!(select_ptx(&c, 80).unwrap(), b".version 9.5\n");
+    }
+
+    #[test]
+    fn cubin_only_is_explained() {
+        let c = container(2, 90, 0x11, b"\x7fELF", 0);
+        let err = select_ptx(&c, 80).unwrap_err();
+        assert!(err.contains("only cubins (sm_90)"), "{err}");
+    }
+
+    #[test]
+    fn lz4_entry() {
+        // Literals "abcd", then a match of 8 at offset 4, then literal "x".
+        let block = [0x44, b'a', b'b', b'c', b'd', 4, 0, 0x10, b'x'];
+        assert_eq!(lz4_block_decompress(&block, 13).unwrap(), b"abcdabcdabcdx");
+        let c = container(1, 80, 0x2011, &block, 13);
+        assert_eq!(select_ptx(&c, 80).unwrap(), b"abcdabcdabcdx");
+    }
+
+    #[test]
+    fn lz4_rejects_bad_offsets() {
+        assert!(lz4_block_decompress(&[0x04, 9, 0], 8).is_err());
+    }
+
+    #[test]
+    fn truncated_container() {
+        let mut c = container(1, 80, 0, b"abc", 0);
+        c.truncate(40);
+        assert!(select_ptx(&c, 80).is_err());
+    }
+}

@@ -1,0 +1,394 @@
+//! The JIT linker: `cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`,
+//! `cuLinkComplete`, `cuLinkDestroy`.
+//!
+//! Inputs are PTX (or fat binaries carrying PTX). The "cubin" that
+//! `cuLinkComplete` hands back is PTX text again: the inputs merged into one
+//! module (the `.version`/`.target`/`.address_size` header of the input
+//! with the newest `.version`,
+//! every input's body, and no `.extern` declaration of a function or
+//! variable another input defines). It is translated right away, so errors
+//! reach the link's error log, and the translation is kept for the
+//! `cuModuleLoadData`/`cuLibraryLoadData` that loads the result. Cubins, ELF
+//! objects and libraries cannot be linked here: `CUDA_ERROR_INVALID_IMAGE`,
+//! with the reason in the error log.
+
+use std::collections::BTreeSet;
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::context::{self, ContextObj};
+use crate::driver;
+use crate::fatbin;
+use crate::ffi::{bytes, c_str, write_out, Handle};
+use crate::handles::Registry;
+use crate::jit::JitOptions;
+use crate::module;
+use crate::result::{CuError, CuResult};
+
+/// `CUjitInputType`: `CU_JIT_INPUT_CUBIN`.
+pub const CU_JIT_INPUT_CUBIN: c_int = 0;
+/// `CU_JIT_INPUT_PTX`.
+pub const CU_JIT_INPUT_PTX: c_int = 1;
+/// `CU_JIT_INPUT_FATBINARY`.
+pub const CU_JIT_INPUT_FATBINARY: c_int = 2;
+/// `CU_JIT_INPUT_OBJECT`.
+pub const CU_JIT_INPUT_OBJECT: c_int = 3;
+/// `CU_JIT_INPUT_LIBRARY`.
+pub const CU_JIT_INPUT_LIBRARY: c_int = 4;
+/// `CU_JIT_INPUT_NVVM`.
+pub const CU_JIT_INPUT_NVVM: c_int = 5;
+
+/// A `CUlinkState`.
+pub struct LinkObj {
+    context: Arc<ContextObj>,
+    jit: SendJit,
+    state: Mutex<LinkState>,
+}
+
+/// The link's options: the log buffers stay the caller's until `cuLinkDestroy`.
+struct SendJit(JitOptions);
+
+// SAFETY: the raw pointers inside are the caller's log buffers and option
+// slots, which the driver API documents as owned by the link state until
+// `cuLinkDestroy`; they are only written under the link's state mutex
+// (every use below holds it), so no two threads write them at once.
+unsafe impl Send for SendJit {}
+// SAFETY: as above.
+unsafe impl Sync for SendJit {}
+
+#[derive(Default)]
+struct LinkState {
+    /// (name, PTX text) of each input.
+    inputs: Vec<(String, String)>,
+    /// The merged PTX, NUL-terminated, once complete.
+    output: Option<Vec<u8>>,
+    info: String,
+    started: Option<Instant>,
+}
+
+/// Live link states.
+pub static LINKS: Registry<LinkObj> = Registry::new();
+
+fn lookup(state: Handle) -> CuResult<Arc<LinkObj>> {
+    driver::driver()?;
+    LINKS
+        .get(state)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{state:p} is not a live link state")))
+}
+
+/// `cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, void
+/// **optionValues, CUlinkState *stateOut)`.
+///
+/// # Safety
+/// As [`JitOptions::parse`]; the option arrays and log buffers stay valid
+/// until `cuLinkDestroy`; `state_out` is NULL or writable.
+pub unsafe fn link_create(
+    num_options: c_uint,
+    options: *const c_int,
+    values: *mut *mut c_void,
+    state_out: *mut Handle,
+) -> CuResult<()> {
+    let context = context::current()?;
+    if state_out.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("stateOut is NULL"));
+    }
+    // SAFETY: forwarded caller contract.
+    let jit = unsafe { JitOptions::parse(num_options, options, values) }?;
+    let state = LinkState { started: Some(Instant::now()), ..Default::default() };
+    let handle = LINKS.insert(Arc::new(LinkObj { context, jit: SendJit(jit), state: Mutex::new(state) }));
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(state_out, handle) }
+}
+
+impl LinkObj {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records a failure in the error log and returns `err`.
+    fn fail(&self, st: &LinkState, err: CuError, log: &str) -> CuError {
+        let ms = st.started.map_or(0.0, |s| s.elapsed().as_secs_f32() * 1000.0);
+        // SAFETY: the buffers are valid until cuLinkDestroy (cuLinkCreate's
+        // contract) and the state lock is held.
+        unsafe { self.jit.0.finish(log, &st.info, ms) };
+        err.because(log.to_string())
+    }
+
+    /// Adds one input's bytes.
+    fn add(&self, kind: c_int, data: &[u8], name: &str) -> CuResult<()> {
+        let mut st = self.lock();
+        if st.output.is_some() {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the link has already been completed"));
+        }
+        let only_ptx = "this driver (ptxvk) links PTX only (it translates PTX to SPIR-V for Vulkan); \
+                        NVIDIA machine code cannot run here";
+        let text = match kind {
+            CU_JIT_INPUT_PTX => {
+                let end = data.iter().position(|&b| b == 0).unwrap_or(data.len());
+                match std::str::from_utf8(&data[..end]) {
+                    Ok(t) => t.to_string(),
+                    Err(e) => {
+                        let log = format!("{name}: error: PTX input is not UTF-8 text ({e})");
+                        return Err(self.fail(&st, CuError::CUDA_ERROR_INVALID_PTX, &log));
+                    }
+                }
+            }
+            CU_JIT_INPUT_FATBINARY => {
+                let sm = driver::sm_version()?;
+                match fatbin::select_ptx(data, sm) {
+                    Ok(p) => String::from_utf8_lossy(&p).into_owned(),
+                    Err(why) => {
+                        let log = format!("{name}: error: {why}; {only_ptx}");
+                        return Err(self.fail(&st, CuError::CUDA_ERROR_INVALID_IMAGE, &log));
+                    }
+                }
+            }
+            CU_JIT_INPUT_CUBIN | CU_JIT_INPUT_OBJECT | CU_JIT_INPUT_LIBRARY => {
+                let what = match kind {
+                    CU_JIT_INPUT_CUBIN => "a cubin (ELF)",
+                    CU_JIT_INPUT_OBJECT => "a relocatable object (ELF)",
+                    _ => "a library archive of cubins",
+                };
+                let log = format!(
+                    "{name}: error: input is {what}; {only_ptx}. Give the linker PTX instead \
+                     (numba: uninstall nvidia-nvjitlink / pynvjitlink so it hands over PTX)"
+                );
+                return Err(self.fail(&st, CuError::CUDA_ERROR_INVALID_IMAGE, &log));
+            }
+            CU_JIT_INPUT_NVVM => {
+                let log = format!("{name}: error: NVVM IR inputs are not supported; {only_ptx}");
+                return Err(self.fail(&st, CuError::CUDA_ERROR_NOT_SUPPORTED, &log));
+            }
+            other => {
+                return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUjitInputType {other}")));
+            }
+        };
+        st.inputs.push((name.to_string(), text));
+        Ok(())
+    }
+}
+
+/// `cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data,
+/// size_t size, const char *name, unsigned int numOptions, CUjit_option
+/// *options, void **optionValues)`: the per-input options are accepted and
+/// ignored.
+///
+/// # Safety
+/// `data` is NULL or readable for `size` bytes; `name` is NULL or
+/// NUL-terminated.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn link_add_data(
+    state: Handle,
+    kind: c_int,
+    data: *mut c_void,
+    size: usize,
+    name: *const c_char,
+    _num_options: c_uint,
+    _options: *const c_int,
+    _values: *mut *mut c_void,
+) -> CuResult<()> {
+    let link = lookup(state)?;
+    if data.is_null() || size == 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("data is NULL or size is 0"));
+    }
+    // SAFETY: readable for `size` bytes per the caller.
+    let data = unsafe { bytes(data, size) }?;
+    let name = if name.is_null() {
+        "<input>".to_string()
+    } else {
+        // SAFETY: NUL-terminated per the caller.
+        unsafe { c_str(name) }?.to_string()
+    };
+    link.add(kind, data, &name)
+}
+
+/// `cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char
+/// *path, unsigned int numOptions, CUjit_option *options, void
+/// **optionValues)`: `CUDA_ERROR_FILE_NOT_FOUND` if the file cannot be read.
+///
+/// # Safety
+/// `path` is NULL or NUL-terminated.
+pub unsafe fn link_add_file(
+    state: Handle,
+    kind: c_int,
+    path: *const c_char,
+    _num_options: c_uint,
+    _options: *const c_int,
+    _values: *mut *mut c_void,
+) -> CuResult<()> {
+    let link = lookup(state)?;
+    // SAFETY: NUL-terminated per the caller.
+    let path = unsafe { c_str(path) }?;
+    let data = std::fs::read(path)
+        .map_err(|e| CuError::CUDA_ERROR_FILE_NOT_FOUND.because(format!("cannot read {path}: {e}")))?;
+    link.add(kind, &data, path)
+}
+
+/// Names a PTX body defines at module scope (functions and variables),
+/// from the lines that declare them without `.extern`.
+fn defined_names(ptx: &str) -> BTreeSet<String> {
+    ptx.lines().filter(|l| !l.trim_start().starts_with(".extern")).filter_map(declared_name).collect()
+}
+
+/// The name a module-scope declaration line declares (`.entry`, `.func`,
+/// `.global`, `.const`, `.shared`), if it is one.
+fn declared_name(line: &str) -> Option<String> {
+    let t = line.trim_start();
+    if !t.starts_with('.') {
+        return None;
+    }
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let kw = words.iter().position(|w| matches!(*w, ".entry" | ".func" | ".global" | ".const" | ".shared"))?;
+    let rest = words[kw + 1..].join(" ");
+    // `.func (.param .b32 r) name(` has a return list first.
+    let rest = if rest.starts_with('(') {
+        let close = rest.find(')')?;
+        rest[close + 1..].trim_start().to_string()
+    } else {
+        rest
+    };
+    // For variables the name is the last word before `[`, `=` or `;`.
+    let head: &str = rest.split(['(', '[', '=', ';']).next()?.trim();
+    let name = head.split_whitespace().last()?;
+    (!name.is_empty() && !name.starts_with('.')).then(|| name.to_string())
+}
+
+/// Whether `line` starts a module header directive.
+fn is_header(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with(".version") || t.starts_with(".target") || t.starts_with(".address_size")
+}
+
+/// `.version` of a PTX text as (major, minor); (0, 0) if absent.
+fn version_of(text: &str) -> (u32, u32) {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(".version"))
+        .and_then(|v| {
+            let (a, b) = v.trim().split_once('.')?;
+            let b: String = b.chars().take_while(char::is_ascii_digit).collect();
+            Some((a.trim().parse().ok()?, b.parse().ok()?))
+        })
+        .unwrap_or((0, 0))
+}
+
+/// Merges the inputs into one PTX module (see the module docs): the header
+/// of the input with the newest `.version`, then every body.
+pub fn merge(inputs: &[(String, String)]) -> String {
+    if inputs.len() == 1 {
+        return inputs[0].1.clone();
+    }
+    let newest = (0..inputs.len()).max_by_key(|&i| version_of(&inputs[i].1)).unwrap_or(0);
+    let defined: Vec<BTreeSet<String>> = inputs.iter().map(|(_, t)| defined_names(t)).collect();
+    let mut out = String::new();
+    for line in inputs[newest].1.lines().filter(|l| is_header(l)) {
+        out.push_str(line.trim());
+        out.push('\n');
+    }
+    for (i, (name, text)) in inputs.iter().enumerate() {
+        out.push_str(&format!("// ---- {name}\n"));
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if is_header(line) {
+                continue;
+            }
+            if line.trim_start().starts_with(".extern") {
+                let elsewhere = declared_name(line)
+                    .is_some_and(|n| defined.iter().enumerate().any(|(j, names)| j != i && names.contains(&n)));
+                if elsewhere {
+                    // Skip the whole declaration, which may span lines up to `;`.
+                    let mut cur = line.to_string();
+                    while !cur.contains(';') {
+                        match lines.next() {
+                            Some(l) => cur = l.to_string(),
+                            None => break,
+                        }
+                    }
+                    continue;
+                }
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)`:
+/// the output (merged PTX, NUL-terminated) lives until `cuLinkDestroy`.
+///
+/// # Safety
+/// `cubin_out` and `size_out` are NULL or writable.
+pub unsafe fn link_complete(state: Handle, cubin_out: *mut *mut c_void, size_out: *mut usize) -> CuResult<()> {
+    let link = lookup(state)?;
+    if cubin_out.is_null() || size_out.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("cubinOut or sizeOut is NULL"));
+    }
+    let mut st = link.lock();
+    if st.output.is_none() {
+        if st.inputs.is_empty() {
+            let err = link.fail(&st, CuError::CUDA_ERROR_INVALID_VALUE, "error: nothing to link (no inputs added)");
+            return Err(err);
+        }
+        let merged = merge(&st.inputs);
+        let name = if st.inputs.len() == 1 { st.inputs[0].0.clone() } else { "<linked ptx>".to_string() };
+        let started = Instant::now();
+        match module::pretranslate(&link.context, &merged, &name) {
+            Ok(()) => {}
+            Err((code, log)) => return Err(link.fail(&st, code, &log)),
+        }
+        st.info = format!(
+            "ptxvk: linked {} PTX input(s); translated to SPIR-V in {:.3} ms",
+            st.inputs.len(),
+            started.elapsed().as_secs_f32() * 1000.0
+        );
+        let mut bytes = merged.into_bytes();
+        bytes.push(0);
+        st.output = Some(bytes);
+    }
+    let ms = st.started.map_or(0.0, |s| s.elapsed().as_secs_f32() * 1000.0);
+    // SAFETY: the buffers are valid until cuLinkDestroy; the lock is held.
+    unsafe { link.jit.0.finish("", &st.info, ms) };
+    let out = st.output.as_ref().map(|o| (o.as_ptr(), o.len())).unwrap_or((std::ptr::null(), 0));
+    // SAFETY: both checked non-null; writable per the caller. The output
+    // buffer is owned by the link state and is not moved until it is dropped.
+    unsafe {
+        write_out(cubin_out, out.0 as *mut c_void)?;
+        write_out(size_out, out.1)
+    }
+}
+
+/// `cuLinkDestroy(CUlinkState state)`.
+pub fn link_destroy(state: Handle) -> CuResult<()> {
+    driver::driver()?;
+    LINKS
+        .remove(state)
+        .map(|_| ())
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{state:p} is not a live link state")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_names() {
+        assert_eq!(declared_name(".visible .entry k("), Some("k".into()));
+        assert_eq!(declared_name(".extern .func (.param .b32 r) f("), Some("f".into()));
+        assert_eq!(declared_name(".visible .func g(.param .u64 a)"), Some("g".into()));
+        assert_eq!(declared_name(".global .align 4 .u32 counter = 0;"), Some("counter".into()));
+        assert_eq!(declared_name(".global .align 1 .b8 buf[16];"), Some("buf".into()));
+        assert_eq!(declared_name("\tadd.s32 %r1, %r2, %r3;"), None);
+    }
+
+    #[test]
+    fn merges_inputs() {
+        let a = ".version 8.0\n.target sm_80\n.address_size 64\n.extern .func (.param .b32 r) f\n(\n.param .b32 x\n);\n.visible .entry k()\n{\nret;\n}\n";
+        let b = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .func (.param .b32 r) f(.param .b32 x)\n{\nret;\n}\n";
+        let m = merge(&[("a".into(), a.into()), ("b".into(), b.into())]);
+        assert_eq!(m.matches(".version").count(), 1, "{m}");
+        assert!(!m.contains(".extern"), "{m}");
+        assert!(m.contains(".visible .entry k()") && m.contains(".visible .func (.param .b32 r) f("));
+        assert_eq!(merge(&[("a".into(), a.into())]), a);
+    }
+}

@@ -1,0 +1,438 @@
+//! f32 and f64 instruction semantics on the device against references in
+//! Rust (rustc_apfloat for every rounding mode): `add sub mul fma div sqrt
+//! rcp` in `.rn .rz .rm .rp`, `min`/`max` NaN and signed-zero rules,
+//! `abs neg copysign testp`, `setp` comparisons, `.ftz`, `.sat`, and the
+//! accuracy of the `.approx` forms.
+
+mod sem;
+
+use rustc_apfloat::ieee::{Double, Quad, Single};
+use rustc_apfloat::{Float, FloatConvert, Round};
+use sem::{check, rand_f32, rand_f64, run, Lcg, T};
+use std::cmp::Ordering;
+
+type Cmp2 = (&'static str, fn(f32, f32) -> bool);
+type Test1 = (&'static str, fn(f32) -> bool);
+
+const N: usize = 10_000;
+const MODES: [&str; 4] = ["rn", "rz", "rm", "rp"];
+
+fn round_of(m: &str) -> Round {
+    match m {
+        "rn" => Round::NearestTiesToEven,
+        "rz" => Round::TowardZero,
+        "rm" => Round::TowardNegative,
+        _ => Round::TowardPositive,
+    }
+}
+
+fn vals32(seed: u64) -> Vec<u64> {
+    let mut r = Lcg(seed);
+    (0..N).map(|_| rand_f32(&mut r)).collect()
+}
+
+fn vals64(seed: u64) -> Vec<u64> {
+    let mut r = Lcg(seed);
+    (0..N).map(|_| rand_f64(&mut r)).collect()
+}
+
+/// Edge pairs (every combination of a few specials) placed at the front.
+fn with_edge_pairs(mut a: Vec<u64>, mut b: Vec<u64>, edges: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let mut k = 0;
+    for &x in edges {
+        for &y in edges {
+            if k < a.len() {
+                a[k] = x;
+                b[k] = y;
+                k += 1;
+            }
+        }
+    }
+    (a, b)
+}
+
+fn canon32(v: Single) -> u64 {
+    if v.is_nan() {
+        0x7fff_ffff
+    } else {
+        v.to_bits() as u64
+    }
+}
+
+/// f64 results compare NaN as NaN (PTX leaves f64 NaN payloads open).
+fn canon64_pair(got: &[u64], want: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let norm = |v: u64| if f64::from_bits(v).is_nan() { 0x7ff8_0000_0000_0000 } else { v };
+    (got.iter().map(|&v| norm(v)).collect(), want.iter().map(|&v| norm(v)).collect())
+}
+
+#[test]
+fn f32_arith_all_modes() {
+    let (a, b) = with_edge_pairs(vals32(11), vals32(12), &sem::f32_edges());
+    let c = vals32(13);
+    let ins2 = [(T::F32, a.clone()), (T::F32, b.clone())];
+    let ins3 = [(T::F32, a.clone()), (T::F32, b.clone()), (T::F32, c.clone())];
+    for m in MODES {
+        let rd = round_of(m);
+        for op in ["add", "sub", "mul", "div"] {
+            let body = format!("{op}.{m}.f32 out0, in0, in1;");
+            let got = run(&ins2, &[T::B32], &body);
+            let want: Vec<u64> = a
+                .iter()
+                .zip(&b)
+                .map(|(&x, &y)| {
+                    let (x, y) = (Single::from_bits(x as u128), Single::from_bits(y as u128));
+                    canon32(match op {
+                        "add" => x.add_r(y, rd).value,
+                        "sub" => x.sub_r(y, rd).value,
+                        "mul" => x.mul_r(y, rd).value,
+                        _ => x.div_r(y, rd).value,
+                    })
+                })
+                .collect();
+            check(&body, &ins2, &got[0], &want);
+        }
+        let body = format!("fma.{m}.f32 out0, in0, in1, in2;");
+        let got = run(&ins3, &[T::B32], &body);
+        let want: Vec<u64> = (0..N)
+            .map(|i| {
+                let f = |v: u64| Single::from_bits(v as u128);
+                canon32(f(a[i]).mul_add_r(f(b[i]), f(c[i]), rd).value)
+            })
+            .collect();
+        check(&body, &ins3, &got[0], &want);
+        let body = format!("rcp.{m}.f32 out0, in0;");
+        let ins1 = [(T::F32, a.clone())];
+        let got = run(&ins1, &[T::B32], &body);
+        let one = Single::from_bits(1f32.to_bits() as u128);
+        let want: Vec<u64> = a.iter().map(|&x| canon32(one.div_r(Single::from_bits(x as u128), rd).value)).collect();
+        check(&body, &ins1, &got[0], &want);
+    }
+}
+
+#[test]
+fn f64_arith_all_modes() {
+    let (a, b) = with_edge_pairs(vals64(21), vals64(22), &sem::f64_edges());
+    let c = vals64(23);
+    let ins2 = [(T::F64, a.clone()), (T::F64, b.clone())];
+    let ins3 = [(T::F64, a.clone()), (T::F64, b.clone()), (T::F64, c.clone())];
+    // Directed f64 mul and fma are exact only where the two-product is (see float.rs).
+    let in_range = |x: u64| {
+        let v = f64::from_bits(x).abs();
+        v == 0.0 || (1e-140..1e140).contains(&v) || !v.is_finite()
+    };
+    for m in MODES {
+        let rd = round_of(m);
+        for op in ["add", "sub", "mul", "div"] {
+            let body = format!("{op}.{m}.f64 out0, in0, in1;");
+            let got = run(&ins2, &[T::B64], &body);
+            let want: Vec<u64> = a
+                .iter()
+                .zip(&b)
+                .map(|(&x, &y)| {
+                    let (fx, fy) = (Double::from_bits(x as u128), Double::from_bits(y as u128));
+                    let r = match op {
+                        "add" => fx.add_r(fy, rd).value,
+                        "sub" => fx.sub_r(fy, rd).value,
+                        "mul" => fx.mul_r(fy, rd).value,
+                        _ => fx.div_r(fy, rd).value,
+                    };
+                    r.to_bits() as u64
+                })
+                .collect();
+            let (mut g, mut w) = canon64_pair(&got[0], &want);
+            // Subnormal f64 quotients need the driver to keep f64 denormals
+            // (lavapipe flushes them in division): not checked here.
+            if op == "div" {
+                for i in 0..N {
+                    if f64::from_bits(want[i]).is_subnormal() {
+                        g[i] = 0;
+                        w[i] = 0;
+                    }
+                }
+            }
+            if m != "rn" && op != "add" && op != "sub" {
+                for i in 0..N {
+                    let p = f64::from_bits(a[i]) * f64::from_bits(b[i]);
+                    let q = f64::from_bits(a[i]) / f64::from_bits(b[i]);
+                    let r = if op == "mul" { p } else { q };
+                    if !(in_range(a[i]) && in_range(b[i]) && in_range(r.to_bits())) {
+                        g[i] = 0;
+                        w[i] = 0;
+                    }
+                }
+            }
+            check(&body, &ins2, &g, &w);
+        }
+        let body = format!("fma.{m}.f64 out0, in0, in1, in2;");
+        let got = run(&ins3, &[T::B64], &body);
+        let want: Vec<u64> = (0..N)
+            .map(|i| {
+                let f = |v: u64| Double::from_bits(v as u128);
+                f(a[i]).mul_add_r(f(b[i]), f(c[i]), rd).value.to_bits() as u64
+            })
+            .collect();
+        let (mut g, mut w) = canon64_pair(&got[0], &want);
+        for i in 0..N {
+            let p = f64::from_bits(a[i]) * f64::from_bits(b[i]);
+            let ok = in_range(a[i]) && in_range(b[i]) && in_range(p.to_bits()) && in_range(c[i]);
+            if !ok {
+                g[i] = 0;
+                w[i] = 0;
+            }
+        }
+        check(&body, &ins3, &g, &w);
+    }
+}
+
+/// Correctly rounded square root in mode `m` of an f64 (exact comparison in binary128).
+fn sqrt64_ref(x: u64, m: &str) -> u64 {
+    let v = f64::from_bits(x);
+    let q = v.sqrt();
+    if !q.is_finite() || q == 0.0 || m == "rn" {
+        return q.to_bits();
+    }
+    let qq: Quad = Double::from_bits(q.to_bits() as u128).convert(&mut false).value;
+    let sq = qq.mul_r(qq, Round::NearestTiesToEven).value;
+    let xv: Quad = Double::from_bits(x as u128).convert(&mut false).value;
+    let ord = sq.partial_cmp(&xv).unwrap_or(Ordering::Equal);
+    match (m, ord) {
+        ("rz" | "rm", Ordering::Greater) => (q.to_bits()) - 1,
+        ("rp", Ordering::Less) => q.to_bits() + 1,
+        _ => q.to_bits(),
+    }
+}
+
+fn sqrt32_ref(x: u64, m: &str) -> u64 {
+    let v = f32::from_bits(x as u32);
+    let q = (v as f64).sqrt() as f32;
+    if q.is_nan() {
+        return 0x7fff_ffff;
+    }
+    if !q.is_finite() || q == 0.0 || m == "rn" {
+        return q.to_bits() as u64;
+    }
+    let sq = q as f64 * q as f64;
+    let ord = sq.partial_cmp(&(v as f64)).unwrap_or(Ordering::Equal);
+    (match (m, ord) {
+        ("rz" | "rm", Ordering::Greater) => q.to_bits() - 1,
+        ("rp", Ordering::Less) => q.to_bits() + 1,
+        _ => q.to_bits(),
+    }) as u64
+}
+
+#[test]
+fn sqrt_all_modes() {
+    let a32: Vec<u64> = vals32(31).into_iter().map(|v| v & 0x7fff_ffff).chain(sem::f32_edges()).take(N).collect();
+    let a64: Vec<u64> = vals64(32).into_iter().map(|v| v & !(1 << 63)).chain(sem::f64_edges()).take(N).collect();
+    for m in MODES {
+        let body = format!("sqrt.{m}.f32 out0, in0;");
+        let ins = [(T::F32, a32.clone())];
+        let got = run(&ins, &[T::B32], &body);
+        let want: Vec<u64> = a32.iter().map(|&x| sqrt32_ref(x, m)).collect();
+        check(&body, &ins, &got[0], &want);
+        let body = format!("sqrt.{m}.f64 out0, in0;");
+        let ins = [(T::F64, a64.clone())];
+        let got = run(&ins, &[T::B64], &body);
+        let want: Vec<u64> = a64.iter().map(|&x| sqrt64_ref(x, m)).collect();
+        let (g, w) = canon64_pair(&got[0], &want);
+        check(&body, &ins, &g, &w);
+    }
+}
+
+fn minmax_ref32(x: u32, y: u32, max: bool, nan_wins: bool) -> u64 {
+    let (fx, fy) = (f32::from_bits(x), f32::from_bits(y));
+    if fx.is_nan() || fy.is_nan() {
+        if nan_wins || (fx.is_nan() && fy.is_nan()) {
+            return 0x7fff_ffff;
+        }
+        return if fx.is_nan() { y as u64 } else { x as u64 };
+    }
+    if fx == 0.0 && fy == 0.0 {
+        return if max { (x & y) as u64 } else { (x | y) as u64 };
+    }
+    let pick_x = if max { fx > fy } else { fx < fy };
+    (if pick_x { x } else { y }) as u64
+}
+
+#[test]
+fn f32_min_max_abs_neg_copysign() {
+    let (a, b) = with_edge_pairs(vals32(41), vals32(42), &sem::f32_edges());
+    let ins = [(T::F32, a.clone()), (T::F32, b.clone())];
+    for (op, max, nan) in
+        [("min", false, false), ("max", true, false), ("min.NaN", false, true), ("max.NaN", true, true)]
+    {
+        let body = format!("{op}.f32 out0, in0, in1;");
+        let got = run(&ins, &[T::B32], &body);
+        let want: Vec<u64> = a.iter().zip(&b).map(|(&x, &y)| minmax_ref32(x as u32, y as u32, max, nan)).collect();
+        check(&body, &ins, &got[0], &want);
+    }
+    let body = "max.xorsign.abs.f32 out0, in0, in1;";
+    let got = run(&ins, &[T::B32], body);
+    let want: Vec<u64> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| {
+            let m = minmax_ref32(x as u32 & 0x7fff_ffff, y as u32 & 0x7fff_ffff, true, false);
+            if f32::from_bits(m as u32).is_nan() {
+                m
+            } else {
+                m | ((x ^ y) & 0x8000_0000)
+            }
+        })
+        .collect();
+    check(body, &ins, &got[0], &want);
+    let body = "{ .reg .f32 t; abs.f32 t, in0; neg.f32 out0, t; copysign.f32 out1, in1, in0; }";
+    let got = run(&ins, &[T::B32, T::B32], body);
+    let want0: Vec<u64> = a.iter().map(|&x| x | 0x8000_0000).collect();
+    let want1: Vec<u64> = a.iter().zip(&b).map(|(&x, &y)| (x & 0x7fff_ffff) | (y & 0x8000_0000)).collect();
+    check(body, &ins, &got[0], &want0);
+    check(body, &ins, &got[1], &want1);
+    // f64 min/max.
+    let (a, b) = with_edge_pairs(vals64(43), vals64(44), &sem::f64_edges());
+    let ins = [(T::F64, a.clone()), (T::F64, b.clone())];
+    let body = "min.f64 out0, in0, in1;";
+    let got = run(&ins, &[T::B64], body);
+    let want: Vec<u64> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| {
+            let (fx, fy) = (f64::from_bits(x), f64::from_bits(y));
+            match (fx.is_nan(), fy.is_nan()) {
+                (true, true) => 0x7fff_ffff_ffff_ffff,
+                (true, false) => y,
+                (false, true) => x,
+                _ if fx == 0.0 && fy == 0.0 => x | y,
+                _ => {
+                    if fx < fy {
+                        x
+                    } else {
+                        y
+                    }
+                }
+            }
+        })
+        .collect();
+    check(body, &ins, &got[0], &want);
+}
+
+#[test]
+fn setp_testp_and_ftz() {
+    let (a, b) = with_edge_pairs(vals32(51), vals32(52), &sem::f32_edges());
+    let ins = [(T::F32, a.clone()), (T::F32, b.clone())];
+    let cmps: [Cmp2; 18] = [
+        ("eq", |x, y| x == y),
+        ("ne", |x, y| x != y && !x.is_nan() && !y.is_nan()),
+        ("lt", |x, y| x < y),
+        ("le", |x, y| x <= y),
+        ("gt", |x, y| x > y),
+        ("ge", |x, y| x >= y),
+        ("equ", |x, y| x == y || x.is_nan() || y.is_nan()),
+        ("neu", |x, y| x != y),
+        ("ltu", |x, y| x < y || x.is_nan() || y.is_nan()),
+        ("leu", |x, y| x <= y || x.is_nan() || y.is_nan()),
+        ("gtu", |x, y| x > y || x.is_nan() || y.is_nan()),
+        ("geu", |x, y| x >= y || x.is_nan() || y.is_nan()),
+        ("num", |x, y| !x.is_nan() && !y.is_nan()),
+        ("nan", |x, y| x.is_nan() || y.is_nan()),
+        ("lo", |_, _| false),
+        ("ls", |_, _| false),
+        ("hi", |_, _| false),
+        ("hs", |_, _| false),
+    ];
+    for (c, f) in cmps.iter().take(14) {
+        let body = format!(
+            "{{ .reg .pred p, q; setp.{c}.f32 p|q, in0, in1; selp.b32 out0, 1, 0, p; selp.b32 out1, 1, 0, q; }}"
+        );
+        let got = run(&ins, &[T::B32, T::B32], &body);
+        let want: Vec<u64> =
+            a.iter().zip(&b).map(|(&x, &y)| f(f32::from_bits(x as u32), f32::from_bits(y as u32)) as u64).collect();
+        let nwant: Vec<u64> = want.iter().map(|w| 1 - w).collect();
+        check(&body, &ins, &got[0], &want);
+        check(&body, &ins, &got[1], &nwant);
+    }
+    let tests: [Test1; 6] = [
+        ("finite", |x| x.is_finite()),
+        ("infinite", |x| x.is_infinite()),
+        ("number", |x| !x.is_nan()),
+        ("notanumber", |x| x.is_nan()),
+        ("normal", |x| x.is_normal()),
+        ("subnormal", |x| x.is_subnormal()),
+    ];
+    for (t, f) in tests {
+        let body = format!("{{ .reg .pred p; testp.{t}.f32 p, in0; selp.b32 out0, 1, 0, p; }}");
+        let got = run(&ins, &[T::B32], &body);
+        let want: Vec<u64> = a.iter().map(|&x| f(f32::from_bits(x as u32)) as u64).collect();
+        check(&body, &ins, &got[0], &want);
+    }
+    // .ftz flushes subnormal inputs and results; .sat clamps to [0, 1] with NaN to 0.
+    let body = "{ add.rn.ftz.f32 out0, in0, in1; mul.rn.sat.f32 out1, in0, in1; }";
+    let got = run(&ins, &[T::B32, T::B32], body);
+    let ftz = |v: f32| if v.is_subnormal() { f32::from_bits(v.to_bits() & 0x8000_0000) } else { v };
+    let want0: Vec<u64> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| {
+            let r = ftz(ftz(f32::from_bits(x as u32)) + ftz(f32::from_bits(y as u32)));
+            if r.is_nan() {
+                0x7fff_ffff
+            } else {
+                r.to_bits() as u64
+            }
+        })
+        .collect();
+    let want1: Vec<u64> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| {
+            let r = f32::from_bits(x as u32) * f32::from_bits(y as u32);
+            let r = if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) };
+            // clamp keeps -0 as -0; PTX's .sat gives +0 for it? Both are zero here.
+            r.to_bits() as u64
+        })
+        .collect();
+    check(body, &ins, &got[0], &want0);
+    let got1: Vec<u64> = got[1].iter().map(|&v| if v == 0x8000_0000 { 0 } else { v }).collect();
+    let want1: Vec<u64> = want1.iter().map(|&v| if v == 0x8000_0000 { 0 } else { v }).collect();
+    check(body, &ins, &got1, &want1);
+}
+
+/// ulp distance between two finite f32 values of the same sign.
+fn ulp32(a: u32, b: u32) -> u64 {
+    let o = |v: u32| if v & 0x8000_0000 != 0 { -((v & 0x7fff_ffff) as i64) } else { v as i64 };
+    (o(a) - o(b)).unsigned_abs()
+}
+
+#[test]
+fn approx_accuracy() {
+    let mut r = Lcg(61);
+    let xs: Vec<u64> =
+        (0..N).map(|_| ((r.next_u32() as f32 / u32::MAX as f32) * 200.0 - 100.0).to_bits() as u64).collect();
+    let ins = [(T::F32, xs.clone())];
+    // ex2.approx: 2 ulp (PTX ISA); tanh.approx: 2^-11 relative.
+    let got = run(
+        &ins,
+        &[T::B32, T::B32],
+        "{ .reg .f32 t; mul.f32 t, in0, 0f3e800000; ex2.approx.f32 out0, t; tanh.approx.f32 out1, in0; }",
+    );
+    for (i, &x) in xs.iter().enumerate() {
+        let x = f32::from_bits(x as u32);
+        let e = ((x * 0.25) as f64).exp2() as f32;
+        assert!(
+            ulp32(got[0][i] as u32, e.to_bits()) <= 2,
+            "ex2({}) = {} want {e}",
+            x * 0.25,
+            f32::from_bits(got[0][i] as u32)
+        );
+        let t = (x as f64).tanh();
+        let g = f32::from_bits(got[1][i] as u32) as f64;
+        assert!((g - t).abs() <= t.abs() * 2f64.powi(-11) + 1e-30, "tanh({x}) = {g} want {t}");
+    }
+    let small: Vec<u64> = (0..N).map(|i| ((i as f32 - 5000.0) * 1e-6).to_bits() as u64).collect();
+    let ins = [(T::F32, small.clone())];
+    let got = run(&ins, &[T::B32], "tanh.approx.f32 out0, in0;");
+    for (i, &x) in small.iter().enumerate() {
+        let x = f32::from_bits(x as u32) as f64;
+        let g = f32::from_bits(got[0][i] as u32) as f64;
+        assert!((g - x.tanh()).abs() <= x.tanh().abs() * 2f64.powi(-11), "tanh({x}) = {g}");
+    }
+}

@@ -1,0 +1,280 @@
+//! Half-precision semantics on the device against rustc_apfloat: `f16`,
+//! `bf16` and packed `f16x2`/`bf16x2` `add sub mul fma` in every rounding
+//! mode, `min`/`max`, `abs`/`neg`, `setp`, and the conversions to and from
+//! f32 (also FP8 pairs and TF32).
+
+mod sem;
+
+use rustc_apfloat::ieee::{BFloat, Float8E4M3FN, Float8E5M2, Half, Single};
+use rustc_apfloat::{Float, FloatConvert, Round};
+use sem::{check, run, Lcg, T};
+
+const N: usize = 10_000;
+
+fn halves(seed: u64, bf: bool) -> Vec<u64> {
+    let mut r = Lcg(seed);
+    let edges: [u64; 12] = if bf {
+        [0, 0x8000, 1, 0x8001, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0x3f80, 0x0080, 0x007f]
+    } else {
+        [0, 0x8000, 1, 0x8001, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x3c00, 0x0400, 0x03ff]
+    };
+    (0..N)
+        .map(|i| {
+            if i < 144 {
+                return edges[if i < 144 { (i / 12) % 12 } else { 0 }];
+            }
+            let v = r.next_u32() as u64 & 0xffff;
+            if bf {
+                v
+            } else if r.next_u32() & 3 == 0 {
+                // Moderate magnitudes: products and sums without overflow.
+                (v & 0x83ff) | ((10 + r.next_u32() as u64 % 12) << 10)
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+fn second(a: &[u64], seed: u64, bf: bool) -> Vec<u64> {
+    let mut b = halves(seed, bf);
+    // Pair every edge with every edge in the first 144 elements.
+    let e = &a[..144];
+    for i in 0..144 {
+        b[i] = e[(i % 12) * 12];
+    }
+    b
+}
+
+fn rd(m: &str) -> Round {
+    match m {
+        "rn" => Round::NearestTiesToEven,
+        "rz" => Round::TowardZero,
+        "rm" => Round::TowardNegative,
+        _ => Round::TowardPositive,
+    }
+}
+
+fn op_ref<F: Float>(op: &str, x: u64, y: u64, z: u64, r: Round) -> u64 {
+    let (x, y, z) = (F::from_bits(x as u128), F::from_bits(y as u128), F::from_bits(z as u128));
+    let v = match op {
+        "add" => x.add_r(y, r).value,
+        "sub" => x.sub_r(y, r).value,
+        "mul" => x.mul_r(y, r).value,
+        _ => x.mul_add_r(y, z, r).value,
+    };
+    if v.is_nan() {
+        0x7fff
+    } else {
+        v.to_bits() as u64
+    }
+}
+
+#[test]
+fn scalar_and_packed_arith() {
+    for bf in [false, true] {
+        let a = halves(1, bf);
+        let b = second(&a, 2, bf);
+        let c = halves(3, bf);
+        let ins = [(T::B16, a.clone()), (T::B16, b.clone()), (T::B16, c.clone())];
+        let ty = if bf { "bf16" } else { "f16" };
+        for m in ["rn", "rz", "rm", "rp"] {
+            for op in ["add", "sub", "mul", "fma"] {
+                let body = if op == "fma" {
+                    format!("fma.{m}.{ty} out0, in0, in1, in2;")
+                } else {
+                    format!("{op}.{m}.{ty} out0, in0, in1;")
+                };
+                let got = run(&ins, &[T::B16], &body);
+                let want: Vec<u64> = (0..N)
+                    .map(|i| {
+                        if bf {
+                            op_ref::<BFloat>(op, a[i], b[i], c[i], rd(m))
+                        } else {
+                            op_ref::<Half>(op, a[i], b[i], c[i], rd(m))
+                        }
+                    })
+                    .collect();
+                check(&body, &ins, &got[0], &want);
+            }
+        }
+        // Packed: lanes are independent.
+        let pack = |v: &[u64], w: &[u64]| -> Vec<u64> { v.iter().zip(w).map(|(&l, &h)| l | (h << 16)).collect() };
+        let pa = pack(&a, &b);
+        let pb = pack(&c, &a);
+        let pc = pack(&b, &c);
+        let ins = [(T::B32, pa.clone()), (T::B32, pb.clone()), (T::B32, pc.clone())];
+        let body = format!("{{ fma.rn.{ty}x2 out0, in0, in1, in2; mul.rn.{ty}x2 out1, in0, in1; }}");
+        let got = run(&ins, &[T::B32, T::B32], &body);
+        let lane = |v: u64, k: u32| (v >> (16 * k)) & 0xffff;
+        let f = |op: &str, x: u64, y: u64, z: u64| {
+            if bf {
+                op_ref::<BFloat>(op, x, y, z, Round::NearestTiesToEven)
+            } else {
+                op_ref::<Half>(op, x, y, z, Round::NearestTiesToEven)
+            }
+        };
+        let w0: Vec<u64> = (0..N)
+            .map(|i| (0..2).map(|k| f("fma", lane(pa[i], k), lane(pb[i], k), lane(pc[i], k)) << (16 * k)).sum())
+            .collect();
+        let w1: Vec<u64> =
+            (0..N).map(|i| (0..2).map(|k| f("mul", lane(pa[i], k), lane(pb[i], k), 0) << (16 * k)).sum()).collect();
+        check(&body, &ins, &got[0], &w0);
+        check(&body, &ins, &got[1], &w1);
+    }
+}
+
+fn to_f32(h: u64, bf: bool) -> f32 {
+    if bf {
+        f32::from_bits((h as u32) << 16)
+    } else {
+        half::f16::from_bits(h as u16).to_f32()
+    }
+}
+
+#[test]
+fn min_max_abs_neg_setp_and_widening() {
+    for bf in [false, true] {
+        let a = halves(4, bf);
+        let b = second(&a, 5, bf);
+        let ins = [(T::B16, a.clone()), (T::B16, b.clone())];
+        let ty = if bf { "bf16" } else { "f16" };
+        let body = format!(
+            "{{ .reg .pred p; .reg .b16 t; min.{ty} out0, in0, in1; max.NaN.{ty} out1, in0, in1; neg.{ty} t, in0; abs.{ty} out2, t;
+               setp.ltu.{ty} p, in0, in1; selp.u16 out3, 1, 0, p; cvt.f32.{ty} out4, in0; }}"
+        );
+        let got = run(&ins, &[T::B16, T::B16, T::B16, T::B16, T::B32], &body);
+        let nan = 0x7fffu64;
+        let w0: Vec<u64> = (0..N)
+            .map(|i| {
+                let (x, y) = (to_f32(a[i], bf), to_f32(b[i], bf));
+                match (x.is_nan(), y.is_nan()) {
+                    (true, true) => nan,
+                    (true, false) => b[i],
+                    (false, true) => a[i],
+                    _ if x == 0.0 && y == 0.0 => a[i] | b[i],
+                    _ => {
+                        if x < y {
+                            a[i]
+                        } else {
+                            b[i]
+                        }
+                    }
+                }
+            })
+            .collect();
+        let w1: Vec<u64> = (0..N)
+            .map(|i| {
+                let (x, y) = (to_f32(a[i], bf), to_f32(b[i], bf));
+                if x.is_nan() || y.is_nan() {
+                    nan
+                } else if x == 0.0 && y == 0.0 {
+                    a[i] & b[i]
+                } else if x > y {
+                    a[i]
+                } else {
+                    b[i]
+                }
+            })
+            .collect();
+        let w2: Vec<u64> = a.iter().map(|&x| x & 0x7fff).collect();
+        let w3: Vec<u64> = (0..N)
+            .map(|i| {
+                let (x, y) = (to_f32(a[i], bf), to_f32(b[i], bf));
+                (x < y || x.is_nan() || y.is_nan()) as u64
+            })
+            .collect();
+        let w4: Vec<u64> = a
+            .iter()
+            .map(|&x| {
+                let f = to_f32(x, bf);
+                if f.is_nan() && !bf {
+                    (f.to_bits() | 0x0040_0000) as u64
+                } else {
+                    f.to_bits() as u64
+                }
+            })
+            .collect();
+        check(&body, &ins, &got[0], &w0);
+        check(&body, &ins, &got[1], &w1);
+        check(&body, &ins, &got[2], &w2);
+        check(&body, &ins, &got[3], &w3);
+        check(&body, &ins, &got[4], &w4);
+    }
+}
+
+#[test]
+fn packed_and_narrow_conversions() {
+    let mut r = Lcg(9);
+    let xs: Vec<u64> = (0..N)
+        .map(|i| {
+            if i < sem::f32_edges().len() {
+                sem::f32_edges()[i]
+            } else {
+                let e = 100 + r.next_u32() % 50;
+                ((r.next_u32() & 0x8000_0000) | (e << 23) | (r.next_u32() & 0x7f_ffff)) as u64
+            }
+        })
+        .collect();
+    let ys: Vec<u64> = xs.iter().rev().cloned().collect();
+    let ins = [(T::F32, xs.clone()), (T::F32, ys.clone())];
+    let body = "{ cvt.rn.bf16x2.f32 out0, in0, in1; cvt.rz.relu.f16x2.f32 out1, in0, in1; cvt.rn.satfinite.e4m3x2.f32 out2, in0, in1;
+        cvt.rn.satfinite.e5m2x2.f32 out3, in0, in1; cvt.rna.tf32.f32 out4, in0; }";
+    let got = run(&ins, &[T::B32, T::B32, T::B16, T::B16, T::B32], body);
+    let sf = |v: u64| Single::from_bits(v as u128);
+    for i in 0..N {
+        let (x, y) = (sf(xs[i]), sf(ys[i]));
+        let bfc = |v: Single| -> u64 {
+            if v.is_nan() {
+                return 0x7fff;
+            }
+            let h: BFloat = v.convert_r(Round::NearestTiesToEven, &mut false).value;
+            h.to_bits() as u64
+        };
+        assert_eq!(got[0][i], (bfc(x) << 16) | bfc(y), "bf16x2 {:#x} {:#x}", xs[i], ys[i]);
+        let hc = |v: Single| -> u64 {
+            if v.is_nan() {
+                return 0x7fff;
+            }
+            let v = if v.is_negative() { Single::ZERO } else { v };
+            let h: Half = v.convert_r(Round::TowardZero, &mut false).value;
+            h.to_bits() as u64
+        };
+        assert_eq!(got[1][i], (hc(x) << 16) | hc(y), "f16x2.relu {:#x} {:#x}", xs[i], ys[i]);
+        let e4 = |v: Single| -> u64 {
+            if v.is_nan() {
+                return 0x7f;
+            }
+            let h: Float8E4M3FN = v.convert_r(Round::NearestTiesToEven, &mut false).value;
+            if h.is_nan() || h.is_infinite() {
+                // satfinite: largest finite magnitude
+                return if v.is_negative() { 0xfe } else { 0x7e };
+            }
+            h.to_bits() as u64
+        };
+        assert_eq!(got[2][i], (e4(x) << 8) | e4(y), "e4m3x2 {:#x} {:#x}", xs[i], ys[i]);
+        let e5 = |v: Single| -> u64 {
+            if v.is_nan() {
+                return 0x7f;
+            }
+            let h: Float8E5M2 = v.convert_r(Round::NearestTiesToEven, &mut false).value;
+            if h.is_infinite() {
+                return if v.is_negative() { 0xfb } else { 0x7b };
+            }
+            h.to_bits() as u64
+        };
+        assert_eq!(got[3][i], (e5(x) << 8) | e5(y), "e5m2x2 {:#x} {:#x}", xs[i], ys[i]);
+        // TF32: round to nearest, ties away, to 10 stored bits.
+        let xv = f32::from_bits(xs[i] as u32);
+        let want = if xv.is_nan() {
+            0x7fff_ffff
+        } else if xv.is_infinite() {
+            xs[i]
+        } else {
+            let b = xs[i] as u32;
+            let r = (b.wrapping_add(0x1000)) & !0x1fff;
+            r as u64
+        };
+        assert_eq!(got[4][i], want, "tf32 {:#x}", xs[i]);
+    }
+}

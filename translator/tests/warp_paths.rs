@@ -1,0 +1,158 @@
+//! Warp paths and workgroup-uniform emission, checked without a device:
+//! every warp fixture translates on every path into SPIR-V that `spirv-val`
+//! accepts, deterministically; scratch metadata; diagnostics; loop exits.
+
+use ptxvk_translator::structurize::LoopExits;
+use ptxvk_translator::{translate, Options, TargetEnv, Translation, WarpPath};
+use std::path::{Path, PathBuf};
+
+const PATHS: [WarpPath; 3] = [WarpPath::Native, WarpPath::Slice, WarpPath::Emulated];
+
+fn fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/warp");
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/fixtures/warp exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ptx"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn options(path: WarpPath, env: TargetEnv) -> Options {
+    Options { warp_path: path, target_env: env, ..Options::default() }
+}
+
+fn translated(src: &str, path: WarpPath) -> Translation {
+    translate(src, "warp.ptx", &options(path, TargetEnv::Vulkan1_2)).unwrap_or_else(|d| panic!("{d}"))
+}
+
+/// `spirv-val` on the words, or `None` when it is not installed.
+fn spirv_val(words: &[u32], env: &str) -> Option<Result<(), String>> {
+    let file = std::env::temp_dir().join(format!("ptxvk-warp-{}-{env}.spv", std::process::id()));
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(&file, bytes).ok()?;
+    let out = std::process::Command::new("spirv-val").arg("--target-env").arg(env).arg(&file).output().ok()?;
+    let _ = std::fs::remove_file(&file);
+    Some(if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) })
+}
+
+#[test]
+fn every_path_validates() {
+    let mut checked = 0;
+    for fixture in fixtures() {
+        let src = std::fs::read_to_string(&fixture).expect("read fixture");
+        for path in PATHS {
+            for (env, name) in [(TargetEnv::Vulkan1_2, "vulkan1.2"), (TargetEnv::Vulkan1_3, "vulkan1.3")] {
+                let t = translate(&src, "warp.ptx", &options(path, env)).unwrap_or_else(|d| panic!("{d}"));
+                match spirv_val(&t.spirv, name) {
+                    Some(Ok(())) => checked += 1,
+                    Some(Err(e)) => panic!("{} ({}, {name}): spirv-val: {e}", fixture.display(), path.name()),
+                    None => {
+                        eprintln!("skipping SPIR-V validation: spirv-val is not installed");
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked >= 6, "expected the warp fixtures, validated {checked} modules");
+}
+
+#[test]
+fn translation_is_deterministic() {
+    for fixture in fixtures() {
+        let src = std::fs::read_to_string(&fixture).expect("read fixture");
+        for path in PATHS {
+            assert_eq!(translated(&src, path).spirv, translated(&src, path).spirv, "{}", fixture.display());
+        }
+    }
+}
+
+fn scratch(t: &Translation, entry: &str) -> (u32, u32) {
+    let e = t.info.entries.iter().find(|e| e.name == entry).unwrap_or_else(|| panic!("no entry {entry}"));
+    (e.scratch_words_per_invocation, e.scratch_words_fixed)
+}
+
+#[test]
+fn scratch_follows_the_path() {
+    let src = include_str!("../../tests/fixtures/warp/warp_divergence.ptx");
+    let emulated = translated(src, WarpPath::Emulated);
+    let native = translated(src, WarpPath::Native);
+    // Warp operations: exchange buffers and vote slots when emulated, nothing natively.
+    assert_eq!(scratch(&emulated, "ballot_in_if"), (2, 3));
+    assert_eq!(scratch(&native, "ballot_in_if"), (0, 0));
+    // Barriers in straight-line code and conditionals: uniform mode without scratch.
+    assert_eq!(scratch(&emulated, "early_exit_sync"), (0, 0));
+    assert_eq!(scratch(&native, "early_exit_sync"), (0, 0));
+    // bar.red takes a workgroup vote on every path.
+    assert_eq!(scratch(&native, "sync_count"), (0, 3));
+    // A loop of warp operations: its condition is a workgroup vote.
+    assert_eq!(scratch(&emulated, "leader_loop"), (2, 3));
+    // A warp function called from the entry.
+    assert_eq!(scratch(&emulated, "noinline_collectives"), (2, 3));
+    assert_eq!(scratch(&native, "noinline_collectives"), (0, 0));
+}
+
+const HEAD: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+fn err(body: &str) -> String {
+    let src = format!("{HEAD}.visible .entry k()\n{{\n  .reg .b32 %r<4>;\n  .reg .pred %p<2>;\n{body}}}\n");
+    match translate(&src, "k.ptx", &Options::default()) {
+        Ok(_) => panic!("expected an error for {body}"),
+        Err(d) => d.to_string(),
+    }
+}
+
+#[test]
+fn diagnostics_name_the_instruction() {
+    let t = err("  redux.sync.min.f32 %r1, %r2, -1;\n");
+    assert!(t.starts_with("k.ptx:8:3: error: unsupported instruction 'redux.sync.min.f32'"), "{t}");
+    let t = err("  bar.sync 16;\n");
+    assert!(t.contains("k.ptx:8:12: error: barrier number 16 is out of range (0 to 15)"), "{t}");
+    let t = err("  shfl.sync.b32 %r1, %r2, 1, 31, -1;\n");
+    assert!(t.contains("unsupported instruction 'shfl.sync.b32' (needs .up, .down, .bfly or .idx)"), "{t}");
+    let t = err("  vote.sync.all.pred %p1, %p0;\n");
+    assert!(t.contains("'vote.sync.all.pred' takes d, {!}a and (with .sync) a member mask"), "{t}");
+}
+
+/// Uniform functions keep the code after a loop out of the loop region.
+#[test]
+fn loop_exits_outside() {
+    let src = include_str!("../../tests/fixtures/data_loop.ptx");
+    let inside = ptxvk_translator::structure_dump(src, "data_loop").unwrap_or_else(|d| panic!("{d}"));
+    let outside =
+        ptxvk_translator::structure_dump_with(src, "data_loop", LoopExits::Outside).unwrap_or_else(|d| panic!("{d}"));
+    assert!(
+        inside.contains("          else\n            code b4 (0 insts)\n            break $L__BB0_4\n"),
+        "{inside}"
+    );
+    let want = "\
+function collatz_steps
+block -> $L__BB0_5
+  code b0 (8 insts)
+  if b0
+    break $L__BB0_5
+  else
+    block -> $L__BB0_4
+      code b1 (7 insts)
+      if b1
+        break $L__BB0_4
+      else
+        code b2 (2 insts)
+        block -> b4
+          loop $L__BB0_3
+            code $L__BB0_3 (11 insts)
+            if $L__BB0_3
+              continue $L__BB0_3
+            else
+              break b4
+        code b4 (0 insts)
+        break $L__BB0_4
+    code $L__BB0_4 (4 insts)
+    break $L__BB0_5
+code $L__BB0_5 (0 insts)
+return
+";
+    assert_eq!(outside, want);
+}
