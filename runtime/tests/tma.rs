@@ -247,10 +247,64 @@ fn reduce(dtype: u32, op: u32, old: &[u8], v: &[u8]) -> Vec<u8> {
             })
             .to_bits() as u64
         }
-        (8, 1) => (f64::from_bits(a) + f64::from_bits(b)).to_bits(),
+        (8, _) => {
+            let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+            (match op {
+                1 => x + y,
+                2 => x.min(y),
+                _ => x.max(y),
+            })
+            .to_bits()
+        }
+        (6 | 9, _) => {
+            // Small integers: exact in f32 and back.
+            let (x, y) = (half_to_f32(dtype, a as u16), half_to_f32(dtype, b as u16));
+            let r = match op {
+                1 => x + y,
+                2 => x.min(y),
+                _ => x.max(y),
+            };
+            u16::from_le_bytes(float_bytes(dtype, r as i32)[..2].try_into().unwrap()) as u64
+        }
         _ => unreachable!("no such reduction in these tests"),
     };
     r.to_le_bytes()[..old.len()].to_vec()
+}
+
+/// The bytes of integer `v` (|v| < 2048) as a float of tensor data type
+/// `dtype` (6 f16, 7 f32, 8 f64, 9 bf16), exactly.
+fn float_bytes(dtype: u32, v: i32) -> Vec<u8> {
+    let f = v as f32;
+    match dtype {
+        7 => f.to_bits().to_le_bytes().to_vec(),
+        8 => (v as f64).to_bits().to_le_bytes().to_vec(),
+        // bf16: the top half of the f32 (exact for these integers).
+        9 => ((f.to_bits() >> 16) as u16).to_le_bytes().to_vec(),
+        _ => {
+            let b = f.to_bits();
+            let h = if v == 0 {
+                0
+            } else {
+                let sign = (b >> 16) & 0x8000;
+                let exp = ((b >> 23) & 0xFF) as i32 - 127 + 15;
+                sign | (exp as u32) << 10 | (b >> 13) & 0x3FF
+            };
+            (h as u16).to_le_bytes().to_vec()
+        }
+    }
+}
+
+/// An f16 (6) or bf16 (9) value, normal or zero, as f32.
+fn half_to_f32(dtype: u32, h: u16) -> f32 {
+    if dtype == 9 {
+        return f32::from_bits((h as u32) << 16);
+    }
+    let h = h as u32;
+    if h & 0x7FFF == 0 {
+        return f32::from_bits(h << 16);
+    }
+    let exp = ((h >> 10) & 0x1F) as i32 - 15 + 127;
+    f32::from_bits((h & 0x8000) << 16 | (exp as u32) << 23 | (h & 0x3FF) << 13)
 }
 
 /// A random tiled tensor of `rank` dimensions.
@@ -304,15 +358,11 @@ fn random_tensor(ctx: &Context, rng: &mut Lcg, rank: u32, store: bool) -> Tensor
             continue;
         }
         t.data = rng.bytes(extent.div_ceil(16) as usize * 16);
-        if dtype == 7 || dtype == 8 {
+        if matches!(dtype, 6..=9) {
             // Floats of small integers, so that reductions are exact in any order.
             for e in t.data.chunks_exact_mut(esize) {
-                let v = (rng.next_u32() % 200) as i32 - 100;
-                if esize == 4 {
-                    e.copy_from_slice(&(v as f32).to_bits().to_le_bytes());
-                } else {
-                    e.copy_from_slice(&(v as f64).to_bits().to_le_bytes());
-                }
+                let v = (rng.next_u32() % 100) as i32 - 50;
+                e.copy_from_slice(&float_bytes(dtype, v));
             }
         }
         t.addr = upload(ctx, &t.data);
@@ -505,8 +555,10 @@ fn tensor_reductions() {
         (3, &[1, 2, 3, 6, 7, 8]),
         (4, &[1, 2, 3, 6, 7, 8]),
         (5, &[2, 3]),
+        (6, &[1, 2, 3]),
         (7, &[1, 2, 3]),
-        (8, &[1]),
+        (8, &[1, 2, 3]),
+        (9, &[1, 2, 3]),
     ];
     for &(dtype, ops) in cases {
         for &op in ops {
@@ -521,15 +573,10 @@ fn tensor_reductions() {
             let coords: Vec<[i32; 5]> = (0..blocks).map(|_| random_coords(&mut rng, &t)).collect();
             let bytes = t.image_bytes();
             let mut smem = rng.bytes(bytes * blocks);
-            if dtype == 7 || dtype == 8 {
-                let es = t.esize();
-                for e in smem.chunks_exact_mut(es) {
-                    let v = (rng.next_u32() % 64) as i32 - 32;
-                    if es == 4 {
-                        e.copy_from_slice(&(v as f32).to_bits().to_le_bytes());
-                    } else {
-                        e.copy_from_slice(&(v as f64).to_bits().to_le_bytes());
-                    }
+            if matches!(dtype, 6..=9) {
+                for e in smem.chunks_exact_mut(t.esize()) {
+                    let v = (rng.next_u32() % 32) as i32 - 16;
+                    e.copy_from_slice(&float_bytes(dtype, v));
                 }
             }
             if matches!(op, 4 | 5) {

@@ -420,6 +420,8 @@ fn reduce_type(i: &Instruction) -> Result<(i128, i128), Diagnostic> {
         Some(ScalarType::S64) => (8, 5),
         Some(ScalarType::F32) => (4, 7),
         Some(ScalarType::F64) => (8, 8),
+        Some(ScalarType::F16) => (2, 6),
+        Some(ScalarType::Bf16) => (2, 9),
         _ => return Err(unsupported(i, "reductions of this type are not supported")),
     })
 }

@@ -90,6 +90,8 @@ const FORMS: &str = r#"
     cp.reduce.async.bulk.global.shared::cta.bulk_group.min.s32 [%rd2], [%r2], 256;
     cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd2], [%r2], 256;
     cp.reduce.async.bulk.global.shared::cta.bulk_group.xor.b64 [%rd2], [%r2], 256;
+    cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.f16 [%rd2], [%r2], 256;
+    cp.reduce.async.bulk.global.shared::cta.bulk_group.max.bf16 [%rd2], [%r2], 256;
     cp.async.bulk.commit_group;
     cp.async.bulk.wait_group 0;
     cp.async.bulk.wait_group.read 1;
@@ -204,7 +206,7 @@ fn unsupported_forms_are_reported() {
     assert!(e.contains("k.ptx:10:1: error: unsupported instruction") && e.contains("tensor copy mode"), "{e}");
     let e = error_of("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 [%r1], [%r2], 16, [bar];");
     assert!(e.contains("reductions into shared memory"), "{e}");
-    let e = error_of("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.f16 [%rd1], [%r2], 16;");
+    let e = error_of("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u8 [%rd1], [%r2], 16;");
     assert!(e.contains("reductions of this type"), "{e}");
     let e = error_of("mbarrier.frobnicate.shared.b64 [bar];");
     assert!(e.contains("unknown mbarrier operation"), "{e}");
