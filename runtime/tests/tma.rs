@@ -480,6 +480,22 @@ fn swizzled_boxes_crossing_edges() {
     assert_clean(&ctx);
 }
 
+/// A copy through a map that no encoder wrote fails the launch.
+#[test]
+fn invalid_maps_fail_the_launch() {
+    let ctx = context();
+    let m = ctx.load_module(TILE, "tma_tile.ptx").unwrap();
+    let f = m.function("tma_load_2d").unwrap();
+    let dc = upload(&ctx, &coords_bytes(&[[0; 5]]));
+    let out = ctx.alloc(4096).unwrap();
+    let params = f
+        .pack_params(&[&[0u8; 128], &dc.to_le_bytes(), &out.to_le_bytes(), &64u32.to_le_bytes(), &64u32.to_le_bytes()])
+        .unwrap();
+    let r = ctx.launch(&f, [1, 1, 1], [128, 1, 1], 0, &params).and_then(|_| ctx.synchronize());
+    assert!(r.is_err(), "a zeroed tensor map was accepted");
+    assert_clean(&ctx);
+}
+
 /// The map read from global memory (a pointer parameter) and from a
 /// `__constant__` variable instead of a `__grid_constant__` parameter.
 #[test]
