@@ -759,13 +759,24 @@ impl Tensor {
     /// then D, then the next image; each pixel read is base + offsets, and
     /// its `channels_per_pixel` channels from `c[0]` on make one row.
     fn reference_im2col(&self, c: [i32; 5], offs: [u32; 3]) -> Vec<u8> {
+        let es = self.esize();
+        let bytes = (self.desc.pixels_per_column * self.desc.channels_per_pixel) as usize * es;
+        let mut out: Vec<u8> = POISON.to_le_bytes().iter().copied().cycle().take(bytes.div_ceil(128) * 128).collect();
+        self.walk_im2col(c, offs, |smem, row, x| {
+            let at = swizzle(smem, self.desc.swizzle);
+            out[at..at + es].copy_from_slice(&self.element(row, x));
+        });
+        out
+    }
+
+    /// Calls `f(logical shared offset, byte offset of the pixel when it is
+    /// inside the tensor, channel)` for every element of an im2col copy.
+    fn walk_im2col(&self, c: [i32; 5], offs: [u32; 3], mut f: impl FnMut(usize, Option<usize>, i64)) {
         let d = &self.desc;
         let rank = d.rank as usize;
         let ns = rank - 2;
         let es = self.esize();
         let row_bytes = d.channels_per_pixel as usize * es;
-        let bytes = d.pixels_per_column as usize * row_bytes;
-        let mut out: Vec<u8> = POISON.to_le_bytes().iter().copied().cycle().take(bytes.div_ceil(128) * 128).collect();
         let mut base = [0i64; 3];
         for (s, b) in base.iter_mut().enumerate().take(ns) {
             *b = c[1 + s] as i64;
@@ -781,9 +792,7 @@ impl Tensor {
                     + image as usize * d.strides[rank - 1] as usize
             });
             for ch in 0..d.channels_per_pixel as usize {
-                let v = self.element(row, c[0] as i64 + ch as i64);
-                let at = swizzle(p * row_bytes + ch * es, d.swizzle);
-                out[at..at + es].copy_from_slice(&v);
+                f(p * row_bytes + ch * es, row, c[0] as i64 + ch as i64);
             }
             // Step the base like an odometer.
             let mut s = 0;
@@ -800,7 +809,6 @@ impl Tensor {
                 s += 1;
             }
         }
-        out
     }
 
     /// The shared image of a gather4 load: four rows of a 2-D tensor, at
@@ -1070,6 +1078,47 @@ fn gather4_and_scatter4() {
         ctx.launch(&scatter, [1, 1, 1], [128, 1, 1], 0, &params).unwrap();
         let have = download(&ctx, t.addr, t.data.len());
         assert!(have == want, "scatter round {round}: rows {c:?} differ; map {:?}", t.desc);
+        for d in [dc, din, t.addr] {
+            ctx.free(d).unwrap();
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// `.im2col_no_offs` stores: the pixels of the walk, clipped at the tensor's edges.
+#[test]
+fn im2col_stores() {
+    let ctx = context();
+    let m = ctx.load_module(MODES, "tma_modes.ptx").unwrap();
+    let f = m.function("tma_im2col_store_4d").unwrap();
+    let mut rng = Lcg(0x1C57);
+    for round in 0..8 {
+        let t = random_im2col(&ctx, &mut rng, 4);
+        let mut c = [0i32; 5];
+        c[0] = (rng.next_u32() % (t.desc.dims[0] + 4)) as i32 - 2;
+        for s in 0..2 {
+            c[1 + s] = t.desc.lower_corner[s] + (rng.next_u32() % 4) as i32 * t.desc.elem_strides[1 + s] as i32;
+        }
+        c[3] = (rng.next_u32() % t.desc.dims[3]) as i32;
+        let image = im2col_bytes(&t).div_ceil(128) * 128;
+        let smem = rng.bytes(image);
+        let mut want = t.data.clone();
+        let es = t.esize();
+        t.walk_im2col(c, [0; 3], |off, row, x| {
+            if let (Some(r), true) = (row, x >= 0 && x < t.desc.dims[0] as i64) {
+                let o = r + x as usize * es;
+                let at = swizzle(off, t.desc.swizzle);
+                want[o..o + es].copy_from_slice(&smem[at..at + es]);
+            }
+        });
+        let dc = upload(&ctx, &coords_bytes(&[c]));
+        let din = upload(&ctx, &smem);
+        let params = f
+            .pack_params(&[&t.desc.encode(), &dc.to_le_bytes(), &din.to_le_bytes(), &(image as u32).to_le_bytes()])
+            .unwrap();
+        ctx.launch(&f, [1, 1, 1], [128, 1, 1], 0, &params).unwrap();
+        let have = download(&ctx, t.addr, t.data.len());
+        assert!(have == want, "round {round}: im2col store at {c:?} differs; map {:?}", t.desc);
         for d in [dc, din, t.addr] {
             ctx.free(d).unwrap();
         }

@@ -20,7 +20,10 @@
 //!   `.shared` addresses, `.multicast::cluster` copies to this CTA only, and
 //!   `.cta_group` is ignored.
 //! - `fence.proxy.async`, `fence.proxy.tensormap::generic` and
-//!   `fence.mbarrier_init` disappear (see [`Rewriter::rewrite`]).
+//!   `fence.mbarrier_init` disappear: the copy engine uses the generic proxy
+//!   and mbarriers are ordinary atomics, so they order nothing that program
+//!   order does not, and as memory barriers they would be scheduling points
+//!   on lavapipe (fatal in the divergent code where they usually sit).
 //! - `mbarrier.try_wait` does not suspend: it is `test_wait` (a valid
 //!   implementation, since `try_wait` may time out at any moment). A thread
 //!   that spins on an mbarrier waits for other threads of its CTA to arrive;

@@ -5,7 +5,8 @@
 // poisoned first and its first image_bytes are dumped to out:
 // - tma_im2col_Nd: cp.async.bulk.tensor.Nd ... .im2col with im2col offsets;
 // - tma_gather4: cp.async.bulk.tensor.2d ... .tile::gather4 (four rows);
-// - tma_scatter4: the four rows of in written back with .tile::scatter4.
+// - tma_scatter4: the four rows of in written back with .tile::scatter4;
+// - tma_im2col_store_4d: image_bytes of in written back with .im2col_no_offs.
 #include <cuda.h>
 
 #define TILE_WORDS 4000
@@ -130,6 +131,24 @@ extern "C" __global__ void tma_scatter4(const __grid_constant__ CUtensorMap map,
         asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
                      :: "l"(&map), "r"(smem_u32(tile)), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
                      : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void tma_im2col_store_4d(const __grid_constant__ CUtensorMap map, const int* __restrict__ coords,
+                                               const unsigned* __restrict__ in, unsigned image_bytes)
+{
+    __shared__ alignas(1024) unsigned tile[TILE_WORDS];
+    for (unsigned k = threadIdx.x; k < image_bytes / 4; k += blockDim.x)
+        tile[k] = in[blockIdx.x * (image_bytes / 4) + k];
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const int* c = coords + 5 * blockIdx.x;
+        asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.im2col_no_offs.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+                     :: "l"(&map), "r"(smem_u32(tile)), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     }
