@@ -19,6 +19,7 @@ use crate::memory as mem;
 use crate::module as modl;
 use crate::result::{error_name, error_string, guard, CUresult, CuError, CuResult};
 use crate::stream;
+use crate::tensor_map as tmap;
 
 /// Calls an implementation: `safe` ones directly, `raw` ones (which take C
 /// pointers) in an `unsafe` block.
@@ -474,10 +475,16 @@ exports! {
     /// `cuEventElapsedTime` (and `_v2`, same signature).
     raw fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) | cuEventElapsedTime_v2 => stream::event_elapsed_time;
 
-    /// `cuTensorMapEncodeTiled`: not supported.
-    safe fn cuTensorMapEncodeTiled(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, box_dim: *const u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tensor_map_encode_tiled;
-    /// `cuTensorMapEncodeIm2col`: not supported.
-    safe fn cuTensorMapEncodeIm2col(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, lower_corner: *const c_int, upper_corner: *const c_int, channels_per_pixel: u32, pixels_per_column: u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tensor_map_encode_im2col;
+    /// `cuTensorMapEncodeTiled`.
+    raw fn cuTensorMapEncodeTiled(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, box_dim: *const u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tmap::encode_tiled;
+    /// `cuTensorMapEncodeIm2col`.
+    raw fn cuTensorMapEncodeIm2col(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, lower_corner: *const c_int, upper_corner: *const c_int, channels_per_pixel: u32, pixels_per_column: u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tmap::encode_im2col;
+    /// `cuTensorMapEncodeIm2colWide`.
+    raw fn cuTensorMapEncodeIm2colWide(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, lower_corner_width: c_int, upper_corner_width: c_int, channels_per_pixel: u32, pixels_per_column: u32, element_strides: *const u32, interleave: c_int, mode: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tmap::encode_im2col_wide;
+    /// `cuTensorMapReplaceAddress`.
+    raw fn cuTensorMapReplaceAddress(tensor_map: *mut c_void, global_address: *mut c_void) => tmap::replace_address;
+    /// `cuTensorMapSetAllocationClass`.
+    raw fn cuTensorMapSetAllocationClass(tensor_map: *mut c_void, alloc_class: c_int, out_alloc_class: *mut c_int) => tmap::set_allocation_class;
 }
 
 /// `cuGetErrorName(CUresult error, const char **pStr)`: "CUDA_ERROR_INVALID_VALUE
@@ -638,45 +645,6 @@ fn profiler_nothing() -> CuResult<()> {
 /// `cuGetExportTable`: `CUDA_ERROR_NOT_SUPPORTED`.
 fn get_export_table(_table: *mut *const c_void, _id: *const c_void) -> CuResult<()> {
     Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("cuGetExportTable: NVIDIA's private tables are not provided"))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn tensor_map_encode_tiled(
-    _map: *mut c_void,
-    _data_type: c_int,
-    _rank: u32,
-    _global_address: *mut c_void,
-    _global_dim: *const u64,
-    _global_strides: *const u64,
-    _box_dim: *const u32,
-    _element_strides: *const u32,
-    _interleave: c_int,
-    _swizzle: c_int,
-    _l2_promotion: c_int,
-    _oob_fill: c_int,
-) -> CuResult<()> {
-    launch::tensor_map_unsupported()
-}
-
-#[allow(clippy::too_many_arguments)]
-fn tensor_map_encode_im2col(
-    _map: *mut c_void,
-    _data_type: c_int,
-    _rank: u32,
-    _global_address: *mut c_void,
-    _global_dim: *const u64,
-    _global_strides: *const u64,
-    _lower_corner: *const c_int,
-    _upper_corner: *const c_int,
-    _channels_per_pixel: u32,
-    _pixels_per_column: u32,
-    _element_strides: *const u32,
-    _interleave: c_int,
-    _swizzle: c_int,
-    _l2_promotion: c_int,
-    _oob_fill: c_int,
-) -> CuResult<()> {
-    launch::tensor_map_unsupported()
 }
 
 #[cfg(test)]

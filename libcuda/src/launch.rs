@@ -666,9 +666,3 @@ pub unsafe fn occupancy_available_dynamic_smem(
     // SAFETY: forwarded caller contract.
     unsafe { write_out(dynamic_smem, avail as usize) }
 }
-
-/// `cuTensorMapEncodeTiled` / `cuTensorMapEncodeIm2col`: tensor maps (TMA)
-/// are not supported yet.
-pub fn tensor_map_unsupported() -> CuResult<()> {
-    Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("tensor maps (TMA) are not supported"))
-}

@@ -10,7 +10,7 @@
 //! - Implementations by concern, each validating its arguments and handles
 //!   first: [`device`], [`context`], [`module`] (with [`jit`] options and
 //!   [`fatbin`] containers), [`link`], [`library`], [`memory`], [`launch`],
-//!   [`stream`] (streams and events).
+//!   [`stream`] (streams and events), [`tensor_map`].
 //! - Shared plumbing: [`result`] (`CUresult` codes), [`ffi`] (checked pointer
 //!   access), [`handles`] (registries of live objects), [`driver`] (global
 //!   state).
@@ -41,3 +41,4 @@ pub mod memory;
 pub mod module;
 pub mod result;
 pub mod stream;
+pub mod tensor_map;

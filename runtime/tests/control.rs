@@ -611,3 +611,63 @@ fn dynamic_smem_size_register() {
     }
     assert_clean(&ctx);
 }
+
+const SET_HALF: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry set_half(.param .u64 a, .param .u64 b, .param .u64 out)
+{
+    .reg .b16 %h<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [b];
+    ld.param.u64 %rd3, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd4, %r1, 4;
+    add.s64 %rd5, %rd1, %rd4;
+    add.s64 %rd6, %rd2, %rd4;
+    ld.global.b32 %r2, [%rd5];
+    ld.global.b32 %r3, [%rd6];
+    mov.b32 {%h1, %h2}, %r2;
+    mov.b32 {%h3, _}, %r3;
+    set.eq.f16.f16 %h0, %h1, %h3;
+    set.ltu.u32.f16x2 %r4, %r2, %r3;
+    mul.wide.u32 %rd7, %r1, 8;
+    add.s64 %rd7, %rd3, %rd7;
+    cvt.u32.u16 %r5, %h0;
+    st.global.u32 [%rd7], %r5;
+    st.global.u32 [%rd7+4], %r4;
+    ret;
+}
+"#;
+
+#[test]
+fn half_set() {
+    use half::f16;
+    let ctx = context();
+    let m = ctx.load_module(SET_HALF, "set_half.ptx").unwrap();
+    let f = m.function("set_half").unwrap();
+    let pick = [0.0f32, -0.0, 1.5, -2.0, 65504.0, f32::NAN, f32::INFINITY, 0.25];
+    let n = 64usize;
+    let mut rng = Lcg(31);
+    let mut h = || f16::from_f32(pick[(rng.next_u32() % 8) as usize]).to_bits() as u32;
+    let a: Vec<u32> = (0..n).map(|_| h() | h() << 16).collect();
+    let b: Vec<u32> = (0..n).map(|i| if i % 5 == 0 { a[i] } else { h() | h() << 16 }).collect();
+    let (da, db) = (upload_u32(&ctx, &a), upload_u32(&ctx, &b));
+    let dout = poisoned(&ctx, 2 * n);
+    let params = f.pack_params(&[&da.to_le_bytes(), &db.to_le_bytes(), &dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [n as u32, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 2 * n);
+    let val = |bits: u32| f16::from_bits(bits as u16).to_f32();
+    for i in 0..n {
+        let eq = val(a[i] & 0xffff) == val(b[i] & 0xffff);
+        assert_eq!(out[2 * i], if eq { 0x3c00 } else { 0 }, "set.eq.f16 {i}");
+        let ltu = |x: f32, y: f32| x < y || x.is_nan() || y.is_nan();
+        let lo = if ltu(val(a[i] & 0xffff), val(b[i] & 0xffff)) { 0xffff } else { 0 };
+        let hi = if ltu(val(a[i] >> 16), val(b[i] >> 16)) { 0xffff } else { 0 };
+        assert_eq!(out[2 * i + 1], lo | hi << 16, "set.ltu.u32.f16x2 {i}");
+    }
+    assert_clean(&ctx);
+}

@@ -205,3 +205,145 @@ pub const WINDOW_MASK: u64 = 0xFFFF_0000_0000_0000;
 /// "Addresses" of `.func`s (`mov.u64 %rd, func`): `FUNCTION_WINDOW | index`.
 /// Indirect calls compare against these; they are not dereferenceable.
 pub const FUNCTION_WINDOW: u64 = 0xFFFC_0000_0000_0000;
+
+/// # Tensor maps (`CUtensorMap`, 128 bytes, 64-byte aligned)
+///
+/// `cuTensorMapEncodeTiled`/`Im2col`/`Im2colWide` write this layout; the
+/// copy engine in `shaders/tma.ptx` reads it from kernel parameters, `.const`
+/// or `.global` memory (keep the two in step). All fields little-endian:
+///
+/// | offset | type | field |
+/// |---|---|---|
+/// | 0x00 | u64 | global address |
+/// | 0x08 | u32\[5\] | size of each dimension in elements (1 beyond the rank) |
+/// | 0x1C | u32 | rank (bits 0–7), data type (8–15, `CUtensorMapDataType`), element bytes (16–23, 0 for the sub-byte types), mode (24–31, [`TensorMapMode`]) |
+/// | 0x20 | u64\[5\] | stride of each dimension in bytes; dimension 0's is the element size, 0 beyond the rank |
+/// | 0x48 | u32\[5\] | per dimension: box size (bits 0–8), traversal (element) stride (9–12), elements traversed `ceil(box / stride)` (16–24); beyond the rank 1, 1, 1 |
+/// | 0x5C | u32 | interleave (bits 0–7), swizzle (8–15), L2 promotion (16–23), OOB fill (24–31) — the driver API's enum values |
+/// | 0x60 | u32 | im2col: channels per pixel (bits 0–15), pixels per column (16–31) |
+/// | 0x64 | i16\[6\] | im2col: lower corner W, H, D, then upper corner W, H, D |
+/// | 0x70 | u32 | [`TENSOR_MAP_MAGIC`] |
+/// | 0x74 | — | zero |
+///
+/// The element strides of dimension 0 are stored as 1 when the layout is
+/// not interleaved (the driver ignores them there).
+pub mod tensor_map {
+    /// Size of a tensor map in bytes.
+    pub const BYTES: usize = 128;
+    /// Byte offset of the global address.
+    pub const ADDRESS: usize = 0x00;
+    /// Byte offset of the dimension sizes.
+    pub const DIMS: usize = 0x08;
+    /// Byte offset of the rank / data type / element size / mode word.
+    pub const FORMAT: usize = 0x1C;
+    /// Byte offset of the dimension strides.
+    pub const STRIDES: usize = 0x20;
+    /// Byte offset of the box words.
+    pub const BOX: usize = 0x48;
+    /// Byte offset of the interleave / swizzle / L2 / OOB word.
+    pub const MODES: usize = 0x5C;
+    /// Byte offset of the im2col pixel word.
+    pub const PIXELS: usize = 0x60;
+    /// Byte offset of the im2col corners.
+    pub const CORNERS: usize = 0x64;
+    /// Byte offset of the magic word.
+    pub const MAGIC: usize = 0x70;
+}
+
+/// Value of the magic word at [`tensor_map::MAGIC`] ("TMv1").
+pub const TENSOR_MAP_MAGIC: u32 = 0x3176_4D54;
+
+/// How a tensor map is traversed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TensorMapMode {
+    /// `cuTensorMapEncodeTiled`: boxes.
+    #[default]
+    Tiled = 0,
+    /// `cuTensorMapEncodeIm2col`.
+    Im2col = 1,
+    /// `cuTensorMapEncodeIm2colWide`, `CU_TENSOR_MAP_IM2COL_WIDE_MODE_W`.
+    Im2colW = 2,
+    /// `cuTensorMapEncodeIm2colWide`, `CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128`.
+    Im2colW128 = 3,
+}
+
+/// The contents of a tensor map (already validated by the encoder).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TensorMapDesc {
+    /// Device address of the tensor.
+    pub address: u64,
+    /// Number of dimensions, 1 to 5.
+    pub rank: u32,
+    /// `CUtensorMapDataType`.
+    pub data_type: u32,
+    /// Bytes per element (0 for the packed sub-byte types).
+    pub elem_bytes: u32,
+    /// Traversal mode.
+    pub mode: TensorMapMode,
+    /// Size of each dimension in elements.
+    pub dims: [u32; 5],
+    /// Stride of each dimension in bytes (`strides[0]` is the element size).
+    pub strides: [u64; 5],
+    /// Box size per dimension (tiled mode).
+    pub box_dim: [u32; 5],
+    /// Traversal stride per dimension.
+    pub elem_strides: [u32; 5],
+    /// `CUtensorMapInterleave`.
+    pub interleave: u32,
+    /// `CUtensorMapSwizzle`.
+    pub swizzle: u32,
+    /// `CUtensorMapL2promotion`.
+    pub l2_promotion: u32,
+    /// `CUtensorMapFloatOOBfill`.
+    pub oob_fill: u32,
+    /// im2col: channels per pixel.
+    pub channels_per_pixel: u32,
+    /// im2col: pixels per column.
+    pub pixels_per_column: u32,
+    /// im2col: lower corner of the bounding box (W, H, D).
+    pub lower_corner: [i32; 3],
+    /// im2col: upper corner of the bounding box (W, H, D).
+    pub upper_corner: [i32; 3],
+}
+
+impl TensorMapDesc {
+    /// The 128-byte map (see [`tensor_map`]). Dimensions beyond the rank get
+    /// size 1, stride 0 and box 1.
+    pub fn encode(&self) -> [u8; tensor_map::BYTES] {
+        let mut m = [0u8; tensor_map::BYTES];
+        let mut put = |off: usize, bytes: &[u8]| m[off..off + bytes.len()].copy_from_slice(bytes);
+        put(tensor_map::ADDRESS, &self.address.to_le_bytes());
+        let rank = self.rank.min(5) as usize;
+        for d in 0..5 {
+            let inside = d < rank;
+            let dim = if inside { self.dims[d] } else { 1 };
+            put(tensor_map::DIMS + 4 * d, &dim.to_le_bytes());
+            let stride = if inside { self.strides[d] } else { 0 };
+            put(tensor_map::STRIDES + 8 * d, &stride.to_le_bytes());
+            let (b, es) =
+                if inside { (self.box_dim[d].clamp(1, 256), self.elem_strides[d].clamp(1, 8)) } else { (1, 1) };
+            let n = b.div_ceil(es);
+            put(tensor_map::BOX + 4 * d, &(b | es << 9 | n << 16).to_le_bytes());
+        }
+        let format =
+            (rank as u32) | (self.data_type & 0xFF) << 8 | (self.elem_bytes & 0xFF) << 16 | (self.mode as u32) << 24;
+        put(tensor_map::FORMAT, &format.to_le_bytes());
+        let modes = (self.interleave & 0xFF)
+            | (self.swizzle & 0xFF) << 8
+            | (self.l2_promotion & 0xFF) << 16
+            | (self.oob_fill & 0xFF) << 24;
+        put(tensor_map::MODES, &modes.to_le_bytes());
+        let pixels = (self.channels_per_pixel & 0xFFFF) | (self.pixels_per_column & 0xFFFF) << 16;
+        put(tensor_map::PIXELS, &pixels.to_le_bytes());
+        for (i, v) in self.lower_corner.iter().chain(self.upper_corner.iter()).enumerate() {
+            put(tensor_map::CORNERS + 2 * i, &(*v as i16).to_le_bytes());
+        }
+        put(tensor_map::MAGIC, &TENSOR_MAP_MAGIC.to_le_bytes());
+        m
+    }
+
+    /// Whether `bytes` holds a map written by [`TensorMapDesc::encode`].
+    pub fn is_encoded(bytes: &[u8; tensor_map::BYTES]) -> bool {
+        bytes[tensor_map::MAGIC..tensor_map::MAGIC + 4] == TENSOR_MAP_MAGIC.to_le_bytes()
+    }
+}

@@ -389,6 +389,9 @@ pub enum Operand {
     Float(Span, FloatImm),
     /// `[base + offset]`
     Address(Span, Address),
+    /// `[tensorMap, {c0, c1, ...}]`: a tensor-map address with tensor
+    /// coordinates (`cp.async.bulk.tensor`, `prefetch.tensor`).
+    TensorAddress(Span, Address, Vec<Operand>),
     /// `{a, b, ...}`
     Vector(Span, Vec<Operand>),
     /// `(a, b, ...)` (call arguments)
@@ -436,6 +439,7 @@ impl Operand {
             | Operand::Int(s, _)
             | Operand::Float(s, _)
             | Operand::Address(s, _)
+            | Operand::TensorAddress(s, _, _)
             | Operand::Vector(s, _)
             | Operand::List(s, _)
             | Operand::Pair(s, _, _)

@@ -175,6 +175,7 @@ fn shape_code(op: &Operand) -> u16 {
         Operand::Select { base, .. } => (10 + u16::from(matches!(**base, Operand::Address(..))), 0),
         Operand::Neg(..) => (12, 0),
         Operand::SymbolOffset(..) => (13, 0),
+        Operand::TensorAddress(_, _, v) => (14, v.len()),
     };
     (kind << 12) | (n.min(0xfff) as u16)
 }
@@ -398,6 +399,15 @@ impl Checker {
             Operand::Address(_, a) => {
                 if let Some((span, base)) = &a.base {
                     self.name_value(*span, base, None, labels);
+                }
+                Value::Other
+            }
+            Operand::TensorAddress(_, a, coords) => {
+                if let Some((span, base)) = &a.base {
+                    self.name_value(*span, base, None, labels);
+                }
+                for o in coords {
+                    self.value(o, labels);
                 }
                 Value::Other
             }

@@ -8,15 +8,18 @@
 //! 2. [`check`]: every instruction decoded against the ISA table of
 //!    [`isa`] (the typed form kept in `Instruction::decoded`), operands
 //!    checked against the declarations and chapter 6's type rules;
-//! 3. [`scope`]: nested `{ }` scopes resolved by renaming, so each function
+//! 3. [`tma`]: Hopper asynchronous copies (mbarriers, bulk and tensor copies)
+//!    → calls of the emulated copy engine in `shaders/tma.ptx`, which it
+//!    appends to the module;
+//! 4. [`scope`]: nested `{ }` scopes resolved by renaming, so each function
 //!    has one flat namespace;
-//! 4. [`mod@cfg`]: a function body → basic blocks with explicit terminators
+//! 5. [`mod@cfg`]: a function body → basic blocks with explicit terminators
 //!    (the intermediate representation control-flow passes work on; its
 //!    invariants are documented there);
-//! 5. [`reducible`]: irreducible cycles get a single entry (edge multiplexing);
-//! 6. [`structurize`]: the CFG → nested `Block`/`Loop`/`If` regions;
-//! 7. [`layout`]: byte layouts of parameters and variables;
-//! 8. `emit`: regions and instructions → SPIR-V with rspirv, state spaces
+//! 6. [`reducible`]: irreducible cycles get a single entry (edge multiplexing);
+//! 7. [`structurize`]: the CFG → nested `Block`/`Loop`/`If` regions;
+//! 8. [`layout`]: byte layouts of parameters and variables;
+//! 9. `emit`: regions and instructions → SPIR-V with rspirv, state spaces
 //!    mapped as the launch ABI in [`abi`] says.
 //!
 //! Errors are [`Diagnostic`]s with spans, rendered once at the boundary
@@ -39,6 +42,7 @@ pub mod parse;
 pub mod reducible;
 pub mod scope;
 pub mod structurize;
+pub mod tma;
 
 pub use abi::*;
 pub use diag::{Diagnostic, Diagnostics, Span};
@@ -151,7 +155,8 @@ pub struct Translation {
 ///
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
-    let module = front_end(source, file_name)?;
+    let mut module = front_end(source, file_name)?;
+    tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;
     Ok(Translation { spirv, info })
 }

@@ -169,6 +169,16 @@ fn rename_operand(op: &mut Operand, stack: &[HashMap<String, String>]) {
                 *name = n;
             }
         }
+        Operand::TensorAddress(_, a, coords) => {
+            if let Some((_, name)) = &mut a.base {
+                if let Some(n) = lookup(stack, name) {
+                    *name = n;
+                }
+            }
+            for o in coords {
+                rename_operand(o, stack);
+            }
+        }
         _ => {}
     }
 }

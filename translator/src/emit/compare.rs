@@ -22,8 +22,11 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
         return Err(Diagnostic::error(inst.opcode_span, format!("'{}' needs two types", inst.mnemonic())));
     };
     let (dt, st) = (*dt, *st);
+    if inst.opcode == "set" && super::half::layout(st).is_some() {
+        return set_half(e, fx, inst, dt, st);
+    }
     if super::float::is_half(dt) || super::float::is_half(st) {
-        return Err(unsupported(inst, "half-precision set/slct are not supported yet"));
+        return Err(unsupported(inst, "half-precision slct is not supported yet"));
     }
     let dk = kind_of(dt);
     let dty = e.kty(dk);
@@ -84,4 +87,70 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
     };
     let v = o(e, Op::Select, dty, &[r, t, f])?;
     set(e, fx, d, v, dk, dt.is_signed())
+}
+
+/// `set` with f16/bf16 (or packed) sources: each lane compared exactly in
+/// f32; the result per lane is 1.0/0.0 for a half destination type, all
+/// ones/0 for an integer one (per 16-bit lane for packed sources).
+fn set_half(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    dt: ScalarType,
+    st: ScalarType,
+) -> Result<(), Diagnostic> {
+    let Some((fmt, lanes)) = super::half::layout(st) else {
+        return Err(unsupported(inst, ""));
+    };
+    if inst.has("ftz") {
+        return Err(unsupported(inst, "half-precision set.ftz is not supported yet"));
+    }
+    let c = inst
+        .modifiers
+        .iter()
+        .find(|m| CMPS.contains(&m.as_str()) && !m.is_empty())
+        .ok_or_else(|| Diagnostic::error(inst.opcode_span, "set needs a comparison operator"))?
+        .clone();
+    let bool_op = ["and", "or", "xor"].into_iter().find(|b| inst.has(b));
+    let (d, a, b, pc) = match (inst.operands.as_slice(), bool_op) {
+        ([d, a, b], None) => (d, a, b, None),
+        ([d, a, b, c], Some(_)) => (d, a, b, Some(c)),
+        _ => return Err(Diagnostic::error(inst.span, format!("wrong operands for '{}'", inst.mnemonic()))),
+    };
+    let va = super::half::get_bits(e, fx, a, lanes)?;
+    let vb = super::half::get_bits(e, fx, b, lanes)?;
+    let vc = match pc {
+        Some(p) => Some(get(e, fx, p, K::Pred, false)?),
+        None => None,
+    };
+    let u32t = e.t_int(32);
+    let (on, off) = match super::half::layout(dt) {
+        Some((dfmt, _)) => (if dfmt == super::rounding::Fmt::BF16 { 0x3f80 } else { 0x3c00 }, 0),
+        None if dt.size() * 8 >= 16 && !dt.is_float() => (if lanes == 2 { 0xffff } else { u32::MAX }, 0),
+        None => return Err(unsupported(inst, "destination must be a half or an integer type")),
+    };
+    let mut outs = Vec::new();
+    for i in 0..lanes {
+        let x = super::half::lane(e, va, i)?;
+        let y = super::half::lane(e, vb, i)?;
+        let xf = super::half::to_f32(e, x, fmt)?;
+        let yf = super::half::to_f32(e, y, fmt)?;
+        let Some(mut r) = super::half::compare_f32(e, &c, xf, yf)? else {
+            return Err(unsupported(inst, "comparison not valid for this type"));
+        };
+        if let (Some(op), Some(vc)) = (bool_op, vc) {
+            r = match op {
+                "and" => and(e, r, vc)?,
+                "or" => or(e, r, vc)?,
+                _ => cmp(e, Op::LogicalNotEqual, r, vc)?,
+            };
+        }
+        let t = e.c_u32(on);
+        let f = e.c_u32(off);
+        outs.push(sel(e, u32t, r, t, f)?);
+    }
+    let v = if lanes == 2 { super::half::pack(e, &outs)? } else { outs[0] };
+    let dk = kind_of(dt);
+    let v = e.convert(v, K::Int(32), dk, false)?;
+    set(e, fx, d, v, dk, false)
 }

@@ -496,7 +496,15 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     };
     let uses_shared = plans.iter().any(|p| !p.shared.is_empty());
     let shared_wide = uses_shared && plans.iter().any(|p| p.wide_atomics);
-    let shared_var = if uses_shared && shared_wide {
+    // Entries share one Workgroup variable per word width (each lists it in
+    // its interface), so that tools which add up every Workgroup variable of
+    // a module (the validation layer) see one entry's worth.
+    let cached = if shared_wide { e.shared_var_wide } else { e.shared_var_narrow };
+    let shared_var = if !uses_shared {
+        None
+    } else if cached.is_some() {
+        cached
+    } else if shared_wide {
         // ceil(words / 2) 64-bit words.
         let u64t = e.t_int(64);
         let one = e.c_u32(1);
@@ -510,14 +518,17 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
         }
         let pt = e.t_ptr(spirv::StorageClass::Workgroup, arr);
         Some(e.b.variable(pt, None, spirv::StorageClass::Workgroup, None))
-    } else if uses_shared {
+    } else {
         let len = e.spec_shared_words;
         let arr = e.ty(TyKey::Array(u32t, len));
         let pt = e.t_ptr(spirv::StorageClass::Workgroup, arr);
         Some(e.b.variable(pt, None, spirv::StorageClass::Workgroup, None))
-    } else {
-        None
     };
+    if shared_wide {
+        e.shared_var_wide = shared_var;
+    } else if shared_var.is_some() {
+        e.shared_var_narrow = shared_var;
+    }
     let frames: u32 = plans.iter().map(|p| p.local_bytes.div_ceil(4) * 4).sum();
     let uses_stack = plans.iter().any(|p| p.uses_stack);
     let local_total = if uses_stack { frames + super::stack::STACK_BYTES } else { frames };

@@ -587,6 +587,20 @@ fn semantics_of(inst: &Instruction, sc: StorageClass) -> u32 {
     (order | storage).bits()
 }
 
+/// The semantics of a compare-and-swap's failure case: SPIR-V forbids
+/// release there, so acquire-release becomes acquire and release relaxed.
+fn unequal_semantics(bits: u32) -> u32 {
+    use spirv::MemorySemantics as S;
+    let s = S::from_bits_truncate(bits);
+    if s.contains(S::ACQUIRE_RELEASE) {
+        ((s - S::ACQUIRE_RELEASE) | S::ACQUIRE).bits()
+    } else if s.contains(S::RELEASE) {
+        0
+    } else {
+        bits
+    }
+}
+
 /// `atom` and `red`.
 pub(crate) fn atom(
     e: &mut Emitter,
@@ -766,7 +780,8 @@ fn atom_core(
     }
     if op == "cas" && shift.is_none() && !half {
         let ic = ic.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
-        return e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, ic, ib).map_err(internal1);
+        let unequal = e.c_u32(unequal_semantics(semantics_of(inst, sc)));
+        return e.b.atomic_compare_exchange(it, None, ptr, scope, sem, unequal, ic, ib).map_err(internal1);
     }
     if op == "add" && k == K::Float(32) && sc == StorageClass::PhysicalStorageBuffer && e.opts_float_atomics() {
         e.cap(Capability::AtomicFloat32AddEXT);
@@ -787,7 +802,7 @@ fn atom_core(
     // Compare-and-swap loop on the containing word.
     let wt = e.t_int(word_bits);
     let mut old_value = 0;
-    let old_word = cas_loop(e, ptr, scope, sem, word_bits, |e, old_word| {
+    let old_word = cas_loop(e, ptr, scope, semantics_of(inst, sc), word_bits, |e, old_word| {
         let old = match shift {
             None => old_word,
             Some(sh) => {
@@ -954,7 +969,7 @@ fn cas_loop(
     e: &mut Emitter,
     ptr: Word,
     scope: Word,
-    sem: Word,
+    sem_bits: u32,
     bits: u32,
     f: impl FnOnce(&mut Emitter, Word) -> Result<Word, Diagnostic>,
 ) -> Result<Word, Diagnostic> {
@@ -969,9 +984,13 @@ fn cas_loop(
     e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
     e.b.branch(body).map_err(internal1)?;
     e.b.begin_block(Some(body)).map_err(internal1)?;
-    let old = e.b.atomic_load(it, None, ptr, scope, sem).map_err(internal1)?;
+    // A load cannot release either.
+    let load_sem = e.c_u32(unequal_semantics(sem_bits));
+    let old = e.b.atomic_load(it, None, ptr, scope, load_sem).map_err(internal1)?;
     let new = f(e, old)?;
-    let got = e.b.atomic_compare_exchange(it, None, ptr, scope, sem, sem, new, old).map_err(internal1)?;
+    let unequal = e.c_u32(unequal_semantics(sem_bits));
+    let sem = e.c_u32(sem_bits);
+    let got = e.b.atomic_compare_exchange(it, None, ptr, scope, sem, unequal, new, old).map_err(internal1)?;
     let done = e.b.i_equal(bt, None, got, old).map_err(internal1)?;
     e.b.branch(cont).map_err(internal1)?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;

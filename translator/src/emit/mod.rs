@@ -103,6 +103,9 @@ pub(crate) struct Emitter<'o> {
     /// Module-scope variables of warp and uniform-mode emission, created
     /// before any function (see [`warp::Globals`]).
     pub warp: warp::Globals,
+    /// The `.shared` Workgroup variables of 32- and 64-bit words, shared by all entries.
+    pub shared_var_narrow: Option<Word>,
+    pub shared_var_wide: Option<Word>,
 }
 
 impl<'o> Emitter<'o> {
@@ -245,6 +248,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         spec_wg_x: 0,
         uniform_fns: BTreeSet::new(),
         warp: warp::Globals::default(),
+        shared_var_narrow: None,
+        shared_var_wide: None,
     };
     e.cap(Capability::Shader);
     e.cap(Capability::PhysicalStorageBufferAddresses);

@@ -328,9 +328,12 @@ fn shape_fits(spec: &super::table::OperandSpec, op: &Operand) -> bool {
             _ => false,
         },
         Shape::Memory => matches!(op, Operand::Address(..)),
-        Shape::Bracket { min, max } => {
-            matches!(op, Operand::Bracket(_, v) if (min as usize..=max as usize).contains(&v.len()))
-        }
+        Shape::Bracket { min, max } => match op {
+            Operand::Bracket(_, v) => (min as usize..=max as usize).contains(&v.len()),
+            // `[a, {x, y}]`: an address and a vector of coordinates.
+            Operand::TensorAddress(..) => (min..=max).contains(&2),
+            _ => false,
+        },
         Shape::Vector(n) => matches!(op, Operand::Vector(_, v) if v.len() == n as usize),
         Shape::List => matches!(op, Operand::List(..)),
         Shape::Sink => matches!(op, Operand::Sink(_)),

@@ -610,6 +610,8 @@ pub enum Mod {
     X64x128b,
     /// `L1`
     L1,
+    /// `L1::32B`
+    L132B,
     /// `L1::evict_first`
     L1EvictFirst,
     /// `L1::evict_last`
@@ -1612,6 +1614,8 @@ pub enum Mod {
     V4,
     /// `v8`
     V8,
+    /// `valid_addr`
+    ValidAddr,
     /// `volatile`
     Volatile,
     /// `wait`
@@ -1672,7 +1676,7 @@ pub enum Mod {
 
 impl Mod {
     /// Every variant, in declaration order.
-    pub const ALL: [Mod; 546] = [
+    pub const ALL: [Mod; 548] = [
         Mod::X128x128b,
         Mod::X128x256b,
         Mod::X16x128b,
@@ -1690,6 +1694,7 @@ impl Mod {
         Mod::X5d,
         Mod::X64x128b,
         Mod::L1,
+        Mod::L132B,
         Mod::L1EvictFirst,
         Mod::L1EvictLast,
         Mod::L1EvictNormal,
@@ -2191,6 +2196,7 @@ impl Mod {
         Mod::V2,
         Mod::V4,
         Mod::V8,
+        Mod::ValidAddr,
         Mod::Volatile,
         Mod::Wait,
         Mod::WaitLd,
@@ -2222,7 +2228,7 @@ impl Mod {
     ];
 
     /// The PTX spelling of each variant, in declaration order (sorted).
-    const NAMES: [&'static str; 546] = [
+    const NAMES: [&'static str; 548] = [
         "128x128b",
         "128x256b",
         "16x128b",
@@ -2240,6 +2246,7 @@ impl Mod {
         "5d",
         "64x128b",
         "L1",
+        "L1::32B",
         "L1::evict_first",
         "L1::evict_last",
         "L1::evict_normal",
@@ -2741,6 +2748,7 @@ impl Mod {
         "v2",
         "v4",
         "v8",
+        "valid_addr",
         "volatile",
         "wait",
         "wait::ld",
@@ -2877,6 +2885,8 @@ pub enum Group {
     GetFirstCtaidDimension,
     /// `half_word_type`
     HalfWordType,
+    /// `hop`
+    Hop,
     /// `htype`
     Htype,
     /// `irnd`
@@ -3003,7 +3013,7 @@ pub enum Group {
 
 impl Group {
     /// Every variant, in declaration order.
-    pub const ALL: [Group; 106] = [
+    pub const ALL: [Group; 107] = [
         Group::BoolOp,
         Group::CmpOp,
         Group::AbType,
@@ -3049,6 +3059,7 @@ impl Group {
         Group::Geom,
         Group::GetFirstCtaidDimension,
         Group::HalfWordType,
+        Group::Hop,
         Group::Htype,
         Group::Irnd,
         Group::Itype,
@@ -3113,7 +3124,7 @@ impl Group {
     ];
 
     /// The PTX spelling of each variant, in declaration order (sorted).
-    const NAMES: [&'static str; 106] = [
+    const NAMES: [&'static str; 107] = [
         "BoolOp",
         "CmpOp",
         "abType",
@@ -3159,6 +3170,7 @@ impl Group {
         "geom",
         "get_first_ctaid_dimension",
         "half_word_type",
+        "hop",
         "htype",
         "irnd",
         "itype",

@@ -14,7 +14,8 @@
 //! operand     := '_'                                   sink
 //!              | ident ('.' component | '.' selector)? ('|' ident | ('+'|'-') int)?
 //!              | '[' (ident | int) (('+'|'-') (int | ident))* ']' ('.unified')?
-//!              | '[' operand (',' operand)+ ']'          texture/tensor coordinates
+//!              | '[' address ',' '{' operand (',' operand)* '}' ']'   tensor address
+//!              | '[' operand (',' operand)+ ']'          texture coordinates with a sampler
 //!              | '{' operand (',' operand)* '}' ('|' ident)?
 //!              | '(' (operand (',' operand)*)? ')'
 //!              | '!' ident | '-' ident | float | int
@@ -390,24 +391,43 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// `[base+off]` (an address) or `[a, b, ...]` (coordinates).
+    /// `[base+off]` (an address), `[tensorMap, {c0, c1}]` (a tensor address,
+    /// also texture and surface coordinates) or `[a, b, ...]` (a list).
     fn bracket(&mut self) -> Result<Operand, Diagnostic> {
         let start = self.pos;
         self.pos += 1;
         self.ws();
-        if let Some(addr) = self.address_body()? {
-            let mut op = Operand::Address(self.span(start, self.pos), addr);
-            if self.text[self.pos..].starts_with(".unified")
-                && !self.b.get(self.pos + 8).is_some_and(|&c| is_ident_char(c))
-            {
-                self.pos += 8;
-                op = Operand::Select {
-                    span: self.span(start, self.pos),
-                    base: Box::new(op),
-                    selector: "unified".into(),
-                };
+        match self.address_body()? {
+            (addr, false) => {
+                let mut op = Operand::Address(self.span(start, self.pos), addr);
+                if self.text[self.pos..].starts_with(".unified")
+                    && !self.b.get(self.pos + 8).is_some_and(|&c| is_ident_char(c))
+                {
+                    self.pos += 8;
+                    op = Operand::Select {
+                        span: self.span(start, self.pos),
+                        base: Box::new(op),
+                        selector: "unified".into(),
+                    };
+                }
+                return Ok(op);
             }
-            return Ok(op);
+            (addr, true) => {
+                // `[a, {..}]`: an address and coordinates.
+                let save = self.pos;
+                self.pos += 1;
+                self.ws();
+                if self.peek() == Some(b'{') {
+                    self.pos += 1;
+                    let coords = self.list(b'}', false)?;
+                    self.ws();
+                    if self.peek() == Some(b']') {
+                        self.pos += 1;
+                        return Ok(Operand::TensorAddress(self.span(start, self.pos), addr, coords));
+                    }
+                }
+                self.pos = save;
+            }
         }
         self.pos = start + 1;
         let v = self.list(b']', false)?;
@@ -417,8 +437,9 @@ impl<'a> Scanner<'a> {
         Ok(Operand::Bracket(self.span(start, self.pos), v))
     }
 
-    /// The inside of `[...]` as an address, or `None` when it is a list.
-    fn address_body(&mut self) -> Result<Option<Address>, Diagnostic> {
+    /// The inside of `[...]` up to `]` (consumed) or a `,` (not consumed):
+    /// the address and whether a comma follows it.
+    fn address_body(&mut self) -> Result<(Address, bool), Diagnostic> {
         let mut base = None;
         let mut offset: i64 = 0;
         let first = self.pos;
@@ -435,9 +456,9 @@ impl<'a> Scanner<'a> {
             match self.peek() {
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Some(Address { base, offset }));
+                    return Ok((Address { base, offset }, false));
                 }
-                Some(b',') => return Ok(None),
+                Some(b',') => return Ok((Address { base, offset }, true)),
                 Some(sign @ (b'+' | b'-')) => {
                     self.pos += 1;
                     self.ws();
