@@ -7,7 +7,7 @@ use super::inst::{compare, CMPS};
 use super::rounding::{and, cmp, o, or, sel};
 use super::values::{get, kind_of, set, K};
 use super::Emitter;
-use crate::ast::{Instruction, ScalarType};
+use crate::ast::{Instruction, Operand, ScalarType};
 use crate::diag::Diagnostic;
 use rspirv::spirv::Op;
 
@@ -50,18 +50,7 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
         let r = sel(e, dty, ge, va, vb)?;
         return set(e, fx, d, r, dk, dt.is_signed());
     }
-    let c = inst
-        .modifiers
-        .iter()
-        .find(|m| CMPS.contains(&m.as_str()) && !m.is_empty())
-        .ok_or_else(|| Diagnostic::error(inst.opcode_span, "set needs a comparison operator"))?
-        .clone();
-    let bool_op = ["and", "or", "xor"].into_iter().find(|b| inst.has(b));
-    let (d, a, b, pc) = match (inst.operands.as_slice(), bool_op) {
-        ([d, a, b], None) => (d, a, b, None),
-        ([d, a, b, c], Some(_)) => (d, a, b, Some(c)),
-        _ => return Err(Diagnostic::error(inst.span, format!("wrong operands for '{}'", inst.mnemonic()))),
-    };
+    let SetForm { c, bool_op, d, a, b, pc } = set_form(inst)?;
     let sk = kind_of(st);
     let mut va = get(e, fx, a, sk, st.is_signed())?;
     let mut vb = get(e, fx, b, sk, st.is_signed())?;
@@ -105,18 +94,7 @@ fn set_half(
     if inst.has("ftz") {
         return Err(unsupported(inst, "half-precision set.ftz is not supported yet"));
     }
-    let c = inst
-        .modifiers
-        .iter()
-        .find(|m| CMPS.contains(&m.as_str()) && !m.is_empty())
-        .ok_or_else(|| Diagnostic::error(inst.opcode_span, "set needs a comparison operator"))?
-        .clone();
-    let bool_op = ["and", "or", "xor"].into_iter().find(|b| inst.has(b));
-    let (d, a, b, pc) = match (inst.operands.as_slice(), bool_op) {
-        ([d, a, b], None) => (d, a, b, None),
-        ([d, a, b, c], Some(_)) => (d, a, b, Some(c)),
-        _ => return Err(Diagnostic::error(inst.span, format!("wrong operands for '{}'", inst.mnemonic()))),
-    };
+    let SetForm { c, bool_op, d, a, b, pc } = set_form(inst)?;
     let va = super::half::get_bits(e, fx, a, lanes)?;
     let vb = super::half::get_bits(e, fx, b, lanes)?;
     let vc = match pc {
@@ -153,4 +131,30 @@ fn set_half(
     let dk = kind_of(dt);
     let v = e.convert(v, K::Int(32), dk, false)?;
     set(e, fx, d, v, dk, false)
+}
+
+/// The parts of `set.CmpOp{.BoolOp}.dtype.stype d, a, b{, {!}c}`.
+struct SetForm<'i> {
+    c: String,
+    bool_op: Option<&'static str>,
+    d: &'i Operand,
+    a: &'i Operand,
+    b: &'i Operand,
+    pc: Option<&'i Operand>,
+}
+
+fn set_form(inst: &Instruction) -> Result<SetForm<'_>, Diagnostic> {
+    let c = inst
+        .modifiers
+        .iter()
+        .find(|m| CMPS.contains(&m.as_str()) && !m.is_empty())
+        .ok_or_else(|| Diagnostic::error(inst.opcode_span, "set needs a comparison operator"))?
+        .clone();
+    let bool_op = ["and", "or", "xor"].into_iter().find(|b| inst.has(b));
+    let (d, a, b, pc) = match (inst.operands.as_slice(), bool_op) {
+        ([d, a, b], None) => (d, a, b, None),
+        ([d, a, b, c], Some(_)) => (d, a, b, Some(c)),
+        _ => return Err(Diagnostic::error(inst.span, format!("wrong operands for '{}'", inst.mnemonic()))),
+    };
+    Ok(SetForm { c, bool_op, d, a, b, pc })
 }

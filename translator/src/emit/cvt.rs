@@ -307,13 +307,13 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
 /// `.sat` on a float result of type `t` (f16/bf16 as 32-bit bits).
 fn sat_any(e: &mut Emitter, r: Word, t: ScalarType) -> R {
     match t {
-        ScalarType::F32 => sat_float(e, r, 32),
-        ScalarType::F64 => sat_float(e, r, 64),
+        ScalarType::F32 => super::float::saturate(e, r, 32),
+        ScalarType::F64 => super::float::saturate(e, r, 64),
         _ => {
             // Half bits: clamp through f32 (exact both ways).
             let fmt = if t == ScalarType::Bf16 { Fmt::BF16 } else { Fmt::F16 };
             let f = half::to_f32(e, r, fmt)?;
-            let s = sat_float(e, f, 32)?;
+            let s = super::float::saturate(e, f, 32)?;
             let dt = e.t_float(64);
             let w = o(e, Op::FConvert, dt, &[s])?;
             to_bits32(e, w, fmt, Rnd::Rn, false)
@@ -532,16 +532,6 @@ fn round(e: &mut Emitter, v: Word, rnd: &str, ft: Word) -> Result<Word, Diagnost
         _ => glsl::CEIL,
     };
     ext(e, ft, f, &[v])
-}
-
-fn sat_float(e: &mut Emitter, v: Word, bits: u32) -> Result<Word, Diagnostic> {
-    let ft = e.t_float(bits);
-    let bt = e.t_bool();
-    let z = e.c_float(bits, 0.0);
-    let one = e.c_float(bits, 1.0);
-    let c = ext(e, ft, glsl::FCLAMP, &[v, z, one])?;
-    let nan = op1(e, Op::IsNan, bt, v)?;
-    e.b.select(ft, None, nan, z, c).map_err(internal1)
 }
 
 /// Saturating conversion of an integral float to an integer of `dbits`.

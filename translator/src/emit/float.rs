@@ -101,7 +101,7 @@ pub(crate) fn canon_nan(e: &mut Emitter, v: Word, bits: u32) -> R {
 }
 
 /// Clamp to [0, 1], NaN to 0 (`.sat`).
-fn saturate(e: &mut Emitter, v: Word, bits: u32) -> Result<Word, Diagnostic> {
+pub(crate) fn saturate(e: &mut Emitter, v: Word, bits: u32) -> Result<Word, Diagnostic> {
     let ft = e.t_float(bits);
     let bt = e.t_bool();
     let z = e.c_float(bits, 0.0);

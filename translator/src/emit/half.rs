@@ -296,29 +296,7 @@ pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
 
 /// Compare two f32 values (`cmp` is a PTX comparison); `None` for an unknown one.
 pub(crate) fn compare_f32(e: &mut Emitter, c: &str, a: Word, b: Word) -> Result<Option<Word>, Diagnostic> {
-    let op = match c {
-        "eq" => Op::FOrdEqual,
-        "ne" => Op::FOrdNotEqual,
-        "lt" => Op::FOrdLessThan,
-        "le" => Op::FOrdLessThanEqual,
-        "gt" => Op::FOrdGreaterThan,
-        "ge" => Op::FOrdGreaterThanEqual,
-        "equ" => Op::FUnordEqual,
-        "neu" => Op::FUnordNotEqual,
-        "ltu" => Op::FUnordLessThan,
-        "leu" => Op::FUnordLessThanEqual,
-        "gtu" => Op::FUnordGreaterThan,
-        "geu" => Op::FUnordGreaterThanEqual,
-        "num" | "nan" => {
-            let bt = e.t_bool();
-            let na = o(e, Op::IsNan, bt, &[a])?;
-            let nb = o(e, Op::IsNan, bt, &[b])?;
-            let any = or(e, na, nb)?;
-            return Ok(Some(if c == "nan" { any } else { not(e, any)? }));
-        }
-        _ => return Ok(None),
-    };
-    Ok(Some(cmp(e, op, a, b)?))
+    super::inst::compare(e, c, ScalarType::F32, a, b)
 }
 
 /// `setp` on half types: one predicate per lane (`p|q` get lanes 0 and 1
