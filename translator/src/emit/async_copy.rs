@@ -114,22 +114,16 @@ fn dynamic_word(e: &mut Emitter, fx: &Fx, a: Addr, n: Word, j: u32) -> Result<Wo
         let inside = e.b.u_less_than(bt, None, pos, n).map_err(internal1)?;
         let yes = e.b.id();
         let merge = e.b.id();
-        let from = current_label(e)?;
+        let from = e.current_label()?;
         e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
         e.b.branch_conditional(inside, yes, merge, []).map_err(internal1)?;
         e.b.begin_block(Some(yes)).map_err(internal1)?;
         let b = byte(e, fx, a, k)?;
         let with = or_shifted(e, acc, b, k)?;
-        let end = current_label(e)?;
+        let end = e.current_label()?;
         e.b.branch(merge).map_err(internal1)?;
         e.b.begin_block(Some(merge)).map_err(internal1)?;
         acc = e.b.phi(u32t, None, [(with, end), (acc, from)]).map_err(internal1)?;
     }
     Ok(acc)
-}
-
-fn current_label(e: &mut Emitter) -> Result<Word, Diagnostic> {
-    e.b.selected_block()
-        .and_then(|i| e.b.module_ref().functions.last().and_then(|f| f.blocks.get(i)).and_then(|b| b.label_id()))
-        .ok_or_else(|| Diagnostic::error(Default::default(), "internal error: no current block"))
 }

@@ -438,37 +438,6 @@ pub(crate) struct Fx<'a> {
     pub callees: &'a HashMap<String, Callee>,
 }
 
-impl Fx<'_> {
-    /// A copy of the memory view without `.local` (atomics never reach it).
-    pub(crate) fn view_without_local<'b>(fx: &Fx<'b>) -> Fx<'b> {
-        Fx {
-            regs: HashMap::new(),
-            params: HashMap::new(),
-            passing: fx.passing,
-            shared: HashMap::new(),
-            local: HashMap::new(),
-            shared_var: fx.shared_var,
-            local_var: None,
-            exited_var: None,
-            stack: fx.stack,
-            shared_wide: fx.shared_wide,
-            local_base: fx.local_base,
-            push_var: fx.push_var,
-            linear: fx.linear,
-            brk: fx.brk,
-            open: fx.open,
-            errors: Vec::new(),
-            frames: Vec::new(),
-            codes: HashMap::new(),
-            cfg: fx.cfg,
-            returns: None,
-            callees: fx.callees,
-            uniform: fx.uniform,
-            scratch_var: fx.scratch_var,
-        }
-    }
-}
-
 /// Storage kind of a register of PTX type `t`.
 pub(crate) fn storage_kind(t: ScalarType) -> K {
     // Registers hold what instructions of their type compute on.

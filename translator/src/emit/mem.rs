@@ -167,18 +167,20 @@ pub(crate) type AccessFn<'f> = dyn FnMut(&mut Emitter, &Fx, Addr) -> Result<Opti
 
 /// Split a generic access by window: run `body` once per state space the
 /// address may be in, and merge the results (`OpPhi` when there is a value).
+/// `with_local`: whether `.local` is a possible target (atomics never reach it).
 pub(crate) fn dispatch(
     e: &mut Emitter,
     fx: &Fx,
     addr: Word,
     result: Option<K>,
+    with_local: bool,
     body: &mut AccessFn,
 ) -> Result<Option<Word>, Diagnostic> {
     let mut windows = Vec::new();
     if fx.shared_var.is_some() {
         windows.push(crate::abi::SHARED_WINDOW);
     }
-    if fx.local_var.is_some() {
+    if with_local && fx.local_var.is_some() {
         windows.push(crate::abi::LOCAL_WINDOW);
     }
     dispatch_from(e, fx, addr, result, &windows, body)
@@ -211,21 +213,17 @@ fn dispatch_from(
     let off = e.b.u_convert(u32t, None, addr).map_err(internal1)?;
     let a = if w == crate::abi::SHARED_WINDOW { Addr::Shared(off) } else { Addr::Local(off) };
     let r1 = body(e, fx, a)?;
-    let end1 =
-        e.b.selected_block()
-            .and_then(|i| e.b.module_ref().functions.last().and_then(|f| f.blocks.get(i)).and_then(|b| b.label_id()));
+    let end1 = e.current_label()?;
     e.b.branch(merge).map_err(internal1)?;
     e.b.begin_block(Some(no)).map_err(internal1)?;
     let r2 = dispatch_from(e, fx, addr, result, rest, body)?;
-    let end2 =
-        e.b.selected_block()
-            .and_then(|i| e.b.module_ref().functions.last().and_then(|f| f.blocks.get(i)).and_then(|b| b.label_id()));
+    let end2 = e.current_label()?;
     e.b.branch(merge).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
-    match (result, r1, r2, end1, end2) {
-        (Some(k), Some(v1), Some(v2), Some(b1), Some(b2)) => {
+    match (result, r1, r2) {
+        (Some(k), Some(v1), Some(v2)) => {
             let t = e.kty(k);
-            Ok(Some(e.b.phi(t, None, [(v1, b1), (v2, b2)]).map_err(internal1)?))
+            Ok(Some(e.b.phi(t, None, [(v1, end1), (v2, end2)]).map_err(internal1)?))
         }
         (None, ..) => Ok(None),
         _ => Err(Diagnostic::error(Span::default(), "internal error: generic dispatch")),
@@ -477,7 +475,7 @@ pub(crate) fn load(e: &mut Emitter, fx: &Fx, a: Addr, k: K, volatile: bool) -> R
         Addr::Local(off) => load_words(e, fx, StorageClass::Private, off, k),
         Addr::Param(off) => load_param(e, fx, off, k),
         Addr::Generic(addr) => {
-            let r = dispatch(e, fx, addr, Some(k), &mut |e, fx, a| load(e, fx, a, k, volatile).map(Some))?;
+            let r = dispatch(e, fx, addr, Some(k), true, &mut |e, fx, a| load(e, fx, a, k, volatile).map(Some))?;
             r.ok_or_else(|| Diagnostic::error(Span::default(), "internal error: generic load"))
         }
     }
@@ -506,7 +504,7 @@ pub(crate) fn store(
         Addr::Local(off) => store_words(e, fx, StorageClass::Private, off, v, k),
         Addr::Param(_) => Err(Diagnostic::error(span, "stores to kernel parameters are not supported yet")),
         Addr::Generic(addr) => {
-            dispatch(e, fx, addr, None, &mut |e, fx, a| store(e, fx, a, v, k, volatile, span).map(|_| None))?;
+            dispatch(e, fx, addr, None, true, &mut |e, fx, a| store(e, fx, a, v, k, volatile, span).map(|_| None))?;
             Ok(())
         }
     }
@@ -658,13 +656,10 @@ pub(crate) fn atom(
         None
     };
     let old_bits = match a {
-        Addr::Generic(g) => {
-            let shared_only = Fx::view_without_local(fx);
-            dispatch(e, &shared_only, g, Some(K::Int(bits)), &mut |e, fx, a| {
-                atom_core(e, fx, inst, a, t, op, vb, vc).map(Some)
-            })?
-            .ok_or_else(|| Diagnostic::error(inst.span, "internal error: generic atomic"))?
-        }
+        Addr::Generic(g) => dispatch(e, fx, g, Some(K::Int(bits)), false, &mut |e, fx, a| {
+            atom_core(e, fx, inst, a, t, op, vb, vc).map(Some)
+        })?
+        .ok_or_else(|| Diagnostic::error(inst.span, "internal error: generic atomic"))?,
         a => atom_core(e, fx, inst, a, t, op, vb, vc)?,
     };
     if let Some(d) = dst {

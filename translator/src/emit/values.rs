@@ -141,6 +141,14 @@ impl Emitter<'_> {
         self.make_u64(lo, hi)
     }
 
+    /// The label of the block being emitted (for `OpPhi` operands).
+    pub fn current_label(&mut self) -> Result<Word, Diagnostic> {
+        self.b
+            .selected_block()
+            .and_then(|i| self.b.module_ref().functions.last().and_then(|f| f.blocks.get(i)).and_then(|b| b.label_id()))
+            .ok_or_else(|| Diagnostic::error(Span::default(), "internal error: no current block"))
+    }
+
     /// Combine two 32-bit words into a 64-bit integer.
     pub fn make_u64(&mut self, lo: Word, hi: Word) -> Result<Word, Diagnostic> {
         let u64t = self.t_int(64);
