@@ -106,14 +106,17 @@ def test_driver_program():
     ok(cu.cuModuleUnload(module))
     ok(cu.cuModuleUnload(fmod))
     ok(cu.cuDevicePrimaryCtxRelease(dev))
-    print("cuda-python smoke: all passed")
+    # The released primary context stays current until the thread drops it.
+    err, _ = cu.cuMemAlloc(16)
+    check("released primary context -> CONTEXT_IS_DESTROYED", err == R.CUDA_ERROR_CONTEXT_IS_DESTROYED)
+    ok(cu.cuCtxSetCurrent(cu.CUcontext(0)))
 
 
 def test_nvrtc_program_with_cuda_core():
     """NVRTC compiles CUDA C++ to PTX; cuda.core loads and launches it."""
     from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
-    dev = Device(0)
+    dev = Device()
     dev.set_current()
     stream = dev.create_stream()
     code = r"""
@@ -191,3 +194,4 @@ def test_occupancy_and_launch_ex():
         ok(cu.cuMemFree(d))
     ok(cu.cuModuleUnload(module))
     ok(cu.cuDevicePrimaryCtxRelease(dev))
+    ok(cu.cuCtxSetCurrent(cu.CUcontext(0)))

@@ -411,6 +411,10 @@ int main(int argc, char **argv) {
     OK(cuModuleUnload(mod));
     EXPECT(cuModuleGetFunction(&missing, mod, "vadd_f32"), CUDA_ERROR_INVALID_HANDLE);
     OK(cuDevicePrimaryCtxRelease(dev));
+    /* The last release destroys the primary context, which stays current. */
+    EXPECT(cuMemAlloc(&p, 16), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    OK(cuCtxSetCurrent(NULL));
+    EXPECT(cuMemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
     free(ptx);
     printf("driver_api: %d checks passed\n", checks);
     return 0;
