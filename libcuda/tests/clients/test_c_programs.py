@@ -44,8 +44,8 @@ def test_c_program(program, tmp_path):
     lib = libcuda_dir()
     subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-O1", "-I", cuda_include(),
                     program, "-L", lib, "-lcuda", "-lpthread", "-o", str(exe)], check=True)
-    run = subprocess.run([str(exe), os.path.join(DATA, "vadd_f32.ptx")], capture_output=True, text=True,
-                         timeout=300)
+    # Each program takes the folder of the test kernels (libcuda/tests/data).
+    run = subprocess.run([str(exe), DATA], capture_output=True, text=True, timeout=300)
     sys.stdout.write(run.stdout)
     sys.stderr.write(run.stderr)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

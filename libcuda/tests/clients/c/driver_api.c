@@ -2,7 +2,7 @@
  * against ptxvk's libcuda.so.1 (run by test_c_programs.py).
  *
  *   cc -I<cuda include> driver_api.c -L<libcuda dir> -lcuda -lpthread
- *   ./a.out <path of vadd_f32.ptx>
+ *   ./a.out <libcuda/tests/data>
  *
  * Covers initialisation order, devices, contexts (primary and created, the
  * stack, per-thread currency), memory (linear, pitched, host, 2-D copies,
@@ -158,10 +158,12 @@ static void *thread_main(void *p) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s vadd_f32.ptx\n", argv[0]);
+        fprintf(stderr, "usage: %s <data dir>\n", argv[0]);
         return 2;
     }
-    char *ptx = read_file(argv[1]);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/vadd_f32.ptx", argv[1]);
+    char *ptx = read_file(path);
     int count = -1;
     CUdevice dev;
     CUcontext ctx = NULL, cur = NULL;
