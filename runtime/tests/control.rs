@@ -159,19 +159,19 @@ fn function_pointer_tables_of_two_signatures() {
     let out = download_u32(&ctx, dout, 2 * n + 16);
     for i in 0..n {
         let s = sel[i] as i32;
-        let (mut a, mut b) = (init[2 * i] as i32, init[2 * i + 1] as i32);
+        let mut a = init[2 * i] as i32;
         let size = s >> 4;
         let elem = (s >> 1) % 3; // 0: add 1000, 1: negate, 2: none
-        if s & 1 == 0 {
+        let b = if s & 1 == 0 {
             match elem {
                 0 => a = a.wrapping_add(1000),
                 1 => a = a.wrapping_neg(),
                 _ => {}
             }
-            b = size.wrapping_mul(3);
+            size.wrapping_mul(3)
         } else {
-            b = size + i32::from(elem != 2);
-        }
+            size + i32::from(elem != 2)
+        };
         assert_eq!((out[2 * i] as i32, out[2 * i + 1] as i32), (a, b), "element {i}, sel {s:#x}");
     }
     assert!(out[2 * n..].iter().all(|&v| v == POISON));
