@@ -244,7 +244,8 @@ fn tiled_arguments_are_checked() {
     bad("32B interleave without 32B swizzle", interleaved(&|t| t.swizzle = 0));
     bad("32B interleave, 16-byte aligned address", interleaved(&|t| t.address = 0x10_0010));
     bad("32B interleave, stride 48", interleaved(&|t| t.strides[0] = 48));
-    // Packed sub-byte types: checked, then refused (not emulated).
+    // Packed sub-byte types: checked, then encoded with dimension 0 in
+    // groups of sixteen values (8 bytes each for 16U4_ALIGN16B).
     let packed = |f: &dyn Fn(&mut Tiled)| {
         let mut t = Tiled::new();
         t.dtype = 14; // 16U4_ALIGN16B
@@ -254,7 +255,10 @@ fn tiled_arguments_are_checked() {
         f(&mut t);
         t
     };
-    assert_eq!(packed(&|_| {}).encode(api, &mut map), code::NOT_SUPPORTED);
+    check(api, packed(&|_| {}).encode(api, &mut map), "16U4_ALIGN16B tiled map");
+    assert_eq!(map.u32_at(tensor_map::DIMS), 256 / 16);
+    assert_eq!(map.u32_at(tensor_map::BOX) & 0x1FF, 128 / 16);
+    assert_eq!((map.u32_at(tensor_map::FORMAT) >> 16) & 0xFF, 8);
     bad("16U4_ALIGN16B with box 64", packed(&|t| t.boxes[0] = 64));
     bad("16U4_ALIGN16B with dimension 200", packed(&|t| t.dims[0] = 200));
     bad("16U4_ALIGN16B with 64B swizzle", packed(&|t| t.swizzle = 2));
