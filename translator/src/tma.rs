@@ -30,7 +30,14 @@
 //!   on devices that run a workgroup's subgroups one after another between
 //!   barriers (lavapipe) that works only when the arriving threads run
 //!   first, as in the usual pattern where one thread arrives with
-//!   `expect_tx` and issues the copy before anyone waits.
+//!   `expect_tx` and issues the copy before anyone waits. Otherwise lavapipe
+//!   does not hang: its loop limiter ends the spin after 65535 polls and the
+//!   thread goes on too early (measurements in `shaders/README.md`).
+//! - Tensor copy modes: `.tile`, `.tile::gather4`/`.tile::scatter4`,
+//!   `.im2col`/`.im2col_no_offs` and the loads `.im2col::w` and
+//!   `.im2col::w::128` (whose im2col operand is `{wHalo, wOffset}`).
+//! - `cp.reduce.async.bulk` has a global destination or, with cluster size
+//!   1, a `.shared::cluster` one (this CTA's shared memory).
 
 use crate::ast::*;
 use crate::diag::{Diagnostic, Span};
