@@ -1175,9 +1175,7 @@ impl Tensor {
         let rank = d.rank as usize;
         // (dimension, coordinate): W, H (rank >= 4), D (rank 5), N.
         let mut at = vec![(1usize, w)];
-        for s in 2..rank - 1 {
-            at.push((s, c[s] as i64));
-        }
+        at.extend(c.iter().enumerate().take(rank - 1).skip(2).map(|(s, &x)| (s, x as i64)));
         at.push((rank - 1, n));
         let inside = at.iter().all(|&(dim, x)| x >= 0 && x < d.dims[dim] as i64);
         inside.then(|| at.iter().map(|&(dim, x)| x as usize * d.strides[dim] as usize).sum())
@@ -1248,8 +1246,8 @@ fn im2col_w_loads() {
                 // A start on the W grid of the box, or left of it.
                 let k = (rng.next_u32() % 6) as i32 - 1;
                 c[1] = t.desc.lower_corner[0] + k * t.desc.elem_strides[1] as i32;
-                for s in 2..rank as usize - 1 {
-                    c[s] = (rng.next_u32() % (t.desc.dims[s] + 2)) as i32 - 1;
+                for (s, v) in c.iter_mut().enumerate().take(rank as usize - 1).skip(2) {
+                    *v = (rng.next_u32() % (t.desc.dims[s] + 2)) as i32 - 1;
                 }
                 c[rank as usize - 1] = (rng.next_u32() % t.desc.dims[rank as usize - 1]) as i32;
                 (c, [rng.next_u32() % 4, rng.next_u32() % 3, 0])
@@ -1423,7 +1421,7 @@ fn bulk_reductions_into_shared_memory() {
             // Values of every magnitude, so that min/max/inc/dec see both orders.
             let (a, b) = (rng.next_u32() >> (rng.next_u32() % 32), rng.next_u32() >> (rng.next_u32() % 32));
             init.push(a);
-            src.push(if matches!(op, 4 | 5) && rng.next_u32() % 4 == 0 { a } else { b });
+            src.push(if matches!(op, 4 | 5) && rng.next_u32().is_multiple_of(4) { a } else { b });
         }
     }
     let dinit = upload(&ctx, &words(&init));
@@ -1522,8 +1520,8 @@ impl Packed {
         for r in 0..rows {
             // Row r: dimension 1 fastest.
             let (mut rest, mut off, mut inside) = (r, 0usize, true);
-            for k in 1..d.rank as usize {
-                let x = c[k] as i64 + (rest % d.box_dim[k] as usize) as i64;
+            for (k, &ck) in c.iter().enumerate().take(d.rank as usize).skip(1) {
+                let x = ck as i64 + (rest % d.box_dim[k] as usize) as i64;
                 rest /= d.box_dim[k] as usize;
                 inside &= x >= 0 && x < d.dims[k] as i64;
                 off = off.wrapping_add((x as usize).wrapping_mul(d.strides[k] as usize));
