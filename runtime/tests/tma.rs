@@ -1216,12 +1216,30 @@ fn random_im2col_w(ctx: &Context, rng: &mut Lcg, rank: u32, w128: bool) -> Tenso
         if w128 {
             d.pixels_per_column = 128;
         }
-        // Wider images, so that walks cross fewer of them.
         let rows = t.w_rows(3, w128);
         if rows * (t.desc.channels_per_pixel * t.desc.elem_bytes) as usize > TILE_BYTES - 128 {
             ctx.free(t.addr).unwrap();
             continue;
         }
+        // Wider images and more of them, so that most of the up to 140
+        // pixels of a walk lie inside the tensor.
+        let pick = |rng: &mut Lcg, n: u32| rng.next_u32() % n;
+        let d = &mut t.desc;
+        let rank = rank as usize;
+        d.dims[1] = 4 + pick(rng, if w128 { 40 } else { 16 });
+        d.dims[rank - 1] = 2 + pick(rng, 4);
+        if d.dims[1] as i32 - 1 + d.upper_corner[0] < d.lower_corner[0] {
+            (d.lower_corner[0], d.upper_corner[0]) = (0, 0);
+        }
+        let mut extent = (d.dims[0] as u64 * d.elem_bytes as u64).div_ceil(16) * 16;
+        for k in 1..rank {
+            d.strides[k] = extent + 16 * pick(rng, 2) as u64;
+            extent = d.strides[k] * d.dims[k] as u64;
+        }
+        ctx.free(t.addr).unwrap();
+        t.data = rng.bytes(extent as usize);
+        t.addr = upload(ctx, &t.data);
+        t.desc.address = t.addr;
         return t;
     }
 }
