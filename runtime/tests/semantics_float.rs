@@ -436,3 +436,103 @@ fn approx_accuracy() {
         assert!((g - x.tanh()).abs() <= x.tanh().abs() * 2f64.powi(-11), "tanh({x}) = {g}");
     }
 }
+
+/// The documented accuracy of every `.approx` f32 form (PTX ISA 9.1), each
+/// against an f64 reference: `sin`/`cos` 2^-20.5 absolute in [-2pi, 2pi]
+/// and 2^-14.7 in [-100pi, 100pi]; `lg2` 2^-22 absolute in (0.5, 2), relative
+/// elsewhere; `ex2` 2 ulp;
+/// `rsqrt` 2^-22.9 relative; `rcp` 1 ulp; `div.approx` 2 ulp for divisors
+/// in [2^-126, 2^126]; `div.full` 2 ulp; `tanh` 2^-10.987 relative.
+#[test]
+fn approx_documented_bounds() {
+    let mut r = Lcg(62);
+    let f = |v: u64| f32::from_bits(v as u32);
+    let uni = |r: &mut Lcg, lo: f64, hi: f64| -> u64 {
+        ((lo + (r.next_u32() as f64 / u32::MAX as f64) * (hi - lo)) as f32).to_bits() as u64
+    };
+    let pi = std::f64::consts::PI;
+    for (range, bound) in [(2.0 * pi, 2f64.powf(-20.5)), (100.0 * pi, 2f64.powf(-14.7))] {
+        let mut xs: Vec<u64> = (0..N).map(|_| uni(&mut r, -range, range)).collect();
+        // Near multiples of pi/2, where the reduction cancels most.
+        for k in 1..(range / (pi / 2.0)) as i32 {
+            let m = (k as f64 * pi / 2.0) as f32;
+            for d in [-2i32, -1, 0, 1, 2] {
+                xs[(k * 5 + d + 2) as usize] = (m.to_bits() as i32 + d) as u32 as u64;
+            }
+        }
+        let ins = [(T::F32, xs.clone())];
+        let got = run(&ins, &[T::B32, T::B32], "{ sin.approx.f32 out0, in0; cos.approx.f32 out1, in0; }");
+        for (i, &x) in xs.iter().enumerate() {
+            let xd = f(x) as f64;
+            let (s, c) = (f(got[0][i]) as f64, f(got[1][i]) as f64);
+            assert!((s - xd.sin()).abs() <= bound, "sin({xd}) = {s}, want {}", xd.sin());
+            assert!((c - xd.cos()).abs() <= bound, "cos({xd}) = {c}, want {}", xd.cos());
+        }
+    }
+    // Specials, subnormals and .ftz.
+    let sp: Vec<u64> = vec![0, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 1, 0x8000_0001, 0x4f00_0000];
+    let ins = [(T::F32, sp.clone())];
+    let got = run(&ins, &[T::B32, T::B32], "{ sin.approx.f32 out0, in0; cos.approx.ftz.f32 out1, in0; }");
+    assert_eq!(&got[0][..7], &[0, 0x8000_0000, 0x7fff_ffff, 0x7fff_ffff, 0x7fff_ffff, 1, 0x8000_0001]);
+    assert_eq!(&got[1][..7], &[0x3f80_0000, 0x3f80_0000, 0x7fff_ffff, 0x7fff_ffff, 0x7fff_ffff, 0x3f80_0000, 0x3f80_0000]);
+    let big = (1u64 << 31) as f64;
+    assert!((f(got[0][7]) as f64 - big.sin()).abs() < 1e-3, "sin(2^31) = {}", f(got[0][7]));
+
+    // lg2, ex2, rsqrt, rcp over wide ranges.
+    let pos: Vec<u64> = (0..N)
+        .map(|i| match i % 4 {
+            0 => uni(&mut r, 0.5, 2.0),
+            _ => ((1 + r.next_u32() % 253) << 23 | (r.next_u32() & 0x7f_ffff)) as u64,
+        })
+        .collect();
+    let ins = [(T::F32, pos.clone())];
+    let got = run(
+        &ins,
+        &[T::B32, T::B32, T::B32],
+        "{ lg2.approx.f32 out0, in0; rsqrt.approx.f32 out1, in0; rcp.approx.f32 out2, in0; }",
+    );
+    for (i, &x) in pos.iter().enumerate() {
+        let xd = f(x) as f64;
+        let l = f(got[0][i]) as f64;
+        // Absolute error 2^-22 for inputs in (0.5, 2), relative 2^-22 elsewhere.
+        let tol = if xd > 0.5 && xd < 2.0 { 2f64.powi(-22) } else { xd.log2().abs() * 2f64.powi(-22) };
+        assert!((l - xd.log2()).abs() <= tol, "lg2({xd}) = {l}, want {}", xd.log2());
+        let rs = f(got[1][i]) as f64;
+        let want = 1.0 / xd.sqrt();
+        assert!(((rs - want) / want).abs() <= 2f64.powf(-22.9), "rsqrt({xd}) = {rs}, want {want}");
+        let rc = (1.0 / xd) as f32;
+        if rc.is_normal() {
+            assert!(ulp32(got[2][i] as u32, rc.to_bits()) <= 1, "rcp({xd}) = {}", f(got[2][i]));
+        }
+    }
+    let ex: Vec<u64> = (0..N).map(|_| uni(&mut r, -125.0, 127.9)).collect();
+    let ins = [(T::F32, ex.clone())];
+    let got = run(&ins, &[T::B32], "ex2.approx.f32 out0, in0;");
+    for (i, &x) in ex.iter().enumerate() {
+        let want = (f(x) as f64).exp2() as f32;
+        assert!(ulp32(got[0][i] as u32, want.to_bits()) <= 2, "ex2({}) = {}, want {want}", f(x), f(got[0][i]));
+    }
+    // div.approx (divisor in [2^-126, 2^126]) and div.full.
+    let a: Vec<u64> = (0..N).map(|_| sem::rand_f32(&mut r) & 0xbfff_ffff | 0x1000_0000).collect();
+    let b: Vec<u64> = (0..N).map(|_| ((1 + r.next_u32() % 252) << 23 | (r.next_u32() & 0x807f_ffff)) as u64).collect();
+    let ins = [(T::F32, a.clone()), (T::F32, b.clone())];
+    let got = run(&ins, &[T::B32, T::B32], "{ div.approx.f32 out0, in0, in1; div.full.f32 out1, in0, in1; }");
+    for i in 0..N {
+        let q = (f(a[i]) as f64 / f(b[i]) as f64) as f32;
+        if !q.is_normal() {
+            continue;
+        }
+        for (k, what) in [(0, "div.approx"), (1, "div.full")] {
+            assert!(ulp32(got[k][i] as u32, q.to_bits()) <= 2, "{what}({}, {}) = {}, want {q}", f(a[i]), f(b[i]), f(got[k][i]));
+        }
+    }
+    // tanh over the whole range.
+    let th: Vec<u64> = (0..N).map(|_| uni(&mut r, -12.0, 12.0)).collect();
+    let ins = [(T::F32, th.clone())];
+    let got = run(&ins, &[T::B32], "tanh.approx.f32 out0, in0;");
+    for (i, &x) in th.iter().enumerate() {
+        let want = (f(x) as f64).tanh();
+        let g = f(got[0][i]) as f64;
+        assert!((g - want).abs() <= want.abs() * 2f64.powf(-10.987), "tanh({}) = {g}, want {want}", f(x));
+    }
+}

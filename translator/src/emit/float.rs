@@ -723,6 +723,100 @@ pub(crate) fn ex2_32(e: &mut Emitter, x: Word) -> R {
     sel(e, ft, nan, x, r)
 }
 
+/// `sin(x)` (`cos(x)` with `cos`) for f32 `x`, computed in f64 and rounded
+/// once, independent of the driver's `Sin`/`Cos` (Vulkan only promises
+/// 2^-11 absolute error in [-pi, pi]; `sin.approx.f32` promises 2^-20.5 in
+/// [-2pi, 2pi] and 2^-14.7 in [-100pi, 100pi]). The argument is reduced by
+/// pi/2 in three parts (Cody and Waite): `k*P1` and `k*P2` are exact for
+/// |k| < 2^26, which covers every f32 below about 10^8 with an error near
+/// 2^-80 in the reduced argument; Taylor polynomials of sin and cos on
+/// [-pi/4, pi/4] have a truncation error below 2^-54. Larger arguments get
+/// a best-effort result (PTX gives no bound there either).
+pub(crate) fn sincos32(e: &mut Emitter, x: Word, cos: bool) -> R {
+    let dt = e.t_float(64);
+    let ft = e.t_float(32);
+    let it = e.t_int(32);
+    let xd = o(e, Op::FConvert, dt, &[x])?;
+    let two_over_pi = e.c_f64(std::f64::consts::FRAC_2_PI);
+    let t = exact(e, Op::FMul, dt, xd, two_over_pi)?;
+    let k = ext(e, dt, glsl::ROUND_EVEN, &[t])?;
+    // pi/2 = P1 + P2 + P3, P1 and P2 with 27 significant bits.
+    let hp = std::f64::consts::FRAC_PI_2;
+    let p1 = f64::from_bits(hp.to_bits() & !((1u64 << 26) - 1));
+    let rest = hp - p1;
+    let p2 = f64::from_bits(rest.to_bits() & !((1u64 << 26) - 1));
+    // The remainder of pi/2 beyond P1 + P2 (pi/2 - P1 - P2 to double precision):
+    // 0x3ff921fb54442d18 is pi/2 rounded, its error 6.123233995736766e-17.
+    let p3 = (rest - p2) + 6.123_233_995_736_766e-17;
+    let mut r = xd;
+    for p in [p1, p2, p3] {
+        let c = e.c_f64(p);
+        let m = exact(e, Op::FMul, dt, k, c)?;
+        r = exact(e, Op::FSub, dt, r, m)?;
+    }
+    let r2 = exact(e, Op::FMul, dt, r, r)?;
+    // sin(r) = r (1 - r^2/3! + r^4/5! ...), cos(r) = 1 - r^2/2! + r^4/4! ...
+    let poly = |e: &mut Emitter, first: u32| -> R {
+        // Coefficients (-1)^i / (first + 2i)! for i = 0..=8, evaluated by Horner in r^2.
+        let mut cs = Vec::new();
+        let mut f = 1.0f64;
+        for n in 1..=first + 16 {
+            f *= n as f64;
+            if n >= first && (n - first) % 2 == 0 {
+                let i = (n - first) / 2;
+                cs.push(if i % 2 == 0 { 1.0 / f } else { -1.0 / f });
+            }
+        }
+        if first == 0 {
+            cs.insert(0, 1.0);
+        }
+        let mut p = e.c_f64(cs[cs.len() - 1]);
+        for &c in cs.iter().rev().skip(1) {
+            let cc = e.c_f64(c);
+            let m = exact(e, Op::FMul, dt, p, r2)?;
+            p = exact(e, Op::FAdd, dt, m, cc)?;
+        }
+        Ok(p)
+    };
+    let ps = poly(e, 1)?;
+    let s = exact(e, Op::FMul, dt, ps, r)?;
+    let c = poly(e, 0)?;
+    // Quadrant k mod 4 (cos: k + 1), from k in f64 (exact below 2^53).
+    let quarter = e.c_f64(0.25);
+    let four = e.c_f64(4.0);
+    let kq = exact(e, Op::FMul, dt, k, quarter)?;
+    let kq = ext(e, dt, glsl::FLOOR, &[kq])?;
+    let kq = exact(e, Op::FMul, dt, kq, four)?;
+    let q = exact(e, Op::FSub, dt, k, kq)?;
+    let q = o(e, Op::ConvertFToS, it, &[q])?;
+    let q = if cos {
+        let one = e.c_u32(1);
+        o(e, Op::IAdd, it, &[q, one])?
+    } else {
+        q
+    };
+    let three = e.c_u32(3);
+    let q = o(e, Op::BitwiseAnd, it, &[q, three])?;
+    let one = e.c_u32(1);
+    let odd = o(e, Op::BitwiseAnd, it, &[q, one])?;
+    let zero = e.c_u32(0);
+    let odd = cmp(e, Op::INotEqual, odd, zero)?;
+    let two = e.c_u32(2);
+    let neg = o(e, Op::BitwiseAnd, it, &[q, two])?;
+    let neg = cmp(e, Op::INotEqual, neg, zero)?;
+    let v = sel(e, dt, odd, c, s)?;
+    let nv = o(e, Op::FNegate, dt, &[v])?;
+    let v = sel(e, dt, neg, nv, v)?;
+    let r = rounding::f64_to_f32(e, v, Rnd::Rn)?;
+    // sin(±0) = ±0; infinities and NaN give NaN (the reduction makes one).
+    if cos {
+        return Ok(r);
+    }
+    let z = e.c_f32(0.0);
+    let is0 = cmp(e, Op::FOrdEqual, x, z)?;
+    sel(e, ft, is0, x, r)
+}
+
 /// `log2(x)` for f32 `x`, computed in f64 (exponent plus an atanh series
 /// of the significand in [sqrt(1/2), sqrt(2))) and rounded once: well
 /// inside `lg2.approx.f32`'s error bound.
@@ -850,8 +944,8 @@ pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
             let v = if inst.has("ftz") { flush(e, v, 64)? } else { v };
             ext(e, ft, glsl::INVERSE_SQRT, &[v])?
         }
-        "sin" if approx && bits == 32 => ext(e, ft, glsl::SIN, &[v])?,
-        "cos" if approx && bits == 32 => ext(e, ft, glsl::COS, &[v])?,
+        "sin" if approx && bits == 32 => sincos32(e, v, false)?,
+        "cos" if approx && bits == 32 => sincos32(e, v, true)?,
         "lg2" if approx && bits == 32 => lg2_32(e, v)?,
         "ex2" if approx && bits == 32 => ex2_32(e, v)?,
         "tanh" if approx && bits == 32 => tanh32(e, v)?,
