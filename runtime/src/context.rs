@@ -412,6 +412,8 @@ impl ContextInner {
             emulate_fma,
             float_atomics: self.info.supports_buffer_f32_atomic_add,
             warp_path,
+            denorm_preserve_f32: self.info.denorm_preserve_f32,
+            denorm_preserve_f64: self.info.denorm_preserve_f64,
         }
     }
 
