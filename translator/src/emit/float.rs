@@ -778,8 +778,9 @@ pub(crate) fn ex2_32(e: &mut Emitter, x: Word) -> R {
 /// [-2pi, 2pi] and 2^-14.7 in [-100pi, 100pi]). The argument is reduced by
 /// pi/2 in three parts (Cody and Waite): `k*P1` and `k*P2` are exact for
 /// |k| < 2^26, which covers every f32 below about 10^8 with an error near
-/// 2^-80 in the reduced argument; Taylor polynomials of sin and cos on
-/// [-pi/4, pi/4] have a truncation error below 2^-54. Larger arguments get
+/// 2^-80 in the reduced argument; Taylor polynomials of sin (degree 11)
+/// and cos (degree 12) on [-pi/4, pi/4] have truncation errors below
+/// 2^-33, and the result is converted to f32 once. Larger arguments get
 /// a best-effort result (PTX gives no bound there either).
 pub(crate) fn sincos32(e: &mut Emitter, x: Word, cos: bool) -> R {
     let dt = e.t_float(64);
@@ -806,10 +807,10 @@ pub(crate) fn sincos32(e: &mut Emitter, x: Word, cos: bool) -> R {
     let r2 = exact(e, Op::FMul, dt, r, r)?;
     // sin(r) = r (1 - r^2/3! + r^4/5! ...), cos(r) = 1 - r^2/2! + r^4/4! ...
     let poly = |e: &mut Emitter, first: u32| -> R {
-        // Coefficients (-1)^i / (first + 2i)! for i = 0..=8, evaluated by Horner in r^2.
+        // Coefficients (-1)^i / (first + 2i)! up to degree 12, evaluated by Horner in r^2.
         let mut cs = Vec::new();
         let mut f = 1.0f64;
-        for n in 1..=first + 16 {
+        for n in 1..=12 {
             f *= n as f64;
             if n >= first && (n - first) % 2 == 0 {
                 let i = (n - first) / 2;
@@ -856,7 +857,8 @@ pub(crate) fn sincos32(e: &mut Emitter, x: Word, cos: bool) -> R {
     let v = sel(e, dt, odd, c, s)?;
     let nv = o(e, Op::FNegate, dt, &[v])?;
     let v = sel(e, dt, neg, nv, v)?;
-    let r = rounding::f64_to_f32(e, v, Rnd::Rn)?;
+    // Any rounding of the f64 value is far inside the bound.
+    let r = o(e, Op::FConvert, ft, &[v])?;
     // sin(±0) = ±0; infinities and NaN give NaN (the reduction makes one).
     if cos {
         return Ok(r);
