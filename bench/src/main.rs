@@ -118,7 +118,10 @@ fn float_cost(ctx: &Context) -> Result<(), Box<dyn Error>> {
         ("f32", "sin.approx", "sin.approx.f32 v, v;"),
         ("f32", "cos.approx", "cos.approx.f32 v, v;"),
     ];
-    println!("float paths: {FN} elements x 8 operations, median of {RUNS} runs (emulate_fma: {})", ctx.info().emulate_fma);
+    println!(
+        "float paths: {FN} elements x 8 operations, median of {RUNS} runs (emulate_fma: {})",
+        ctx.info().emulate_fma
+    );
     let mut base = [0f64; 2];
     for (ty, name, op) in ops {
         let (bytes, k) = if ty == "f64" { (8u32, "0d3ff0000000000001") } else { (4, "0f3f800001") };

@@ -286,7 +286,7 @@ fn cvt_stochastic_rounding() {
     // of the f16 results is the input (checked for a few inputs whose f16
     // results are normal: subnormal ones discard more bits than there are
     // random bits).
-    for x in [1.0001f32, 3.14159, -1234.567, 7.0e-5] {
+    for x in [1.0001f32, 3.0517, -1234.567, 7.0e-5] {
         let sum: f64 = (0..8192u32)
             .map(|k| {
                 let h = Half::from_bits(rs_ref(x.to_bits(), k, true, false, false) as u128);

@@ -457,7 +457,10 @@ fn approx_documented_bounds() {
     let ins = [(T::F32, sp.clone())];
     let got = run(&ins, &[T::B32, T::B32], "{ sin.approx.f32 out0, in0; cos.approx.ftz.f32 out1, in0; }");
     assert_eq!(&got[0][..7], &[0, 0x8000_0000, 0x7fff_ffff, 0x7fff_ffff, 0x7fff_ffff, 1, 0x8000_0001]);
-    assert_eq!(&got[1][..7], &[0x3f80_0000, 0x3f80_0000, 0x7fff_ffff, 0x7fff_ffff, 0x7fff_ffff, 0x3f80_0000, 0x3f80_0000]);
+    assert_eq!(
+        &got[1][..7],
+        &[0x3f80_0000, 0x3f80_0000, 0x7fff_ffff, 0x7fff_ffff, 0x7fff_ffff, 0x3f80_0000, 0x3f80_0000]
+    );
     let big = (1u64 << 31) as f64;
     assert!((f(got[0][7]) as f64 - big.sin()).abs() < 1e-3, "sin(2^31) = {}", f(got[0][7]));
 
@@ -506,7 +509,13 @@ fn approx_documented_bounds() {
             continue;
         }
         for (k, what) in [(0, "div.approx"), (1, "div.full")] {
-            assert!(ulp32(got[k][i] as u32, q.to_bits()) <= 2, "{what}({}, {}) = {}, want {q}", f(a[i]), f(b[i]), f(got[k][i]));
+            assert!(
+                ulp32(got[k][i] as u32, q.to_bits()) <= 2,
+                "{what}({}, {}) = {}, want {q}",
+                f(a[i]),
+                f(b[i]),
+                f(got[k][i])
+            );
         }
     }
     // tanh over the whole range.
@@ -593,7 +602,8 @@ fn f64_subnormal_results() {
     }
     let body = "{ div.rn.f64 out0, in0, in1; sqrt.rn.f64 out1, in2; rcp.rn.f64 out2, in1; }";
     let got = run(&ins3, &[T::B64, T::B64, T::B64], body);
-    let w0: Vec<u64> = (0..N).map(|i| f(a[i]).div_r(f(b[i]), Round::NearestTiesToEven).value.to_bits() as u64).collect();
+    let w0: Vec<u64> =
+        (0..N).map(|i| f(a[i]).div_r(f(b[i]), Round::NearestTiesToEven).value.to_bits() as u64).collect();
     let w1: Vec<u64> = c.iter().map(|&x| sqrt64_ref(x, "rn")).collect();
     let one = Double::from_bits(1f64.to_bits() as u128);
     let w2: Vec<u64> = b.iter().map(|&y| one.div_r(f(y), Round::NearestTiesToEven).value.to_bits() as u64).collect();

@@ -439,10 +439,19 @@ fn find_nth_set() {
 #[test]
 fn lop3_bool_op_predicate() {
     // Sparse words so that `d == 0` happens often.
-    let sparse = |seed: u64| -> Vec<u64> {
-        let mut r = Lcg(seed);
-        (0..N).map(|_| if r.next_u32() % 3 == 0 { 0 } else { (r.next_u32() & r.next_u32() & r.next_u32()) as u64 }).collect()
-    };
+    let sparse =
+        |seed: u64| -> Vec<u64> {
+            let mut r = Lcg(seed);
+            (0..N)
+                .map(|_| {
+                    if r.next_u32().is_multiple_of(3) {
+                        0
+                    } else {
+                        (r.next_u32() & r.next_u32() & r.next_u32()) as u64
+                    }
+                })
+                .collect()
+        };
     let (a, b, c, q) = (sparse(71), sparse(72), sparse(73), words(74));
     let ins = [(T::B32, a.clone()), (T::B32, b.clone()), (T::B32, c.clone()), (T::B32, q.clone())];
     let f = |lut: u32, i: usize| -> u32 {
@@ -492,7 +501,8 @@ fn slct_every_type() {
             "32" => (T::B32, 0xffff_ffff),
             _ => (T::B64, u64::MAX),
         };
-        let (ta, tb): (Vec<u64>, Vec<u64>) = (a.iter().map(|v| v & mask).collect(), b.iter().map(|v| v & mask).collect());
+        let (ta, tb): (Vec<u64>, Vec<u64>) =
+            (a.iter().map(|v| v & mask).collect(), b.iter().map(|v| v & mask).collect());
         for (st, ftz, c) in [("s32", "", &sel_i), ("f32", "", &sel_f), ("f32", ".ftz", &sel_f)] {
             let ins = [(t, ta.clone()), (t, tb.clone()), (T::B32, c.clone())];
             let body = format!(

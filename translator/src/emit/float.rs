@@ -812,9 +812,9 @@ pub(crate) fn sincos32(e: &mut Emitter, x: Word, cos: bool) -> R {
         let mut f = 1.0f64;
         for n in 1..=12 {
             f *= n as f64;
-            if n >= first && (n - first) % 2 == 0 {
+            if n >= first && (n - first).is_multiple_of(2) {
                 let i = (n - first) / 2;
-                cs.push(if i % 2 == 0 { 1.0 / f } else { -1.0 / f });
+                cs.push(if i.is_multiple_of(2) { 1.0 / f } else { -1.0 / f });
             }
         }
         if first == 0 {

@@ -470,9 +470,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     }
     // Keep subnormals where the device can be asked to (SPIR-V 1.4 float
     // controls): f32 always (`.ftz` flushes explicitly), f64 when used.
-    let uses_f64 = e.b.module_ref().capabilities.iter().any(|i| {
-        matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float64)))
-    });
+    let uses_f64 =
+        e.b.module_ref()
+            .capabilities
+            .iter()
+            .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float64))));
     let widths: Vec<u32> = [(32, opts.denorm_preserve_f32), (64, opts.denorm_preserve_f64 && uses_f64)]
         .into_iter()
         .filter_map(|(w, on)| on.then_some(w))
