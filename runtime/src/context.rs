@@ -62,6 +62,9 @@ impl Context {
             device,
         };
         inner.info.emulate_fma = crate::probe::needs_fma_emulation(&inner);
+        if inner.info.supports_f64 {
+            (inner.info.keeps_f32_subnormals, inner.info.keeps_f64_subnormals) = crate::probe::keeps_subnormals(&inner);
+        }
         Ok(Context(Arc::new(inner)))
     }
 

@@ -614,3 +614,24 @@ fn f64_subnormal_results() {
     let subn = (0..N).filter(|&i| f64::from_bits(got[0][i]).is_subnormal()).count();
     assert!(subn > N / 8, "only {subn} subnormal quotients");
 }
+
+/// The context's subnormal probe agrees with what kernels do.
+#[test]
+fn subnormal_probe_agrees() {
+    let info = sem::ctx().info();
+    // 2^-1000 and 2^-1060 (subnormal).
+    let a = vec![2f64.powi(-1000).to_bits(), 1 << 14];
+    let b = vec![2f64.powi(-50).to_bits(), 3f64.to_bits()];
+    let ins = [(T::F64, a.clone()), (T::F64, b.clone())];
+    let got = run(&ins, &[T::B64], "mul.rn.f64 out0, in0, in1;");
+    let want: Vec<u64> = (0..2).map(|i| (f64::from_bits(a[i]) * f64::from_bits(b[i])).to_bits()).collect();
+    assert_eq!(got[0] == want, info.keeps_f64_subnormals, "f64 {:x?} vs {:x?}", got[0], want);
+    // 2^-100 and 2^-140 (subnormal).
+    let c = vec![2f32.powi(-100).to_bits() as u64, 1 << 9];
+    let d = vec![2f32.powi(-30).to_bits() as u64, 3f32.to_bits() as u64];
+    let ins = [(T::F32, c.clone()), (T::F32, d.clone())];
+    let got = run(&ins, &[T::B32], "mul.rn.f32 out0, in0, in1;");
+    let want: Vec<u64> =
+        (0..2).map(|i| (f32::from_bits(c[i] as u32) * f32::from_bits(d[i] as u32)).to_bits() as u64).collect();
+    assert_eq!(got[0] == want, info.keeps_f32_subnormals, "f32 {:x?} vs {:x?}", got[0], want);
+}
