@@ -62,6 +62,9 @@ impl Context {
             device,
         };
         inner.info.emulate_fma = crate::probe::needs_fma_emulation(&inner);
+        if inner.info.supports_f64 {
+            (inner.info.keeps_f32_subnormals, inner.info.keeps_f64_subnormals) = crate::probe::keeps_subnormals(&inner);
+        }
         Ok(Context(Arc::new(inner)))
     }
 
@@ -412,6 +415,8 @@ impl ContextInner {
             emulate_fma,
             float_atomics: self.info.supports_buffer_f32_atomic_add,
             warp_path,
+            denorm_preserve_f32: self.info.denorm_preserve_f32,
+            denorm_preserve_f64: self.info.denorm_preserve_f64,
         }
     }
 

@@ -335,6 +335,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     }
 
     let mut entries = Vec::new();
+    let mut entry_fids = Vec::new();
     // Resolve scopes, then plan every function with a body.
     let functions: Vec<&ast::Function> = module
         .items
@@ -444,6 +445,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.scratch_var);
                 iface.extend(e.warp.interface());
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
+                entry_fids.push(fid);
             }
             Err(ds) => {
                 errors.extend(ds);
@@ -472,6 +474,25 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     if !errors.is_empty() {
         errors.sort_by_key(|d| d.span.start);
         return Err(errors);
+    }
+    // Keep subnormals where the device can be asked to (SPIR-V 1.4 float
+    // controls): f32 always (`.ftz` flushes explicitly), f64 when used.
+    let uses_f64 =
+        e.b.module_ref()
+            .capabilities
+            .iter()
+            .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float64))));
+    let widths: Vec<u32> = [(32, opts.denorm_preserve_f32), (64, opts.denorm_preserve_f64 && uses_f64)]
+        .into_iter()
+        .filter_map(|(w, on)| on.then_some(w))
+        .collect();
+    if !widths.is_empty() {
+        e.cap(Capability::DenormPreserve);
+        for &fid in &entry_fids {
+            for &w in &widths {
+                e.b.execution_mode(fid, spirv::ExecutionMode::DenormPreserve, [w]);
+            }
+        }
     }
     let words = {
         use rspirv::binary::Assemble;
