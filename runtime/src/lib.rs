@@ -22,6 +22,7 @@ pub mod instance;
 mod memory;
 mod module;
 mod pipeline;
+mod printf;
 mod probe;
 mod stream;
 mod warp;
