@@ -7,7 +7,9 @@ nvidia-nvjitlink (with it numba links cubins, which this driver cannot run).
 Exits non-zero on the first mismatch; prints one line per check.
 """
 import math
+import os
 import sys
+import tempfile
 
 import numpy as np
 from numba import cuda, float32, int32
@@ -56,6 +58,28 @@ def apply_poly_2d(a, out):
         out[r, c] = poly(a[r, c]) + math.sqrt(abs(a[r, c]))
 
 
+@cuda.jit
+def say(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        print("elem", i, x[i], -3)
+
+
+def captured_stdout(run):
+    """What `run()` writes to file descriptor 1 (kernel output goes there, not to sys.stdout)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 1)
+        try:
+            run()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        f.seek(0)
+        return f.read().decode()
+
+
 def check(name, ok):
     print("%-28s %s" % (name, "ok" if ok else "FAILED"))
     if not ok:
@@ -93,6 +117,14 @@ def main():
     saxpy[(n + 255) // 256, 256, stream](np.float32(-1.0), dx, dx, dx)
     stream.synchronize()
     check("stream launch", np.allclose(dx.copy_to_host(), np.zeros_like(x)))
+    v = np.array([0.5, -1.25, 3.0, 1e-3, 7.0], np.float32)
+    dv = cuda.to_device(v)
+    text = captured_stdout(lambda: (say[1, 8](dv), cuda.synchronize()))
+    want = sorted("elem %d %f -3\n" % (i, float(e)) for i, e in enumerate(v))
+    got = sorted(text.splitlines(keepends=True))
+    if got != want:
+        print("print() output:", repr(text), "expected (any order):", want)
+    check("print() in a kernel", got == want)
     print("numba smoke: all passed")
 
 
