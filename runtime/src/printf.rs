@@ -331,11 +331,7 @@ fn exp_parts(x: f64, p: usize) -> (String, i32) {
 fn general(x: f64, p: usize, alt: bool) -> String {
     let p = p.max(1);
     let (_, e) = exp_parts(x, p - 1);
-    let mut t = if e < -4 || e >= p as i32 {
-        exp(x, p - 1, alt)
-    } else {
-        fixed(x, (p as i32 - 1 - e) as usize, alt)
-    };
+    let mut t = if e < -4 || e >= p as i32 { exp(x, p - 1, alt) } else { fixed(x, (p as i32 - 1 - e) as usize, alt) };
     if !alt {
         // Drop trailing zeros of the fraction (and a bare point).
         let (num, tail) = match t.find('e') {
@@ -420,14 +416,13 @@ pub(crate) enum Record {
 /// holds `used` bytes, or fewer when records were dropped).
 pub(crate) fn records(data: &[u8]) -> Vec<Record> {
     let u32_at = |o: usize| data.get(o..o + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-    let u64_at = |o: usize| {
-        data.get(o..o + 8).map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-    };
+    let u64_at =
+        |o: usize| data.get(o..o + 8).map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
     let mut out = Vec::new();
     let mut at = 0usize;
     while let (Some(size), Some(kind), Some(ptr)) = (u32_at(at), u32_at(at + 4), u64_at(at + 8)) {
         let size = size as usize;
-        if size < pf::RECORD_HEADER_BYTES as usize || size % 8 != 0 || at + size > data.len() {
+        if size < pf::RECORD_HEADER_BYTES as usize || !size.is_multiple_of(8) || at + size > data.len() {
             break;
         }
         let payload = &data[at + pf::RECORD_HEADER_BYTES as usize..at + size];

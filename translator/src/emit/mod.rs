@@ -479,7 +479,13 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         use rspirv::binary::Assemble;
         e.b.module().assemble()
     };
-    Ok((words, ModuleInfo { entries, globals, global_data_bytes: data_bytes, trap_offset: e.trap_offset,
+    Ok((
+        words,
+        ModuleInfo {
+            entries,
+            globals,
+            global_data_bytes: data_bytes,
+            trap_offset: e.trap_offset,
             printf_offset: e.printf_offset,
         },
     ))
