@@ -29,6 +29,54 @@ struct State {
     trap_words: Vec<(u64, String)>,
     /// Kernel printf output (see [`crate::printf`]).
     printf: PrintfState,
+    /// Device timestamps of [`Context::record_timestamp`].
+    timestamps: Timestamps,
+}
+
+/// A query pool of device timestamps and the slots in use.
+#[derive(Default)]
+struct Timestamps {
+    pool: Option<QueryPool>,
+    /// Unused slots.
+    free: Vec<u32>,
+    /// Slots written by queued work, not read back yet.
+    pending: Vec<(u32, Arc<Mutex<Stamp>>)>,
+}
+
+/// Slots of the timestamp query pool.
+const TIMESTAMP_SLOTS: u32 = 256;
+
+struct QueryPool {
+    raw: vk::QueryPool,
+    device: Arc<Device>,
+}
+
+impl Drop for QueryPool {
+    fn drop(&mut self) {
+        // SAFETY: the pool is ours; the stream (dropped before it, see
+        // `State`) has waited for the work that writes it.
+        unsafe { self.device.raw.destroy_query_pool(self.raw, None) };
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Stamp {
+    /// To be written by queued work.
+    Pending,
+    /// Device time in ticks of `timestampPeriod`.
+    Device(u64),
+    /// Host time, on devices without timestamps.
+    Host(std::time::Instant),
+}
+
+/// A point in a context's command stream (see [`Context::record_timestamp`]).
+#[derive(Clone, Debug)]
+pub struct Timestamp(Arc<Mutex<Stamp>>);
+
+impl Timestamp {
+    fn get(&self) -> Stamp {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The printf FIFO of a context.
@@ -72,6 +120,7 @@ impl Context {
                 readback: Readback::default(),
                 trap_words: Vec::new(),
                 printf: PrintfState { fifo: None, limit: abi::printf::DEFAULT_FIFO_BYTES, capture: None },
+                timestamps: Timestamps::default(),
             }),
             info: device.info.clone(),
             device,
@@ -201,6 +250,19 @@ impl Context {
         self.0.check_traps()
     }
 
+    /// Queues a timestamp behind the work queued so far: the device's clock
+    /// when that work has finished (`vkCmdWriteTimestamp`), or, on devices
+    /// whose queue has no timestamps, the host clock after waiting for it.
+    pub fn record_timestamp(&self) -> Result<Timestamp> {
+        self.0.record_timestamp()
+    }
+
+    /// Milliseconds from `start` to `end` (negative when `end` came first),
+    /// waiting for the work before them if needed.
+    pub fn elapsed_ms(&self, start: &Timestamp, end: &Timestamp) -> Result<f64> {
+        self.0.elapsed_ms(start, end)
+    }
+
     /// Size of the kernel printf FIFO in bytes (`CU_LIMIT_PRINTF_FIFO_SIZE`,
     /// 1 MiB by default). Records that do not fit are dropped.
     pub fn printf_fifo_size(&self) -> u64 {
@@ -284,6 +346,77 @@ impl ContextInner {
         // State stays consistent across a panic in a caller's thread (every
         // mutation completes before anything that can panic), so ignore poisoning.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record_timestamp(&self) -> Result<Timestamp> {
+        let mut st = self.lock();
+        st.stream.check()?;
+        if self.info.timestamp_period_ns.is_none() {
+            st.stream.flush()?;
+            return Ok(Timestamp(Arc::new(Mutex::new(Stamp::Host(std::time::Instant::now())))));
+        }
+        if st.timestamps.pool.is_none() {
+            let info =
+                vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(TIMESTAMP_SLOTS);
+            // SAFETY: a valid create info; the pool is destroyed by `QueryPool::drop`.
+            let raw = unsafe { self.device.raw.create_query_pool(&info, None) }.map_err(crate::error::map_create)?;
+            st.timestamps.pool = Some(QueryPool { raw, device: self.device.clone() });
+            st.timestamps.free = (0..TIMESTAMP_SLOTS).rev().collect();
+        }
+        if st.timestamps.free.is_empty() {
+            st.stream.flush()?;
+            self.resolve_timestamps(&mut st);
+        }
+        let (Some(slot), Some(pool)) = (st.timestamps.free.pop(), st.timestamps.pool.as_ref().map(|p| p.raw)) else {
+            return Err(Error::OutOfMemory);
+        };
+        st.stream.maybe_flush()?;
+        let cmd = st.stream.begin_command()?;
+        // SAFETY: `cmd` is recording outside any render pass; `slot` is a
+        // query of the pool that no queued work uses (it was free).
+        unsafe {
+            self.device.raw.cmd_reset_query_pool(cmd, pool, slot, 1);
+            self.device.raw.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, slot);
+        }
+        let cell = Arc::new(Mutex::new(Stamp::Pending));
+        st.timestamps.pending.push((slot, cell.clone()));
+        Ok(Timestamp(cell))
+    }
+
+    /// Reads back the timestamps of completed work (the stream is idle).
+    fn resolve_timestamps(&self, st: &mut State) {
+        let Some(pool) = st.timestamps.pool.as_ref().map(|p| p.raw) else {
+            return;
+        };
+        for (slot, cell) in std::mem::take(&mut st.timestamps.pending) {
+            let mut v = [0u64; 1];
+            // SAFETY: the work that wrote the slot has completed (callers
+            // flushed the stream); one 64-bit result fits `v`.
+            let r =
+                unsafe { self.device.raw.get_query_pool_results(pool, slot, &mut v, vk::QueryResultFlags::TYPE_64) };
+            // A slot the device never wrote (its batch failed) reads as 0.
+            let ticks = if r.is_ok() { v[0] } else { 0 };
+            *cell.lock().unwrap_or_else(|p| p.into_inner()) = Stamp::Device(ticks);
+            st.timestamps.free.push(slot);
+        }
+    }
+
+    fn elapsed_ms(&self, start: &Timestamp, end: &Timestamp) -> Result<f64> {
+        if matches!(start.get(), Stamp::Pending) || matches!(end.get(), Stamp::Pending) {
+            let mut st = self.lock();
+            st.stream.flush()?;
+            self.resolve_timestamps(&mut st);
+        }
+        match (start.get(), end.get()) {
+            (Stamp::Device(a), Stamp::Device(b)) => {
+                let period = self.info.timestamp_period_ns.unwrap_or(1.0);
+                Ok((b as i128 - a as i128) as f64 * period / 1e6)
+            }
+            (Stamp::Host(a), Stamp::Host(b)) => {
+                Ok(if b >= a { (b - a).as_secs_f64() * 1e3 } else { -((a - b).as_secs_f64() * 1e3) })
+            }
+            _ => Err(Error::InvalidValue("the timestamps are not from the same context".into())),
+        }
     }
 
     /// The device address of the printf FIFO, created on first use.

@@ -27,7 +27,7 @@ mod probe;
 mod stream;
 mod warp;
 
-pub use context::Context;
+pub use context::{Context, Timestamp};
 pub use device::{DeviceInfo, PciBusInfo};
 pub use error::{Error, Result};
 pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};
