@@ -91,6 +91,8 @@ struct PrintfState {
 
 pub(crate) struct ContextInner {
     state: Mutex<State>,
+    /// Whether mapped memory has the same host and device address (see [`Context::alloc_managed`]).
+    managed: std::sync::OnceLock<bool>,
     info: DeviceInfo,
     device: Arc<Device>,
 }
@@ -114,6 +116,7 @@ impl Context {
         let device = Device::new(selector)?;
         let stream = Stream::new(&device)?;
         let mut inner = ContextInner {
+            managed: std::sync::OnceLock::new(),
             state: Mutex::new(State {
                 stream,
                 table: AllocationTable::default(),
@@ -148,6 +151,35 @@ impl Context {
     /// valid until then.
     pub fn alloc_mapped(&self, bytes: u64) -> Result<(u64, *mut u8)> {
         self.0.alloc_mapped(bytes)
+    }
+
+    /// Allocates managed memory: `bytes` of host-visible memory whose device
+    /// address is also its host address, so one pointer serves the host and
+    /// kernels (CUDA's `cuMemAllocManaged`). The host sees device writes
+    /// after a synchronisation. Only possible where the Vulkan driver maps
+    /// memory at its device address (CPU implementations such as lavapipe);
+    /// elsewhere [`Error::Unsupported`] (see [`Context::supports_managed`]).
+    /// Freed with [`Context::free`].
+    pub fn alloc_managed(&self, bytes: u64) -> Result<u64> {
+        let (device, host) = self.0.alloc_mapped(bytes)?;
+        if device != host as u64 {
+            let _ = self.0.free(device);
+            return Err(Error::Unsupported(
+                "managed memory: this device's addresses differ from the host addresses of the same memory".into(),
+            ));
+        }
+        Ok(device)
+    }
+
+    /// Whether [`Context::alloc_managed`] works on this device (probed once).
+    pub fn supports_managed(&self) -> bool {
+        *self.0.managed.get_or_init(|| match self.alloc_managed(4096) {
+            Ok(d) => {
+                let _ = self.0.free(d);
+                true
+            }
+            Err(_) => false,
+        })
     }
 
     /// Frees the allocation based at `addr` (after queued work that may use it).
