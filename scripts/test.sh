@@ -12,3 +12,9 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace
+# The real clients (numba-cuda, cuda-python, cuda.h programs) through the
+# built libcuda.so.1, in a virtual environment with pinned versions (needs
+# PyPI; PTXVK_SKIP_CLIENTS=1 skips them offline).
+if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 ]]; then
+    libcuda/tests/clients/run.sh
+fi

@@ -93,14 +93,16 @@ fn stack_top() -> Option<usize> {
 /// The calling thread's current context.
 ///
 /// `CUDA_ERROR_NOT_INITIALIZED` before `cuInit`; `CUDA_ERROR_INVALID_CONTEXT`
-/// when no context is current or the current one has been destroyed.
+/// when no context is current; `CUDA_ERROR_CONTEXT_IS_DESTROYED` when the
+/// current one has been destroyed (`cuCtxDestroy`, or the last release of a
+/// primary context), as `cuda.h` documents that code.
 pub fn current() -> CuResult<Arc<ContextObj>> {
     driver::driver()?;
     let top = stack_top()
         .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because("no context is current on this thread"))?;
     CONTEXTS
         .get(top as Handle)
-        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because("the current context has been destroyed"))
+        .ok_or_else(|| CuError::CUDA_ERROR_CONTEXT_IS_DESTROYED.because("the current context has been destroyed"))
 }
 
 /// The live context `ctx`; `CUDA_ERROR_INVALID_CONTEXT` otherwise (the

@@ -18,7 +18,8 @@
 //!
 //! # Environment
 //! - `PTXVK_CC`: compute capability to report, e.g. `8.6` (default `8.0`).
-//! - `PTXVK_TRACE=1`: report every failing call on stderr with its reason.
+//! - `PTXVK_TRACE=1`: report every failing call on stderr with its reason;
+//!   `PTXVK_TRACE=2`: every call.
 //! - `PTXVK_DEVICE`: which Vulkan device is ordinal 0 (see the runtime).
 //!
 //! # Entry points

@@ -201,24 +201,35 @@ impl From<ptxvk_runtime::Error> for CuError {
     }
 }
 
-/// Whether `PTXVK_TRACE` asks for failing calls to be reported on stderr.
-fn tracing() -> bool {
-    static TRACE: OnceLock<bool> = OnceLock::new();
-    *TRACE.get_or_init(|| std::env::var_os("PTXVK_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
+/// The `PTXVK_TRACE` level: 0 reports nothing, 1 every failing call, 2 (or
+/// more) every call.
+fn trace_level() -> u8 {
+    static TRACE: OnceLock<u8> = OnceLock::new();
+    *TRACE.get_or_init(|| match std::env::var("PTXVK_TRACE") {
+        Ok(v) if v.is_empty() || v == "0" => 0,
+        Ok(v) => v.trim().parse::<u8>().unwrap_or(1).max(1),
+        Err(_) => 0,
+    })
 }
 
 /// Runs an entry point's body and returns its `CUresult`.
 ///
 /// A panic is caught here (it would be undefined behaviour to unwind into C)
 /// and reported as `CUDA_ERROR_UNKNOWN`. With `PTXVK_TRACE=1` in the
-/// environment every failing call is reported on stderr with its reason.
+/// environment every failing call is reported on stderr with its reason;
+/// with `PTXVK_TRACE=2` every successful call is named too.
 pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
     // Stale detail from an earlier call must not be reported for this one.
     let _ = take_detail();
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => CUDA_SUCCESS,
+        Ok(Ok(())) => {
+            if trace_level() >= 2 {
+                eprintln!("ptxvk: {name}: CUDA_SUCCESS");
+            }
+            CUDA_SUCCESS
+        }
         Ok(Err(err)) => {
-            if tracing() {
+            if trace_level() >= 1 {
                 match take_detail() {
                     Some(why) => eprintln!("ptxvk: {name}: {err:?}: {why}"),
                     None => eprintln!("ptxvk: {name}: {err:?}"),

@@ -202,7 +202,7 @@ fn primary_context() {
     check(api, cu!(api.cuDevicePrimaryCtxRelease_v2(0)), "release again");
     assert_eq!(cu!(api.cuDevicePrimaryCtxRelease_v2(0)), code::INVALID_CONTEXT, "over-release");
     // The thread's current context is gone with it.
-    assert_eq!(cu!(api.cuMemAlloc_v2(&mut dptr, 256)), code::INVALID_CONTEXT);
+    assert_eq!(cu!(api.cuMemAlloc_v2(&mut dptr, 256)), code::CONTEXT_IS_DESTROYED);
     check(api, cu!(api.cuCtxSetCurrent(std::ptr::null_mut())), "clear current");
 }
 

@@ -104,7 +104,7 @@ fn primary_context_lifecycle() {
             check(api, cu!(api.cuDevicePrimaryCtxGetState(0, &mut flags, &mut active)), "state");
             assert_eq!(active, 0, "inactive after the last release");
             assert_eq!(cu!(api.cuDevicePrimaryCtxRelease_v2(0)), code::INVALID_CONTEXT, "over-release");
-            assert_eq!(cu!(api.cuCtxSynchronize()), code::INVALID_CONTEXT, "destroyed while current");
+            assert_eq!(cu!(api.cuCtxSynchronize()), code::CONTEXT_IS_DESTROYED, "destroyed while current");
         }
         check(api, cu!(api.cuDevicePrimaryCtxSetFlags_v2(0, 0)), "flags back");
         let null_u: *mut c_uint = std::ptr::null_mut();

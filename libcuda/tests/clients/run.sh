@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs the real-client smoke tests (numba-cuda, cuda-python) against the
-# built libcuda.so.1. Creates (or reuses) a virtual environment with the
-# clients; needs PyPI. Not part of `cargo test`.
+# Runs the real-client tests against the built libcuda.so.1: numba-cuda
+# `@cuda.jit` kernels (test_numba.py), cuda-python and NVRTC + cuda.core
+# (test_cuda_python.py), and C programs compiled against NVIDIA's cuda.h
+# (test_c_programs.py, c/*.c). Creates (or reuses) a virtual environment with
+# the pinned clients of requirements.txt; needs PyPI the first time.
 #
-#   libcuda/tests/clients/run.sh [--suite]
+#   libcuda/tests/clients/run.sh [--suite] [pytest args...]
 #
-# --suite also runs numba-cuda's own test suite (numba.cuda.tests.cudapy;
-# hours on lavapipe) and prints its pass count.
+# --suite instead runs numba-cuda's own test suite (numba.cuda.tests.cudapy;
+# an hour or more on lavapipe) and prints its pass count.
 # Environment: PTXVK_CLIENT_VENV (default /tmp/ptxvk-client-venv).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,10 +18,12 @@ venv="${PTXVK_CLIENT_VENV:-/tmp/ptxvk-client-venv}"
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
-# nvidia-nvvm gives numba libnvvm; nvidia-nvjitlink must stay out (numba
-# would link cubins, which this driver cannot run).
-"$venv/bin/pip" install -q numba-cuda cuda-python nvidia-nvvm nvidia-cuda-nvrtc \
-    pytest filecheck ml_dtypes cffi >&2
+stamp="$venv/.ptxvk-requirements"
+if ! cmp -s "$here/requirements.txt" "$stamp"; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/requirements.txt" >&2
+    cp "$here/requirements.txt" "$stamp"
+fi
+# nvidia-nvjitlink must stay out: with it numba links cubins.
 "$venv/bin/pip" uninstall -q -y nvidia-nvjitlink pynvjitlink >/dev/null 2>&1 || true
 
 libdir="$("$root/libcuda/build-libcuda.sh")"
@@ -28,14 +32,14 @@ if [[ -z "${VK_ICD_FILENAMES:-}" && -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.js
     export VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
 fi
 
-echo "== numba-cuda smoke test =="
-"$venv/bin/python" "$here/numba_smoke.py"
-echo "== cuda-python smoke test =="
-"$venv/bin/python" "$here/cuda_python_smoke.py"
-
+cd /tmp
+export NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0
 if [[ "${1:-}" == "--suite" ]]; then
+    shift
     echo "== numba-cuda test suite (numba.cuda.tests.cudapy) =="
-    cd /tmp
     PYTHONPATH="$here" "$venv/bin/python" -m pytest -q --import-mode=importlib -p no:cacheprovider \
-        -p numba_suite_plugin --pyargs numba.cuda.tests.cudapy || true
+        -p numba_suite_plugin --pyargs numba.cuda.tests.cudapy "$@" || true
+    exit 0
 fi
+echo "== real clients: numba-cuda, cuda-python, cuda.h programs =="
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning "$@" "$here"

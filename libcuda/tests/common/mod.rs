@@ -18,6 +18,7 @@ pub mod code {
     pub const INVALID_DEVICE: u32 = 101;
     pub const INVALID_IMAGE: u32 = 200;
     pub const INVALID_CONTEXT: u32 = 201;
+    pub const CONTEXT_IS_DESTROYED: u32 = 709;
     pub const INVALID_PTX: u32 = 218;
     pub const FILE_NOT_FOUND: u32 = 301;
     pub const INVALID_HANDLE: u32 = 400;

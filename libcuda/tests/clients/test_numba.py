@@ -1,0 +1,509 @@
+"""numba-cuda `@cuda.jit` kernels on ptxvk's libcuda.so.1 (run by run.sh).
+
+Every kernel runs on the device the shim picks (lavapipe in CI) and is checked
+against numpy on the host. Inputs are random with fixed seeds; outputs are
+poisoned first so an element a kernel failed to write is caught.
+"""
+import math
+
+import numpy as np
+import pytest
+from numba import cuda, float32, float64, int32, int64, uint32
+
+RNG_SEED = 20261129
+
+
+def rng(k=0):
+    return np.random.default_rng(RNG_SEED + k)
+
+
+def poisoned(shape, dtype):
+    """A device array full of a value no kernel below computes."""
+    host = np.empty(shape, dtype)
+    if np.issubdtype(dtype, np.floating):
+        host.fill(np.nan)
+    else:
+        host.fill(np.iinfo(dtype).max - 7)
+    return cuda.to_device(host)
+
+
+# --- device arrays, 1-D grids -------------------------------------------------
+
+@cuda.jit
+def saxpy(a, x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+
+def test_device_info():
+    dev = cuda.get_current_device()
+    assert dev.compute_capability >= (7, 0)
+    assert dev.WARP_SIZE == 32
+    assert dev.MAX_THREADS_PER_BLOCK >= 256
+    free, total = cuda.current_context().get_memory_info()
+    assert 0 < free <= total
+
+
+def test_saxpy_f32():
+    n = 100_003
+    x = rng(1).standard_normal(n).astype(np.float32)
+    y = rng(2).standard_normal(n).astype(np.float32)
+    out = poisoned(n, np.float32)
+    saxpy[(n + 255) // 256, 256](np.float32(2.5), cuda.to_device(x), cuda.to_device(y), out)
+    # fma or mul+add: both are within one rounding of the exact result.
+    np.testing.assert_allclose(out.copy_to_host(), np.float32(2.5) * x + y, rtol=2e-7, atol=1e-6)
+
+
+def test_saxpy_f64_exact():
+    n = 4099
+    x = rng(3).standard_normal(n)
+    y = rng(4).standard_normal(n)
+    out = poisoned(n, np.float64)
+    saxpy[(n + 127) // 128, 128](-0.5, cuda.to_device(x), cuda.to_device(y), out)
+    # -0.5 * x is exact, so fused or not the result is the rounded sum.
+    assert np.array_equal(out.copy_to_host(), -0.5 * x + y)
+
+
+@cuda.jit
+def int_ops(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        x = a[i]
+        y = b[i]
+        out[i, 0] = x + y
+        out[i, 1] = x * y
+        out[i, 2] = x // y if y != 0 else 0
+        out[i, 3] = x % y if y != 0 else 0
+        out[i, 4] = x ^ (y << 3)
+        out[i, 5] = x >> 5
+        out[i, 6] = min(x, y)
+        out[i, 7] = max(x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_integer_ops(dtype):
+    n = 3000
+    info = np.iinfo(dtype)
+    lo, hi = (max(info.min, -(1 << 20)), min(info.max, 1 << 20))
+    a = rng(5).integers(lo, hi, n, dtype=dtype)
+    b = rng(6).integers(lo, hi, n, dtype=dtype)
+    b[::17] = 0
+    out = poisoned((n, 8), dtype)
+    int_ops[(n + 63) // 64, 64](cuda.to_device(a), cuda.to_device(b), out)
+    got = out.copy_to_host()
+    with np.errstate(all="ignore"):
+        nz = np.where(b != 0, b, 1)
+        # Python's floor division and modulo, as numba compiles them.
+        exp = [a + b, a * b, np.where(b != 0, a // nz, 0), np.where(b != 0, a % nz, 0),
+               a ^ (b << dtype(3)), a >> dtype(5), np.minimum(a, b), np.maximum(a, b)]
+    for k, e in enumerate(exp):
+        assert np.array_equal(got[:, k], e.astype(dtype)), k
+
+
+# --- shared memory, barriers, atomics ----------------------------------------
+
+@cuda.jit
+def block_sum(x, out):
+    tmp = cuda.shared.array(256, dtype=float32)
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    tmp[t] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    s = 128
+    while s > 0:
+        if t < s:
+            tmp[t] += tmp[t + s]
+        cuda.syncthreads()
+        s //= 2
+    if t == 0:
+        out[cuda.blockIdx.x] = tmp[0]
+
+
+def test_shared_reduction():
+    n = 256 * 37 - 5
+    x = rng(7).integers(-1000, 1000, n).astype(np.float32)
+    blocks = (n + 255) // 256
+    out = poisoned(blocks, np.float32)
+    block_sum[blocks, 256](cuda.to_device(x), out)
+    padded = np.zeros(blocks * 256, np.float32)
+    padded[:n] = x
+    # Small integers: every partial sum is exact.
+    assert np.array_equal(out.copy_to_host(), padded.reshape(blocks, 256).sum(axis=1))
+
+
+@cuda.jit
+def dyn_shared_reverse(x, out):
+    buf = cuda.shared.array(0, dtype=int32)
+    t = cuda.threadIdx.x
+    base = cuda.blockIdx.x * cuda.blockDim.x
+    buf[t] = x[base + t]
+    cuda.syncthreads()
+    out[base + t] = buf[cuda.blockDim.x - 1 - t]
+
+
+def test_dynamic_shared():
+    bs, blocks = 96, 11
+    x = rng(8).integers(-(1 << 30), 1 << 30, bs * blocks).astype(np.int32)
+    out = poisoned(bs * blocks, np.int32)
+    dyn_shared_reverse[blocks, bs, 0, bs * 4](cuda.to_device(x), out)
+    assert np.array_equal(out.copy_to_host(), x.reshape(blocks, bs)[:, ::-1].ravel())
+
+
+@cuda.jit
+def histogram(x, bins):
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(bins, x[i] % bins.size, 1)
+
+
+@cuda.jit
+def atomics(x, res):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        cuda.atomic.max(res, 0, v)
+        cuda.atomic.min(res, 1, v)
+        cuda.atomic.and_(res, 2, v | 0x10000)
+        cuda.atomic.or_(res, 3, v & 0xFF)
+        cuda.atomic.xor(res, 4, v)
+        cuda.atomic.add(res, 5, v & 1)
+        cuda.atomic.exch(res, 6, 77)
+
+
+@cuda.jit
+def float_atomics(x, res):
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(res, 0, x[i])
+        cuda.atomic.max(res, 1, x[i])
+        cuda.atomic.min(res, 2, x[i])
+
+
+@cuda.jit
+def cas_counter(flags, out):
+    i = cuda.grid(1)
+    if i < flags.size:
+        # Each thread claims the first free slot with compare-and-swap.
+        j = 0
+        while cuda.atomic.compare_and_swap(flags[j:j + 1], 0, i + 1) != 0:
+            j += 1
+        out[i] = j
+
+
+def test_atomic_histogram():
+    data = rng(9).integers(0, 1 << 20, 50_000).astype(np.int32)
+    bins = cuda.to_device(np.zeros(16, np.int32))
+    histogram[(data.size + 127) // 128, 128](cuda.to_device(data), bins)
+    assert np.array_equal(bins.copy_to_host(), np.bincount(data % 16, minlength=16))
+
+
+def test_integer_atomics():
+    x = rng(10).integers(0, 1 << 31, 10_000).astype(np.uint32)
+    init = np.array([0, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0, 0, 0], np.uint32)
+    res = cuda.to_device(init)
+    atomics[(x.size + 255) // 256, 256](cuda.to_device(x), res)
+    got = res.copy_to_host()
+    assert got[0] == x.max() and got[1] == x.min()
+    assert got[2] == np.bitwise_and.reduce(x | 0x10000)
+    assert got[3] == np.bitwise_or.reduce(x & 0xFF)
+    assert got[4] == np.bitwise_xor.reduce(x)
+    assert got[5] == (x & 1).sum() and got[6] == 77
+
+
+def test_float_atomics():
+    x = rng(11).integers(-4000, 4000, 20_000).astype(np.float64) / 8.0
+    res = cuda.to_device(np.array([0.0, -np.inf, np.inf]))
+    float_atomics[(x.size + 255) // 256, 256](cuda.to_device(x), res)
+    got = res.copy_to_host()
+    # Multiples of 1/8 below 2^12: every order of additions is exact.
+    assert got[0] == x.sum() and got[1] == x.max() and got[2] == x.min()
+
+
+def test_compare_and_swap():
+    n = 300
+    flags = cuda.to_device(np.zeros(n, np.int32))
+    out = poisoned(n, np.int32)
+    cas_counter[(n + 63) // 64, 64](flags, out)
+    slots = out.copy_to_host()
+    assert sorted(slots) == list(range(n))
+    owners = flags.copy_to_host()
+    assert np.array_equal(owners[slots], np.arange(n) + 1)
+
+
+# --- device functions, math, 2-D and 3-D grids, local arrays ---------------
+
+@cuda.jit(device=True)
+def poly(v):
+    return v * v + 2.0 * v + 1.0
+
+
+@cuda.jit
+def apply_poly_2d(a, out):
+    r, c = cuda.grid(2)
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = poly(a[r, c]) + math.sqrt(abs(a[r, c]))
+
+
+def test_device_function_2d_grid():
+    a = rng(12).standard_normal((70, 90)).astype(np.float32)
+    o = poisoned(a.shape, np.float32)
+    apply_poly_2d[(5, 6), (16, 16)](cuda.to_device(a), o)
+    np.testing.assert_allclose(o.copy_to_host(), a * a + 2 * a + 1 + np.sqrt(np.abs(a)), rtol=1e-5, atol=1e-5)
+
+
+@cuda.jit
+def grid3d(out):
+    x, y, z = cuda.grid(3)
+    if x < out.shape[2] and y < out.shape[1] and z < out.shape[0]:
+        out[z, y, x] = x + 1000 * y + 1000000 * z
+
+
+def test_3d_grid():
+    out = poisoned((5, 9, 13), np.int32)
+    grid3d[(2, 3, 3), (8, 4, 2)](out)
+    z, y, x = np.indices((5, 9, 13))
+    assert np.array_equal(out.copy_to_host(), x + 1000 * y + 1000000 * z)
+
+
+@cuda.jit
+def math_f64(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = math.sin(v)
+        out[i, 1] = math.cos(v)
+        out[i, 2] = math.exp(v)
+        out[i, 3] = math.log(abs(v) + 1e-3)
+        out[i, 4] = math.tanh(v)
+        out[i, 5] = math.atan2(v, 0.5)
+        out[i, 6] = math.pow(abs(v), 1.5)
+        out[i, 7] = math.sqrt(abs(v))
+        out[i, 8] = math.floor(v) + math.ceil(v)
+        out[i, 9] = math.erf(v)
+
+
+@cuda.jit
+def math_f32(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = math.sin(v)
+        out[i, 1] = math.cos(v)
+        out[i, 2] = math.exp(v)
+        out[i, 3] = math.log(abs(v) + float32(1e-3))
+        out[i, 4] = math.tanh(v)
+        out[i, 5] = math.atan2(v, float32(0.5))
+        out[i, 6] = math.pow(abs(v), float32(1.5))
+        out[i, 7] = math.sqrt(abs(v))
+        out[i, 8] = math.floor(v) + math.ceil(v)
+        out[i, 9] = math.erf(v)
+
+
+def reference_math(v):
+    import math as m
+    f = np.vectorize
+    return np.stack([np.sin(v), np.cos(v), np.exp(v), np.log(np.abs(v) + 1e-3), np.tanh(v), np.arctan2(v, 0.5),
+                     np.abs(v) ** 1.5, np.sqrt(np.abs(v)), np.floor(v) + np.ceil(v), f(m.erf)(v)], axis=1)
+
+
+def test_math_f64():
+    x = rng(13).uniform(-20, 20, 4000)
+    out = poisoned((x.size, 10), np.float64)
+    math_f64[(x.size + 127) // 128, 128](cuda.to_device(x), out)
+    # libdevice's double functions are within a few ulp.
+    np.testing.assert_allclose(out.copy_to_host(), reference_math(x), rtol=1e-14, atol=1e-15)
+
+
+def test_math_f32():
+    x = rng(14).uniform(-20, 20, 4000).astype(np.float32)
+    out = poisoned((x.size, 10), np.float32)
+    math_f32[(x.size + 127) // 128, 128](cuda.to_device(x), out)
+    np.testing.assert_allclose(out.copy_to_host(), reference_math(x.astype(np.float64)), rtol=3e-6, atol=3e-6)
+
+
+@cuda.jit
+def local_sort(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        buf = cuda.local.array(16, dtype=int64)
+        for k in range(16):
+            buf[k] = x[i, k]
+        for a in range(16):
+            for b in range(15 - a):
+                if buf[b] > buf[b + 1]:
+                    buf[b], buf[b + 1] = buf[b + 1], buf[b]
+        for k in range(16):
+            out[i, k] = buf[k]
+
+
+def test_local_array():
+    x = rng(15).integers(-(1 << 40), 1 << 40, (500, 16))
+    out = poisoned(x.shape, np.int64)
+    local_sort[(500 + 63) // 64, 64](cuda.to_device(x), out)
+    assert np.array_equal(out.copy_to_host(), np.sort(x, axis=1))
+
+
+CONSTS = np.arange(64, dtype=np.float64) * 0.5 - 3.0
+
+
+@cuda.jit
+def use_const(idx, out):
+    c = cuda.const.array_like(CONSTS)
+    i = cuda.grid(1)
+    if i < idx.size:
+        out[i] = c[idx[i]] * 2.0
+
+
+def test_const_array():
+    idx = rng(16).integers(0, 64, 1000).astype(np.int32)
+    out = poisoned(idx.size, np.float64)
+    use_const[8, 128](cuda.to_device(idx), out)
+    assert np.array_equal(out.copy_to_host(), CONSTS[idx] * 2.0)
+
+
+@cuda.jit
+def complex_mul(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] * b[i] + 1j
+
+
+def test_complex():
+    a = (rng(17).standard_normal(777) + 1j * rng(18).standard_normal(777)).astype(np.complex128)
+    b = (rng(19).standard_normal(777) + 1j * rng(20).standard_normal(777)).astype(np.complex128)
+    out = cuda.device_array_like(a)
+    complex_mul[7, 128](cuda.to_device(a), cuda.to_device(b), out)
+    np.testing.assert_allclose(out.copy_to_host(), a * b + 1j, rtol=1e-15, atol=1e-15)
+
+
+# --- warp intrinsics ---------------------------------------------------------
+
+@cuda.jit
+def warp_ops(x, out):
+    i = cuda.grid(1)
+    lane = cuda.laneid
+    v = x[i]
+    s = v
+    off = 16
+    while off > 0:
+        s += cuda.shfl_down_sync(0xFFFFFFFF, s, off)
+        off //= 2
+    out[i, 0] = cuda.shfl_sync(0xFFFFFFFF, s, 0)
+    out[i, 1] = cuda.ballot_sync(0xFFFFFFFF, v > 0)
+    out[i, 2] = cuda.any_sync(0xFFFFFFFF, v > 900)
+    out[i, 3] = cuda.all_sync(0xFFFFFFFF, v > -1001)
+    out[i, 4] = cuda.shfl_xor_sync(0xFFFFFFFF, v, 1)
+    out[i, 5] = cuda.shfl_up_sync(0xFFFFFFFF, v, 3)
+    out[i, 6] = lane
+
+
+def test_warp_intrinsics():
+    n = 32 * 24
+    x = rng(21).integers(-1000, 1000, n).astype(np.int32)
+    out = poisoned((n, 7), np.uint32)
+    warp_ops[n // 128, 128](cuda.to_device(x), out)
+    got = out.copy_to_host().astype(np.int64)
+    w = x.reshape(-1, 32).astype(np.int64)
+    lane = np.tile(np.arange(32), n // 32)
+    sums = np.repeat(w.sum(axis=1), 32)
+    assert np.array_equal(got[:, 0], sums & 0xFFFFFFFF)
+    ballots = np.repeat([sum(1 << k for k in range(32) if r[k] > 0) for r in w], 32)
+    assert np.array_equal(got[:, 1], ballots)
+    assert np.array_equal(got[:, 2] != 0, np.repeat((w > 900).any(axis=1), 32))
+    assert np.array_equal(got[:, 3] != 0, np.repeat((w > -1001).all(axis=1), 32))
+    assert np.array_equal(got[:, 4], x[np.arange(n) ^ 1].astype(np.int64) & 0xFFFFFFFF)
+    up = np.where(lane >= 3, x[np.maximum(np.arange(n) - 3, 0)], x)
+    assert np.array_equal(got[:, 5], up.astype(np.int64) & 0xFFFFFFFF)
+    assert np.array_equal(got[:, 6], lane)
+
+
+# --- streams, events, host memory --------------------------------------------
+
+def test_streams_and_events():
+    n = 1 << 16
+    x = rng(22).standard_normal(n).astype(np.float32)
+    s1, s2 = cuda.stream(), cuda.stream()
+    d1 = cuda.to_device(x, stream=s1)
+    d2 = cuda.to_device(2 * x, stream=s2)
+    start, end = cuda.event(timing=True), cuda.event(timing=True)
+    start.record(s1)
+    saxpy[n // 256, 256, s1](np.float32(-1.0), d1, d1, d1)
+    saxpy[n // 256, 256, s2](np.float32(0.5), d2, d2, d2)
+    end.record(s1)
+    end.synchronize()
+    assert cuda.event_elapsed_time(start, end) >= 0.0
+    h1 = d1.copy_to_host(stream=s1)
+    h2 = d2.copy_to_host(stream=s2)
+    s1.synchronize()
+    s2.synchronize()
+    assert np.array_equal(h1, np.zeros_like(x))
+    np.testing.assert_allclose(h2, 3 * x, rtol=2e-7)
+
+
+def test_pinned_host_memory():
+    n = 10_000
+    host = cuda.pinned_array(n, dtype=np.float32)
+    host[:] = rng(23).standard_normal(n).astype(np.float32)
+    d = cuda.to_device(host)
+    out = poisoned(n, np.float32)
+    saxpy[(n + 255) // 256, 256](np.float32(1.0), d, d, out)
+    back = cuda.pinned_array(n, dtype=np.float32)
+    out.copy_to_host(back)
+    assert np.array_equal(back, host + host)
+
+
+def test_device_to_device_and_slices():
+    x = rng(24).integers(0, 1 << 30, 5000).astype(np.int32)
+    d = cuda.to_device(x)
+    e = cuda.device_array_like(d)
+    e.copy_to_device(d)
+    assert np.array_equal(e[100:200].copy_to_host(), x[100:200])
+    e[10:20].copy_to_device(np.arange(10, dtype=np.int32))
+    exp = x.copy()
+    exp[10:20] = np.arange(10)
+    assert np.array_equal(e.copy_to_host(), exp)
+
+
+def test_launch_error_is_reported():
+    # More threads per block than any device allows: the launch must fail
+    # with CUDA_ERROR_INVALID_VALUE, which numba raises.
+    with pytest.raises(Exception):
+        saxpy[1, 4096](np.float32(1.0), cuda.to_device(np.ones(1, np.float32)),
+                       cuda.to_device(np.ones(1, np.float32)), cuda.device_array(1, np.float32))
+        cuda.synchronize()
+
+
+# --- print() and managed memory ----------------------------------------------
+
+@cuda.jit
+def say(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        print("elem", i, x[i], -3)
+
+
+def test_print_in_a_kernel(capfd):
+    """print() lowers to vprintf; the shim writes to file descriptor 1 at the synchronisation."""
+    v = np.array([0.5, -1.25, 3.0, 1e-3, 7.0], np.float32)
+    dv = cuda.to_device(v)
+    capfd.readouterr()
+    say[1, 8](dv)
+    cuda.synchronize()
+    out = capfd.readouterr().out
+    want = sorted("elem %d %f -3\n" % (i, float(e)) for i, e in enumerate(v))
+    assert sorted(out.splitlines(keepends=True)) == want
+
+
+def test_managed_memory():
+    """cuMemAllocManaged: one pointer for the host and the kernel (lavapipe maps memory at its device address)."""
+    if not cuda.get_current_device().MANAGED_MEMORY:
+        pytest.skip("the Vulkan driver does not map memory at its device address")
+    n = 4099
+    x = cuda.managed_array(n, np.float32)
+    out = cuda.managed_array(n, np.float32)
+    x[:] = rng(31).standard_normal(n).astype(np.float32)
+    out[:] = np.nan
+    saxpy[(n + 127) // 128, 128](np.float32(2.0), x, x, out)
+    cuda.synchronize()
+    assert np.array_equal(out, np.float32(2.0) * x + x)
