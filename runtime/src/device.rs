@@ -150,6 +150,10 @@ pub struct DeviceInfo {
     pub supports_shared_f32_atomic_min_max: bool,
     /// `shaderDeviceClock` or `shaderSubgroupClock` (`VK_KHR_shader_clock`).
     pub supports_shader_clock: bool,
+    /// Nanoseconds per tick of the queue's timestamps (`timestampPeriod`), or
+    /// `None` when the queue cannot write timestamps (`timestampValidBits`
+    /// 0); event times then come from the host clock.
+    pub timestamp_period_ns: Option<f64>,
     /// `subgroupSizeControl` (`VK_EXT_subgroup_size_control`, core in 1.3).
     pub supports_subgroup_size_control: bool,
     /// `maintenance4` (`VK_KHR_maintenance4`, core in 1.3): allows the
@@ -610,6 +614,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_buffer_f32_atomic_min_max: use_af2 && on(af2.shader_buffer_float32_atomic_min_max),
         supports_shared_f32_atomic_min_max: use_af2 && on(af2.shader_shared_float32_atomic_min_max),
         supports_shader_clock: use_clock,
+        timestamp_period_ns: (families[queue_family as usize].timestamp_valid_bits > 0)
+            .then_some(limits.timestamp_period as f64),
         supports_subgroup_size_control: on(size_control),
         supports_maintenance4: on(maintenance4),
         validation: instance.validation,

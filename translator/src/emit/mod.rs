@@ -36,6 +36,7 @@ mod func;
 mod half;
 mod inst;
 mod mem;
+mod printf;
 mod rounding;
 mod stack;
 mod uniform;
@@ -96,6 +97,8 @@ pub(crate) struct Emitter<'o> {
     pub address_taken: BTreeSet<String>,
     /// Offset of the trap word in the module data buffer.
     pub trap_offset: Option<u64>,
+    /// Offset of the printf FIFO address in the module data buffer.
+    pub printf_offset: Option<u64>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
@@ -245,6 +248,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         func_index: HashMap::new(),
         address_taken: BTreeSet::new(),
         trap_offset: None,
+        printf_offset: None,
         spec_wg_x: 0,
         uniform_fns: BTreeSet::new(),
         warp: warp::Globals::default(),
@@ -282,6 +286,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_trap))) {
         let off = data_bytes.div_ceil(8) * 8;
         e.trap_offset = Some(off);
+        data_bytes = off + 8;
+    }
+    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_printf))) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.printf_offset = Some(off);
         data_bytes = off + 8;
     }
     for g in &globals {
@@ -498,7 +507,16 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         use rspirv::binary::Assemble;
         e.b.module().assemble()
     };
-    Ok((words, ModuleInfo { entries, globals, global_data_bytes: data_bytes, trap_offset: e.trap_offset }))
+    Ok((
+        words,
+        ModuleInfo {
+            entries,
+            globals,
+            global_data_bytes: data_bytes,
+            trap_offset: e.trap_offset,
+            printf_offset: e.printf_offset,
+        },
+    ))
 }
 
 /// Entry metadata from a function's declarations.
@@ -662,16 +680,26 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
 
 fn uses_trap(stmts: &[ast::Statement]) -> bool {
     stmts.iter().any(|s| match s {
-        // `alloca` traps when the stack overflows, an indirect call (a
-        // target and a prototype or target list: two names) when the
-        // pointer names no function it may call.
+        // `alloca` traps when the stack overflows; a failed assert traps; an
+        // indirect call (a target and a prototype or target list: two
+        // names) traps when the pointer names no function it may call.
         ast::Statement::Inst(i) => {
             i.opcode == "trap"
                 || i.opcode == "alloca"
+                || printf::called(i) == Some(printf::ASSERTFAIL)
                 || (i.opcode == "call"
                     && i.operands.iter().filter(|o| matches!(o, ast::Operand::Name { .. })).count() >= 2)
         }
         ast::Statement::Block(b) => uses_trap(b),
+        _ => false,
+    })
+}
+
+/// Whether a function calls `vprintf` or `__assertfail` (both write the printf FIFO).
+fn uses_printf(stmts: &[ast::Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        ast::Statement::Inst(i) => printf::called(i).is_some(),
+        ast::Statement::Block(b) => uses_printf(b),
         _ => false,
     })
 }
