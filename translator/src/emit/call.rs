@@ -103,7 +103,7 @@ fn indirect(
     e.b.selection_merge(ok, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
     e.b.branch_conditional(matched, ok, bad, []).map_err(internal1)?;
     e.b.begin_block(Some(bad)).map_err(internal1)?;
-    super::func::trap_now(e, fx, ok)?;
+    super::func::trap_now(e, fx, ok, crate::abi::printf::TRAP_TRAP)?;
     e.b.begin_block(Some(ok)).map_err(internal1)?;
     Ok(())
 }
