@@ -84,11 +84,11 @@ struct Cli {
     /// has shaderDenormPreserveFloat32/64).
     #[arg(long = "denorm-preserve", default_value_t = false)]
     denorm_preserve: bool,
-    /// Relaxed semantics on the atomics of the translator's own retry loops
-    /// (the device heap); for llvmpipe, which stalls on memory semantics in
-    /// divergent code.
-    #[arg(long = "relaxed-internal-atomics", default_value_t = false)]
-    relaxed_internal_atomics: bool,
+    /// Drop memory semantics: relaxed atomics, no code for `membar`/`fence`
+    /// (for llvmpipe, which ends invocations that execute memory semantics
+    /// while others of the workgroup have diverged or exited).
+    #[arg(long = "no-memory-semantics", default_value_t = false)]
+    no_memory_semantics: bool,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -151,7 +151,7 @@ fn run(cli: Cli) -> Result<(), String> {
         },
         denorm_preserve_f32: cli.denorm_preserve,
         denorm_preserve_f64: cli.denorm_preserve,
-        ordered_internal_atomics: !cli.relaxed_internal_atomics,
+        memory_semantics: !cli.no_memory_semantics,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

@@ -1,7 +1,7 @@
 //! [`Context`]: one device with its memory, command stream and loaded modules.
 //! All methods take `&self`; a mutex serialises them.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
@@ -765,7 +765,7 @@ impl ContextInner {
             warp_path,
             denorm_preserve_f32: self.info.denorm_preserve_f32,
             denorm_preserve_f64: self.info.denorm_preserve_f64,
-            ordered_internal_atomics: self.info.driver_name != "llvmpipe",
+            memory_semantics: self.info.driver_name != "llvmpipe",
         }
     }
 
@@ -776,8 +776,17 @@ impl ContextInner {
         emulate_fma: bool,
         warp_path: WarpPath,
     ) -> Result<Module> {
+        let dump = dump_path(file_name);
+        if let Some(p) = &dump {
+            // Best effort: a dump that cannot be written does not fail the load.
+            let _ = std::fs::write(p.with_extension("ptx"), ptx);
+        }
         let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma, warp_path))
             .map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        if let Some(p) = &dump {
+            let bytes: Vec<u8> = translation.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let _ = std::fs::write(p.with_extension("spv"), bytes);
+        }
         if std::env::var(crate::instance::SPIRV_VAL_ENV).is_ok_and(|v| v == "1") {
             spirv_val(&translation.spirv, self.info.target_env, file_name)?;
         }
@@ -1111,4 +1120,17 @@ impl DeviceStrings for Strings<'_, '_> {
         let len = tail.iter().position(|&c| c == 0).unwrap_or(tail.len());
         Some(tail[..len].to_vec())
     }
+}
+
+/// Where [`crate::instance::DUMP_ENV`] asks a module to be dumped (without
+/// extension): `<folder>/<n>-<file name>`, numbered in load order.
+fn dump_path(file_name: &str) -> Option<std::path::PathBuf> {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::var_os(crate::instance::DUMP_ENV)?;
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    let base: String =
+        file_name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let dir = std::path::PathBuf::from(dir);
+    let _ = std::fs::create_dir_all(&dir);
+    Some(dir.join(format!("{n:03}-{base}")))
 }

@@ -21,6 +21,11 @@ pub const VALIDATION_ENV: &str = "PTXVK_VALIDATION";
 /// translates, and refuse modules it rejects (tests set it).
 pub const SPIRV_VAL_ENV: &str = "PTXVK_SPIRV_VAL";
 
+/// `PTXVK_DUMP=<folder>`: write every PTX module the runtime translates, and
+/// its SPIR-V, to `<folder>/<n>-<file name>.ptx` and `.spv` (for bug
+/// reports: what a client such as numba actually loads).
+pub const DUMP_ENV: &str = "PTXVK_DUMP";
+
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
 /// The kind of a Vulkan device.

@@ -134,12 +134,14 @@ pub struct Options {
     /// The same for 64-bit floats (`shaderDenormPreserveFloat64`; PTX never
     /// flushes f64 subnormals).
     pub denorm_preserve_f64: bool,
-    /// Atomics the translator adds itself in retry loops (the device heap
-    /// of `malloc`/`free`) carry acquire-release semantics. Off for
-    /// llvmpipe (lavapipe), where memory-semantics instructions in divergent
-    /// code stall the other invocations of a subgroup; its atomics are
-    /// sequentially consistent on the host anyway.
-    pub ordered_internal_atomics: bool,
+    /// Atomics and fences carry their memory semantics (acquire, release,
+    /// acquire-release) into SPIR-V. Off for llvmpipe (lavapipe), where an
+    /// atomic or barrier with memory semantics, executed while other
+    /// invocations of the workgroup have diverged or exited, ends the
+    /// invocation; there atomics are relaxed and `membar`/`fence` emit
+    /// nothing (llvmpipe's atomics are locked x86 instructions, which order
+    /// memory themselves, and a workgroup's subgroups run on one host thread).
+    pub memory_semantics: bool,
 }
 
 impl Default for Options {
@@ -153,7 +155,7 @@ impl Default for Options {
             warp_path: WarpPath::Emulated,
             denorm_preserve_f32: false,
             denorm_preserve_f64: false,
-            ordered_internal_atomics: true,
+            memory_semantics: true,
         }
     }
 }

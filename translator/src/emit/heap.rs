@@ -81,11 +81,11 @@ fn word64(e: &mut Emitter, addr: Word) -> Result<Word, Diagnostic> {
 /// `(scope, semantics)` of the allocator's atomics: device scope,
 /// acquire-release on device memory, so that a block's link written before
 /// it is pushed on a free list is seen by the thread that pops it (relaxed
-/// where [`crate::Options::ordered_internal_atomics`] is off).
+/// where [`crate::Options::memory_semantics`] is off).
 fn order(e: &mut Emitter) -> (Word, Word) {
     use spirv::MemorySemantics as M;
     let scope = e.c_u32(spirv::Scope::Device as u32);
-    let bits = if e.opts.ordered_internal_atomics { (M::ACQUIRE_RELEASE | M::UNIFORM_MEMORY).bits() } else { 0 };
+    let bits = if e.opts.memory_semantics { (M::ACQUIRE_RELEASE | M::UNIFORM_MEMORY).bits() } else { 0 };
     let sem = e.c_u32(bits);
     (scope, sem)
 }
@@ -93,7 +93,7 @@ fn order(e: &mut Emitter) -> (Word, Word) {
 /// Acquire-only semantics for the loads that start a compare-and-swap loop.
 fn acquire(e: &mut Emitter) -> Word {
     use spirv::MemorySemantics as M;
-    let bits = if e.opts.ordered_internal_atomics { (M::ACQUIRE | M::UNIFORM_MEMORY).bits() } else { 0 };
+    let bits = if e.opts.memory_semantics { (M::ACQUIRE | M::UNIFORM_MEMORY).bits() } else { 0 };
     e.c_u32(bits)
 }
 

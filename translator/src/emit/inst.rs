@@ -183,6 +183,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
         "bar" | "barrier" => {
             Err(Diagnostic::error(inst.span, "internal error: a block barrier outside workgroup-uniform control flow"))
         }
+        "membar" | "fence" if !e.opts.memory_semantics => Ok(()),
         "membar" | "fence" => {
             let scope = mem::scope_of(inst, spirv::Scope::Device);
             let scope = if inst.has("cta") { spirv::Scope::Workgroup } else { scope };

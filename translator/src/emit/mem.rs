@@ -570,8 +570,11 @@ pub(crate) fn scope_of(inst: &Instruction, default: Scope) -> Scope {
 }
 
 /// Memory semantics of an atomic's ordering qualifier.
-fn semantics_of(inst: &Instruction, sc: StorageClass) -> u32 {
+fn semantics_of(e: &Emitter, inst: &Instruction, sc: StorageClass) -> u32 {
     use spirv::MemorySemantics as S;
+    if !e.opts.memory_semantics {
+        return 0;
+    }
     let order = if inst.has("acquire") {
         S::ACQUIRE
     } else if inst.has("release") {
@@ -749,7 +752,7 @@ fn atom_core(
     }
     let default_scope = if sc == StorageClass::Workgroup { Scope::Workgroup } else { Scope::Device };
     let scope = e.c_u32(scope_of(inst, default_scope) as u32);
-    let sem = e.c_u32(semantics_of(inst, sc));
+    let sem = e.c_u32(semantics_of(e, inst, sc));
     let it = e.t_int(bits);
     let half = super::half::layout(t).is_some();
     let native = match (op, k) {
@@ -775,7 +778,7 @@ fn atom_core(
     }
     if op == "cas" && shift.is_none() && !half {
         let ic = ic.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
-        let unequal = e.c_u32(unequal_semantics(semantics_of(inst, sc)));
+        let unequal = e.c_u32(unequal_semantics(semantics_of(e, inst, sc)));
         return e.b.atomic_compare_exchange(it, None, ptr, scope, sem, unequal, ic, ib).map_err(internal1);
     }
     if op == "add" && k == K::Float(32) && sc == StorageClass::PhysicalStorageBuffer && e.opts_float_atomics() {
@@ -797,7 +800,7 @@ fn atom_core(
     // Compare-and-swap loop on the containing word.
     let wt = e.t_int(word_bits);
     let mut old_value = 0;
-    let old_word = cas_loop(e, ptr, scope, semantics_of(inst, sc), word_bits, |e, old_word| {
+    let old_word = cas_loop(e, ptr, scope, semantics_of(e, inst, sc), word_bits, |e, old_word| {
         let old = match shift {
             None => old_word,
             Some(sh) => {

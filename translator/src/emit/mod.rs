@@ -288,7 +288,17 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         Ok(x) => x,
         Err(d) => return Err(vec![d]),
     };
-    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_trap))) {
+    let function_names: std::collections::HashSet<&str> = module
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ModuleItem::Function(f) => Some(f.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    if module.items.iter().any(
+        |i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(|b| uses_trap(b, &function_names))),
+    ) {
         let off = data_bytes.div_ceil(8) * 8;
         e.trap_offset = Some(off);
         data_bytes = off + 8;
@@ -689,19 +699,22 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
     }
 }
 
-fn uses_trap(stmts: &[ast::Statement]) -> bool {
+fn uses_trap(stmts: &[ast::Statement], functions: &std::collections::HashSet<&str>) -> bool {
     stmts.iter().any(|s| match s {
         // `alloca` traps when the stack overflows; a failed assert traps; an
-        // indirect call (a target and a prototype or target list: two
-        // names) traps when the pointer names no function it may call.
+        // indirect call (its target is not a function of the module) traps
+        // when the pointer names no function it may call.
         ast::Statement::Inst(i) => {
             i.opcode == "trap"
                 || i.opcode == "alloca"
                 || printf::called(i) == Some(printf::ASSERTFAIL)
                 || (i.opcode == "call"
-                    && i.operands.iter().filter(|o| matches!(o, ast::Operand::Name { .. })).count() >= 2)
+                    && matches!(
+                        i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..))),
+                        Some(ast::Operand::Name { name, .. }) if !functions.contains(name.as_str())
+                    ))
         }
-        ast::Statement::Block(b) => uses_trap(b),
+        ast::Statement::Block(b) => uses_trap(b, functions),
         _ => false,
     })
 }
