@@ -34,8 +34,9 @@ pub(crate) struct Plan<'a> {
     pub static_shared_bytes: u32,
     pub params: Vec<Formal>,
     pub returns: Vec<Formal>,
-    /// Names of functions this one calls directly.
-    pub callees: Vec<(String, Span)>,
+    /// The calls this function makes: direct ones by the callee's name,
+    /// indirect ones by the pointer register's name (`%...`).
+    pub callees: Vec<CallSite>,
     /// Whether an `exit` in this `.func` can end the thread.
     pub may_exit: bool,
     /// Whether it uses `alloca`, `stacksave` or `stackrestore`.
@@ -64,14 +65,32 @@ fn collect_decls<'a>(stmts: &'a [Statement], out: &mut Vec<&'a ast::VarDecl>) {
     }
 }
 
-fn collect_calls(stmts: &[Statement], out: &mut Vec<(String, Span)>) {
+/// One `call` of a function body: its target and how many arguments and
+/// results it passes (an indirect call reaches only the address-taken
+/// functions of that many parameters and results).
+#[derive(Debug, Clone)]
+pub(crate) struct CallSite {
+    pub target: String,
+    pub span: Span,
+    pub args: usize,
+    pub rets: usize,
+}
+
+fn collect_calls(stmts: &[Statement], out: &mut Vec<CallSite>) {
     for s in stmts {
         match s {
             Statement::Inst(i) if i.opcode == "call" => {
-                if let Some(ast::Operand::Name { name, span, .. }) =
-                    i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..)))
-                {
-                    out.push((name.clone(), *span));
+                let ops = i.operands.as_slice();
+                let (rets, rest) = match ops.first() {
+                    Some(ast::Operand::List(_, r)) => (r.len(), &ops[1..]),
+                    _ => (0, ops),
+                };
+                if let Some(ast::Operand::Name { name, span, .. }) = rest.first() {
+                    let args = match rest.get(1) {
+                        Some(ast::Operand::List(_, a)) => a.len(),
+                        _ => 0,
+                    };
+                    out.push(CallSite { target: name.clone(), span: *span, args, rets });
                 }
             }
             Statement::Block(b) => collect_calls(b, out),

@@ -361,6 +361,13 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     for body in bodies.iter().flatten() {
         address_uses(body, &e.func_index, &mut e.address_taken);
     }
+    // A function named in a variable's initializer (a table of function
+    // pointers) has its address taken too.
+    for v in &data_vars {
+        if let Some(init) = &v.init {
+            initializer_functions(init, &e.func_index, &mut e.address_taken);
+        }
+    }
     let mut plans: HashMap<String, func::Plan> = HashMap::new();
     let mut entry_names = Vec::new();
     let mut max_static_shared_words = 1u32;
@@ -541,12 +548,24 @@ fn reachable(
         path.push(n.to_string());
         if let Some(p) = plans.get(n) {
             // An indirect call may reach any function whose address is taken.
+            // (`call::indirect` dispatches over the same set: the
+            // address-taken functions of as many parameters and results.)
             let mut calls: Vec<(String, Span)> = Vec::new();
-            for (c, span) in &p.callees {
+            for site in &p.callees {
+                let c = &site.target;
                 if plans.contains_key(c.as_str()) {
-                    calls.push((c.clone(), *span));
+                    calls.push((c.clone(), site.span));
                 } else if c.starts_with('%') {
-                    calls.extend(taken.iter().map(|t| (t.clone(), *span)));
+                    calls.extend(
+                        taken
+                            .iter()
+                            .filter(|t| {
+                                plans
+                                    .get(t.as_str())
+                                    .is_some_and(|q| q.params.len() == site.args && q.returns.len() == site.rets)
+                            })
+                            .map(|t| (t.clone(), site.span)),
+                    );
                 }
             }
             for (c, span) in &calls {
@@ -577,6 +596,24 @@ fn reachable(
     visit(plans, address_taken, root, &mut state, &mut path, &mut order)?;
     order.retain(|n| n != root);
     Ok(order)
+}
+
+/// Names of `.func`s in a variable initializer.
+fn initializer_functions(init: &ast::Initializer, funcs: &HashMap<String, u32>, out: &mut BTreeSet<String>) {
+    match init {
+        ast::Initializer::List(_, items) => items.iter().for_each(|i| initializer_functions(i, funcs, out)),
+        ast::Initializer::Expr(_, terms) => {
+            for (_, t) in terms {
+                match t {
+                    ast::InitTerm::Symbol(s) | ast::InitTerm::Generic(s) if funcs.contains_key(s.as_str()) => {
+                        out.insert(s.clone());
+                    }
+                    ast::InitTerm::Mask(inner) => initializer_functions(inner, funcs, out),
+                    _ => {}
+                }
+            }
+        }
+    }
 }
 
 /// Names of `.func`s used as values (not as call targets) in a body.
