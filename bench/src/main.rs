@@ -6,13 +6,16 @@
 //! 2. saxpy over 16M `f32` (`y = a * x + y`), launched through the runtime
 //!    from the PTX `nvcc` emits (`bench/saxpy_f32.ptx`), against the same
 //!    computation as a hand-written compute shader dispatched with plain
-//!    `ash` (the baseline, [`baseline`]).
+//!    `ash` (the baseline, [`baseline`]);
+//! 3. TMA copy throughput: `cp.async.bulk.tensor` through the emulated copy
+//!    engine against a plain `ld.global`/`st.global` copy kernel ([`tma`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
 //! ```
 //!
-//! (`ptxvk-bench --measure parse|check|translate` runs one front-end step;
+//! (`ptxvk-bench tma` runs only the TMA copy benchmark;
+//! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
 //! Each saxpy path is run once to warm up (lavapipe compiles a pipeline at
@@ -22,6 +25,7 @@
 
 mod baseline;
 mod frontend;
+mod tma;
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -47,6 +51,7 @@ const TRANSLATE_MIN_TIME: Duration = Duration::from_millis(500);
 fn main() -> ExitCode {
     // `ptxvk-bench --measure STEP`: one front-end step (see `frontend`).
     let args: Vec<String> = std::env::args().collect();
+    let only_tma = matches!(args.as_slice(), [_, a] if a == "tma");
     if let [_, flag, step] = args.as_slice() {
         if flag == "--measure" {
             return match frontend::measure_step(step) {
@@ -62,7 +67,7 @@ fn main() -> ExitCode {
     // thread: lavapipe's on-disk shader cache would make the first dispatch
     // depend on earlier runs.
     std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
-    match run() {
+    match run(only_tma) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("FAILED: outputs do not match");
@@ -75,17 +80,25 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs both benchmarks; `Ok(false)` when a result is wrong.
-fn run() -> Result<bool, Box<dyn Error>> {
-    frontend::run()?;
-    println!();
+/// Runs the benchmarks (only the TMA one with `only_tma`); `Ok(false)` when a result is wrong.
+fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
+    if !only_tma {
+        frontend::run()?;
+        println!();
+    }
     let ctx = Context::new(DeviceSelector::Default)?;
     let info = ctx.info();
     println!("device: {} ({}), {} CPU threads", info.name, info.driver_name, num_threads());
+    if only_tma {
+        return tma::run(&ctx);
+    }
 
     translation_throughput(&ctx)?;
     println!();
-    saxpy(&ctx)
+    let saxpy_ok = saxpy(&ctx)?;
+    println!();
+    let tma_ok = tma::run(&ctx)?;
+    Ok(saxpy_ok && tma_ok)
 }
 
 /// Number of host threads (for context: lavapipe runs on the CPU).

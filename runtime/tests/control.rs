@@ -178,6 +178,30 @@ fn function_pointer_tables_of_two_signatures() {
     assert_clean(&ctx);
 }
 
+/// A call through a pointer that names no function fails the launch (as a
+/// call to a bad address does on NVIDIA), and the context with it.
+#[test]
+fn call_through_a_bad_function_pointer_fails_the_launch() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/funcptr_dtor.ptx"), "funcptr_dtor.ptx").unwrap();
+    let f = m.function("call_raw").unwrap();
+    let init: Vec<u32> = (0..64).map(|i| i * 3 + 1).collect();
+    let dout = upload_u32(&ctx, &init);
+    // Through the table: even threads add 1000, odd ones negate.
+    let params = f.pack_params(&[&dout.to_le_bytes(), &0x1234u64.to_le_bytes(), &0i32.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 64);
+    for i in 0..64 {
+        let v = init[i] as i32;
+        let want = if i % 2 == 0 { v + 1000 } else { -v };
+        assert_eq!(out[i] as i32, want, "thread {i}");
+    }
+    assert_clean(&ctx);
+    let params = f.pack_params(&[&dout.to_le_bytes(), &0x1234u64.to_le_bytes(), &1i32.to_le_bytes()]).unwrap();
+    let failed = ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).and_then(|_| ctx.synchronize());
+    assert!(matches!(failed, Err(Error::LaunchFailed(_))), "{failed:?}");
+}
+
 #[test]
 fn exit_inside_a_function_ends_the_thread() {
     let ctx = context();

@@ -307,26 +307,50 @@ pub struct TensorMapDesc {
 }
 
 impl TensorMapDesc {
+    /// For the packed sub-byte data types (`CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B`,
+    /// `16U4_ALIGN16B`, `16U6_ALIGN16B`): how many values of dimension 0 the
+    /// copy engine moves as one unit, and that unit's size in global memory
+    /// (a byte of two 4-bit values; a group of sixteen values in 8 or 12
+    /// bytes). See `shaders/tma.ptx`.
+    pub fn packed_unit(data_type: u32) -> Option<(u32, u32)> {
+        match data_type {
+            13 => Some((2, 1)),
+            14 => Some((16, 8)),
+            15 => Some((16, 12)),
+            _ => None,
+        }
+    }
+
     /// The 128-byte map (see [`tensor_map`]). Dimensions beyond the rank get
-    /// size 1, stride 0 and box 1.
+    /// size 1, stride 0 and box 1. For the packed sub-byte types, dimension 0
+    /// (size and box) is stored in the units of [`TensorMapDesc::packed_unit`],
+    /// whose global size is the element size.
     pub fn encode(&self) -> [u8; tensor_map::BYTES] {
         let mut m = [0u8; tensor_map::BYTES];
         let mut put = |off: usize, bytes: &[u8]| m[off..off + bytes.len()].copy_from_slice(bytes);
         put(tensor_map::ADDRESS, &self.address.to_le_bytes());
         let rank = self.rank.min(5) as usize;
+        let (unit, elem_bytes) = Self::packed_unit(self.data_type).unwrap_or((1, self.elem_bytes));
         for d in 0..5 {
             let inside = d < rank;
-            let dim = if inside { self.dims[d] } else { 1 };
+            let div = if d == 0 { unit } else { 1 };
+            let dim = if inside { self.dims[d] / div } else { 1 };
             put(tensor_map::DIMS + 4 * d, &dim.to_le_bytes());
-            let stride = if inside { self.strides[d] } else { 0 };
+            let stride = if !inside {
+                0
+            } else if d == 0 && unit > 1 {
+                elem_bytes as u64
+            } else {
+                self.strides[d]
+            };
             put(tensor_map::STRIDES + 8 * d, &stride.to_le_bytes());
             let (b, es) =
-                if inside { (self.box_dim[d].clamp(1, 256), self.elem_strides[d].clamp(1, 8)) } else { (1, 1) };
+                if inside { ((self.box_dim[d] / div).clamp(1, 256), self.elem_strides[d].clamp(1, 8)) } else { (1, 1) };
             let n = b.div_ceil(es);
             put(tensor_map::BOX + 4 * d, &(b | es << 9 | n << 16).to_le_bytes());
         }
         let format =
-            (rank as u32) | (self.data_type & 0xFF) << 8 | (self.elem_bytes & 0xFF) << 16 | (self.mode as u32) << 24;
+            (rank as u32) | (self.data_type & 0xFF) << 8 | (elem_bytes & 0xFF) << 16 | (self.mode as u32) << 24;
         put(tensor_map::FORMAT, &format.to_le_bytes());
         let modes = (self.interleave & 0xFF)
             | (self.swizzle & 0xFF) << 8

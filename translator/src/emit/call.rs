@@ -71,18 +71,17 @@ fn indirect(
     if let Some(first) = candidates.first().map(|c| (shape(&c.1.params), shape(&c.1.returns))) {
         candidates.retain(|c| shape(&c.1.params) == first.0 && shape(&c.1.returns) == first.1);
     }
-    if candidates.is_empty() {
-        return Err(Diagnostic::error(
-            inst.span,
-            "indirect call: no function of this module with a matching signature has its address taken",
-        ));
-    }
+    // A pointer that names none of them (a function of another signature,
+    // or no function at all) fails the launch, as a call to a bad address
+    // does on NVIDIA's hardware.
     let ptr = get(e, fx, target, super::values::K::Int(64), false)?;
     let bt = e.t_bool();
+    let mut matched = e.c_bool(false);
     for (name, c) in candidates {
         let Some(&idx) = e.func_index.get(name.as_str()) else { continue };
         let want = e.c_int(64, crate::abi::FUNCTION_WINDOW | idx as u64);
         let hit = e.b.i_equal(bt, None, ptr, want).map_err(internal1)?;
+        matched = e.b.logical_or(bt, None, matched, hit).map_err(internal1)?;
         let yes = e.b.id();
         let merge = e.b.id();
         e.b.selection_merge(merge, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
@@ -92,6 +91,13 @@ fn indirect(
         e.b.branch(merge).map_err(internal1)?;
         e.b.begin_block(Some(merge)).map_err(internal1)?;
     }
+    let bad = e.b.id();
+    let ok = e.b.id();
+    e.b.selection_merge(ok, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(matched, ok, bad, []).map_err(internal1)?;
+    e.b.begin_block(Some(bad)).map_err(internal1)?;
+    super::func::trap_now(e, fx, ok)?;
+    e.b.begin_block(Some(ok)).map_err(internal1)?;
     Ok(())
 }
 

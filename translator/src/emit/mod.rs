@@ -641,8 +641,15 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
 
 fn uses_trap(stmts: &[ast::Statement]) -> bool {
     stmts.iter().any(|s| match s {
-        // `alloca` traps when the stack overflows.
-        ast::Statement::Inst(i) => i.opcode == "trap" || i.opcode == "alloca",
+        // `alloca` traps when the stack overflows, an indirect call (a
+        // target and a prototype or target list: two names) when the
+        // pointer names no function it may call.
+        ast::Statement::Inst(i) => {
+            i.opcode == "trap"
+                || i.opcode == "alloca"
+                || (i.opcode == "call"
+                    && i.operands.iter().filter(|o| matches!(o, ast::Operand::Name { .. })).count() >= 2)
+        }
         ast::Statement::Block(b) => uses_trap(b),
         _ => false,
     })
