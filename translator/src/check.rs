@@ -541,6 +541,12 @@ impl Checker {
             TypeRule::Group { group, .. } => d.group_type(group),
         };
         let Some(want) = want else { return };
+        if let Operand::Not(span, _) = op {
+            if want != ScalarType::Pred {
+                self.error(*span, format!("'!' negates only predicates (operand '{}' of '{}')", spec.name, mnemonic()));
+                return;
+            }
+        }
         let relaxed = matches!(spec.ty, TypeRule::Group { relaxed: true, .. });
         // Vector operands.
         let lanes = spec.vector.and_then(|g| d.first(g)).and_then(|m| m.name().strip_prefix('v')?.parse::<u32>().ok());

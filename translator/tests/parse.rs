@@ -280,3 +280,19 @@ fn array_element_errors() {
         assert!(text.contains(want), "{body}: expected '{want}' in:\n{text}");
     }
 }
+
+/// `and`/`or`/`xor.pred` take negated predicate sources (`ptxas` accepts
+/// them; `shaders/tma.ptx` uses them); `!` on a non-predicate is an error.
+#[test]
+fn negated_logic_sources() {
+    let src = format!(
+        "{HEADER}.visible .entry k() {{\n .reg .pred %p<4>;\n .reg .b32 %r<3>;\n and.pred %p1, %p2, !%p3;\n \
+         or.pred %p1, !%p2, %p3;\n xor.pred %p1, !%p2, !%p3;\n ret;\n}}\n"
+    );
+    let insts = checked_instructions(&src);
+    assert!(matches!(insts[0].operands[2], Operand::Not(..)));
+    assert!(insts.iter().all(|i| i.decoded.is_some()));
+    let bad = format!("{HEADER}.visible .entry k() {{\n .reg .b32 %r<3>;\n and.b32 %r1, %r2, !%r0;\n ret;\n}}\n");
+    let err = ptxvk_translator::front_end(&bad, "t.ptx").expect_err("'!' on a .b32 operand accepted");
+    assert!(err.to_string().contains("negates only predicates"), "{err}");
+}
