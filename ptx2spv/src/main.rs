@@ -80,6 +80,10 @@ struct Cli {
     /// Use native float32 atomic add (the device has `shaderBufferFloat32AtomicAdd`).
     #[arg(long = "float-atomics", default_value_t = false)]
     float_atomics: bool,
+    /// Declare the DenormPreserve execution mode for f32 and f64 (the device
+    /// has shaderDenormPreserveFloat32/64).
+    #[arg(long = "denorm-preserve", default_value_t = false)]
+    denorm_preserve: bool,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -140,6 +144,8 @@ fn run(cli: Cli) -> Result<(), String> {
             (Some(Warp::Emulated), _) => WarpPath::Emulated,
             (None, size) => WarpPath::for_subgroup_size(size),
         },
+        denorm_preserve_f32: cli.denorm_preserve,
+        denorm_preserve_f64: cli.denorm_preserve,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

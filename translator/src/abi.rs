@@ -188,6 +188,67 @@ pub struct ModuleInfo {
     /// module data buffer of a 32-bit word that `trap` sets to 1. The runtime
     /// reports a launch failure when it finds the word set.
     pub trap_offset: Option<u64>,
+    /// When a kernel of the module calls `vprintf` or `__assertfail`: the
+    /// byte offset in the module data buffer of a 64-bit word the runtime
+    /// sets to the device address of the context's printf FIFO (see
+    /// [`printf`]) before launching a kernel of the module.
+    pub printf_offset: Option<u64>,
+}
+
+/// # Kernel `printf` and `assert` (the printf FIFO)
+///
+/// nvcc and NVVM lower `printf` to calls of the undefined function
+/// `vprintf(.param .b64 format, .param .b64 args)` (`format` a generic pointer
+/// to the string, `args` a generic pointer to the arguments packed with
+/// natural alignment, floats promoted to `double`; 0 when there are none), and
+/// `assert` to `__assertfail(message, file, line, function, char_size)`.
+/// The translator lowers both to appending a record to a device buffer, the
+/// FIFO, whose address the runtime stores in the module data word at
+/// [`ModuleInfo::printf_offset`]. The host parses the format strings when it
+/// reads the FIFO back (at the next synchronisation), so the device copies
+/// the argument bytes without knowing their types: up to
+/// [`printf::MAX_ARG_BYTES`], fewer when `args` points into `.local` memory
+/// and the thread's local words end sooner.
+///
+/// FIFO layout (all little-endian): a [`printf::HEADER_BYTES`] header
+/// `[u32 used, u32 capacity, u32 0, u32 0]`, then records from byte
+/// [`printf::HEADER_BYTES`]. A thread reserves a record by adding its size to
+/// `used` atomically and writes it only if it lies entirely within
+/// `capacity` bytes of record space: records that do not fit are dropped
+/// (the host reports how many bytes were lost), and the host resets `used`
+/// to 0 after reading. A record is 8-byte aligned:
+///
+/// | offset | type | field |
+/// |---|---|---|
+/// | 0 | u32 | size of the record in bytes (a multiple of 8) |
+/// | 4 | u32 | kind: [`printf::KIND_PRINTF`] or [`printf::KIND_ASSERT`] |
+/// | 8 | u64 | the format string (printf) or the message (assert), generic |
+/// | 16 | ... | printf: the argument bytes; assert: [`printf::ASSERT_PAYLOAD`] |
+///
+/// An assert also sets bit [`printf::TRAP_ASSERT`] of the trap word
+/// ([`ModuleInfo::trap_offset`]; `trap` sets [`printf::TRAP_TRAP`]) and ends
+/// the thread; the runtime then fails the context with an assert error.
+pub mod printf {
+    /// Bytes of the FIFO header.
+    pub const HEADER_BYTES: u64 = 16;
+    /// Bytes of a record's header (size, kind, string pointer).
+    pub const RECORD_HEADER_BYTES: u32 = 16;
+    /// Most argument bytes copied per `printf` (32 arguments of 8 bytes, CUDA's limit).
+    pub const MAX_ARG_BYTES: u32 = 256;
+    /// A `printf` record.
+    pub const KIND_PRINTF: u32 = 0;
+    /// An `assert` record.
+    pub const KIND_ASSERT: u32 = 1;
+    /// Bytes after the record header of an assert record: `[u64 file, u64
+    /// function, u32 line, u32 ctaid.x, ctaid.y, ctaid.z, u32 tid.x, tid.y,
+    /// tid.z, u32 0]`.
+    pub const ASSERT_PAYLOAD: u32 = 48;
+    /// Default FIFO capacity (`CU_LIMIT_PRINTF_FIFO_SIZE`), bytes.
+    pub const DEFAULT_FIFO_BYTES: u64 = 1 << 20;
+    /// Trap word bit set by `trap` (and stack overflow).
+    pub const TRAP_TRAP: u32 = 1;
+    /// Trap word bit set by a failed `assert`.
+    pub const TRAP_ASSERT: u32 = 2;
 }
 
 /// Generic addresses of `.shared` memory: `SHARED_WINDOW | offset`.

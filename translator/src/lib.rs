@@ -127,6 +127,13 @@ pub struct Options {
     /// How warp operations are implemented; the runtime picks it from the
     /// device's subgroup properties.
     pub warp_path: WarpPath,
+    /// The device has `shaderDenormPreserveFloat32`: entry points declare
+    /// the `DenormPreserve` execution mode for 32-bit floats (PTX keeps f32
+    /// subnormals unless `.ftz`). Without it the driver's default applies.
+    pub denorm_preserve_f32: bool,
+    /// The same for 64-bit floats (`shaderDenormPreserveFloat64`; PTX never
+    /// flushes f64 subnormals).
+    pub denorm_preserve_f64: bool,
 }
 
 impl Default for Options {
@@ -138,6 +145,8 @@ impl Default for Options {
             emulate_fma: true,
             float_atomics: false,
             warp_path: WarpPath::Emulated,
+            denorm_preserve_f32: false,
+            denorm_preserve_f64: false,
         }
     }
 }

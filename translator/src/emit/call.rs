@@ -1,4 +1,5 @@
-//! `call`: direct calls to `.func`s of the module.
+//! `call`: direct calls to `.func`s of the module (and of the undefined
+//! `vprintf` and `__assertfail`, see [`super::printf`]).
 //!
 //! `.param` formals are passed by value as arrays of 32-bit words, copied
 //! from the caller's `.param` variables (which live in its local words) and
@@ -36,6 +37,12 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Opt
         return indirect(e, fx, inst, rets, &rest[0], args);
     }
     let Some(c) = fx.callees.get(name.as_str()).cloned() else {
+        // The system calls behind `printf` and `assert`.
+        match name.as_str() {
+            super::printf::VPRINTF => return super::printf::vprintf(e, fx, inst, rets, args),
+            super::printf::ASSERTFAIL => return super::printf::assertfail(e, fx, inst, rets, args),
+            _ => {}
+        }
         return Err(Diagnostic::error(*span, format!("call to '{name}', which has no definition in this module")));
     };
     direct(e, fx, inst, name, &c, rets, args, active)
@@ -96,7 +103,7 @@ fn indirect(
     e.b.selection_merge(ok, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
     e.b.branch_conditional(matched, ok, bad, []).map_err(internal1)?;
     e.b.begin_block(Some(bad)).map_err(internal1)?;
-    super::func::trap_now(e, fx, ok)?;
+    super::func::trap_now(e, fx, ok, crate::abi::printf::TRAP_TRAP)?;
     e.b.begin_block(Some(ok)).map_err(internal1)?;
     Ok(())
 }
@@ -226,7 +233,7 @@ fn c_member_type(e: &mut Emitter, f: &Formal) -> Word {
     }
 }
 
-fn param_var_offset(fx: &Fx, op: &Operand) -> Result<u32, Diagnostic> {
+pub(crate) fn param_var_offset(fx: &Fx, op: &Operand) -> Result<u32, Diagnostic> {
     match op {
         Operand::Name { name, span, .. } => fx
             .local

@@ -204,9 +204,9 @@ impl<'a> Scanner<'a> {
         let op = match c {
             b'_' if !self.b.get(self.pos + 1).is_some_and(|&c| is_ident_char(c)) => {
                 self.pos += 1;
-                // `_|p` (`elect.sync _|p, mask`): a sink may start a pair.
-                let sink = Operand::Sink(self.span(start, self.pos));
-                return self.pair_tail(start, sink);
+                // `_|p` (`lop3.BoolOp` with the word result discarded,
+                // `elect.sync _|p, mask`).
+                return self.pair_tail(start, Operand::Sink(self.span(start, self.pos)));
             }
             c if is_ident_start(c) => return self.name_operand(),
             b'[' => return self.bracket(),
