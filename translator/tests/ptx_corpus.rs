@@ -8,8 +8,9 @@
 //!   comes out must pass `spirv-val`, and the files that do not translate
 //!   must be exactly those listed in `tests/corpus/expected-failures.txt`
 //!   (so a file that starts to translate, or stops, fails the test until
-//!   the list is updated). The summary printed (`--nocapture`) counts the
-//!   unsupported instructions and other reasons.
+//!   the list is updated: `UPDATE_GOLDEN=1 cargo test -p ptxvk-translator
+//!   --test ptx_corpus` rewrites it). The summary printed (`--nocapture`)
+//!   counts the unsupported instructions and other reasons.
 //!
 //! Needs `spirv-val` (package `spirv-tools`), as `tests/tests/spirv_val.rs`.
 
@@ -95,6 +96,18 @@ fn expected_failures() -> BTreeSet<String> {
         .collect()
 }
 
+/// Rewrites `expected-failures.txt`: its leading comment, then each failing
+/// file with its first error.
+fn write_expected_failures(failed: &BTreeMap<String, (String, String)>) {
+    let path = corpus_dir().join("expected-failures.txt");
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut text: String = old.lines().take_while(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    for (name, (_, first)) in failed {
+        text.push_str(&format!("{name}\t{first}\n"));
+    }
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
 fn spirv_val(words: &[u32], what: &str) -> Result<(), String> {
     let clean: String = what.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     let file = std::env::temp_dir().join(format!("ptxvk-corpus-{}-{clean}.spv", std::process::id()));
@@ -138,7 +151,8 @@ fn corpus_translates_except_expected_failures() {
                 for r in distinct {
                     *reasons.entry(r).or_default() += 1;
                 }
-                failed.insert(name, d.to_string());
+                let first = d.items.first().map_or(String::new(), |i| i.message.clone());
+                failed.insert(name, (d.to_string(), first));
             }
         }
     }
@@ -152,16 +166,23 @@ fn corpus_translates_except_expected_failures() {
     }
     assert!(invalid.is_empty(), "translations that spirv-val rejects:\n{invalid}");
 
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        write_expected_failures(&failed);
+        return;
+    }
     let expected = expected_failures();
     let got: BTreeSet<String> = failed.keys().cloned().collect();
     let new: Vec<&String> = got.difference(&expected).collect();
     let fixed: Vec<&String> = expected.difference(&got).collect();
     let mut msg = String::new();
     for n in &new {
-        msg.push_str(&format!("newly failing (not in expected-failures.txt): {}\n", failed[n.as_str()]));
+        msg.push_str(&format!("newly failing (not in expected-failures.txt): {}\n", failed[n.as_str()].0));
     }
     for n in &fixed {
         msg.push_str(&format!("now translates, remove from expected-failures.txt: {n}\n"));
+    }
+    if !msg.is_empty() {
+        msg.push_str("(UPDATE_GOLDEN=1 cargo test -p ptxvk-translator --test ptx_corpus rewrites the list)\n");
     }
     assert!(msg.is_empty(), "{msg}");
 }
