@@ -31,6 +31,16 @@ struct State {
     printf: PrintfState,
     /// Device timestamps of [`Context::record_timestamp`].
     timestamps: Timestamps,
+    /// The device heap of kernels' `malloc` (see [`abi::heap`]).
+    heap: HeapState,
+}
+
+/// The device heap of a context.
+struct HeapState {
+    /// Created at the first launch of a kernel that allocates; its size is fixed from then on.
+    buffer: Option<Arc<Buffer>>,
+    /// Bytes of block space (`CU_LIMIT_MALLOC_HEAP_SIZE`).
+    limit: u64,
 }
 
 /// A query pool of device timestamps and the slots in use.
@@ -124,6 +134,7 @@ impl Context {
                 trap_words: Vec::new(),
                 printf: PrintfState { fifo: None, limit: abi::printf::DEFAULT_FIFO_BYTES, capture: None },
                 timestamps: Timestamps::default(),
+                heap: HeapState { buffer: None, limit: abi::heap::DEFAULT_HEAP_BYTES },
             }),
             info: device.info.clone(),
             device,
@@ -321,6 +332,29 @@ impl Context {
         Ok(())
     }
 
+    /// Size of the device heap of kernels' `malloc` in bytes
+    /// (`CU_LIMIT_MALLOC_HEAP_SIZE`, 8 MiB by default).
+    pub fn malloc_heap_size(&self) -> u64 {
+        self.0.lock().heap.limit
+    }
+
+    /// Sets the device heap size; [`Error::InvalidValue`] once a kernel that
+    /// allocates has been launched (as in CUDA), or for sizes of 4 GiB and
+    /// more (block offsets are 32-bit).
+    pub fn set_malloc_heap_size(&self, bytes: u64) -> Result<()> {
+        let mut st = self.0.lock();
+        if st.heap.buffer.is_some() {
+            return Err(Error::InvalidValue(
+                "the malloc heap size cannot change after a kernel that allocates was launched".into(),
+            ));
+        }
+        if bytes >= (1 << 32) - abi::heap::HEADER_BYTES {
+            return Err(Error::InvalidValue(format!("malloc heap size {bytes} is out of range")));
+        }
+        st.heap.limit = bytes & !15;
+        Ok(())
+    }
+
     /// Collects kernel printf and assert output in memory instead of writing
     /// it to standard output (`false` restores standard output and discards
     /// what was collected). See [`Context::take_printf_output`].
@@ -467,6 +501,24 @@ impl ContextInner {
         buffer.write(0, &header)?;
         let addr = buffer.address;
         st.printf.fifo = Some(Arc::new(buffer));
+        Ok(addr)
+    }
+
+    /// The device address of the device heap, created (its header written
+    /// through the mapping before any kernel can use it) on first use.
+    fn malloc_heap(&self, st: &mut State) -> Result<u64> {
+        if let Some(b) = &st.heap.buffer {
+            return Ok(b.address);
+        }
+        let limit = st.heap.limit;
+        let size = abi::heap::HEADER_BYTES + limit;
+        let buffer = Buffer::new(&self.device, size, DEVICE_USAGE, MemoryLocation::CpuToGpu, 16, "ptxvk malloc heap")?;
+        let mut header = vec![0u8; abi::heap::HEADER_BYTES as usize];
+        let cap = abi::heap::CAPACITY as usize;
+        header[cap..cap + 8].copy_from_slice(&limit.to_le_bytes());
+        buffer.write(0, &header)?;
+        let addr = buffer.address;
+        st.heap.buffer = Some(Arc::new(buffer));
         Ok(addr)
     }
 
@@ -713,6 +765,7 @@ impl ContextInner {
             warp_path,
             denorm_preserve_f32: self.info.denorm_preserve_f32,
             denorm_preserve_f64: self.info.denorm_preserve_f64,
+            ordered_internal_atomics: self.info.driver_name != "llvmpipe",
         }
     }
 
@@ -864,6 +917,12 @@ impl ContextInner {
             let fifo = self.printf_fifo(&mut st)?;
             if f.module.printf_slot.swap(fifo, Ordering::Relaxed) != fifo {
                 self.copy_htod_locked(&mut st, data.address + off, &fifo.to_le_bytes())?;
+            }
+        }
+        if let (Some(off), Some(data)) = (f.module.info.heap_offset, &f.module.data) {
+            let heap = self.malloc_heap(&mut st)?;
+            if f.module.heap_slot.swap(heap, Ordering::Relaxed) != heap {
+                self.copy_htod_locked(&mut st, data.address + off, &heap.to_le_bytes())?;
             }
         }
         let (pipeline, layout) = f.module.pipeline(&key)?;

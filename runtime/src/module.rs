@@ -31,6 +31,9 @@ pub(crate) struct ModuleInner {
     /// The printf FIFO address last written to the module data (see
     /// [`ModuleInfo::printf_offset`]); 0 before the first launch.
     pub(crate) printf_slot: AtomicU64,
+    /// The device heap address last written to the module data (see
+    /// [`ModuleInfo::heap_offset`]); 0 before the first launch.
+    pub(crate) heap_slot: AtomicU64,
 }
 
 impl ModuleInner {
@@ -65,6 +68,7 @@ impl ModuleInner {
             device: device.clone(),
             warp_path,
             printf_slot: AtomicU64::new(0),
+            heap_slot: AtomicU64::new(0),
         })
     }
 

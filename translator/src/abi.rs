@@ -193,6 +193,67 @@ pub struct ModuleInfo {
     /// sets to the device address of the context's printf FIFO (see
     /// [`printf`]) before launching a kernel of the module.
     pub printf_offset: Option<u64>,
+    /// When a kernel of the module calls `malloc` or `free`: the byte offset
+    /// in the module data buffer of a 64-bit word the runtime sets to the
+    /// device address of the context's device heap (see [`heap`]) before
+    /// launching a kernel of the module.
+    pub heap_offset: Option<u64>,
+}
+
+/// # The device heap (`malloc` and `free` in kernels)
+///
+/// nvcc lowers `malloc`/`free` (and `new`/`delete`) in device code to calls of
+/// the undefined functions `malloc(.param .b64 size)` → `.param .b64` and
+/// `free(.param .b64 ptr)`; numba's runtime (NRT) calls the same. The
+/// translator lowers them to a lock-free allocator over a device buffer,
+/// the heap, whose address the runtime stores in the module data word at
+/// [`ModuleInfo::heap_offset`]; its size is `CU_LIMIT_MALLOC_HEAP_SIZE`
+/// (8 MiB by default, fixed once a kernel that allocates has run, as in CUDA).
+///
+/// Layout (little-endian): a [`heap::HEADER_BYTES`] header
+///
+/// | offset | type | field |
+/// |---|---|---|
+/// | [`heap::USED`] | u64 | bytes of block space handed out so far |
+/// | [`heap::CAPACITY`] | u64 | bytes of block space (after the header) |
+/// | [`heap::FREE_LISTS`] + 8·c | u64 | free list of size class c: block offset (low 32 bits, 0 = empty) and a change counter (high 32 bits) |
+///
+/// then the blocks. A block of class c is 2^c bytes
+/// ([`heap::MIN_CLASS`] ≤ c ≤ [`heap::MAX_CLASS`]) at a 16-byte aligned
+/// offset from the heap's start: a [`heap::BLOCK_HEADER_BYTES`] header
+/// `[u32 class, u32 0, u32 next free block, u32 0]`, then the bytes `malloc`
+/// returns (16-byte aligned, as CUDA's).
+///
+/// `malloc(n)` takes the least class that holds `n` + the block header,
+/// pops that class's free list, or else carves a block from the unused end
+/// (compare-and-swap on `used`); NULL when `n` is 0, more than
+/// [`heap::MAX_REQUEST`], or the heap has no room. `free(p)` pushes the block
+/// on its class's list; NULL and pointers outside the heap's blocks are
+/// ignored. Pops and pushes are compare-and-swap loops on the tagged list
+/// head (the counter defeats the ABA problem), with device-scope
+/// acquire-release ordering. Freed blocks are reused by later allocations of
+/// the same class; they are not split or merged.
+pub mod heap {
+    /// Offset of the `used` word.
+    pub const USED: u64 = 0;
+    /// Offset of the `capacity` word.
+    pub const CAPACITY: u64 = 8;
+    /// Offset of the free-list heads (one u64 per class 0..=31).
+    pub const FREE_LISTS: u64 = 16;
+    /// Bytes of the heap header.
+    pub const HEADER_BYTES: u64 = 512;
+    /// Bytes of a block's header.
+    pub const BLOCK_HEADER_BYTES: u32 = 16;
+    /// Offset in a block of its next-free-block link.
+    pub const NEXT_FIELD: u64 = 8;
+    /// Smallest size class (32-byte blocks).
+    pub const MIN_CLASS: u32 = 5;
+    /// Largest size class (2 GiB blocks).
+    pub const MAX_CLASS: u32 = 31;
+    /// Largest request `malloc` serves.
+    pub const MAX_REQUEST: u64 = (1 << MAX_CLASS) - BLOCK_HEADER_BYTES as u64;
+    /// Default heap size (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes.
+    pub const DEFAULT_HEAP_BYTES: u64 = 8 << 20;
 }
 
 /// # Kernel `printf` and `assert` (the printf FIFO)

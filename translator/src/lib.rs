@@ -134,6 +134,12 @@ pub struct Options {
     /// The same for 64-bit floats (`shaderDenormPreserveFloat64`; PTX never
     /// flushes f64 subnormals).
     pub denorm_preserve_f64: bool,
+    /// Atomics the translator adds itself in retry loops (the device heap
+    /// of `malloc`/`free`) carry acquire-release semantics. Off for
+    /// llvmpipe (lavapipe), where memory-semantics instructions in divergent
+    /// code stall the other invocations of a subgroup; its atomics are
+    /// sequentially consistent on the host anyway.
+    pub ordered_internal_atomics: bool,
 }
 
 impl Default for Options {
@@ -147,6 +153,7 @@ impl Default for Options {
             warp_path: WarpPath::Emulated,
             denorm_preserve_f32: false,
             denorm_preserve_f64: false,
+            ordered_internal_atomics: true,
         }
     }
 }

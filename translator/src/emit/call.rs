@@ -37,10 +37,12 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Opt
         return indirect(e, fx, inst, rets, &rest[0], args);
     }
     let Some(c) = fx.callees.get(name.as_str()).cloned() else {
-        // The system calls behind `printf` and `assert`.
+        // The system calls behind `printf`, `assert`, `malloc` and `free`.
         match name.as_str() {
             super::printf::VPRINTF => return super::printf::vprintf(e, fx, inst, rets, args),
             super::printf::ASSERTFAIL => return super::printf::assertfail(e, fx, inst, rets, args),
+            super::heap::MALLOC => return super::heap::malloc(e, fx, inst, rets, args),
+            super::heap::FREE => return super::heap::free(e, fx, inst, rets, args),
             _ => {}
         }
         return Err(Diagnostic::error(*span, format!("call to '{name}', which has no definition in this module")));

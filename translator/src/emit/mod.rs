@@ -34,6 +34,7 @@ mod cvt;
 mod float;
 mod func;
 mod half;
+mod heap;
 mod inst;
 mod mem;
 mod printf;
@@ -99,6 +100,9 @@ pub(crate) struct Emitter<'o> {
     pub trap_offset: Option<u64>,
     /// Offset of the printf FIFO address in the module data buffer.
     pub printf_offset: Option<u64>,
+    /// Byte offset of the device heap's address word in module data, when a
+    /// kernel calls `malloc` or `free`.
+    pub heap_offset: Option<u64>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
@@ -249,6 +253,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         address_taken: BTreeSet::new(),
         trap_offset: None,
         printf_offset: None,
+        heap_offset: None,
         spec_wg_x: 0,
         uniform_fns: BTreeSet::new(),
         warp: warp::Globals::default(),
@@ -291,6 +296,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_printf))) {
         let off = data_bytes.div_ceil(8) * 8;
         e.printf_offset = Some(off);
+        data_bytes = off + 8;
+    }
+    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_heap))) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.heap_offset = Some(off);
         data_bytes = off + 8;
     }
     for g in &globals {
@@ -515,6 +525,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             global_data_bytes: data_bytes,
             trap_offset: e.trap_offset,
             printf_offset: e.printf_offset,
+            heap_offset: e.heap_offset,
         },
     ))
 }
@@ -696,6 +707,14 @@ fn uses_trap(stmts: &[ast::Statement]) -> bool {
 }
 
 /// Whether a function calls `vprintf` or `__assertfail` (both write the printf FIFO).
+fn uses_heap(stmts: &[ast::Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        ast::Statement::Inst(i) => heap::called(i).is_some(),
+        ast::Statement::Block(b) => uses_heap(b),
+        _ => false,
+    })
+}
+
 fn uses_printf(stmts: &[ast::Statement]) -> bool {
     stmts.iter().any(|s| match s {
         ast::Statement::Inst(i) => printf::called(i).is_some(),
