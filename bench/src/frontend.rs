@@ -1,13 +1,14 @@
 //! Front-end and translation throughput on a large PTX file: parse to the
 //! AST, parse and check (decoding every instruction, as `ptx2spv
 //! --parse-only`), and full translation, each with its peak memory; and
-//! `ptxas -O3` on the same file when a `ptxas` is on the `PATH`.
+//! `ptxas -O3` on the same file when a `ptxas` is found ([`find_ptxas`]); and
+//! parse + check throughput over the PTX corpus ([`corpus_throughput`]).
 //!
 //! The file is generated: the repository's fixture kernels, copied with
 //! their entry names made unique, to [`BIG_BYTES`].
 
 use std::error::Error;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Size of the generated PTX file.
@@ -25,10 +26,16 @@ pub fn big_ptx(bytes: usize) -> Result<String, Box<dyn Error>> {
         let entry = text.find(".visible .entry").ok_or("fixture without an entry")?;
         let name_start = entry + ".visible .entry ".len();
         let name_end = text[name_start..].find('(').map_or(name_start, |e| name_start + e);
-        kernels.push((text[entry..].to_string(), text[name_start..name_end].to_string()));
+        // The kernel up to its closing brace (the first in column 0): not
+        // the `.file` and `.section .debug_*` directives after it in `-G`
+        // output, which may appear only once in a module (`ptxas` rejects
+        // the copies).
+        let end = text[entry..].find("\n}").map_or(text.len(), |e| entry + e + 2);
+        kernels.push((text[entry..end].to_string(), text[name_start..name_end].to_string()));
     }
     let mut out = String::with_capacity(bytes + (64 << 10));
-    out.push_str(".version 8.0\n.target sm_80\n.address_size 64\n\n");
+    // `.loc 1 ...` of the `-G` kernel needs a file 1.
+    out.push_str(".version 8.0\n.target sm_80\n.address_size 64\n.file 1 \"big.cu\"\n\n");
     let mut i = 0;
     while out.len() < bytes {
         let (body, name) = &kernels[i % kernels.len()];
@@ -91,7 +98,8 @@ pub fn run() -> Result<(), Box<dyn Error>> {
             translate_time = text.lines().find_map(|l| l.strip_prefix("#time ")?.parse::<f64>().ok());
         }
     }
-    ptxas(&src, Duration::from_secs_f64(translate_time.unwrap_or(0.0)))
+    ptxas(&src, Duration::from_secs_f64(translate_time.unwrap_or(0.0)))?;
+    corpus_throughput()
 }
 
 /// One step of [`run`], in this process.
@@ -121,26 +129,105 @@ pub fn measure_step(step: &str) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// `ptxas -O3` on the same file, when one is installed.
+/// Where `ptxas` is: `$PTXAS`, else on the `PATH`, else in a pip wheel
+/// (`nvidia-cuda-nvcc`: `site-packages/nvidia/{cu13,cu12,cuda_nvcc}/bin`)
+/// of the active virtual environment, of `/tmp/venv-nvcc` or of the user's
+/// or the system's Python, else in `/usr/local/cuda/bin`.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let is_file = |p: &Path| p.is_file();
+    if let Some(path) = std::env::var_os("PATH") {
+        if let Some(p) = std::env::split_paths(&path).map(|d| d.join("ptxas")).find(|p| is_file(p)) {
+            return Some(p);
+        }
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
+        roots.push(PathBuf::from(v));
+    }
+    roots.push(PathBuf::from("/tmp/venv-nvcc"));
+    if let Some(h) = std::env::var_os("HOME") {
+        roots.push(Path::new(&h).join(".local"));
+    }
+    roots.extend(["/usr/local", "/usr"].map(PathBuf::from));
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(root.join("lib")) else { continue };
+        let mut pythons: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3")))
+            .collect();
+        pythons.sort();
+        for py in pythons.iter().rev() {
+            for pkg in ["site-packages", "dist-packages"] {
+                for wheel in ["cu13", "cu12", "cuda_nvcc"] {
+                    let p = py.join(pkg).join("nvidia").join(wheel).join("bin/ptxas");
+                    if is_file(&p) {
+                        return Some(p);
+                    }
+                }
+            }
+        }
+    }
+    Some(PathBuf::from("/usr/local/cuda/bin/ptxas")).filter(|p| is_file(p))
+}
+
+/// `ptxas -O3` on the same file, when one is found ([`find_ptxas`]), and
+/// the ratio of the two throughputs.
 fn ptxas(src: &str, ours: Duration) -> Result<(), Box<dyn Error>> {
+    let Some(exe) = find_ptxas() else {
+        println!("  ptxas not found ($PTXAS, PATH, pip wheel nvidia-cuda-nvcc): no comparison");
+        return Ok(());
+    };
     let path = std::env::temp_dir().join(format!("ptxvk-bench-{}.ptx", std::process::id()));
     std::fs::write(&path, src)?;
     let start = Instant::now();
-    let status = std::process::Command::new("ptxas")
-        .args(["-O3", "-arch=sm_80", "-o", "/dev/null"])
-        .arg(&path)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
+    let out = std::process::Command::new(&exe).args(["-O3", "-arch=sm_80", "-o", "/dev/null"]).arg(&path).output();
     let t = start.elapsed();
     let _ = std::fs::remove_file(&path);
-    match status {
-        Ok(s) if s.success() => {
+    match out {
+        Ok(o) if o.status.success() => {
             report("ptxas -O3 (for scale)", src.len(), t, None);
-            println!("  full translation is {:.1}x as fast as ptxas -O3", t.as_secs_f64() / ours.as_secs_f64());
+            println!("  ({})", exe.display());
+            let ratio = t.as_secs_f64() / ours.as_secs_f64();
+            println!("  full-translation throughput / ptxas -O3 throughput: {ratio:.1}x");
         }
-        Ok(s) => println!("  ptxas -O3 failed ({s})"),
-        Err(_) => println!("  ptxas not found on PATH (install the nvidia-cuda-nvcc wheel to compare)"),
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            println!("  ptxas -O3 failed ({}): {}", o.status, err.lines().take(3).collect::<Vec<_>>().join(" | "));
+        }
+        Err(e) => println!("  cannot run {}: {e}", exe.display()),
     }
+    Ok(())
+}
+
+/// Parse + check throughput over the PTX corpus (`tests/corpus/ptx`, many
+/// small and medium files, as a driver sees them): every file once, the
+/// whole pass repeated for at least half a second.
+pub fn corpus_throughput() -> Result<(), Box<dyn Error>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/ptx");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "ptx") {
+            files.push((
+                path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&path)?,
+            ));
+        }
+    }
+    let bytes: usize = files.iter().map(|(_, s)| s.len()).sum();
+    let start = Instant::now();
+    let mut rounds = 0u32;
+    while rounds == 0 || start.elapsed() < Duration::from_millis(500) {
+        for (name, src) in &files {
+            ptxvk_translator::check_syntax(std::hint::black_box(src), name).map_err(|d| d.to_string())?;
+        }
+        rounds += 1;
+    }
+    let t = start.elapsed() / rounds;
+    println!("corpus: {} files, {bytes} bytes of PTX (tests/corpus/ptx)", files.len());
+    report("parse + check, per pass", bytes, t, None);
     Ok(())
 }

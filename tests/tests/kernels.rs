@@ -74,6 +74,7 @@ on_both_apis! {
     big_grid => run_big_grid;
     types_mix => run_types_mix;
     numba_saxpy => run_numba_saxpy;
+    array_elements => run_array_elements;
 }
 
 /// Reads back an output buffer of `count` elements plus [`GUARD`] bytes and
@@ -369,4 +370,20 @@ fn rz_reference() {
     assert_eq!(i32_to_f32_rz(i32::MIN), -2_147_483_648.0);
     assert_eq!(i32_to_f32_rz(0).to_bits(), 0);
     assert_eq!(i32_to_f32_rz(-5), -5.0);
+}
+
+/// `var[imm]` array-element operands (hand-written `array_elements.ptx`):
+/// loads of `.global`/`.const` arrays of 8, 4, 2 and 1-byte elements, a
+/// store, and element addresses taken with `mov`; the index counts elements.
+fn run_array_elements(gpu: &mut dyn Gpu) -> Result<()> {
+    let k = gpu.load_fixture("array_elements.ptx", "array_elements")?;
+    let count = 10;
+    let out = gpu.alloc_poisoned(count * 8 + GUARD)?;
+    gpu.launch(k, [1, 1, 1], [32, 1, 1], 0, &[&arg(out)])?;
+    gpu.synchronize()?;
+    // big[2], words[7], halves[3], bytes[5], words[1] after the store of 77,
+    // *(&big[3]), words[3], big[0] after the store of big[3], *(&bytes[2]+1),
+    // &big[3] - &big[0].
+    let want: [u64; 10] = [30, 8, 400, 16, 77, 40, 4, 40, 14, 24];
+    check_output(gpu, "array_elements out", out, count, &want)
 }

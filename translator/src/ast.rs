@@ -417,6 +417,14 @@ pub enum Operand {
     Neg(Span, Box<Operand>),
     /// `var+imm` / `var-imm`: the address of a variable plus a constant.
     SymbolOffset(Span, String, i64),
+    /// `var[imm]`: element `imm` of an array variable (6.4.2), as the scanner
+    /// reads it. The check pass replaces it (it knows the element size): by
+    /// an [`Operand::Address`] where the instruction takes an address
+    /// (`ld.global.u32 r, a[3]` is `[a+12]` for a `.u32` array), else by an
+    /// [`Operand::SymbolOffset`] (`mov.u64 rd, a[1]`: the element's address).
+    /// The index counts elements of the array's scalar type (for a `.v2
+    /// .u32` array, 4 bytes each, as `ptxas` does).
+    ArrayElement(Span, String, i64),
 }
 
 /// A floating-point immediate.
@@ -446,7 +454,8 @@ impl Operand {
             | Operand::Sink(s)
             | Operand::Bracket(s, _)
             | Operand::Neg(s, _)
-            | Operand::SymbolOffset(s, _, _) => *s,
+            | Operand::SymbolOffset(s, _, _)
+            | Operand::ArrayElement(s, _, _) => *s,
             Operand::Select { span, .. } => *span,
         }
     }

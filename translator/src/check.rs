@@ -176,6 +176,7 @@ fn shape_code(op: &Operand) -> u16 {
         Operand::Neg(..) => (12, 0),
         Operand::SymbolOffset(..) => (13, 0),
         Operand::TensorAddress(_, _, v) => (14, v.len()),
+        Operand::ArrayElement(..) => (15, 0),
     };
     (kind << 12) | (n.min(0xfff) as u16)
 }
@@ -342,6 +343,9 @@ impl Checker {
                 None => self.error(g.span, format!("unknown name '{}'", g.name)),
             }
         }
+        if inst.operands.iter().any(|o| matches!(o, Operand::ArrayElement(..))) {
+            self.resolve_array_elements(inst);
+        }
         let d = match self.decode_cached(inst) {
             Ok(d) => d,
             Err(e) => {
@@ -357,6 +361,39 @@ impl Checker {
         let form = d.form();
         for (spec, op) in isa::decode::assigned(form, inst.operands.len()).zip(&inst.operands) {
             self.operand(inst, &d, spec, op, labels);
+        }
+    }
+
+    /// Replace each `var[imm]` operand by the element's address: an
+    /// [`Operand::Address`] `[var+imm*size]` where the instruction takes an
+    /// address (it decodes that way), else an [`Operand::SymbolOffset`]
+    /// (`mov`, `cvta`). `size` is the byte size of the array's scalar type.
+    fn resolve_array_elements(&mut self, inst: &mut ast::Instruction) {
+        let mut as_values = Vec::with_capacity(inst.operands.len());
+        for op in &mut inst.operands {
+            let Operand::ArrayElement(span, name, index) = op else {
+                as_values.push(None);
+                continue;
+            };
+            let (span, name) = (*span, std::mem::take(name));
+            let offset = match self.lookup(&name) {
+                Some(v) if v.space != StateSpace::Reg => index.wrapping_mul(i64::from(v.ty.size())),
+                Some(_) => {
+                    self.error(span, format!("register '{name}' cannot be indexed (only an array variable can)"));
+                    0
+                }
+                // Reported as an unknown name by the operand checks.
+                None => 0,
+            };
+            as_values.push(Some(Operand::SymbolOffset(span, name.clone(), offset)));
+            *op = Operand::Address(span, ast::Address { base: Some((span, name)), offset });
+        }
+        if isa::decode(inst).is_err() {
+            for (op, value) in inst.operands.iter_mut().zip(as_values) {
+                if let Some(value) = value {
+                    *op = value;
+                }
+            }
         }
     }
 
@@ -411,7 +448,7 @@ impl Checker {
                 }
                 Value::Other
             }
-            Operand::SymbolOffset(span, name, _) => {
+            Operand::SymbolOffset(span, name, _) | Operand::ArrayElement(span, name, _) => {
                 self.name_value(*span, name, None, labels);
                 Value::Address
             }
@@ -504,6 +541,12 @@ impl Checker {
             TypeRule::Group { group, .. } => d.group_type(group),
         };
         let Some(want) = want else { return };
+        if let Operand::Not(span, _) = op {
+            if want != ScalarType::Pred {
+                self.error(*span, format!("'!' negates only predicates (operand '{}' of '{}')", spec.name, mnemonic()));
+                return;
+            }
+        }
         let relaxed = matches!(spec.ty, TypeRule::Group { relaxed: true, .. });
         // Vector operands.
         let lanes = spec.vector.and_then(|g| d.first(g)).and_then(|m| m.name().strip_prefix('v')?.parse::<u32>().ok());

@@ -189,3 +189,110 @@ fn integer_literals() {
     assert_eq!(parse::parse_int("0xFFFFFFFFFFFFFFFF"), Some(u64::MAX as i128));
     assert_eq!(parse::parse_int("0x1FFFFFFFFFFFFFFFF"), None);
 }
+
+/// The instructions of the first function of a checked module.
+fn checked_instructions(src: &str) -> Vec<Instruction> {
+    let m = ptxvk_translator::front_end(src, "t.ptx").unwrap_or_else(|d| panic!("{d}"));
+    let f = m
+        .items
+        .iter()
+        .find_map(|i| match i {
+            ModuleItem::Function(f) => Some(f),
+            _ => None,
+        })
+        .expect("a function");
+    f.body
+        .as_ref()
+        .expect("a body")
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Inst(i) => Some(i.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+/// `elect.sync _|p, mask` (nvcc's output for `elect.sync` with an unused
+/// lane number): a sink may be the first half of a pair.
+#[test]
+fn sink_pair_destination() {
+    let src = format!(
+        "{HEADER}.visible .entry k() {{\n .reg .pred p;\n .reg .b32 r;\n elect.sync _|p, 0xffffffff;\n \
+         elect.sync r|p, -1;\n ret;\n}}\n"
+    );
+    let insts = checked_instructions(&src);
+    let Operand::Pair(_, a, b) = &insts[0].operands[0] else { panic!("{:?}", insts[0].operands[0]) };
+    assert!(matches!(**a, Operand::Sink(_)), "{a:?}");
+    assert!(matches!(&**b, Operand::Name { name, .. } if name == "p"), "{b:?}");
+    assert!(insts[0].decoded.is_some());
+    assert!(matches!(&insts[1].operands[0], Operand::Pair(_, a, _) if matches!(**a, Operand::Name { .. })));
+}
+
+/// `var[imm]` (6.4.2, "Arrays as Operands"): element `imm` of an array,
+/// scaled by the array's scalar size (what `ptxas` does: for `.v2 .u32`
+/// elements count 4 bytes): an address in `ld`/`st`, the element's address
+/// in `mov`.
+#[test]
+fn array_element_operands() {
+    let src = format!(
+        "{HEADER}.global .align 8 .u64 b[16];\n.global .b8 c[64];\n.global .align 16 .v2 .u32 v[4];\n\
+         .const .align 4 .f32 tbl[8];\n\
+         .visible .entry k(.param .u64 out) {{\n .reg .b32 %r<4>;\n .reg .b64 %rd<4>;\n\
+         ld.global.u32 %r1, b[3];\n ld.global.u32 %r2, c [ 3 ];\n ld.global.u32 %r3, v[3];\n\
+         ld.const.f32 %r1, tbl[1+2];\n st.global.u64 b[0x2], %rd1;\n mov.u64 %rd2, b[1];\n\
+         mov.u64 %rd3, tbl[-1];\n ret;\n}}\n"
+    );
+    let insts = checked_instructions(&src);
+    let addr = |i: usize, op: usize| match &insts[i].operands[op] {
+        Operand::Address(_, a) => (a.base.as_ref().map(|(_, n)| n.clone()).unwrap_or_default(), a.offset),
+        other => panic!("instruction {i}: expected an address, got {other:?}"),
+    };
+    assert_eq!(addr(0, 1), ("b".to_string(), 24));
+    assert_eq!(addr(1, 1), ("c".to_string(), 3));
+    assert_eq!(addr(2, 1), ("v".to_string(), 12));
+    assert_eq!(addr(3, 1), ("tbl".to_string(), 12));
+    assert_eq!(addr(4, 0), ("b".to_string(), 16));
+    let sym = |i: usize| match &insts[i].operands[1] {
+        Operand::SymbolOffset(_, n, off) => (n.clone(), *off),
+        other => panic!("instruction {i}: expected a symbol offset, got {other:?}"),
+    };
+    assert_eq!(sym(5), ("b".to_string(), 8));
+    assert_eq!(sym(6), ("tbl".to_string(), -4));
+    assert!(insts.iter().all(|i| i.decoded.is_some()));
+}
+
+/// Array-element operands that are not: a register indexed, a missing
+/// `]`, an index that is not a constant.
+#[test]
+fn array_element_errors() {
+    for (body, want) in [
+        ("ld.global.u32 %r1, %r2[1];", "cannot be indexed"),
+        ("ld.global.u32 %r1, c[1;", "expected ']'"),
+        ("ld.global.u32 %r1, c[%r2];", "integer"),
+        ("ld.global.u32 %r1, nope[1];", "unknown name 'nope'"),
+    ] {
+        let src =
+            format!("{HEADER}.global .b8 c[64];\n.visible .entry k() {{\n .reg .b32 %r<4>;\n {body}\n ret;\n}}\n");
+        let err = ptxvk_translator::front_end(&src, "t.ptx").err().unwrap_or_else(|| panic!("{body} accepted"));
+        let text = err.to_string();
+        assert!(text.contains(want), "{body}: expected '{want}' in:\n{text}");
+    }
+}
+
+/// `and`/`or`/`xor.pred` take negated predicate sources (`ptxas` accepts
+/// them; `shaders/tma.ptx` uses them); `!` on a non-predicate is an error.
+#[test]
+fn negated_logic_sources() {
+    let src = format!(
+        "{HEADER}.visible .entry k() {{\n .reg .pred %p<4>;\n .reg .b32 %r<3>;\n and.pred %p1, %p2, !%p3;\n \
+         or.pred %p1, !%p2, %p3;\n xor.pred %p1, !%p2, !%p3;\n ret;\n}}\n"
+    );
+    let insts = checked_instructions(&src);
+    assert!(matches!(insts[0].operands[2], Operand::Not(..)));
+    assert!(insts.iter().all(|i| i.decoded.is_some()));
+    let bad = format!("{HEADER}.visible .entry k() {{\n .reg .b32 %r<3>;\n and.b32 %r1, %r2, !%r0;\n ret;\n}}\n");
+    let err = ptxvk_translator::front_end(&bad, "t.ptx").expect_err("'!' on a .b32 operand accepted");
+    assert!(err.to_string().contains("negates only predicates"), "{err}");
+}

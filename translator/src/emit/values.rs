@@ -366,6 +366,20 @@ pub(crate) fn get(e: &mut Emitter, fx: &mut Fx, op: &Operand, want: K, signed: b
             let bt = e.t_bool();
             e.b.logical_not(bt, None, v).map_err(internal1)
         }
+        // `var+imm` (and `var[imm]`, resolved to it by the check pass): the
+        // variable's address plus a byte offset.
+        Operand::SymbolOffset(span, name, offset) => {
+            let Some((v, k)) = symbol_address(e, fx, name, *span)? else {
+                return Err(Diagnostic::error(*span, format!("unknown name '{name}'")));
+            };
+            let K::Int(w) = k else {
+                return Err(Diagnostic::error(*span, "internal error: address is not an integer"));
+            };
+            let t = e.t_int(w);
+            let c = e.c_int(w, *offset as u64);
+            let sum = e.b.i_add(t, None, v, c).map_err(internal1)?;
+            e.convert(sum, k, want, false)
+        }
         other => Err(Diagnostic::error(other.span(), "expected a register or an immediate here")),
     }
 }

@@ -11,8 +11,9 @@
 //! ```text
 //! instruction := ('@' '!'? ident)? opcode (operand (',' operand)*)?
 //! opcode      := alpha (alnum | '_')* ('.' (alnum | '_' | ':')+)*
-//! operand     := '_'                                   sink
+//! operand     := '_' ('|' ident)?                      sink
 //!              | ident ('.' component | '.' selector)? ('|' ident | ('+'|'-') int)?
+//!              | ident '[' int (('+'|'-') int)* ']'    array element
 //!              | '[' (ident | int) (('+'|'-') (int | ident))* ']' ('.unified')?
 //!              | '[' address ',' '{' operand (',' operand)* '}' ']'   tensor address
 //!              | '[' operand (',' operand)+ ']'          texture coordinates with a sampler
@@ -203,7 +204,8 @@ impl<'a> Scanner<'a> {
         let op = match c {
             b'_' if !self.b.get(self.pos + 1).is_some_and(|&c| is_ident_char(c)) => {
                 self.pos += 1;
-                // `_|p` (`lop3.BoolOp` with the word result discarded).
+                // `_|p` (`lop3.BoolOp` with the word result discarded,
+                // `elect.sync _|p, mask`).
                 return self.pair_tail(start, Operand::Sink(self.span(start, self.pos)));
             }
             c if is_ident_start(c) => return self.name_operand(),
@@ -305,6 +307,30 @@ impl<'a> Scanner<'a> {
             Some(b'|') => {
                 self.pos = save;
                 self.pair_tail(start, op)
+            }
+            // `var[imm]`: an array element (6.4.2, "Arrays as Operands").
+            Some(b'[') => {
+                let Operand::Name { name, component: None, .. } = op else {
+                    return Err(Diagnostic::error(self.span(start, self.pos), "only a variable may be indexed"));
+                };
+                self.pos += 1;
+                self.ws();
+                let mut index = self.int_literal()?;
+                loop {
+                    self.ws();
+                    match self.peek() {
+                        Some(b']') => break,
+                        Some(sign @ (b'+' | b'-')) => {
+                            self.pos += 1;
+                            self.ws();
+                            let n = self.int_literal()?;
+                            index = if sign == b'-' { index.wrapping_sub(n) } else { index.wrapping_add(n) };
+                        }
+                        _ => return Err(self.expected("']' after an array index")),
+                    }
+                }
+                self.pos += 1;
+                Ok(Operand::ArrayElement(self.span(start, self.pos), name, index))
             }
             _ => {
                 self.pos = save;
