@@ -46,7 +46,24 @@ fn is_ident_start(c: u8) -> bool {
 }
 
 fn is_ident_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'$'
+    IDENT_CHAR[c as usize]
+}
+
+/// The bytes of a name after its first: ASCII letters, digits, `_`, `$`.
+pub(super) static IDENT_CHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+        c += 1;
+    }
+    t
+};
+
+/// The end of the run of name characters in `b` from `from`.
+pub(super) fn ident_end(b: &[u8], from: usize) -> usize {
+    b[from..].iter().position(|&c| !IDENT_CHAR[c as usize]).map_or(b.len(), |k| from + k)
 }
 
 impl<'a> Scanner<'a> {
@@ -104,10 +121,7 @@ impl<'a> Scanner<'a> {
         if !self.peek().is_some_and(is_ident_start) {
             return None;
         }
-        self.pos += 1;
-        while self.peek().is_some_and(is_ident_char) {
-            self.pos += 1;
-        }
+        self.pos = ident_end(self.b, self.pos + 1);
         Some(&self.text[start..self.pos])
     }
 
