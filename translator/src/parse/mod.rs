@@ -106,8 +106,8 @@ pub fn run_recovering(source: &str) -> (Option<Module>, Vec<Diagnostic>) {
 }
 
 /// A chunk of the source: its byte range and the ranges of the function
-/// bodies and parameter lists in it (from `{` to after `}`, from `(` to
-/// after `)`, relative to the chunk).
+/// bodies, parameter lists and `.section` contents in it (from `{` to after
+/// `}`, from `(` to after `)`, relative to the chunk).
 struct Chunk {
     start: usize,
     end: usize,
@@ -117,8 +117,9 @@ struct Chunk {
 /// The text pest parses for a chunk: the chunk with every function body
 /// and parameter list collapsed to `{}` and `()` (both are scanned by
 /// hand, [`body`], so pest need not step over them, nor index their lines:
-/// pest builds a line index of all the text it parses), and where its
-/// positions lie in the chunk.
+/// pest builds a line index of all the text it parses) and every
+/// `.section`'s contents left out, and where its positions lie in the
+/// chunk.
 struct Skeleton {
     text: String,
     /// `(p, d)`: skeleton positions from `p` on lie `d` bytes further in the
@@ -212,21 +213,34 @@ fn parse_chunk(
 /// Least size of a chunk (bytes), so that small items are parsed together.
 pub const CHUNK_BYTES: usize = 256 << 10;
 
-/// Bytes [`chunks`] looks at; the others are stepped over in a tight loop.
-static SPECIAL: [bool; 256] = {
-    let mut t = [false; 256];
+/// Bytes [`chunks`] looks at at depth 0 (`[0]`) and inside brackets
+/// (`[1]`); the others are stepped over in a tight loop.
+static SPECIAL: [[bool; 256]; 2] = {
+    let mut t = [[false; 256]; 2];
     let mut i = 0;
-    let s = b"/\"{}()[];.";
-    while i < s.len() {
-        t[s[i] as usize] = true;
+    let all = b"/\"{}()[];.";
+    while i < all.len() {
+        t[0][all[i] as usize] = true;
+        // `;` and `.` matter at depth 0 only.
+        t[1][all[i] as usize] = i < 8;
         i += 1;
     }
     t
 };
 
-/// Whether the `(` at `b[i]` follows a name (a function's parameter list)
-/// rather than a directive (`.func (` opens its return parameters).
-fn after_name(b: &[u8], i: usize) -> bool {
+/// The kind of a module-level item, as [`chunks`] sees it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Item {
+    Function,
+    Section,
+    File,
+    Other,
+}
+
+/// The range of the name before the `(` at `b[i]`, when there is one: the
+/// `(` opens a function's parameter list (after `.func`, it opens the
+/// return parameters).
+fn name_before(b: &[u8], i: usize) -> Option<(usize, usize)> {
     let mut j = i;
     while j > 0 && b[j - 1].is_ascii_whitespace() {
         j -= 1;
@@ -235,7 +249,7 @@ fn after_name(b: &[u8], i: usize) -> bool {
     while j > 0 && (b[j - 1].is_ascii_alphanumeric() || matches!(b[j - 1], b'_' | b'$' | b'%')) {
         j -= 1;
     }
-    j < end && (j == 0 || b[j - 1] != b'.')
+    (j < end && (j == 0 || b[j - 1] != b'.')).then_some((j, end))
 }
 
 /// Whether `b[i..]` starts with the word `w` (not followed by a name character).
@@ -246,20 +260,25 @@ fn word_at(b: &[u8], i: usize, w: &[u8]) -> bool {
 /// Cut the source at top-level item boundaries into chunks of at least
 /// [`CHUNK_BYTES`], finding the function bodies and parameter lists in
 /// them (in an item with an `.entry` or `.func` word, a `{` at depth 0, and
-/// a `(` at depth 0 after a name, not after `.func`); reject nesting deeper
+/// a `(` at depth 0 after a name, not after `.func`) and the contents of
+/// `.section`s (which the tree does not keep); reject nesting deeper
 /// than [`MAX_NESTING`]. Comments and strings are skipped.
 fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
     let b = source.as_bytes();
     let mut out = Vec::new();
     let mut chunk = Chunk { start: 0, end: 0, bodies: Vec::new() };
     let mut depth = 0usize;
-    let mut function_item = false;
+    // What the item at depth 0 is.
+    let mut item = Item::Other;
     let mut body_open = None;
     let mut i = 0;
     while i < b.len() {
-        if !SPECIAL[b[i] as usize] {
+        let special = &SPECIAL[usize::from(depth > 0)];
+        while i < b.len() && !special[b[i] as usize] {
             i += 1;
-            continue;
+        }
+        if i == b.len() {
+            break;
         }
         match b[i] {
             b'/' if b.get(i + 1) == Some(&b'/') => {
@@ -274,6 +293,7 @@ fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
                 i += 1;
             }
             b'"' => {
+                let open = i;
                 i += 1;
                 while i < b.len() && b[i] != b'"' {
                     if b[i] == b'\\' {
@@ -281,10 +301,28 @@ fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
                     }
                     i += 1;
                 }
+                if depth == 0 && item == Item::File && i < b.len() && i - open > 8 {
+                    chunk.bodies.push((open - chunk.start, i + 1 - chunk.start));
+                }
             }
-            b'.' if depth == 0 && (word_at(b, i, b".entry") || word_at(b, i, b".func")) => function_item = true,
+            b'.' if depth == 0 && (word_at(b, i, b".entry") || word_at(b, i, b".func")) => item = Item::Function,
+            b'.' if depth == 0 && word_at(b, i, b".section") => item = Item::Section,
+            b'.' if depth == 0 && word_at(b, i, b".file") => item = Item::File,
             b'{' | b'(' | b'[' => {
-                if depth == 0 && function_item && (b[i] == b'{' || (b[i] == b'(' && after_name(b, i))) {
+                let collapse = match item {
+                    Item::Function if b[i] == b'(' => match name_before(b, i) {
+                        Some((start, end)) => {
+                            if end - start > 8 && start >= chunk.start {
+                                chunk.bodies.push((start - chunk.start, end - chunk.start));
+                            }
+                            true
+                        }
+                        None => false,
+                    },
+                    Item::Function | Item::Section => b[i] == b'{',
+                    _ => false,
+                };
+                if depth == 0 && collapse {
                     body_open = Some(i);
                 }
                 depth += 1;
@@ -303,7 +341,9 @@ fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
                             chunk.bodies.push((open - chunk.start, i + 1 - chunk.start));
                         }
                     }
-                    function_item &= b[i] != b'}';
+                    if b[i] == b'}' {
+                        item = Item::Other;
+                    }
                 }
                 // A function body ends its item; an initializer's `}` is
                 // followed by the declaration's `;`.
@@ -315,7 +355,7 @@ fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
                 }
             }
             b';' if depth == 0 => {
-                function_item = false;
+                item = Item::Other;
                 if i + 1 - chunk.start >= CHUNK_BYTES {
                     chunk.end = i + 1;
                     let next_start = i + 1;
@@ -565,25 +605,26 @@ fn function(p: P, errors: &mut Vec<Diagnostic>, chunk: &str) -> Result<Function,
                     f.returns.push(param_decl(d)?);
                 }
             }
-            Rule::ident => f.name = item.as_str().to_string(),
+            Rule::ident => f.name = original(chunk, &item).to_string(),
             Rule::params => {
-                let at = span_of(&item);
-                let base = BASE.with(Cell::get);
-                let text = chunk.get((at.start - base) as usize..(at.end - base) as usize).unwrap_or(item.as_str());
-                f.params = body::params(text, at.start)?;
+                f.params = body::params(original(chunk, &item), span_of(&item).start)?;
             }
             Rule::perf_directive => f.perf.push(perf_directive(item)?),
             Rule::body => {
-                // The body's own text (collapsed to `{}` in the skeleton).
-                let at = span_of(&item);
-                let base = BASE.with(Cell::get);
-                let text = chunk.get((at.start - base) as usize..(at.end - base) as usize).unwrap_or(item.as_str());
-                f.body = Some(body::statements(text, at.start, errors));
+                f.body = Some(body::statements(original(chunk, &item), span_of(&item).start, errors));
             }
             _ => {}
         }
     }
     Ok(f)
+}
+
+/// The text of a pair in the chunk (pest parsed the [`Skeleton`], where
+/// bodies, parameter lists and long names are collapsed).
+fn original<'c>(chunk: &'c str, p: &P<'c>) -> &'c str {
+    let at = span_of(p);
+    let base = BASE.with(Cell::get);
+    chunk.get(at.start.wrapping_sub(base) as usize..at.end.wrapping_sub(base) as usize).unwrap_or(p.as_str())
 }
 
 fn perf_directive(p: P) -> Result<PerfDirective, Diagnostic> {
