@@ -6,13 +6,16 @@
 //! 2. saxpy over 16M `f32` (`y = a * x + y`), launched through the runtime
 //!    from the PTX `nvcc` emits (`bench/saxpy_f32.ptx`), against the same
 //!    computation as a hand-written compute shader dispatched with plain
-//!    `ash` (the baseline, [`baseline`]).
+//!    `ash` (the baseline, [`baseline`]);
+//! 3. TMA copy throughput: `cp.async.bulk.tensor` through the emulated copy
+//!    engine against a plain `ld.global`/`st.global` copy kernel ([`tma`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
 //! ```
 //!
-//! (`ptxvk-bench --measure parse|check|translate` runs one front-end step;
+//! (`ptxvk-bench tma` runs only the TMA copy benchmark;
+//! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
 //! Each saxpy path is run once to warm up (lavapipe compiles a pipeline at
@@ -22,6 +25,7 @@
 
 mod baseline;
 mod frontend;
+mod tma;
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -47,6 +51,19 @@ const TRANSLATE_MIN_TIME: Duration = Duration::from_millis(500);
 fn main() -> ExitCode {
     // `ptxvk-bench --measure STEP`: one front-end step (see `frontend`).
     let args: Vec<String> = std::env::args().collect();
+    let only_tma = matches!(args.as_slice(), [_, a] if a == "tma");
+    if let [_, flag] = args.as_slice() {
+        if flag == "--f64" {
+            std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
+            return match Context::new(DeviceSelector::Default).map_err(|e| e.into()).and_then(|c| float_cost(&c)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    }
     if let [_, flag, step] = args.as_slice() {
         if flag == "--measure" {
             return match frontend::measure_step(step) {
@@ -62,7 +79,7 @@ fn main() -> ExitCode {
     // thread: lavapipe's on-disk shader cache would make the first dispatch
     // depend on earlier runs.
     std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
-    match run() {
+    match run(only_tma) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("FAILED: outputs do not match");
@@ -75,17 +92,90 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs both benchmarks; `Ok(false)` when a result is wrong.
-fn run() -> Result<bool, Box<dyn Error>> {
-    frontend::run()?;
-    println!();
+/// Runs the benchmarks (only the TMA one with `only_tma`); `Ok(false)` when a result is wrong.
+fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
+    if !only_tma {
+        frontend::run()?;
+        println!();
+    }
     let ctx = Context::new(DeviceSelector::Default)?;
     let info = ctx.info();
     println!("device: {} ({}), {} CPU threads", info.name, info.driver_name, num_threads());
+    if only_tma {
+        return tma::run(&ctx);
+    }
 
     translation_throughput(&ctx)?;
     println!();
-    saxpy(&ctx)
+    float_cost(&ctx)?;
+    println!();
+    let saxpy_ok = saxpy(&ctx)?;
+    println!();
+    let tma_ok = tma::run(&ctx)?;
+    Ok(saxpy_ok && tma_ok)
+}
+
+/// Elements in the float-cost kernels.
+const FN: u32 = 1 << 20;
+
+/// The cost of the software float paths: kernels that apply one operation
+/// 8 times per element over [`FN`] elements, timed (median of [`RUNS`]) and
+/// compared with a native `mul` + `add` of the same type.
+fn float_cost(ctx: &Context) -> Result<(), Box<dyn Error>> {
+    let ops: [(&str, &str, &str); 7] = [
+        ("f64", "mul+add", "mul.rn.f64 v, v, k; add.rn.f64 v, v, k;"),
+        ("f64", "fma.rn", "fma.rn.f64 v, v, k, k;"),
+        ("f64", "fma.rz", "fma.rz.f64 v, v, k, k;"),
+        ("f64", "div.rn", "div.rn.f64 v, k, v;"),
+        ("f32", "mul+add", "mul.rn.f32 v, v, k; add.rn.f32 v, v, k;"),
+        ("f32", "sin.approx", "sin.approx.f32 v, v;"),
+        ("f32", "cos.approx", "cos.approx.f32 v, v;"),
+    ];
+    println!(
+        "float paths: {FN} elements x 8 operations, median of {RUNS} runs (emulate_fma: {})",
+        ctx.info().emulate_fma
+    );
+    let mut base = [0f64; 2];
+    for (ty, name, op) in ops {
+        let (bytes, k) = if ty == "f64" { (8u32, "0d3ff0000000000001") } else { (4, "0f3f800001") };
+        let body: String = (0..8).map(|_| op).collect::<Vec<_>>().join("\n\t");
+        let ptx = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n\t\
+             .reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n\t.reg .{ty} v, k;\n\t\
+             mov.{ty} k, {k};\n\tmov.u32 %r1, %ctaid.x;\n\tmov.u32 %r2, %ntid.x;\n\tmov.u32 %r3, %tid.x;\n\t\
+             mad.lo.u32 %r1, %r1, %r2, %r3;\n\tld.param.u64 %rd1, [p];\n\tmul.wide.u32 %rd2, %r1, {bytes};\n\t\
+             add.s64 %rd1, %rd1, %rd2;\n\tld.global.{ty} v, [%rd1];\n\t{body}\n\tst.global.{ty} [%rd1], v;\n\tret;\n}}\n"
+        );
+        let m = ctx.load_module(&ptx, "float-cost.ptx")?;
+        let f = m.function("k").ok_or("no entry k")?;
+        let d = ctx.alloc(FN as u64 * bytes as u64)?;
+        let init: Vec<u8> = (0..FN)
+            .flat_map(|i| {
+                let x = 0.5 + (i % 1000) as f64 / 1000.0;
+                if ty == "f64" {
+                    x.to_le_bytes().to_vec()
+                } else {
+                    (x as f32).to_le_bytes().to_vec()
+                }
+            })
+            .collect();
+        ctx.copy_htod(d, &init)?;
+        let params = f.pack_params(&[&d.to_le_bytes()])?;
+        let go = || -> Result<(), Box<dyn Error>> {
+            ctx.launch(&f, [FN / BLOCK, 1, 1], [BLOCK, 1, 1], 0, &params)?;
+            ctx.synchronize()?;
+            Ok(())
+        };
+        go()?;
+        let t = median((0..RUNS).map(|_| time(go)).collect::<Result<Vec<_>, _>>()?).as_secs_f64();
+        ctx.free(d)?;
+        let slot = usize::from(ty == "f32");
+        if name == "mul+add" {
+            base[slot] = t;
+        }
+        println!("  {ty} {name:<11} {:8.2} ms  {:5.2}x {ty} mul+add", t * 1e3, t / base[slot]);
+    }
+    Ok(())
 }
 
 /// Number of host threads (for context: lavapipe runs on the CPU).

@@ -356,8 +356,8 @@ exports! {
     raw fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) => mem::mem_alloc;
     /// `cuMemAllocPitch_v2`.
     raw fn cuMemAllocPitch_v2(dptr: *mut CUdeviceptr, pitch: *mut usize, width: usize, height: usize, element_size: c_uint) => mem::mem_alloc_pitch;
-    /// `cuMemAllocManaged`: not supported.
-    safe fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) => mem::mem_alloc_managed;
+    /// `cuMemAllocManaged`.
+    raw fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) => mem::mem_alloc_managed;
     /// `cuMemFree_v2`.
     safe fn cuMemFree_v2(dptr: CUdeviceptr) => mem::mem_free;
     /// `cuMemGetInfo_v2`.

@@ -327,18 +327,34 @@ fn limit_index(limit: c_int) -> CuResult<usize> {
     }
 }
 
-/// `cuCtxSetLimit(CUlimit limit, size_t value)`: values are recorded and
-/// reported back (kernels here have no fixed stack, FIFO or heap to resize);
-/// the L2 fetch granularity must be 0..=128.
+/// `cuCtxSetLimit(CUlimit limit, size_t value)`: `CU_LIMIT_PRINTF_FIFO_SIZE`
+/// sizes the kernel printf FIFO and `CU_LIMIT_MALLOC_HEAP_SIZE` the device
+/// heap (each only before the first launch of a kernel that uses it, as in
+/// CUDA); the other values are recorded and reported back (kernels here
+/// have no fixed stack to resize); the L2 fetch granularity must be 0..=128.
 pub fn ctx_set_limit(limit: c_int, value: usize) -> CuResult<()> {
     let ctx = current()?;
     let i = limit_index(limit)?;
     if i == 5 && value > 128 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the L2 fetch granularity is at most 128 bytes"));
     }
+    let value = if i == LIMIT_PRINTF_FIFO_SIZE {
+        ctx.runtime.set_printf_fifo_size(value as u64)?;
+        ctx.runtime.printf_fifo_size() as usize
+    } else if i == LIMIT_MALLOC_HEAP_SIZE {
+        ctx.runtime.set_malloc_heap_size(value as u64)?;
+        ctx.runtime.malloc_heap_size() as usize
+    } else {
+        value
+    };
     ctx.limits.lock().unwrap_or_else(|p| p.into_inner())[i] = value;
     Ok(())
 }
+
+/// Index of `CU_LIMIT_PRINTF_FIFO_SIZE`.
+const LIMIT_PRINTF_FIFO_SIZE: usize = 1;
+/// Index of `CU_LIMIT_MALLOC_HEAP_SIZE`.
+const LIMIT_MALLOC_HEAP_SIZE: usize = 2;
 
 /// `cuCtxGetCacheConfig(CUfunc_cache *pconfig)`.
 ///

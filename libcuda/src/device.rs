@@ -161,7 +161,7 @@ fn to_int(v: impl TryInto<c_int>) -> c_int {
 /// The value of `CUdevice_attribute` `attrib` (numbering of `cuda.h`).
 ///
 /// Limits come from the Vulkan device; features this library does not offer
-/// (textures, managed memory, cooperative launch, ...) report 0; other
+/// (textures, concurrent managed access, cooperative launch, ...) report 0; other
 /// properties that Vulkan does not expose report typical values of an sm_80
 /// part. An attribute number outside the known range is
 /// `CUDA_ERROR_INVALID_VALUE`.
@@ -209,6 +209,7 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         79 | 80 => 1,                            // GLOBAL/LOCAL_L1_CACHE_SUPPORTED
         81 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
         82 => 65536,                             // MAX_REGISTERS_PER_MULTIPROCESSOR
+        83 => c_int::from(d.runtime()?.supports_managed()), // MANAGED_MEMORY
         87 => 2,                                 // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
         97 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         106 => 32,                               // MAX_BLOCKS_PER_MULTIPROCESSOR

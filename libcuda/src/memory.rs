@@ -433,14 +433,24 @@ pub fn mem_host_unregister(p: *mut c_void) -> CuResult<()> {
 }
 
 /// `cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int
-/// flags)`: managed memory (one address valid on host and device) is not
-/// supported (`CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY` is 0).
-pub fn mem_alloc_managed(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) -> CuResult<()> {
-    context::current()?;
+/// flags)`: host-visible memory whose device address is also its host
+/// address. That needs a Vulkan driver that maps memory at its device
+/// address (lavapipe does); elsewhere "CUDA_ERROR_NOT_SUPPORTED" and
+/// `CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY` is 0. Host and device must not touch
+/// it at the same time (`CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS` is 0):
+/// the host sees kernel writes after a synchronisation.
+///
+/// # Safety
+/// `dptr` is NULL or writable.
+pub unsafe fn mem_alloc_managed(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) -> CuResult<()> {
+    let ctx = context::current()?;
     if dptr.is_null() || bytesize == 0 || !(1..=2).contains(&flags) {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dptr is NULL, bytesize is 0 or flags are invalid"));
     }
-    Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("managed memory is not supported"))
+    let addr = ctx.runtime.alloc_managed(bytesize as u64)?;
+    ctx.owned().allocations.insert(addr);
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(dptr, addr) }
 }
 
 /// Pitch alignment of `cuMemAllocPitch` (`CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT`

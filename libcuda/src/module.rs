@@ -349,6 +349,11 @@ pub unsafe fn module_load_fat_binary(module: *mut Handle, fat_cubin: *const c_vo
 /// `cuModuleUnload(CUmodule hmod)`.
 pub fn module_unload(hmod: Handle) -> CuResult<()> {
     let module = lookup(hmod)?;
+    if module.runtime.info().printf_offset.is_some() {
+        // CUDA prints pending kernel output at unload; a kernel failure is
+        // reported by the next call that synchronises, not by the unload.
+        let _ = module.context.runtime.synchronize();
+    }
     module.context.owned().modules.remove(&(hmod as usize));
     forget(hmod);
     Ok(())

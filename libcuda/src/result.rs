@@ -194,6 +194,7 @@ impl From<ptxvk_runtime::Error> for CuError {
             E::Unsupported(_) => CuError::CUDA_ERROR_NOT_SUPPORTED,
             E::NoDevice => CuError::CUDA_ERROR_NO_DEVICE,
             E::LaunchFailed(_) => CuError::CUDA_ERROR_LAUNCH_FAILED,
+            E::Assert(_) => CuError::CUDA_ERROR_ASSERT,
             E::Vulkan(_) => CuError::CUDA_ERROR_UNKNOWN,
         };
         code.because(err.to_string())

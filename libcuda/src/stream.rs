@@ -7,14 +7,14 @@
 //! (`cuLaunchHostFunc`, `cuStreamAddCallback`) run on the calling thread
 //! once the work queued before them has finished.
 //!
-//! An event records the time at which the work queued before it finished
-//! (the device is synchronised and the host clock read), which is what
-//! `cuEventElapsedTime` compares.
+//! An event records a device timestamp queued behind the work before it
+//! (`vkCmdWriteTimestamp`, read back when `cuEventElapsedTime` needs it);
+//! on devices whose queue has no timestamps, recording waits for that work
+//! and reads the host clock instead.
 
 use std::ffi::{c_float, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use crate::context::{self, ContextObj};
 use crate::driver;
@@ -286,7 +286,7 @@ pub struct EventObj {
     /// `CU_EVENT_*` creation flags.
     pub flags: c_uint,
     /// When the work before its last record finished.
-    recorded: Mutex<Option<Instant>>,
+    recorded: Mutex<Option<ptxvk_runtime::Timestamp>>,
 }
 
 /// `CU_EVENT_DISABLE_TIMING`.
@@ -339,8 +339,8 @@ pub fn event_record(event: Handle, stream: Handle) -> CuResult<()> {
     if ctx.device.ordinal != ev.context.device.ordinal {
         return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("the event and the stream are on different devices"));
     }
-    ctx.runtime.synchronize()?;
-    *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    let t = ctx.runtime.record_timestamp()?;
+    *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     Ok(())
 }
 
@@ -352,14 +352,19 @@ pub fn event_record_with_flags(event: Handle, stream: Handle, flags: c_uint) -> 
     event_record(event, stream)
 }
 
-/// `cuEventQuery(CUevent hEvent)`: recorded work has always finished.
+/// `cuEventQuery(CUevent hEvent)`: waits for the recorded work, so it
+/// always reports it finished.
 pub fn event_query(event: Handle) -> CuResult<()> {
-    lookup_event(event).map(|_| ())
+    event_synchronize(event)
 }
 
-/// `cuEventSynchronize(CUevent hEvent)`.
+/// `cuEventSynchronize(CUevent hEvent)`: waits for the context's queued work.
 pub fn event_synchronize(event: Handle) -> CuResult<()> {
-    lookup_event(event).map(|_| ())
+    let ev = lookup_event(event)?;
+    if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        ev.context.runtime.synchronize()?;
+    }
+    Ok(())
 }
 
 /// `cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)`:
@@ -377,12 +382,15 @@ pub unsafe fn event_elapsed_time(ms: *mut c_float, start: Handle, end: Handle) -
     if (s.flags | e.flags) & CU_EVENT_DISABLE_TIMING != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("an event was created with CU_EVENT_DISABLE_TIMING"));
     }
-    let t0 = *s.recorded.lock().unwrap_or_else(|p| p.into_inner());
-    let t1 = *e.recorded.lock().unwrap_or_else(|p| p.into_inner());
+    let t0 = s.recorded.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let t1 = e.recorded.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let (Some(t0), Some(t1)) = (t0, t1) else {
         return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("an event has not been recorded"));
     };
-    let v = if t1 >= t0 { (t1 - t0).as_secs_f64() * 1e3 } else { -((t0 - t1).as_secs_f64() * 1e3) };
+    if !Arc::ptr_eq(&s.context, &e.context) {
+        return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("the events are in different contexts"));
+    }
+    let v = s.context.runtime.elapsed_ms(&t0, &t1)?;
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(ms, v as c_float) }
 }
@@ -391,8 +399,8 @@ pub unsafe fn event_elapsed_time(ms: *mut c_float, start: Handle, end: Handle) -
 pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
     let c = context::lookup(ctx)?;
     let ev = lookup_event(event)?;
-    c.runtime.synchronize()?;
-    *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    let t = c.runtime.record_timestamp()?;
+    *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     Ok(())
 }
 

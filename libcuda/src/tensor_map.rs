@@ -8,8 +8,9 @@
 //! project's layout ([`ptxvk_translator::tensor_map`]), which the emulated
 //! copy engine of translated kernels reads. Encoding needs no context (it is
 //! pure computation) but does need `cuInit`. The packed sub-byte data types
-//! pass validation but are `CUDA_ERROR_NOT_SUPPORTED`: the copy engine does
-//! not implement them.
+//! are emulated in tiled maps (loads of all three, stores of
+//! `16U4_ALIGN8B` and `16U6_ALIGN16B`); in im2col maps they pass validation
+//! but are `CUDA_ERROR_NOT_SUPPORTED`.
 
 use std::ffi::{c_int, c_void};
 
@@ -250,8 +251,8 @@ unsafe fn common(
 /// # Safety
 /// `map` is valid for writing 128 bytes (checked non-null and aligned by [`common`]).
 unsafe fn finish(map: *mut c_void, desc: &TensorMapDesc) -> CuResult<()> {
-    if desc.elem_bytes == 0 {
-        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("packed sub-byte tensor data types are not emulated"));
+    if desc.elem_bytes == 0 && desc.mode != TensorMapMode::Tiled {
+        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("packed sub-byte types are emulated in tiled maps only"));
     }
     let bytes = desc.encode();
     // SAFETY: `map` is non-null, 64-byte aligned and, per the caller, holds a

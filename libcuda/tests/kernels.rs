@@ -236,3 +236,81 @@ fn module_globals() {
     assert_eq!(download::<u32>(api, counter, 1), vec![n as u32]);
     check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
 }
+
+/// `vadd_f32` on managed memory: the host writes the inputs and reads the
+/// result through the pointers the kernel gets. Lavapipe maps memory at its
+/// device address, so managed memory must work there.
+#[test]
+fn vadd_f32_managed_memory() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let mut managed = -1;
+    check(api, cu!(api.cuDeviceGetAttribute(&mut managed, 83, 0)), "MANAGED_MEMORY");
+    let mut name = [0 as std::ffi::c_char; 256];
+    check(api, cu!(api.cuDeviceGetName(name.as_mut_ptr(), 256, 0)), "name");
+    // SAFETY: the library wrote a NUL-terminated name into the buffer.
+    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+    let mut d = 0u64;
+    if managed == 0 {
+        assert!(!name.contains("llvmpipe"), "lavapipe supports managed memory");
+        assert_eq!(cu!(api.cuMemAllocManaged(&mut d, 64, 1)), code::NOT_SUPPORTED);
+        return;
+    }
+    assert_eq!(managed, 1);
+    let n = 10_000usize;
+    let mut ptrs = [0u64; 3];
+    for p in ptrs.iter_mut() {
+        check(api, cu!(api.cuMemAllocManaged(p, (n + 16) * 4, 1)), "cuMemAllocManaged");
+    }
+    let [da, db, dc] = ptrs;
+    let mut rng = Lcg(77);
+    let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    // SAFETY: managed allocations of (n + 16) floats, valid on the host at the
+    // same address; the device is idle while the host touches them.
+    let (ha, hb, hc) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(da as *mut f32, n + 16),
+            std::slice::from_raw_parts_mut(db as *mut f32, n + 16),
+            std::slice::from_raw_parts_mut(dc as *mut u32, n + 16),
+        )
+    };
+    ha[..n].copy_from_slice(&a);
+    hb[..n].copy_from_slice(&b);
+    hc.fill(u32::from_ne_bytes([POISON; 4]));
+    let module = load(api, "vadd_f32.ptx");
+    let f = function(api, module, "vadd_f32");
+    let (mut pa, mut pb, mut pc, mut pn) = (da, db, dc, n as i32);
+    let mut params: [*mut c_void; 4] = [
+        (&mut pa as *mut u64).cast(),
+        (&mut pb as *mut u64).cast(),
+        (&mut pc as *mut u64).cast(),
+        (&mut pn as *mut i32).cast(),
+    ];
+    let rc = cu!(api.cuLaunchKernel(
+        f,
+        n.div_ceil(256) as u32,
+        1,
+        1,
+        256,
+        1,
+        1,
+        0,
+        std::ptr::null_mut(),
+        params.as_mut_ptr(),
+        std::ptr::null_mut()
+    ));
+    check(api, rc, "cuLaunchKernel");
+    check(api, cu!(api.cuCtxSynchronize()), "cuCtxSynchronize");
+    for i in 0..n {
+        assert_eq!(hc[i], (a[i] + b[i]).to_bits(), "c[{i}]");
+    }
+    assert!(hc[n..].iter().all(|&x| x == u32::from_ne_bytes([POISON; 4])), "elements past n were written");
+    // Device copies see host writes too.
+    ha[0] = 1234.5;
+    assert_eq!(download::<f32>(api, da, 1), vec![1234.5]);
+    for p in ptrs {
+        check(api, cu!(api.cuMemFree_v2(p)), "cuMemFree");
+    }
+    check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
+}

@@ -363,7 +363,15 @@ fn host_memory_and_pointer_attributes() {
     assert_eq!(cu!(api.cuMemHostUnregister(b)), code::HOST_MEMORY_NOT_REGISTERED);
     assert_eq!(cu!(api.cuMemHostRegister_v2(std::ptr::null_mut(), 8, 0)), code::INVALID_VALUE);
     assert_eq!(cu!(api.cuMemHostGetDevicePointer_v2(&mut dp, b, 0)), code::INVALID_VALUE, "not mapped");
-    assert_eq!(cu!(api.cuMemAllocManaged(&mut dp, 64, 1)), code::NOT_SUPPORTED);
+    let mut managed = -1;
+    check(api, cu!(api.cuDeviceGetAttribute(&mut managed, 83, 0)), "MANAGED_MEMORY");
+    assert_eq!(cu!(api.cuMemAllocManaged(&mut dp, 64, 3)), code::INVALID_VALUE, "bad flags");
+    if managed == 1 {
+        check(api, cu!(api.cuMemAllocManaged(&mut dp, 64, 1)), "managed");
+        check(api, cu!(api.cuMemFree_v2(dp)), "free managed");
+    } else {
+        assert_eq!(cu!(api.cuMemAllocManaged(&mut dp, 64, 1)), code::NOT_SUPPORTED);
+    }
     check(api, cu!(api.cuMemFree_v2(d)), "free");
 }
 

@@ -244,7 +244,8 @@ fn tiled_arguments_are_checked() {
     bad("32B interleave without 32B swizzle", interleaved(&|t| t.swizzle = 0));
     bad("32B interleave, 16-byte aligned address", interleaved(&|t| t.address = 0x10_0010));
     bad("32B interleave, stride 48", interleaved(&|t| t.strides[0] = 48));
-    // Packed sub-byte types: checked, then refused (not emulated).
+    // Packed sub-byte types: checked, then encoded with dimension 0 in
+    // groups of sixteen values (8 bytes each for 16U4_ALIGN16B).
     let packed = |f: &dyn Fn(&mut Tiled)| {
         let mut t = Tiled::new();
         t.dtype = 14; // 16U4_ALIGN16B
@@ -254,7 +255,17 @@ fn tiled_arguments_are_checked() {
         f(&mut t);
         t
     };
-    assert_eq!(packed(&|_| {}).encode(api, &mut map), code::NOT_SUPPORTED);
+    check(api, packed(&|_| {}).encode(api, &mut map), "16U4_ALIGN16B tiled map");
+    assert_eq!(map.u32_at(tensor_map::DIMS), 256 / 16);
+    assert_eq!(map.u32_at(tensor_map::BOX) & 0x1FF, 128 / 16);
+    assert_eq!((map.u32_at(tensor_map::FORMAT) >> 16) & 0xFF, 8);
+    // 16U4_ALIGN8B: dimension 0 in bytes of two values.
+    let mut t = packed(&|t| t.boxes[0] = 64);
+    t.dtype = 13;
+    check(api, t.encode(api, &mut map), "16U4_ALIGN8B tiled map");
+    assert_eq!(map.u32_at(tensor_map::DIMS), 256 / 2);
+    assert_eq!(map.u32_at(tensor_map::BOX) & 0x1FF, 64 / 2);
+    assert_eq!((map.u32_at(tensor_map::FORMAT) >> 16) & 0xFF, 1);
     bad("16U4_ALIGN16B with box 64", packed(&|t| t.boxes[0] = 64));
     bad("16U4_ALIGN16B with dimension 200", packed(&|t| t.dims[0] = 200));
     bad("16U4_ALIGN16B with 64B swizzle", packed(&|t| t.swizzle = 2));
@@ -305,6 +316,16 @@ fn im2col_maps() {
     // Rank 5: corners within [-16, 15].
     check(api, run(&mut map, 5, &[-16, 0, 0], &[0, 15, -1], 8, 64, 0), "rank 5");
     bad("corner 16 at rank 5", run(&mut m, 5, &[16, 0, 0], &[0, 0, 0], 8, 64, 0));
+    // Packed sub-byte types pass validation but are emulated in tiled maps only.
+    let packed = {
+        let p = m.ptr();
+        let (d, s, e) = (dims.as_ptr(), strides.as_ptr(), es.as_ptr());
+        let (lo, hi) = ([0 as c_int; 2], [0 as c_int; 2]);
+        let address = 0x20_0000usize as *mut c_void;
+        // SAFETY: every pointer is a live local array holding at least 4 values.
+        unsafe { encode(p, 13, 4, address, d, s, lo.as_ptr(), hi.as_ptr(), 64, 64, e, 0, 0, 0, 0) }
+    };
+    assert_eq!(packed, code::NOT_SUPPORTED, "16U4_ALIGN8B im2col map");
 
     let f = proc(api, c"cuTensorMapEncodeIm2colWide");
     // SAFETY: cuTensorMapEncodeIm2colWide has this C signature.

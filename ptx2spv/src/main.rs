@@ -80,6 +80,15 @@ struct Cli {
     /// Use native float32 atomic add (the device has `shaderBufferFloat32AtomicAdd`).
     #[arg(long = "float-atomics", default_value_t = false)]
     float_atomics: bool,
+    /// Declare the DenormPreserve execution mode for f32 and f64 (the device
+    /// has shaderDenormPreserveFloat32/64).
+    #[arg(long = "denorm-preserve", default_value_t = false)]
+    denorm_preserve: bool,
+    /// Relaxed semantics on the atomics of the translator's own retry loops
+    /// (the device heap); for llvmpipe, which stalls on memory semantics in
+    /// divergent code.
+    #[arg(long = "relaxed-internal-atomics", default_value_t = false)]
+    relaxed_internal_atomics: bool,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -140,6 +149,9 @@ fn run(cli: Cli) -> Result<(), String> {
             (Some(Warp::Emulated), _) => WarpPath::Emulated,
             (None, size) => WarpPath::for_subgroup_size(size),
         },
+        denorm_preserve_f32: cli.denorm_preserve,
+        denorm_preserve_f64: cli.denorm_preserve,
+        ordered_internal_atomics: !cli.relaxed_internal_atomics,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

@@ -1,6 +1,7 @@
 //! [`Context`]: one device with its memory, command stream and loaded modules.
 //! All methods take `&self`; a mutex serialises them.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
@@ -13,6 +14,7 @@ use crate::instance::DeviceSelector;
 use crate::memory::{align_up, AllocationTable, Buffer, Readback, ALLOC_ALIGN, DEVICE_USAGE, STAGING_CHUNK};
 use crate::module::{Function, Module, ModuleInner};
 use crate::pipeline::PipelineKey;
+use crate::printf::DeviceStrings;
 use crate::stream::Stream;
 
 /// Mutable state of a context, behind its mutex. Lock order: this, then a
@@ -25,10 +27,82 @@ struct State {
     readback: Readback,
     /// Trap words of modules launched since the last check (address, kernel).
     trap_words: Vec<(u64, String)>,
+    /// Kernel printf output (see [`crate::printf`]).
+    printf: PrintfState,
+    /// Device timestamps of [`Context::record_timestamp`].
+    timestamps: Timestamps,
+    /// The device heap of kernels' `malloc` (see [`abi::heap`]).
+    heap: HeapState,
+}
+
+/// The device heap of a context.
+struct HeapState {
+    /// Created at the first launch of a kernel that allocates; its size is fixed from then on.
+    buffer: Option<Arc<Buffer>>,
+    /// Bytes of block space (`CU_LIMIT_MALLOC_HEAP_SIZE`).
+    limit: u64,
+}
+
+/// A query pool of device timestamps and the slots in use.
+#[derive(Default)]
+struct Timestamps {
+    pool: Option<QueryPool>,
+    /// Unused slots.
+    free: Vec<u32>,
+    /// Slots written by queued work, not read back yet.
+    pending: Vec<(u32, Arc<Mutex<Stamp>>)>,
+}
+
+/// Slots of the timestamp query pool.
+const TIMESTAMP_SLOTS: u32 = 256;
+
+struct QueryPool {
+    raw: vk::QueryPool,
+    device: Arc<Device>,
+}
+
+impl Drop for QueryPool {
+    fn drop(&mut self) {
+        // SAFETY: the pool is ours; the stream (dropped before it, see
+        // `State`) has waited for the work that writes it.
+        unsafe { self.device.raw.destroy_query_pool(self.raw, None) };
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Stamp {
+    /// To be written by queued work.
+    Pending,
+    /// Device time in ticks of `timestampPeriod`.
+    Device(u64),
+    /// Host time, on devices without timestamps.
+    Host(std::time::Instant),
+}
+
+/// A point in a context's command stream (see [`Context::record_timestamp`]).
+#[derive(Clone, Debug)]
+pub struct Timestamp(Arc<Mutex<Stamp>>);
+
+impl Timestamp {
+    fn get(&self) -> Stamp {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The printf FIFO of a context.
+struct PrintfState {
+    /// Created at the first launch of a kernel that prints; its size is fixed from then on.
+    fifo: Option<Arc<Buffer>>,
+    /// Bytes of record space (`CU_LIMIT_PRINTF_FIFO_SIZE`).
+    limit: u64,
+    /// When set, output is collected here instead of going to standard output.
+    capture: Option<Vec<u8>>,
 }
 
 pub(crate) struct ContextInner {
     state: Mutex<State>,
+    /// Whether mapped memory has the same host and device address (see [`Context::alloc_managed`]).
+    managed: std::sync::OnceLock<bool>,
     info: DeviceInfo,
     device: Arc<Device>,
 }
@@ -52,16 +126,23 @@ impl Context {
         let device = Device::new(selector)?;
         let stream = Stream::new(&device)?;
         let mut inner = ContextInner {
+            managed: std::sync::OnceLock::new(),
             state: Mutex::new(State {
                 stream,
                 table: AllocationTable::default(),
                 readback: Readback::default(),
                 trap_words: Vec::new(),
+                printf: PrintfState { fifo: None, limit: abi::printf::DEFAULT_FIFO_BYTES, capture: None },
+                timestamps: Timestamps::default(),
+                heap: HeapState { buffer: None, limit: abi::heap::DEFAULT_HEAP_BYTES },
             }),
             info: device.info.clone(),
             device,
         };
         inner.info.emulate_fma = crate::probe::needs_fma_emulation(&inner);
+        if inner.info.supports_f64 {
+            (inner.info.keeps_f32_subnormals, inner.info.keeps_f64_subnormals) = crate::probe::keeps_subnormals(&inner);
+        }
         Ok(Context(Arc::new(inner)))
     }
 
@@ -84,6 +165,35 @@ impl Context {
     /// valid until then.
     pub fn alloc_mapped(&self, bytes: u64) -> Result<(u64, *mut u8)> {
         self.0.alloc_mapped(bytes)
+    }
+
+    /// Allocates managed memory: `bytes` of host-visible memory whose device
+    /// address is also its host address, so one pointer serves the host and
+    /// kernels (CUDA's `cuMemAllocManaged`). The host sees device writes
+    /// after a synchronisation. Only possible where the Vulkan driver maps
+    /// memory at its device address (CPU implementations such as lavapipe);
+    /// elsewhere [`Error::Unsupported`] (see [`Context::supports_managed`]).
+    /// Freed with [`Context::free`].
+    pub fn alloc_managed(&self, bytes: u64) -> Result<u64> {
+        let (device, host) = self.0.alloc_mapped(bytes)?;
+        if device != host as u64 {
+            let _ = self.0.free(device);
+            return Err(Error::Unsupported(
+                "managed memory: this device's addresses differ from the host addresses of the same memory".into(),
+            ));
+        }
+        Ok(device)
+    }
+
+    /// Whether [`Context::alloc_managed`] works on this device (probed once).
+    pub fn supports_managed(&self) -> bool {
+        *self.0.managed.get_or_init(|| match self.alloc_managed(4096) {
+            Ok(d) => {
+                let _ = self.0.free(d);
+                true
+            }
+            Err(_) => false,
+        })
     }
 
     /// Frees the allocation based at `addr` (after queued work that may use it).
@@ -186,6 +296,77 @@ impl Context {
         self.0.check_traps()
     }
 
+    /// Queues a timestamp behind the work queued so far: the device's clock
+    /// when that work has finished (`vkCmdWriteTimestamp`), or, on devices
+    /// whose queue has no timestamps, the host clock after waiting for it.
+    pub fn record_timestamp(&self) -> Result<Timestamp> {
+        self.0.record_timestamp()
+    }
+
+    /// Milliseconds from `start` to `end` (negative when `end` came first),
+    /// waiting for the work before them if needed.
+    pub fn elapsed_ms(&self, start: &Timestamp, end: &Timestamp) -> Result<f64> {
+        self.0.elapsed_ms(start, end)
+    }
+
+    /// Size of the kernel printf FIFO in bytes (`CU_LIMIT_PRINTF_FIFO_SIZE`,
+    /// 1 MiB by default). Records that do not fit are dropped.
+    pub fn printf_fifo_size(&self) -> u64 {
+        self.0.lock().printf.limit
+    }
+
+    /// Sets the printf FIFO size; [`Error::InvalidValue`] once a kernel that
+    /// prints has been launched (as in CUDA), or for sizes under 64 bytes or
+    /// of 4 GiB and more.
+    pub fn set_printf_fifo_size(&self, bytes: u64) -> Result<()> {
+        let mut st = self.0.lock();
+        if st.printf.fifo.is_some() {
+            return Err(Error::InvalidValue(
+                "the printf FIFO size cannot change after a kernel that prints was launched".into(),
+            ));
+        }
+        if !(64..1 << 32).contains(&bytes) {
+            return Err(Error::InvalidValue(format!("printf FIFO size {bytes} is out of range")));
+        }
+        st.printf.limit = bytes & !7;
+        Ok(())
+    }
+
+    /// Size of the device heap of kernels' `malloc` in bytes
+    /// (`CU_LIMIT_MALLOC_HEAP_SIZE`, 8 MiB by default).
+    pub fn malloc_heap_size(&self) -> u64 {
+        self.0.lock().heap.limit
+    }
+
+    /// Sets the device heap size; [`Error::InvalidValue`] once a kernel that
+    /// allocates has been launched (as in CUDA), or for sizes of 4 GiB and
+    /// more (block offsets are 32-bit).
+    pub fn set_malloc_heap_size(&self, bytes: u64) -> Result<()> {
+        let mut st = self.0.lock();
+        if st.heap.buffer.is_some() {
+            return Err(Error::InvalidValue(
+                "the malloc heap size cannot change after a kernel that allocates was launched".into(),
+            ));
+        }
+        if bytes >= (1 << 32) - abi::heap::HEADER_BYTES {
+            return Err(Error::InvalidValue(format!("malloc heap size {bytes} is out of range")));
+        }
+        st.heap.limit = bytes & !15;
+        Ok(())
+    }
+
+    /// Collects kernel printf and assert output in memory instead of writing
+    /// it to standard output (`false` restores standard output and discards
+    /// what was collected). See [`Context::take_printf_output`].
+    pub fn capture_printf(&self, on: bool) {
+        self.0.lock().printf.capture = on.then(Vec::new);
+    }
+
+    /// The output collected since the last call (with [`Context::capture_printf`] on).
+    pub fn take_printf_output(&self) -> Vec<u8> {
+        self.0.lock().printf.capture.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
     /// Number of validation-layer warnings and errors seen so far (always 0
     /// without `PTXVK_VALIDATION=1`).
     pub fn validation_messages(&self) -> u32 {
@@ -203,9 +384,11 @@ impl ContextInner {
         &self.info
     }
 
-    /// Reads the trap words of the modules launched since the last check;
-    /// a set word fails the context for good, as a trap does in CUDA.
+    /// Prints the kernel output in the printf FIFO, then reads the trap
+    /// words of the modules launched since the last check; a set word fails
+    /// the context for good, as a trap or a failed assert does in CUDA.
     fn check_traps(&self) -> Result<()> {
+        self.drain_printf();
         let words = std::mem::take(&mut self.lock().trap_words);
         for (addr, kernel) in words {
             let mut w = [0u8; 4];
@@ -213,10 +396,16 @@ impl ContextInner {
             if self.copy_dtoh(&mut w, addr).is_err() {
                 continue;
             }
-            if w != [0; 4] {
-                let msg = format!("kernel {kernel} executed trap");
-                self.lock().stream.fail(msg.clone());
-                return Err(Error::LaunchFailed(msg));
+            let w = u32::from_le_bytes(w);
+            if w & abi::printf::TRAP_ASSERT != 0 {
+                let err = Error::Assert(format!("in kernel {kernel}"));
+                self.lock().stream.fail(err.clone());
+                return Err(err);
+            }
+            if w != 0 {
+                let err = Error::LaunchFailed(format!("kernel {kernel} executed trap"));
+                self.lock().stream.fail(err.clone());
+                return Err(err);
             }
         }
         Ok(())
@@ -226,6 +415,160 @@ impl ContextInner {
         // State stays consistent across a panic in a caller's thread (every
         // mutation completes before anything that can panic), so ignore poisoning.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record_timestamp(&self) -> Result<Timestamp> {
+        let mut st = self.lock();
+        st.stream.check()?;
+        if self.info.timestamp_period_ns.is_none() {
+            st.stream.flush()?;
+            return Ok(Timestamp(Arc::new(Mutex::new(Stamp::Host(std::time::Instant::now())))));
+        }
+        if st.timestamps.pool.is_none() {
+            let info =
+                vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(TIMESTAMP_SLOTS);
+            // SAFETY: a valid create info; the pool is destroyed by `QueryPool::drop`.
+            let raw = unsafe { self.device.raw.create_query_pool(&info, None) }.map_err(crate::error::map_create)?;
+            st.timestamps.pool = Some(QueryPool { raw, device: self.device.clone() });
+            st.timestamps.free = (0..TIMESTAMP_SLOTS).rev().collect();
+        }
+        if st.timestamps.free.is_empty() {
+            st.stream.flush()?;
+            self.resolve_timestamps(&mut st);
+        }
+        let (Some(slot), Some(pool)) = (st.timestamps.free.pop(), st.timestamps.pool.as_ref().map(|p| p.raw)) else {
+            return Err(Error::OutOfMemory);
+        };
+        st.stream.maybe_flush()?;
+        let cmd = st.stream.begin_command()?;
+        // SAFETY: `cmd` is recording outside any render pass; `slot` is a
+        // query of the pool that no queued work uses (it was free).
+        unsafe {
+            self.device.raw.cmd_reset_query_pool(cmd, pool, slot, 1);
+            self.device.raw.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, slot);
+        }
+        let cell = Arc::new(Mutex::new(Stamp::Pending));
+        st.timestamps.pending.push((slot, cell.clone()));
+        Ok(Timestamp(cell))
+    }
+
+    /// Reads back the timestamps of completed work (the stream is idle).
+    fn resolve_timestamps(&self, st: &mut State) {
+        let Some(pool) = st.timestamps.pool.as_ref().map(|p| p.raw) else {
+            return;
+        };
+        for (slot, cell) in std::mem::take(&mut st.timestamps.pending) {
+            let mut v = [0u64; 1];
+            // SAFETY: the work that wrote the slot has completed (callers
+            // flushed the stream); one 64-bit result fits `v`.
+            let r =
+                unsafe { self.device.raw.get_query_pool_results(pool, slot, &mut v, vk::QueryResultFlags::TYPE_64) };
+            // A slot the device never wrote (its batch failed) reads as 0.
+            let ticks = if r.is_ok() { v[0] } else { 0 };
+            *cell.lock().unwrap_or_else(|p| p.into_inner()) = Stamp::Device(ticks);
+            st.timestamps.free.push(slot);
+        }
+    }
+
+    fn elapsed_ms(&self, start: &Timestamp, end: &Timestamp) -> Result<f64> {
+        if matches!(start.get(), Stamp::Pending) || matches!(end.get(), Stamp::Pending) {
+            let mut st = self.lock();
+            st.stream.flush()?;
+            self.resolve_timestamps(&mut st);
+        }
+        match (start.get(), end.get()) {
+            (Stamp::Device(a), Stamp::Device(b)) => {
+                let period = self.info.timestamp_period_ns.unwrap_or(1.0);
+                Ok((b as i128 - a as i128) as f64 * period / 1e6)
+            }
+            (Stamp::Host(a), Stamp::Host(b)) => {
+                Ok(if b >= a { (b - a).as_secs_f64() * 1e3 } else { -((a - b).as_secs_f64() * 1e3) })
+            }
+            _ => Err(Error::InvalidValue("the timestamps are not from the same context".into())),
+        }
+    }
+
+    /// The device address of the printf FIFO, created on first use.
+    fn printf_fifo(&self, st: &mut State) -> Result<u64> {
+        if let Some(b) = &st.printf.fifo {
+            return Ok(b.address);
+        }
+        let limit = st.printf.limit;
+        let size = abi::printf::HEADER_BYTES + limit;
+        let buffer = Buffer::new(&self.device, size, DEVICE_USAGE, MemoryLocation::GpuToCpu, 16, "ptxvk printf FIFO")?;
+        let mut header = [0u8; abi::printf::HEADER_BYTES as usize];
+        header[4..8].copy_from_slice(&(limit as u32).to_le_bytes());
+        buffer.write(0, &header)?;
+        let addr = buffer.address;
+        st.printf.fifo = Some(Arc::new(buffer));
+        Ok(addr)
+    }
+
+    /// The device address of the device heap, created (its header written
+    /// through the mapping before any kernel can use it) on first use.
+    fn malloc_heap(&self, st: &mut State) -> Result<u64> {
+        if let Some(b) = &st.heap.buffer {
+            return Ok(b.address);
+        }
+        let limit = st.heap.limit;
+        let size = abi::heap::HEADER_BYTES + limit;
+        let buffer = Buffer::new(&self.device, size, DEVICE_USAGE, MemoryLocation::CpuToGpu, 16, "ptxvk malloc heap")?;
+        let mut header = vec![0u8; abi::heap::HEADER_BYTES as usize];
+        let cap = abi::heap::CAPACITY as usize;
+        header[cap..cap + 8].copy_from_slice(&limit.to_le_bytes());
+        buffer.write(0, &header)?;
+        let addr = buffer.address;
+        st.heap.buffer = Some(Arc::new(buffer));
+        Ok(addr)
+    }
+
+    /// Formats and prints the records in the printf FIFO and empties it.
+    /// Callers have waited for all queued work.
+    fn drain_printf(&self) {
+        let mut st = self.lock();
+        let Some(fifo) = st.printf.fifo.clone() else {
+            return;
+        };
+        let mut header = [0u8; 8];
+        if fifo.read(0, &mut header).is_err() {
+            return;
+        }
+        let used = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as u64;
+        if used == 0 {
+            return;
+        }
+        let n = used.min(st.printf.limit) as usize;
+        let mut data = vec![0u8; n];
+        if fifo.read(abi::printf::HEADER_BYTES, &mut data).is_err() {
+            return;
+        }
+        // The device is idle: reset the write position for the next launches.
+        let _ = fifo.write(0, &[0u8; 4]);
+        let mut strings = Strings { ctx: self, st: &mut st, cache: Vec::new() };
+        let mut out = Vec::new();
+        for r in crate::printf::records(&data) {
+            match r {
+                crate::printf::Record::Printf { format, args } => {
+                    let Some(fmt) = strings.string(format) else { continue };
+                    out.extend(crate::printf::format(&fmt, &args, &mut strings));
+                }
+                crate::printf::Record::Assert { message, file, function, ids } => {
+                    let mut s = |a: u64| strings.string(a).unwrap_or_default();
+                    let (m, f, func) = (s(message), s(file), s(function));
+                    out.extend(crate::printf::assert_message(&m, &f, &func, &ids));
+                }
+            }
+        }
+        match st.printf.capture.as_mut() {
+            Some(c) => c.extend_from_slice(&out),
+            None => {
+                use std::io::Write;
+                let mut so = std::io::stdout().lock();
+                // Output errors (a closed pipe) are not the kernel's failure.
+                let _ = so.write_all(&out);
+                let _ = so.flush();
+            }
+        }
     }
 
     pub(crate) fn alloc(&self, bytes: u64) -> Result<u64> {
@@ -275,6 +618,10 @@ impl ContextInner {
             return Ok(());
         }
         let mut st = self.lock();
+        self.copy_htod_locked(&mut st, dst, src)
+    }
+
+    fn copy_htod_locked(&self, st: &mut State, dst: u64, src: &[u8]) -> Result<()> {
         st.stream.check()?;
         let target = st.table.resolve(dst, src.len() as u64, "destination")?;
         for (i, chunk) in src.chunks(STAGING_CHUNK as usize).enumerate() {
@@ -298,6 +645,10 @@ impl ContextInner {
 
     pub(crate) fn copy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()> {
         let mut st = self.lock();
+        self.copy_dtoh_locked(&mut st, dst, src)
+    }
+
+    fn copy_dtoh_locked(&self, st: &mut State, dst: &mut [u8], src: u64) -> Result<()> {
         if dst.is_empty() {
             return st.stream.flush();
         }
@@ -412,6 +763,9 @@ impl ContextInner {
             emulate_fma,
             float_atomics: self.info.supports_buffer_f32_atomic_add,
             warp_path,
+            denorm_preserve_f32: self.info.denorm_preserve_f32,
+            denorm_preserve_f64: self.info.denorm_preserve_f64,
+            ordered_internal_atomics: self.info.driver_name != "llvmpipe",
         }
     }
 
@@ -557,6 +911,18 @@ impl ContextInner {
             let word = data.address + off;
             if !st.trap_words.iter().any(|(a, _)| *a == word) {
                 st.trap_words.push((word, entry.name.clone()));
+            }
+        }
+        if let (Some(off), Some(data)) = (f.module.info.printf_offset, &f.module.data) {
+            let fifo = self.printf_fifo(&mut st)?;
+            if f.module.printf_slot.swap(fifo, Ordering::Relaxed) != fifo {
+                self.copy_htod_locked(&mut st, data.address + off, &fifo.to_le_bytes())?;
+            }
+        }
+        if let (Some(off), Some(data)) = (f.module.info.heap_offset, &f.module.data) {
+            let heap = self.malloc_heap(&mut st)?;
+            if f.module.heap_slot.swap(heap, Ordering::Relaxed) != heap {
+                self.copy_htod_locked(&mut st, data.address + off, &heap.to_le_bytes())?;
             }
         }
         let (pipeline, layout) = f.module.pipeline(&key)?;
@@ -712,5 +1078,37 @@ fn spirv_val(spirv: &[u32], env: ptxvk_translator::TargetEnv, file_name: &str) -
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )))
+    }
+}
+
+/// Reads strings out of device memory for the printf formatter, one
+/// allocation (or its first 64 KiB from the string) at a time, cached.
+struct Strings<'a, 'b> {
+    ctx: &'a ContextInner,
+    st: &'a mut MutexGuard<'b, State>,
+    /// (start address, bytes) of ranges read so far.
+    cache: Vec<(u64, Vec<u8>)>,
+}
+
+impl DeviceStrings for Strings<'_, '_> {
+    fn string(&mut self, addr: u64) -> Option<Vec<u8>> {
+        const WINDOW: u64 = 64 << 10;
+        let hit = self.cache.iter().position(|(a, b)| addr >= *a && addr < *a + b.len() as u64);
+        let i = match hit {
+            Some(i) => i,
+            None => {
+                let (base, size) = self.st.table.allocation_of(addr)?;
+                let start = if size <= 16 * WINDOW { base } else { addr };
+                let end = (base + size).min(start.saturating_add(if size <= 16 * WINDOW { size } else { WINDOW }));
+                let mut bytes = vec![0u8; end.checked_sub(start)? as usize];
+                self.ctx.copy_dtoh_locked(self.st, &mut bytes, start).ok()?;
+                self.cache.push((start, bytes));
+                self.cache.len() - 1
+            }
+        };
+        let (a, b) = &self.cache[i];
+        let tail = &b[(addr - a) as usize..];
+        let len = tail.iter().position(|&c| c == 0).unwrap_or(tail.len());
+        Some(tail[..len].to_vec())
     }
 }

@@ -96,6 +96,18 @@ pub struct DeviceInfo {
     pub emulate_fma: bool,
     /// `shaderFloat64` (Vulkan 1.0).
     pub supports_f64: bool,
+    /// `shaderDenormPreserveFloat32` (Vulkan 1.2 float controls): modules
+    /// ask for f32 subnormals to be kept.
+    pub denorm_preserve_f32: bool,
+    /// `shaderDenormPreserveFloat64`: modules ask for f64 subnormals to be
+    /// kept. Without it the driver's default applies (lavapipe reports
+    /// false for both yet keeps subnormals in add, sub, mul, div and sqrt).
+    pub denorm_preserve_f64: bool,
+    /// Subnormal f32 results survive `mul`/`add` as modules are compiled
+    /// for this device (a probe kernel at context creation; `true` before).
+    pub keeps_f32_subnormals: bool,
+    /// The same for f64.
+    pub keeps_f64_subnormals: bool,
     /// `shaderInt64` (Vulkan 1.0).
     pub supports_i64: bool,
     /// `shaderInt16` (Vulkan 1.0).
@@ -138,6 +150,10 @@ pub struct DeviceInfo {
     pub supports_shared_f32_atomic_min_max: bool,
     /// `shaderDeviceClock` or `shaderSubgroupClock` (`VK_KHR_shader_clock`).
     pub supports_shader_clock: bool,
+    /// Nanoseconds per tick of the queue's timestamps (`timestampPeriod`), or
+    /// `None` when the queue cannot write timestamps (`timestampValidBits`
+    /// 0); event times then come from the host clock.
+    pub timestamp_period_ns: Option<f64>,
     /// `subgroupSizeControl` (`VK_EXT_subgroup_size_control`, core in 1.3).
     pub supports_subgroup_size_control: bool,
     /// `maintenance4` (`VK_KHR_maintenance4`, core in 1.3): allows the
@@ -573,6 +589,10 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         }),
         emulate_fma: true,
         supports_f64: on(e.core.shader_float64),
+        denorm_preserve_f32: on(p12.shader_denorm_preserve_float32),
+        denorm_preserve_f64: on(p12.shader_denorm_preserve_float64),
+        keeps_f32_subnormals: true,
+        keeps_f64_subnormals: true,
         supports_i64: on(e.core.shader_int64),
         supports_i16: on(e.core.shader_int16),
         supports_i8: on(e.v12.shader_int8),
@@ -594,6 +614,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_buffer_f32_atomic_min_max: use_af2 && on(af2.shader_buffer_float32_atomic_min_max),
         supports_shared_f32_atomic_min_max: use_af2 && on(af2.shader_shared_float32_atomic_min_max),
         supports_shader_clock: use_clock,
+        timestamp_period_ns: (families[queue_family as usize].timestamp_valid_bits > 0)
+            .then_some(limits.timestamp_period as f64),
         supports_subgroup_size_control: on(size_control),
         supports_maintenance4: on(maintenance4),
         validation: instance.validation,

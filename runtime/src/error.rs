@@ -35,6 +35,10 @@ pub enum Error {
     /// Submitted work failed (device lost); the context cannot be used anymore.
     #[error("launch failed: {0}")]
     LaunchFailed(String),
+    /// A kernel's `assert` failed (the message went to standard output); the
+    /// context cannot be used anymore.
+    #[error("device-side assert triggered: {0}")]
+    Assert(String),
 }
 
 /// Result alias used throughout the runtime.

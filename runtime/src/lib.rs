@@ -22,11 +22,12 @@ pub mod instance;
 mod memory;
 mod module;
 mod pipeline;
+mod printf;
 mod probe;
 mod stream;
 mod warp;
 
-pub use context::Context;
+pub use context::{Context, Timestamp};
 pub use device::{DeviceInfo, PciBusInfo};
 pub use error::{Error, Result};
 pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use ptxvk_translator::{EntryInfo, ModuleInfo, WarpPath};
@@ -27,6 +28,12 @@ pub(crate) struct ModuleInner {
     pub(crate) device: Arc<Device>,
     /// The warp path the module was translated for.
     pub(crate) warp_path: WarpPath,
+    /// The printf FIFO address last written to the module data (see
+    /// [`ModuleInfo::printf_offset`]); 0 before the first launch.
+    pub(crate) printf_slot: AtomicU64,
+    /// The device heap address last written to the module data (see
+    /// [`ModuleInfo::heap_offset`]); 0 before the first launch.
+    pub(crate) heap_slot: AtomicU64,
 }
 
 impl ModuleInner {
@@ -60,6 +67,8 @@ impl ModuleInner {
             info,
             device: device.clone(),
             warp_path,
+            printf_slot: AtomicU64::new(0),
+            heap_slot: AtomicU64::new(0),
         })
     }
 

@@ -30,7 +30,7 @@ pub(crate) struct Stream {
     /// Staging memory used by the batch being recorded.
     pub(crate) arena: UploadArena,
     /// Set once submitted work failed; every later call fails.
-    failed: Option<String>,
+    failed: Option<Error>,
 }
 
 impl Drop for Stream {
@@ -93,7 +93,7 @@ impl Stream {
     /// Fails if earlier work failed.
     pub(crate) fn check(&self) -> Result<()> {
         match &self.failed {
-            Some(msg) => Err(Error::LaunchFailed(msg.clone())),
+            Some(e) => Err(e.clone()),
             None => Ok(()),
         }
     }
@@ -152,9 +152,9 @@ impl Stream {
         self.keep_alive.push(object);
     }
 
-    /// Marks the stream failed: every later call fails with `msg`.
-    pub(crate) fn fail(&mut self, msg: String) {
-        self.failed = Some(msg);
+    /// Marks the stream failed: every later call fails with `err`.
+    pub(crate) fn fail(&mut self, err: Error) {
+        self.failed = Some(err);
     }
 
     /// Submits the recorded batch and waits for it.
@@ -171,7 +171,7 @@ impl Stream {
         self.arena.reset();
         if let Err(e) = &result {
             if matches!(e, Error::LaunchFailed(_)) {
-                self.failed = Some(e.to_string());
+                self.failed = Some(e.clone());
             }
         }
         result

@@ -35,6 +35,8 @@ fn load(ctx: &Context) -> Module {
         globals: vec![],
         global_data_bytes: 0,
         trap_offset: None,
+        printf_offset: None,
+        heap_offset: None,
     };
     ctx.load_spirv(&spirv, info).unwrap()
 }

@@ -139,6 +139,69 @@ fn function_pointers() {
     assert_clean(&ctx);
 }
 
+/// nvcc's `funcptr_dtor.cu`: function pointers of two signatures, taken in
+/// `__device__` tables (module initializers); a 3-argument destructor whose
+/// address is taken calls a 1-argument one through a pointer, which is not
+/// recursion.
+#[test]
+fn function_pointer_tables_of_two_signatures() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/funcptr_dtor.ptx"), "funcptr_dtor.ptx").unwrap();
+    let f = m.function("run_dtors").unwrap();
+    let n = 3000usize;
+    let mut rng = Lcg(1234);
+    let sel: Vec<u32> = (0..n).map(|_| rng.next_u32() >> 2).collect();
+    let mut init: Vec<u32> = (0..2 * n).map(|_| rng.next_u32()).collect();
+    init.extend([POISON; 16]);
+    let (ds, dout) = (upload_u32(&ctx, &sel), upload_u32(&ctx, &init));
+    let params = f.pack_params(&[&dout.to_le_bytes(), &ds.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(128), 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 2 * n + 16);
+    for i in 0..n {
+        let s = sel[i] as i32;
+        let mut a = init[2 * i] as i32;
+        let size = s >> 4;
+        let elem = (s >> 1) % 3; // 0: add 1000, 1: negate, 2: none
+        let b = if s & 1 == 0 {
+            match elem {
+                0 => a = a.wrapping_add(1000),
+                1 => a = a.wrapping_neg(),
+                _ => {}
+            }
+            size.wrapping_mul(3)
+        } else {
+            size + i32::from(elem != 2)
+        };
+        assert_eq!((out[2 * i] as i32, out[2 * i + 1] as i32), (a, b), "element {i}, sel {s:#x}");
+    }
+    assert!(out[2 * n..].iter().all(|&v| v == POISON));
+    assert_clean(&ctx);
+}
+
+/// A call through a pointer that names no function fails the launch (as a
+/// call to a bad address does on NVIDIA), and the context with it.
+#[test]
+fn call_through_a_bad_function_pointer_fails_the_launch() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/funcptr_dtor.ptx"), "funcptr_dtor.ptx").unwrap();
+    let f = m.function("call_raw").unwrap();
+    let init: Vec<u32> = (0..64).map(|i| i * 3 + 1).collect();
+    let dout = upload_u32(&ctx, &init);
+    // Through the table: even threads add 1000, odd ones negate.
+    let params = f.pack_params(&[&dout.to_le_bytes(), &0x1234u64.to_le_bytes(), &0i32.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 64);
+    for i in 0..64 {
+        let v = init[i] as i32;
+        let want = if i % 2 == 0 { v + 1000 } else { -v };
+        assert_eq!(out[i] as i32, want, "thread {i}");
+    }
+    assert_clean(&ctx);
+    let params = f.pack_params(&[&dout.to_le_bytes(), &0x1234u64.to_le_bytes(), &1i32.to_le_bytes()]).unwrap();
+    let failed = ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).and_then(|_| ctx.synchronize());
+    assert!(matches!(failed, Err(Error::LaunchFailed(_))), "{failed:?}");
+}
+
 #[test]
 fn exit_inside_a_function_ends_the_thread() {
     let ctx = context();

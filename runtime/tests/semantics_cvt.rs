@@ -205,3 +205,95 @@ fn float_to_float_narrowing() {
         }
     }
 }
+
+/// Stochastic rounding of an f32 to f16 (`half`) or bf16 bits as the PTX ISA
+/// defines it: the carry out of adding the random bits (13 for f16, 16 for
+/// bf16) to the discarded significand bits rounds away from zero; the sum
+/// is then truncated.
+fn rs_ref(x: u32, rbits: u32, half: bool, relu: bool, satfinite: bool) -> u64 {
+    let (sign, mag) = (x & 0x8000_0000, x & 0x7fff_ffff);
+    if mag > 0x7f80_0000 {
+        return 0x7fff;
+    }
+    if relu && sign != 0 {
+        return 0;
+    }
+    let (r, limit) = if half { (rbits & 0x1fff, 0x4780_0000) } else { (rbits & 0xffff, 0x7f80_0000) };
+    let sum = mag + r;
+    let hsign = (sign >> 16) as u64;
+    if sum >= limit {
+        let m = match (half, satfinite) {
+            (true, false) => 0x7c00,
+            (true, true) => 0x7bff,
+            (false, false) => 0x7f80,
+            (false, true) => 0x7f7f,
+        };
+        return m | hsign;
+    }
+    if half {
+        let s = Single::from_bits(sum as u128);
+        let h: Half = s.convert_r(Round::TowardZero, &mut false).value;
+        h.to_bits() as u64 | hsign
+    } else {
+        (sum >> 16) as u64 | hsign
+    }
+}
+
+#[test]
+fn cvt_stochastic_rounding() {
+    let mut r = Lcg(9);
+    // Magnitudes around each destination's range, plus the f32 edges.
+    let near = |r: &mut Lcg, lo: u32, hi: u32| -> u64 {
+        let exp = lo + r.next_u32() % (hi - lo);
+        ((r.next_u32() & 0x8000_0000) | (exp << 23) | (r.next_u32() & 0x7f_ffff)) as u64
+    };
+    let mut a = f32_edges();
+    let mut b: Vec<u64> = f32_edges().into_iter().rev().collect();
+    for v in [65504f32, 65519.0, 65520.0, 65535.9, 65536.0, 6.1e-5, 5.96e-8, 2.9e-8, 3.0e-8, 3.4e38] {
+        a.push(v.to_bits() as u64);
+        b.push((-v).to_bits() as u64);
+    }
+    while a.len() < N {
+        let k = r.next_u32() % 4;
+        a.push(if k == 0 { rand_f32(&mut r) } else { near(&mut r, 96, 146) });
+        b.push(if k == 1 { rand_f32(&mut r) } else { near(&mut r, 96, 146) });
+    }
+    let rb: Vec<u64> = (0..N)
+        .map(|i| match i % 7 {
+            0 => 0,
+            1 => 0xffff_ffff,
+            _ => r.next_u32() as u64,
+        })
+        .collect();
+    let ins = [(T::F32, a.clone()), (T::F32, b.clone()), (T::B32, rb.clone())];
+    for dty in ["f16x2", "bf16x2"] {
+        for (relu, sf) in [(false, false), (true, false), (false, true), (true, true)] {
+            let m = format!("{}{}", if relu { ".relu" } else { "" }, if sf { ".satfinite" } else { "" });
+            let body = format!("cvt.rs{m}.{dty}.f32 out0, in0, in1, in2;");
+            let got = run(&ins, &[T::B32], &body);
+            let half = dty == "f16x2";
+            let want: Vec<u64> = (0..N)
+                .map(|i| {
+                    let hi = rs_ref(a[i] as u32, (rb[i] >> 16) as u32, half, relu, sf);
+                    let lo = rs_ref(b[i] as u32, rb[i] as u32, half, relu, sf);
+                    (hi << 16) | lo
+                })
+                .collect();
+            check(&body, &ins, &got[0], &want);
+        }
+    }
+    // Stochastic rounding is unbiased: over all 2^13 random values the mean
+    // of the f16 results is the input (checked for a few inputs whose f16
+    // results are normal: subnormal ones discard more bits than there are
+    // random bits).
+    for x in [1.0001f32, 3.0517, -1234.567, 7.0e-5] {
+        let sum: f64 = (0..8192u32)
+            .map(|k| {
+                let h = Half::from_bits(rs_ref(x.to_bits(), k, true, false, false) as u128);
+                let d: Double = h.convert(&mut false).value;
+                f64::from_bits(d.to_bits() as u64)
+            })
+            .sum();
+        assert!((sum / 8192.0 - x as f64).abs() <= (x as f64).abs() * 1e-6, "mean of rs({x}) = {}", sum / 8192.0);
+    }
+}

@@ -435,3 +435,99 @@ fn find_nth_set() {
     let want: Vec<u64> = (0..N).map(|i| fns_ref(m[i] as u32, base[i] as u32, off[i] as u32 as i32) as u64).collect();
     check(body, &ins, &got[0], &want);
 }
+
+#[test]
+fn lop3_bool_op_predicate() {
+    // Sparse words so that `d == 0` happens often.
+    let sparse =
+        |seed: u64| -> Vec<u64> {
+            let mut r = Lcg(seed);
+            (0..N)
+                .map(|_| {
+                    if r.next_u32().is_multiple_of(3) {
+                        0
+                    } else {
+                        (r.next_u32() & r.next_u32() & r.next_u32()) as u64
+                    }
+                })
+                .collect()
+        };
+    let (a, b, c, q) = (sparse(71), sparse(72), sparse(73), words(74));
+    let ins = [(T::B32, a.clone()), (T::B32, b.clone()), (T::B32, c.clone()), (T::B32, q.clone())];
+    let f = |lut: u32, i: usize| -> u32 {
+        let mut r = 0u32;
+        for bit in 0..32 {
+            let idx = (((a[i] >> bit) & 1) << 2) | (((b[i] >> bit) & 1) << 1) | ((c[i] >> bit) & 1);
+            r |= ((lut >> idx) & 1) << bit;
+        }
+        r
+    };
+    for lut in [0x80u32, 0xfe, 0x96, 0x40, 0x00, 0xff, 0x3f] {
+        for op in ["and", "or"] {
+            let body = format!(
+                "{{ .reg .pred p, q, nq; setp.ne.u32 q, in3, 0; not.pred nq, q; lop3.{op}.b32 out0|p, in0, in1, in2, {lut}, q; \
+                 selp.b32 out1, 1, 0, p; lop3.{op}.b32 _|p, in1, in2, in0, {lut}, nq; selp.b32 out2, 1, 0, p; }}"
+            );
+            let got = run(&ins, &[T::B32, T::B32, T::B32], &body);
+            let want0: Vec<u64> = (0..N).map(|i| f(lut, i) as u64).collect();
+            let bop = |x: bool, y: bool| if op == "and" { x && y } else { x || y };
+            let want1: Vec<u64> = (0..N).map(|i| bop(f(lut, i) != 0, q[i] != 0) as u64).collect();
+            // The sink form rotates the inputs: F(b, c, a).
+            let g = |i: usize| -> u32 {
+                let mut r = 0u32;
+                for bit in 0..32 {
+                    let idx = (((b[i] >> bit) & 1) << 2) | (((c[i] >> bit) & 1) << 1) | ((a[i] >> bit) & 1);
+                    r |= ((lut >> idx) & 1) << bit;
+                }
+                r
+            };
+            let want2: Vec<u64> = (0..N).map(|i| bop(g(i) != 0, q[i] == 0) as u64).collect();
+            check(&body, &ins, &got[0], &want0);
+            check(&body, &ins, &got[1], &want1);
+            check(&body, &ins, &got[2], &want2);
+        }
+    }
+}
+
+#[test]
+fn slct_every_type() {
+    let (a, b) = (dwords(81), dwords(82));
+    let mut r = Lcg(83);
+    let sel_i: Vec<u64> = (0..N).map(|_| r.wild64() & 0xffff_ffff).collect();
+    let sel_f: Vec<u64> = (0..N).map(|_| sem::rand_f32(&mut r)).collect();
+    for dt in ["b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64", "f32", "f64"] {
+        let (t, mask) = match &dt[1..] {
+            "16" => (T::B16, 0xffffu64),
+            "32" => (T::B32, 0xffff_ffff),
+            _ => (T::B64, u64::MAX),
+        };
+        let (ta, tb): (Vec<u64>, Vec<u64>) =
+            (a.iter().map(|v| v & mask).collect(), b.iter().map(|v| v & mask).collect());
+        for (st, ftz, c) in [("s32", "", &sel_i), ("f32", "", &sel_f), ("f32", ".ftz", &sel_f)] {
+            let ins = [(t, ta.clone()), (t, tb.clone()), (T::B32, c.clone())];
+            let body = format!(
+                "{{ .reg .{dt} x, y, z; .reg .{st} s; mov.b{w} x, in0; mov.b{w} y, in1; mov.b32 s, in2; \
+                 slct{ftz}.{dt}.{st} z, x, y, s; mov.b{w} out0, z; }}",
+                w = &dt[1..]
+            );
+            let got = run(&ins, &[t], &body);
+            let want: Vec<u64> = (0..N)
+                .map(|i| {
+                    let ge = if st == "s32" {
+                        c[i] as u32 as i32 >= 0
+                    } else {
+                        let v = f32::from_bits(c[i] as u32);
+                        let v = if ftz.is_empty() || !v.is_subnormal() { v } else { 0.0 };
+                        v >= 0.0
+                    };
+                    if ge {
+                        ta[i]
+                    } else {
+                        tb[i]
+                    }
+                })
+                .collect();
+            check(&body, &ins, &got[0], &want);
+        }
+    }
+}

@@ -544,7 +544,8 @@ fn tiled_stores_clip_at_the_edges() {
 fn launch_store(ctx: &Context, f: &Function, t: &Tensor, coords: &[[i32; 5]], smem: &[u8], op: u32) {
     let dc = upload(ctx, &coords_bytes(coords));
     let din = upload(ctx, smem);
-    let bytes = t.image_bytes() as u32;
+    // Each block's share of `smem` (its shared image).
+    let bytes = (smem.len() / coords.len()) as u32;
     let params = f
         .pack_params(&[
             &t.desc.encode(),
@@ -1122,6 +1123,543 @@ fn im2col_stores() {
         for d in [dc, din, t.addr] {
             ctx.free(d).unwrap();
         }
+    }
+    assert_clean(&ctx);
+}
+
+impl Tensor {
+    /// The walk position of pixel `k` of an `.im2col::w` copy: W steps by
+    /// its traversal stride from `c[1] + woff` through the bounding box
+    /// [lower W + woff, size - 1 + upper W + woff], restarting at its lower
+    /// end in the next image. Returns (W, image).
+    fn w_walk(&self, c: [i32; 5], woff: i64, k: usize) -> (i64, i64) {
+        let d = &self.desc;
+        let rank = d.rank as usize;
+        let lo = d.lower_corner[0] as i64 + woff;
+        let hi = d.dims[1] as i64 - 1 + d.upper_corner[0] as i64 + woff;
+        let (mut w, mut n) = (c[1] as i64 + woff, c[rank - 1] as i64);
+        for _ in 0..k {
+            w += d.elem_strides[1] as i64;
+            if w > hi {
+                w = lo;
+                n += 1;
+            }
+        }
+        (w, n)
+    }
+
+    /// Rows of an `.im2col::w` (`w128` false) or `.im2col::w::128` load.
+    fn w_rows(&self, halo: u32, w128: bool) -> usize {
+        if w128 {
+            128 + 4 * halo as usize
+        } else {
+            (self.desc.pixels_per_column + halo) as usize
+        }
+    }
+
+    /// The walk pixel that row `r` holds: for `.im2col::w` the pixels and
+    /// then the halo pixels that continue the walk; for `.im2col::w::128`
+    /// four groups of 32 pixels, each followed by `halo` pixels continuing it.
+    fn w_pixel(r: usize, halo: u32, w128: bool) -> usize {
+        if w128 {
+            let g = 32 + halo as usize;
+            32 * (r / g) + r % g
+        } else {
+            r
+        }
+    }
+
+    /// Byte offset of the pixel at (W, image) with H and D from the coordinates, when inside the tensor.
+    fn w_row_offset(&self, c: [i32; 5], w: i64, n: i64) -> Option<usize> {
+        let d = &self.desc;
+        let rank = d.rank as usize;
+        // (dimension, coordinate): W, H (rank >= 4), D (rank 5), N.
+        let mut at = vec![(1usize, w)];
+        at.extend(c.iter().enumerate().take(rank - 1).skip(2).map(|(s, &x)| (s, x as i64)));
+        at.push((rank - 1, n));
+        let inside = at.iter().all(|&(dim, x)| x >= 0 && x < d.dims[dim] as i64);
+        inside.then(|| at.iter().map(|&(dim, x)| x as usize * d.strides[dim] as usize).sum())
+    }
+
+    /// The shared image of an `.im2col::w` / `.im2col::w::128` load (section 5.5.5).
+    fn reference_im2col_w(&self, c: [i32; 5], halo: u32, woff: u32, w128: bool) -> Vec<u8> {
+        let es = self.esize();
+        let cpp = self.desc.channels_per_pixel as usize;
+        let rows = self.w_rows(halo, w128);
+        let bytes = rows * cpp * es;
+        let mut out: Vec<u8> = POISON.to_le_bytes().iter().copied().cycle().take(bytes.div_ceil(128) * 128).collect();
+        for r in 0..rows {
+            let (w, n) = self.w_walk(c, woff as i64, Self::w_pixel(r, halo, w128));
+            let row = self.w_row_offset(c, w, n);
+            for ch in 0..cpp {
+                let at = swizzle((r * cpp + ch) * es, self.desc.swizzle);
+                out[at..at + es].copy_from_slice(&self.element(row, c[0] as i64 + ch as i64));
+            }
+        }
+        out
+    }
+}
+
+/// A random tensor with an im2col-wide map (`.im2col::w` or, with `w128`, `.im2col::w::128`).
+fn random_im2col_w(ctx: &Context, rng: &mut Lcg, rank: u32, w128: bool) -> Tensor {
+    loop {
+        let mut t = random_im2col(ctx, rng, rank);
+        let d = &mut t.desc;
+        // Wide maps take the 64B, 128B and 128B-with-32B-atom swizzles only.
+        d.swizzle = match d.swizzle {
+            1 => 2,
+            6 => 4,
+            0 => 3,
+            s => s,
+        };
+        d.mode = if w128 { TensorMapMode::Im2colW128 } else { TensorMapMode::Im2colW };
+        if w128 {
+            d.pixels_per_column = 128;
+        }
+        let rows = t.w_rows(3, w128);
+        if rows * (t.desc.channels_per_pixel * t.desc.elem_bytes) as usize > TILE_BYTES - 128 {
+            ctx.free(t.addr).unwrap();
+            continue;
+        }
+        // Wider images and more of them, so that most of the up to 140
+        // pixels of a walk lie inside the tensor.
+        let pick = |rng: &mut Lcg, n: u32| rng.next_u32() % n;
+        let d = &mut t.desc;
+        let rank = rank as usize;
+        d.dims[1] = 4 + pick(rng, if w128 { 40 } else { 16 });
+        d.dims[rank - 1] = 2 + pick(rng, 4);
+        if d.dims[1] as i32 - 1 + d.upper_corner[0] < d.lower_corner[0] {
+            (d.lower_corner[0], d.upper_corner[0]) = (0, 0);
+        }
+        let mut extent = (d.dims[0] as u64 * d.elem_bytes as u64).div_ceil(16) * 16;
+        for k in 1..rank {
+            d.strides[k] = extent + 16 * pick(rng, 2) as u64;
+            extent = d.strides[k] * d.dims[k] as u64;
+        }
+        ctx.free(t.addr).unwrap();
+        t.data = rng.bytes(extent as usize);
+        t.addr = upload(ctx, &t.data);
+        t.desc.address = t.addr;
+        return t;
+    }
+}
+
+/// `.im2col::w` and `.im2col::w::128` loads of 3-D to 5-D tensors with
+/// random wHalo and wOffset, H and D positions and starts left of the box.
+#[test]
+fn im2col_w_loads() {
+    let ctx = context();
+    let m = ctx.load_module(MODES, "tma_modes.ptx").unwrap();
+    let mut rng = Lcg(0x1C2F);
+    for round in 0..24 {
+        let rank = 3 + round % 3;
+        let w128 = round % 2 == 1;
+        let t = random_im2col_w(&ctx, &mut rng, rank, w128);
+        let name = if w128 { "w128" } else { "w" };
+        let f = m.function(&format!("tma_im2col_{name}_{rank}d")).unwrap();
+        let blocks: Vec<([i32; 5], [u32; 3])> = (0..4)
+            .map(|_| {
+                let mut c = [0i32; 5];
+                c[0] = (rng.next_u32() % (t.desc.dims[0] + 8)) as i32 - 4;
+                // A start on the W grid of the box, or left of it.
+                let k = (rng.next_u32() % 6) as i32 - 1;
+                c[1] = t.desc.lower_corner[0] + k * t.desc.elem_strides[1] as i32;
+                for (s, v) in c.iter_mut().enumerate().take(rank as usize - 1).skip(2) {
+                    *v = (rng.next_u32() % (t.desc.dims[s] + 2)) as i32 - 1;
+                }
+                c[rank as usize - 1] = (rng.next_u32() % t.desc.dims[rank as usize - 1]) as i32;
+                (c, [rng.next_u32() % 4, rng.next_u32() % 3, 0])
+            })
+            .collect();
+        for &(c, o) in &blocks {
+            let bytes = t.w_rows(o[0], w128) * (t.desc.channels_per_pixel * t.desc.elem_bytes) as usize;
+            run_mode(
+                &ctx,
+                &f,
+                &t,
+                &[(c, o)],
+                bytes,
+                &|c, o| t.reference_im2col_w(c, o[0], o[1], w128),
+                &format!("round {round} ({name}, rank {rank})"),
+            );
+        }
+        ctx.free(t.addr).unwrap();
+    }
+    assert_clean(&ctx);
+}
+
+/// A u8 NHWC tensor with random contents and a wide map (the examples of section 5.5.5).
+fn wide_example(
+    ctx: &Context,
+    rng: &mut Lcg,
+    dims: [u32; 4],
+    lower: i32,
+    upper: i32,
+    stride: u32,
+    w128: bool,
+) -> Tensor {
+    let mut desc = TensorMapDesc {
+        rank: 4,
+        data_type: 0,
+        elem_bytes: 1,
+        mode: if w128 { TensorMapMode::Im2colW128 } else { TensorMapMode::Im2colW },
+        swizzle: 3,
+        channels_per_pixel: 64,
+        pixels_per_column: 128,
+        box_dim: [64, 1, 1, 1, 1],
+        elem_strides: [1, stride, 1, 1, 1],
+        ..Default::default()
+    };
+    desc.dims[..4].copy_from_slice(&dims);
+    let (c, w, h) = (dims[0] as u64, dims[1] as u64, dims[2] as u64);
+    desc.strides[..4].copy_from_slice(&[1, c, c * w, c * w * h]);
+    desc.lower_corner[0] = lower;
+    desc.upper_corner[0] = upper;
+    let data = rng.bytes((c * w * h * dims[3] as u64) as usize);
+    let addr = upload(ctx, &data);
+    desc.address = addr;
+    Tensor { desc, data, addr }
+}
+
+/// Runs one wide load and returns its shared image un-swizzled, one row (64 channels) per pixel.
+fn wide_rows(ctx: &Context, f: &Function, t: &Tensor, c: [i32; 5], halo: u32, woff: u32, w128: bool) -> Vec<Vec<u8>> {
+    let rows = t.w_rows(halo, w128);
+    let bytes = rows * 64;
+    run_mode(ctx, f, t, &[(c, [halo, woff, 0])], bytes, &|c, o| t.reference_im2col_w(c, o[0], o[1], w128), "example");
+    // The model agreed with the device; read the image back through it.
+    let img = t.reference_im2col_w(c, halo, woff, w128);
+    (0..rows).map(|r| (0..64).map(|ch| img[swizzle(r * 64 + ch, 3)]).collect()).collect()
+}
+
+/// The examples of section 5.5.5.3 (wHalo) and 5.5.5.4 (wOffset), with
+/// hand-derived positions checked on top of the model.
+#[test]
+fn im2col_w_examples_of_the_isa() {
+    let ctx = context();
+    let m = ctx.load_module(MODES, "tma_modes.ptx").unwrap();
+    let fw = m.function("tma_im2col_w_4d").unwrap();
+    let f128 = m.function("tma_im2col_w128_4d").unwrap();
+    let mut rng = Lcg(0x5A5);
+    // The 64 channels from 7 of the pixel at (w, h, n), zero when outside.
+    let pixel = |t: &Tensor, w: i64, h: i64, n: i64| -> Vec<u8> {
+        let d = &t.desc;
+        if w < 0 || w >= d.dims[1] as i64 || h < 0 || h >= d.dims[2] as i64 || n < 0 || n >= d.dims[3] as i64 {
+            return vec![0; 64];
+        }
+        let o = (w as u64 * d.strides[1] + h as u64 * d.strides[2] + n as u64 * d.strides[3]) as usize;
+        t.data[o + 7..o + 71].to_vec()
+    };
+
+    // wHalo, .im2col::w: size (128, 9, 7, 64), box corners 0/0, coordinates
+    // (7, 2, 3, 0), wHalo 2: 128 pixels from W = 2 of image 0 (W 2..8, then
+    // 0..8 of the next images), then 2 halo pixels.
+    let t = wide_example(&ctx, &mut rng, [128, 9, 7, 64], 0, 0, 1, false);
+    let rows = wide_rows(&ctx, &fw, &t, [7, 2, 3, 0, 0], 2, 0, false);
+    assert_eq!(rows.len(), 130);
+    assert_eq!(rows[0], pixel(&t, 2, 3, 0));
+    assert_eq!(rows[6], pixel(&t, 8, 3, 0));
+    assert_eq!(rows[7], pixel(&t, 0, 3, 1));
+    // Pixel 127: 7 + 9 * 13 = 124 is W 0 of image 14, so 127 is W 3; the halo is W 4 and 5.
+    assert_eq!(rows[127], pixel(&t, 3, 3, 14));
+    assert_eq!(rows[128], pixel(&t, 4, 3, 14));
+    assert_eq!(rows[129], pixel(&t, 5, 3, 14));
+    ctx.free(t.addr).unwrap();
+
+    // wHalo, .im2col::w::128: the same map; 4 groups of 32 pixels, each with 2 halo pixels.
+    let t = wide_example(&ctx, &mut rng, [128, 9, 7, 64], 0, 0, 1, true);
+    let rows = wide_rows(&ctx, &f128, &t, [7, 2, 3, 0, 0], 2, 0, true);
+    assert_eq!(rows.len(), 136);
+    assert_eq!(rows[0], pixel(&t, 2, 3, 0));
+    // Pixel 32 = 7 + 9 * 2 + 7: W 7 of image 3, both the first halo pixel of
+    // group 0 (row 32) and the first pixel of group 1 (row 34).
+    assert_eq!(rows[32], pixel(&t, 7, 3, 3));
+    assert_eq!(rows[33], pixel(&t, 8, 3, 3));
+    assert_eq!(rows[34], pixel(&t, 7, 3, 3));
+    // Row 135 is halo pixel 2 of group 3: pixel 96 + 33 = 129 = 124 + 5, W 5 of image 14.
+    assert_eq!(rows[135], pixel(&t, 5, 3, 14));
+    ctx.free(t.addr).unwrap();
+
+    // wOffset example 1: size (128, 9, 67, 64), corners -1/0, traversal
+    // stride 2, buffer 1 with wHalo 1 / wOffset 0 and buffer 2 with wHalo 0 /
+    // wOffset 1. The coordinates as printed, (7, 2, -1, 0), put H at -1 (all
+    // padding); the same buffers at W = -1, H = 2 show the interleaving: box
+    // [-1, 8] from -1 gives W -1, 1, 3, 5, 7 per image, and the wOffset 1
+    // buffer (box [0, 9] from 0) gives W 0, 2, 4, 6, 8.
+    let t = wide_example(&ctx, &mut rng, [128, 9, 67, 64], -1, 0, 2, false);
+    for (halo, woff) in [(1, 0), (0, 1)] {
+        let rows = wide_rows(&ctx, &fw, &t, [7, 2, -1, 0, 0], halo, woff, false);
+        assert!(rows.iter().all(|r| r.iter().all(|&b| b == 0)), "H = -1 lies outside the tensor");
+    }
+    let b1 = wide_rows(&ctx, &fw, &t, [7, -1, 2, 0, 0], 1, 0, false);
+    let b2 = wide_rows(&ctx, &fw, &t, [7, -1, 2, 0, 0], 0, 1, false);
+    assert_eq!((b1.len(), b2.len()), (129, 128));
+    for k in 0..128 {
+        let (n, j) = ((k / 5) as i64, (k % 5) as i64);
+        assert_eq!(b1[k], pixel(&t, 2 * j - 1, 2, n), "buffer 1 pixel {k}");
+        assert_eq!(b2[k], pixel(&t, 2 * j, 2, n), "buffer 2 pixel {k}");
+    }
+    // The halo pixel of buffer 1 continues the walk: pixel 128 is W 5 of image 25.
+    assert_eq!(b1[128], pixel(&t, 5, 2, 25));
+    ctx.free(t.addr).unwrap();
+
+    // wOffset example 2: size (128, 7, 7, 64), corners -1/-1, stride 3,
+    // wOffset 0, 1, 2 (the three taps of a stride-3 filter): box [-1, 5] from
+    // -1 gives W -1, 2, 5 per image; [0, 6] gives 0, 3, 6; [1, 7] gives 1, 4, 7.
+    let t = wide_example(&ctx, &mut rng, [128, 7, 7, 64], -1, -1, 3, false);
+    for woff in 0..3u32 {
+        let rows = wide_rows(&ctx, &fw, &t, [7, 2, -1, 0, 0], 0, woff, false);
+        assert!(rows.iter().all(|r| r.iter().all(|&b| b == 0)), "H = -1 lies outside the tensor");
+        let rows = wide_rows(&ctx, &fw, &t, [7, -1, 2, 0, 0], 0, woff, false);
+        for (k, row) in rows.iter().enumerate() {
+            let w = woff as i64 - 1 + 3 * (k % 3) as i64;
+            assert_eq!(*row, pixel(&t, w, 2, (k / 3) as i64), "wOffset {woff} pixel {k}");
+        }
+    }
+    ctx.free(t.addr).unwrap();
+    assert_clean(&ctx);
+}
+
+/// `cp.reduce.async.bulk` into shared memory (`.shared::cluster`, a
+/// one-CTA cluster) for every operation and type ptxas accepts there, one
+/// case per block, completing on an mbarrier.
+#[test]
+fn bulk_reductions_into_shared_memory() {
+    let ctx = context();
+    let m = ctx.load_module(MBARRIER, "tma_mbarrier.ptx").unwrap();
+    let f = m.function("bulk_reduce_shared").unwrap();
+    // (tensor-map data type of the model, operation) per block, as in tma_mbarrier.cu.
+    let cases: [(u32, u32); 12] =
+        [(2, 1), (2, 2), (2, 3), (2, 4), (2, 5), (3, 1), (3, 2), (3, 3), (2, 6), (2, 7), (2, 8), (4, 1)];
+    let (bytes, nwords) = (1024usize, 256usize);
+    let mut rng = Lcg(0x5ED);
+    let mut init = Vec::new();
+    let mut src = Vec::new();
+    for &(_, op) in &cases {
+        for _ in 0..nwords {
+            // Values of every magnitude, so that min/max/inc/dec see both orders.
+            let (a, b) = (rng.next_u32() >> (rng.next_u32() % 32), rng.next_u32() >> (rng.next_u32() % 32));
+            init.push(a);
+            src.push(if matches!(op, 4 | 5) && rng.next_u32().is_multiple_of(4) { a } else { b });
+        }
+    }
+    let dinit = upload(&ctx, &words(&init));
+    let dsrc = upload(&ctx, &words(&src));
+    let out = ctx.alloc((cases.len() * bytes) as u64).unwrap();
+    ctx.memset_d8(out, 0xA5, (cases.len() * bytes) as u64).unwrap();
+    let params = f
+        .pack_params(&[&dinit.to_le_bytes(), &dsrc.to_le_bytes(), &out.to_le_bytes(), &(bytes as u32).to_le_bytes()])
+        .unwrap();
+    ctx.launch(&f, [cases.len() as u32, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let got = download(&ctx, out, cases.len() * bytes);
+    let (init, src) = (words(&init), words(&src));
+    for (k, &(dtype, op)) in cases.iter().enumerate() {
+        let es = if dtype == 4 { 8 } else { 4 };
+        let range = k * bytes..(k + 1) * bytes;
+        let want: Vec<u8> = init[range.clone()]
+            .chunks_exact(es)
+            .zip(src[range.clone()].chunks_exact(es))
+            .flat_map(|(a, b)| reduce(dtype, op, a, b))
+            .collect();
+        assert!(got[range] == want[..], "case {k}: dtype {dtype} op {op} differs");
+    }
+    for d in [dinit, dsrc, out] {
+        ctx.free(d).unwrap();
+    }
+    assert_clean(&ctx);
+}
+
+/// A packed sub-byte tensor (section 5.5.1.1) with its tiled map:
+/// `dtype` 13 (16U4_ALIGN8B, `.b4x16`), 14 (16U4_ALIGN16B, `.b4x16_p64`) or
+/// 15 (16U6_ALIGN16B, `.b6x16_p32` loads and `.b6p2x16` stores).
+struct Packed {
+    t: Tensor,
+    /// Values per copy unit (2 for a byte of 4-bit values, 16 for a group).
+    unit: usize,
+    /// Bytes of a unit in global memory and in shared memory.
+    global: usize,
+    shared: usize,
+}
+
+impl Packed {
+    fn new(ctx: &Context, rng: &mut Lcg, dtype: u32, rank: u32) -> Packed {
+        let pick = |rng: &mut Lcg, n: u32| rng.next_u32() % n;
+        let (unit, global, shared) = match dtype {
+            13 => (2, 1, 1),
+            14 => (16, 8, 16),
+            _ => (16, 12, 16),
+        };
+        let (box0, dim0, swizzle) = if dtype == 13 {
+            // 32..256 values (16..128 bytes) within the swizzle span.
+            let swizzle = pick(rng, 7);
+            let span = [128, 32, 64, 128, 128, 128, 128][swizzle as usize];
+            (32 * (1 + pick(rng, span / 16)), 2 * (1 + pick(rng, 200)), swizzle)
+        } else {
+            let modes: &[u32] = if dtype == 14 { &[0, 3, 4] } else { &[0, 3, 4, 6] };
+            (128, 128 * (1 + pick(rng, 3)), modes[pick(rng, modes.len() as u32) as usize])
+        };
+        let mut desc = TensorMapDesc {
+            rank,
+            data_type: dtype,
+            elem_bytes: 0,
+            mode: TensorMapMode::Tiled,
+            swizzle,
+            ..Default::default()
+        };
+        desc.dims[0] = dim0;
+        desc.box_dim[0] = box0;
+        desc.elem_strides = [1; 5];
+        let row = (dim0 as usize / unit * global) as u64;
+        let mut extent = row.div_ceil(32) * 32;
+        for d in 1..rank as usize {
+            desc.dims[d] = 1 + pick(rng, 9);
+            desc.box_dim[d] = 1 + pick(rng, 5);
+            desc.strides[d] = extent + 32 * pick(rng, 2) as u64;
+            extent = desc.strides[d] * desc.dims[d] as u64;
+        }
+        let data = rng.bytes(extent as usize);
+        let addr = upload(ctx, &data);
+        desc.address = addr;
+        Packed { t: Tensor { desc, data, addr }, unit, global, shared }
+    }
+
+    /// Units per box row, shared bytes per box row, and rows.
+    fn shape(&self) -> (usize, usize, usize) {
+        let d = &self.t.desc;
+        let units = d.box_dim[0] as usize / self.unit;
+        let rows: usize = (1..d.rank as usize).map(|k| d.box_dim[k] as usize).product();
+        (units, units * self.shared, rows)
+    }
+
+    /// Calls `f(logical shared offset of the unit, global byte offset when inside)`
+    /// for every unit of the box at `c` (c[0] counts values).
+    fn walk(&self, c: [i32; 5], mut f: impl FnMut(usize, Option<usize>)) {
+        let d = &self.t.desc;
+        let (units, row_bytes, rows) = self.shape();
+        for r in 0..rows {
+            // Row r: dimension 1 fastest.
+            let (mut rest, mut off, mut inside) = (r, 0usize, true);
+            for (k, &ck) in c.iter().enumerate().take(d.rank as usize).skip(1) {
+                let x = ck as i64 + (rest % d.box_dim[k] as usize) as i64;
+                rest /= d.box_dim[k] as usize;
+                inside &= x >= 0 && x < d.dims[k] as i64;
+                off = off.wrapping_add((x as usize).wrapping_mul(d.strides[k] as usize));
+            }
+            for u in 0..units {
+                let x = c[0] as i64 / self.unit as i64 + u as i64;
+                let ok = inside && x >= 0 && x < (d.dims[0] as usize / self.unit) as i64;
+                f(r * row_bytes + u * self.shared, ok.then(|| off + x as usize * self.global));
+            }
+        }
+    }
+
+    /// The bytes of a load's shared image that the ISA defines (the
+    /// padding of `.b4x16_p64` and `.b6x16_p32` groups is uninitialised),
+    /// as (shared position, value).
+    fn reference_load(&self, c: [i32; 5]) -> Vec<(usize, u8)> {
+        let mut out = Vec::new();
+        self.walk(c, |s, g| {
+            for b in 0..self.global {
+                let v = g.map_or(0, |g| self.t.data[g + b]);
+                out.push((swizzle(s + b, self.t.desc.swizzle), v));
+            }
+        });
+        out
+    }
+
+    /// The tensor after a store of the shared image `smem` at `c`.
+    fn reference_store(&self, c: [i32; 5], smem: &[u8]) -> Vec<u8> {
+        let mut data = self.t.data.clone();
+        self.walk(c, |s, g| {
+            let Some(g) = g else { return };
+            let byte = |b: usize| smem[swizzle(s + b, self.t.desc.swizzle)];
+            if self.global == 1 {
+                data[g] = byte(0);
+            } else {
+                // .b6p2x16: the low 6 bits of 16 bytes, packed into 12.
+                let mut bits = 0u128;
+                for i in 0..16 {
+                    bits |= ((byte(i) & 63) as u128) << (6 * i);
+                }
+                data[g..g + 12].copy_from_slice(&bits.to_le_bytes()[..12]);
+            }
+        });
+        data
+    }
+
+    /// A coordinate in dimension 0 (in values), on a unit boundary.
+    fn coord0(&self, rng: &mut Lcg) -> i32 {
+        let d = &self.t.desc;
+        let units = (d.dims[0] as usize / self.unit) as i32;
+        let box_units = (d.box_dim[0] as usize / self.unit) as i32;
+        let u = (rng.next_u32() % (units + box_units + 2) as u32) as i32 - box_units - 1;
+        u * self.unit as i32
+    }
+}
+
+/// Loads of the three packed sub-byte types (and stores of the two that
+/// have a store layout), 2-D and 3-D, boxes crossing every edge.
+#[test]
+fn packed_sub_byte_types() {
+    let ctx = context();
+    let m = ctx.load_module(TILE, "tma_tile.ptx").unwrap();
+    let mut rng = Lcg(0x5B7E);
+    for round in 0..18 {
+        let dtype = 13 + round % 3;
+        let rank = 2 + (round / 3) % 2;
+        let p = Packed::new(&ctx, &mut rng, dtype, rank);
+        let (_, row_bytes, rows) = p.shape();
+        let box_bytes = row_bytes * rows;
+        let image = box_bytes.div_ceil(128) * 128;
+        if image > TILE_BYTES {
+            ctx.free(p.t.addr).unwrap();
+            continue;
+        }
+        let coords: Vec<[i32; 5]> = (0..4)
+            .map(|_| {
+                let mut c = random_coords(&mut rng, &p.t);
+                c[0] = p.coord0(&mut rng);
+                c
+            })
+            .collect();
+        let f = m.function(&format!("tma_load_{rank}d")).unwrap();
+        let dc = upload(&ctx, &coords_bytes(&coords));
+        let out = ctx.alloc((image * coords.len()) as u64).unwrap();
+        ctx.memset_d8(out, 0xA5, (image * coords.len()) as u64).unwrap();
+        let params = f
+            .pack_params(&[
+                &p.t.desc.encode(),
+                &dc.to_le_bytes(),
+                &out.to_le_bytes(),
+                &(box_bytes as u32).to_le_bytes(),
+                &(image as u32).to_le_bytes(),
+            ])
+            .unwrap();
+        ctx.launch(&f, [coords.len() as u32, 1, 1], [128, 1, 1], 0, &params).unwrap();
+        let got = download(&ctx, out, image * coords.len());
+        for (b, c) in coords.iter().enumerate() {
+            for (at, want) in p.reference_load(*c) {
+                let have = got[b * image + at];
+                assert!(
+                    have == want,
+                    "round {round}: dtype {dtype} box at {c:?}: shared byte {at} is {have:#04x}, want {want:#04x}; map {:?}",
+                    p.t.desc
+                );
+            }
+        }
+        ctx.free(dc).unwrap();
+        ctx.free(out).unwrap();
+
+        if dtype != 14 {
+            let f = m.function(&format!("tma_store_{rank}d")).unwrap();
+            let mut c = random_coords(&mut rng, &p.t);
+            c[0] = p.coord0(&mut rng);
+            let smem = rng.bytes(image);
+            let want = p.reference_store(c, &smem);
+            launch_store(&ctx, &f, &p.t, &[c], &smem, 0);
+            let have = download(&ctx, p.t.addr, p.t.data.len());
+            assert!(have == want, "round {round}: dtype {dtype} store at {c:?} differs; map {:?}", p.t.desc);
+        }
+        ctx.free(p.t.addr).unwrap();
     }
     assert_clean(&ctx);
 }

@@ -188,6 +188,128 @@ pub struct ModuleInfo {
     /// module data buffer of a 32-bit word that `trap` sets to 1. The runtime
     /// reports a launch failure when it finds the word set.
     pub trap_offset: Option<u64>,
+    /// When a kernel of the module calls `vprintf` or `__assertfail`: the
+    /// byte offset in the module data buffer of a 64-bit word the runtime
+    /// sets to the device address of the context's printf FIFO (see
+    /// [`printf`]) before launching a kernel of the module.
+    pub printf_offset: Option<u64>,
+    /// When a kernel of the module calls `malloc` or `free`: the byte offset
+    /// in the module data buffer of a 64-bit word the runtime sets to the
+    /// device address of the context's device heap (see [`heap`]) before
+    /// launching a kernel of the module.
+    pub heap_offset: Option<u64>,
+}
+
+/// # The device heap (`malloc` and `free` in kernels)
+///
+/// nvcc lowers `malloc`/`free` (and `new`/`delete`) in device code to calls of
+/// the undefined functions `malloc(.param .b64 size)` → `.param .b64` and
+/// `free(.param .b64 ptr)`; numba's runtime (NRT) calls the same. The
+/// translator lowers them to a lock-free allocator over a device buffer,
+/// the heap, whose address the runtime stores in the module data word at
+/// [`ModuleInfo::heap_offset`]; its size is `CU_LIMIT_MALLOC_HEAP_SIZE`
+/// (8 MiB by default, fixed once a kernel that allocates has run, as in CUDA).
+///
+/// Layout (little-endian): a [`heap::HEADER_BYTES`] header
+///
+/// | offset | type | field |
+/// |---|---|---|
+/// | [`heap::USED`] | u64 | bytes of block space handed out so far |
+/// | [`heap::CAPACITY`] | u64 | bytes of block space (after the header) |
+/// | [`heap::FREE_LISTS`] + 8·c | u64 | free list of size class c: block offset (low 32 bits, 0 = empty) and a change counter (high 32 bits) |
+///
+/// then the blocks. A block of class c is 2^c bytes
+/// ([`heap::MIN_CLASS`] ≤ c ≤ [`heap::MAX_CLASS`]) at a 16-byte aligned
+/// offset from the heap's start: a [`heap::BLOCK_HEADER_BYTES`] header
+/// `[u32 class, u32 0, u32 next free block, u32 0]`, then the bytes `malloc`
+/// returns (16-byte aligned, as CUDA's).
+///
+/// `malloc(n)` takes the least class that holds `n` + the block header,
+/// pops that class's free list, or else carves a block from the unused end
+/// (compare-and-swap on `used`); NULL when `n` is 0, more than
+/// [`heap::MAX_REQUEST`], or the heap has no room. `free(p)` pushes the block
+/// on its class's list; NULL and pointers outside the heap's blocks are
+/// ignored. Pops and pushes are compare-and-swap loops on the tagged list
+/// head (the counter defeats the ABA problem), with device-scope
+/// acquire-release ordering. Freed blocks are reused by later allocations of
+/// the same class; they are not split or merged.
+pub mod heap {
+    /// Offset of the `used` word.
+    pub const USED: u64 = 0;
+    /// Offset of the `capacity` word.
+    pub const CAPACITY: u64 = 8;
+    /// Offset of the free-list heads (one u64 per class 0..=31).
+    pub const FREE_LISTS: u64 = 16;
+    /// Bytes of the heap header.
+    pub const HEADER_BYTES: u64 = 512;
+    /// Bytes of a block's header.
+    pub const BLOCK_HEADER_BYTES: u32 = 16;
+    /// Offset in a block of its next-free-block link.
+    pub const NEXT_FIELD: u64 = 8;
+    /// Smallest size class (32-byte blocks).
+    pub const MIN_CLASS: u32 = 5;
+    /// Largest size class (2 GiB blocks).
+    pub const MAX_CLASS: u32 = 31;
+    /// Largest request `malloc` serves.
+    pub const MAX_REQUEST: u64 = (1 << MAX_CLASS) - BLOCK_HEADER_BYTES as u64;
+    /// Default heap size (`CU_LIMIT_MALLOC_HEAP_SIZE`), bytes.
+    pub const DEFAULT_HEAP_BYTES: u64 = 8 << 20;
+}
+
+/// # Kernel `printf` and `assert` (the printf FIFO)
+///
+/// nvcc and NVVM lower `printf` to calls of the undefined function
+/// `vprintf(.param .b64 format, .param .b64 args)` (`format` a generic pointer
+/// to the string, `args` a generic pointer to the arguments packed with
+/// natural alignment, floats promoted to `double`; 0 when there are none), and
+/// `assert` to `__assertfail(message, file, line, function, char_size)`.
+/// The translator lowers both to appending a record to a device buffer, the
+/// FIFO, whose address the runtime stores in the module data word at
+/// [`ModuleInfo::printf_offset`]. The host parses the format strings when it
+/// reads the FIFO back (at the next synchronisation), so the device copies
+/// the argument bytes without knowing their types: up to
+/// [`printf::MAX_ARG_BYTES`], fewer when `args` points into `.local` memory
+/// and the thread's local words end sooner.
+///
+/// FIFO layout (all little-endian): a [`printf::HEADER_BYTES`] header
+/// `[u32 used, u32 capacity, u32 0, u32 0]`, then records from byte
+/// [`printf::HEADER_BYTES`]. A thread reserves a record by adding its size to
+/// `used` atomically and writes it only if it lies entirely within
+/// `capacity` bytes of record space: records that do not fit are dropped
+/// (the host reports how many bytes were lost), and the host resets `used`
+/// to 0 after reading. A record is 8-byte aligned:
+///
+/// | offset | type | field |
+/// |---|---|---|
+/// | 0 | u32 | size of the record in bytes (a multiple of 8) |
+/// | 4 | u32 | kind: [`printf::KIND_PRINTF`] or [`printf::KIND_ASSERT`] |
+/// | 8 | u64 | the format string (printf) or the message (assert), generic |
+/// | 16 | ... | printf: the argument bytes; assert: [`printf::ASSERT_PAYLOAD`] |
+///
+/// An assert also sets bit [`printf::TRAP_ASSERT`] of the trap word
+/// ([`ModuleInfo::trap_offset`]; `trap` sets [`printf::TRAP_TRAP`]) and ends
+/// the thread; the runtime then fails the context with an assert error.
+pub mod printf {
+    /// Bytes of the FIFO header.
+    pub const HEADER_BYTES: u64 = 16;
+    /// Bytes of a record's header (size, kind, string pointer).
+    pub const RECORD_HEADER_BYTES: u32 = 16;
+    /// Most argument bytes copied per `printf` (32 arguments of 8 bytes, CUDA's limit).
+    pub const MAX_ARG_BYTES: u32 = 256;
+    /// A `printf` record.
+    pub const KIND_PRINTF: u32 = 0;
+    /// An `assert` record.
+    pub const KIND_ASSERT: u32 = 1;
+    /// Bytes after the record header of an assert record: `[u64 file, u64
+    /// function, u32 line, u32 ctaid.x, ctaid.y, ctaid.z, u32 tid.x, tid.y,
+    /// tid.z, u32 0]`.
+    pub const ASSERT_PAYLOAD: u32 = 48;
+    /// Default FIFO capacity (`CU_LIMIT_PRINTF_FIFO_SIZE`), bytes.
+    pub const DEFAULT_FIFO_BYTES: u64 = 1 << 20;
+    /// Trap word bit set by `trap` (and stack overflow).
+    pub const TRAP_TRAP: u32 = 1;
+    /// Trap word bit set by a failed `assert`.
+    pub const TRAP_ASSERT: u32 = 2;
 }
 
 /// Generic addresses of `.shared` memory: `SHARED_WINDOW | offset`.
@@ -307,26 +429,50 @@ pub struct TensorMapDesc {
 }
 
 impl TensorMapDesc {
+    /// For the packed sub-byte data types (`CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B`,
+    /// `16U4_ALIGN16B`, `16U6_ALIGN16B`): how many values of dimension 0 the
+    /// copy engine moves as one unit, and that unit's size in global memory
+    /// (a byte of two 4-bit values; a group of sixteen values in 8 or 12
+    /// bytes). See `shaders/tma.ptx`.
+    pub fn packed_unit(data_type: u32) -> Option<(u32, u32)> {
+        match data_type {
+            13 => Some((2, 1)),
+            14 => Some((16, 8)),
+            15 => Some((16, 12)),
+            _ => None,
+        }
+    }
+
     /// The 128-byte map (see [`tensor_map`]). Dimensions beyond the rank get
-    /// size 1, stride 0 and box 1.
+    /// size 1, stride 0 and box 1. For the packed sub-byte types, dimension 0
+    /// (size and box) is stored in the units of [`TensorMapDesc::packed_unit`],
+    /// whose global size is the element size.
     pub fn encode(&self) -> [u8; tensor_map::BYTES] {
         let mut m = [0u8; tensor_map::BYTES];
         let mut put = |off: usize, bytes: &[u8]| m[off..off + bytes.len()].copy_from_slice(bytes);
         put(tensor_map::ADDRESS, &self.address.to_le_bytes());
         let rank = self.rank.min(5) as usize;
+        let (unit, elem_bytes) = Self::packed_unit(self.data_type).unwrap_or((1, self.elem_bytes));
         for d in 0..5 {
             let inside = d < rank;
-            let dim = if inside { self.dims[d] } else { 1 };
+            let div = if d == 0 { unit } else { 1 };
+            let dim = if inside { self.dims[d] / div } else { 1 };
             put(tensor_map::DIMS + 4 * d, &dim.to_le_bytes());
-            let stride = if inside { self.strides[d] } else { 0 };
+            let stride = if !inside {
+                0
+            } else if d == 0 && unit > 1 {
+                elem_bytes as u64
+            } else {
+                self.strides[d]
+            };
             put(tensor_map::STRIDES + 8 * d, &stride.to_le_bytes());
             let (b, es) =
-                if inside { (self.box_dim[d].clamp(1, 256), self.elem_strides[d].clamp(1, 8)) } else { (1, 1) };
+                if inside { ((self.box_dim[d] / div).clamp(1, 256), self.elem_strides[d].clamp(1, 8)) } else { (1, 1) };
             let n = b.div_ceil(es);
             put(tensor_map::BOX + 4 * d, &(b | es << 9 | n << 16).to_le_bytes());
         }
         let format =
-            (rank as u32) | (self.data_type & 0xFF) << 8 | (self.elem_bytes & 0xFF) << 16 | (self.mode as u32) << 24;
+            (rank as u32) | (self.data_type & 0xFF) << 8 | (elem_bytes & 0xFF) << 16 | (self.mode as u32) << 24;
         put(tensor_map::FORMAT, &format.to_le_bytes());
         let modes = (self.interleave & 0xFF)
             | (self.swizzle & 0xFF) << 8

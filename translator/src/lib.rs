@@ -127,6 +127,19 @@ pub struct Options {
     /// How warp operations are implemented; the runtime picks it from the
     /// device's subgroup properties.
     pub warp_path: WarpPath,
+    /// The device has `shaderDenormPreserveFloat32`: entry points declare
+    /// the `DenormPreserve` execution mode for 32-bit floats (PTX keeps f32
+    /// subnormals unless `.ftz`). Without it the driver's default applies.
+    pub denorm_preserve_f32: bool,
+    /// The same for 64-bit floats (`shaderDenormPreserveFloat64`; PTX never
+    /// flushes f64 subnormals).
+    pub denorm_preserve_f64: bool,
+    /// Atomics the translator adds itself in retry loops (the device heap
+    /// of `malloc`/`free`) carry acquire-release semantics. Off for
+    /// llvmpipe (lavapipe), where memory-semantics instructions in divergent
+    /// code stall the other invocations of a subgroup; its atomics are
+    /// sequentially consistent on the host anyway.
+    pub ordered_internal_atomics: bool,
 }
 
 impl Default for Options {
@@ -138,6 +151,9 @@ impl Default for Options {
             emulate_fma: true,
             float_atomics: false,
             warp_path: WarpPath::Emulated,
+            denorm_preserve_f32: false,
+            denorm_preserve_f64: false,
+            ordered_internal_atomics: true,
         }
     }
 }

@@ -30,7 +30,14 @@
 //!   on devices that run a workgroup's subgroups one after another between
 //!   barriers (lavapipe) that works only when the arriving threads run
 //!   first, as in the usual pattern where one thread arrives with
-//!   `expect_tx` and issues the copy before anyone waits.
+//!   `expect_tx` and issues the copy before anyone waits. Otherwise lavapipe
+//!   does not hang: its loop limiter ends the spin after 65535 polls and the
+//!   thread goes on too early (measurements in `shaders/README.md`).
+//! - Tensor copy modes: `.tile`, `.tile::gather4`/`.tile::scatter4`,
+//!   `.im2col`/`.im2col_no_offs` and the loads `.im2col::w` and
+//!   `.im2col::w::128` (whose im2col operand is `{wHalo, wOffset}`).
+//! - `cp.reduce.async.bulk` has a global destination or, with cluster size
+//!   1, a `.shared::cluster` one (this CTA's shared memory).
 
 use crate::ast::*;
 use crate::diag::{Diagnostic, Span};
@@ -317,6 +324,10 @@ impl Rewriter {
         if tensor {
             let mode = if i.has("tile::gather4") || i.has("tile::scatter4") {
                 1
+            } else if i.has("im2col::w::128") {
+                4
+            } else if i.has("im2col::w") {
+                3
             } else if i.has("im2col") || i.has("im2col_no_offs") {
                 2
             } else if rest.iter().any(|x| x.starts_with("im2col") || x.starts_with("tile::")) {
@@ -330,8 +341,9 @@ impl Rewriter {
                 let dst = self.addr(out, operand(i, 0)?, ScalarType::U32)?;
                 let (map, coords) = self.tensor(out, operand(i, 1)?)?;
                 let mbar = self.addr(out, operand(i, 2)?, ScalarType::U32)?;
+                // .im2col: the im2col offsets; .im2col::w{::128}: {wHalo, wOffset}.
                 let mut offs = vec![int(s, 0), int(s, 0), int(s, 0)];
-                if mode == 2 {
+                if mode >= 2 {
                     if let Some(Operand::Vector(_, v)) = i.operands.get(3) {
                         for (k, o) in v.iter().take(3).enumerate() {
                             offs[k] = o.clone();
@@ -343,6 +355,9 @@ impl Rewriter {
                 args.extend(offs);
                 out.call(vec![], "tma_load", args);
             } else {
+                if mode >= 3 {
+                    return Err(unsupported(i, "im2col::w stores are not supported"));
+                }
                 // [map, {coords}], [src] {, policy}
                 let (map, coords) = self.tensor(out, operand(i, 0)?)?;
                 let src = self.addr(out, operand(i, 1)?, ScalarType::U32)?;
@@ -371,12 +386,22 @@ impl Rewriter {
                 out.call(vec![], "bulk_s2g", vec![dst, src, size, int(s, op), int(s, esize), int(s, dtype)]);
             }
             (Some(_), None) if rest.iter().filter(|x| x.starts_with("shared")).count() == 2 => {
-                if reduce {
-                    return Err(unsupported(i, "reductions into shared memory are not supported"));
-                }
                 let dst = self.addr(out, operand(i, 0)?, ScalarType::U32)?;
                 let src = self.addr(out, operand(i, 1)?, ScalarType::U32)?;
                 let mbar = self.addr(out, operand(i, 3)?, ScalarType::U32)?;
+                if reduce {
+                    // .shared::cluster destination (this CTA in a one-CTA cluster).
+                    let (esize, dtype) = reduce_type(i)?;
+                    if esize < 4 || matches!(dtype, 5 | 7 | 8) || (esize == 8 && op != 1) {
+                        return Err(unsupported(i, "no such reduction into shared memory"));
+                    }
+                    out.call(
+                        vec![],
+                        "bulk_s2s_reduce",
+                        vec![dst, src, size, int(s, op), int(s, esize), int(s, dtype), mbar],
+                    );
+                    return Ok(());
+                }
                 out.call(vec![], "bulk_s2s", vec![dst, src, size, mbar]);
             }
             _ => return Err(unsupported(i, "unknown source and destination state spaces")),

@@ -71,6 +71,8 @@ const FORMS: &str = r#"
     cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%r2], [%rd1, {%r1, %r1, %r1, %r1}], [%r3], {%rs1, %rs2};
     cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%r2], [%rd1, {%r1, %r1, %r1, %r1, %r1}], [%r3], {%rs1, %rs2, %rs3};
     cp.async.bulk.tensor.2d.shared::cta.global.tile::gather4.mbarrier::complete_tx::bytes [%r2], [%rd1, {%r1, 0, 1, 2, 3}], [%r3];
+    cp.async.bulk.tensor.3d.shared::cluster.global.im2col::w.mbarrier::complete_tx::bytes [%r2], [%rd1, {%r1, %r1, %r1}], [%r3], {%rs1, %rs2};
+    cp.async.bulk.tensor.5d.shared::cta.global.im2col::w::128.mbarrier::complete_tx::bytes [%r2], [%rd1, {%r1, %r1, %r1, %r1, %r1}], [%r3], {%rs2, %rs3};
     cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd1, {%r1, %r1}], [%r2];
     cp.async.bulk.tensor.3d.global.shared::cta.bulk_group.L2::cache_hint [%rd1, {%r1, %r1, %r1}], [tile], %rd2;
     cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [%rd1, {%r1, 0, 1, 2, 3}], [%r2];
@@ -84,6 +86,11 @@ const FORMS: &str = r#"
     cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.L2::cache_hint [tile], [%rd2+16], %r1, [bar], %rd2;
     cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r2], [%rd2], 256, [%r3], %rs1;
     cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r2], [tile+2048], 512, [%r3];
+    cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 [%r2], [tile+2048], 512, [%r3];
+    cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.min.s32 [tile], [%r2], %r1, [bar];
+    cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.inc.u32 [%r2], [%r2+16], 16, [%r3];
+    cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.xor.b32 [%r2], [%r2], 16, [%r3];
+    cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u64 [%r2], [%r2], 16, [%r3];
     cp.async.bulk.global.shared::cta.bulk_group [%rd2], [%r2], 256;
     cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%rd2], [%r2], 256, %rd2;
     cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd2], [%r2], 256;
@@ -135,7 +142,7 @@ fn tensor_operands_parse() {
             _ => None,
         })
         .collect();
-    assert_eq!(tensor_ops.len(), 18);
+    assert_eq!(tensor_ops.len(), 20);
     let Operand::TensorAddress(_, a, coords) = tensor_ops[2] else { unreachable!() };
     assert_eq!(a.base.as_ref().map(|b| b.1.as_str()), Some("%rd3"));
     assert_eq!(coords.len(), 3);
@@ -200,12 +207,11 @@ fn error_of(body: &str) -> String {
 
 #[test]
 fn unsupported_forms_are_reported() {
-    let e = error_of(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.im2col::w.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r1, %r1, %r1}], [bar], {%rs1, %rs1};",
-    );
-    assert!(e.contains("k.ptx:10:1: error: unsupported instruction") && e.contains("tensor copy mode"), "{e}");
-    let e = error_of("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 [%r1], [%r2], 16, [bar];");
-    assert!(e.contains("reductions into shared memory"), "{e}");
+    // Reductions into shared memory that ptxas refuses (64-bit: only .add.u64).
+    let e = error_of("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.min.u64 [%r1], [%r2], 16, [bar];");
+    assert!(e.contains("k.ptx:10:1: error: unsupported instruction") && e.contains("no such reduction"), "{e}");
+    let e = error_of("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.and.b64 [%r1], [%r2], 16, [bar];");
+    assert!(e.contains("no such reduction into shared memory"), "{e}");
     // Forms the ISA does not have are reported by the front end's decoder.
     let e = error_of("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u8 [%rd1], [%r2], 16;");
     assert!(e.contains("k.ptx:10:55: error: '.u8' is not valid for 'cp'"), "{e}");

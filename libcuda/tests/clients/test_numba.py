@@ -472,3 +472,38 @@ def test_launch_error_is_reported():
         saxpy[1, 4096](np.float32(1.0), cuda.to_device(np.ones(1, np.float32)),
                        cuda.to_device(np.ones(1, np.float32)), cuda.device_array(1, np.float32))
         cuda.synchronize()
+
+
+# --- print() and managed memory ----------------------------------------------
+
+@cuda.jit
+def say(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        print("elem", i, x[i], -3)
+
+
+def test_print_in_a_kernel(capfd):
+    """print() lowers to vprintf; the shim writes to file descriptor 1 at the synchronisation."""
+    v = np.array([0.5, -1.25, 3.0, 1e-3, 7.0], np.float32)
+    dv = cuda.to_device(v)
+    capfd.readouterr()
+    say[1, 8](dv)
+    cuda.synchronize()
+    out = capfd.readouterr().out
+    want = sorted("elem %d %f -3\n" % (i, float(e)) for i, e in enumerate(v))
+    assert sorted(out.splitlines(keepends=True)) == want
+
+
+def test_managed_memory():
+    """cuMemAllocManaged: one pointer for the host and the kernel (lavapipe maps memory at its device address)."""
+    if not cuda.get_current_device().MANAGED_MEMORY:
+        pytest.skip("the Vulkan driver does not map memory at its device address")
+    n = 4099
+    x = cuda.managed_array(n, np.float32)
+    out = cuda.managed_array(n, np.float32)
+    x[:] = rng(31).standard_normal(n).astype(np.float32)
+    out[:] = np.nan
+    saxpy[(n + 127) // 128, 128](np.float32(2.0), x, x, out)
+    cuda.synchronize()
+    assert np.array_equal(out, np.float32(2.0) * x + x)

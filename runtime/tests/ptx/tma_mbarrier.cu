@@ -216,3 +216,56 @@ extern "C" __global__ void tma_pipeline(const __grid_constant__ CUtensorMap map,
     out[blockIdx.x * 256 + t] = acc0;
     out[blockIdx.x * 256 + 128 + t] = acc1;
 }
+
+// cp.reduce.async.bulk into shared memory (.shared::cluster, this CTA): block
+// k reduces src[k * words ..] into a shared copy of init[k * words ..] with
+// case k of the table below, completing on an mbarrier, and writes the
+// result to out[k * words ..]. Cases: 0 add.u32, 1 min.u32, 2 max.u32,
+// 3 inc.u32, 4 dec.u32, 5 add.s32, 6 min.s32, 7 max.s32, 8 and.b32,
+// 9 or.b32, 10 xor.b32, 11 add.u64 (the only 64-bit reduction into shared
+// memory that ptxas accepts).
+#define RED_SHARED(op)                                                                                           \
+    asm volatile("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes." op             \
+                 " [%0], [%1], %2, [%3];" :: "r"(d), "r"(s), "r"(bytes), "r"(b) : "memory")
+
+extern "C" __global__ void bulk_reduce_shared(const unsigned* __restrict__ init, const unsigned* __restrict__ src,
+                                              unsigned* __restrict__ out, unsigned bytes)
+{
+    __shared__ alignas(128) unsigned acc[1024];
+    __shared__ alignas(128) unsigned in[1024];
+    __shared__ alignas(8) unsigned long long bar;
+    unsigned b = smem_u32(&bar);
+    int t = threadIdx.x;
+    unsigned words = bytes / 4;
+    for (unsigned k = t; k < words; k += blockDim.x) {
+        acc[k] = init[blockIdx.x * words + k];
+        in[k] = src[blockIdx.x * words + k];
+    }
+    if (t == 0)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(1) : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (t == 0) {
+        unsigned d = smem_u32(acc), s = smem_u32(in);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory");
+        switch (blockIdx.x) {
+        case 0: RED_SHARED("add.u32"); break;
+        case 1: RED_SHARED("min.u32"); break;
+        case 2: RED_SHARED("max.u32"); break;
+        case 3: RED_SHARED("inc.u32"); break;
+        case 4: RED_SHARED("dec.u32"); break;
+        case 5: RED_SHARED("add.s32"); break;
+        case 6: RED_SHARED("min.s32"); break;
+        case 7: RED_SHARED("max.s32"); break;
+        case 8: RED_SHARED("and.b32"); break;
+        case 9: RED_SHARED("or.b32"); break;
+        case 10: RED_SHARED("xor.b32"); break;
+        default: RED_SHARED("add.u64"); break;
+        }
+    }
+    while (!try_parity(b, 0)) {
+    }
+    __syncthreads();
+    for (unsigned k = t; k < words; k += blockDim.x)
+        out[blockIdx.x * words + k] = acc[k];
+}

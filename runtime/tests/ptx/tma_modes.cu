@@ -6,7 +6,9 @@
 // - tma_im2col_Nd: cp.async.bulk.tensor.Nd ... .im2col with im2col offsets;
 // - tma_gather4: cp.async.bulk.tensor.2d ... .tile::gather4 (four rows);
 // - tma_scatter4: the four rows of in written back with .tile::scatter4;
-// - tma_im2col_store_4d: image_bytes of in written back with .im2col_no_offs.
+// - tma_im2col_store_4d: image_bytes of in written back with .im2col_no_offs;
+// - tma_im2col_w_Nd, tma_im2col_w128_Nd: .im2col::w and .im2col::w::128 loads
+//   with {wHalo, wOffset} = {offs[3 * blockIdx.x], offs[3 * blockIdx.x + 1]}.
 #include <cuda.h>
 
 #define TILE_WORDS 4000
@@ -154,3 +156,34 @@ extern "C" __global__ void tma_im2col_store_4d(const __grid_constant__ CUtensorM
     }
     __syncthreads();
 }
+
+#define IM2COL_W(name, mode, dim, coords, args)                                                                  \
+    extern "C" __global__ void name(const __grid_constant__ CUtensorMap map, const int* __restrict__ coords_in,  \
+                                    const unsigned* __restrict__ offs, unsigned* __restrict__ out,              \
+                                    unsigned box_bytes, unsigned image_bytes)                                   \
+    {                                                                                                           \
+        __shared__ alignas(1024) unsigned tile[TILE_WORDS];                                                     \
+        __shared__ alignas(8) unsigned long long bar;                                                           \
+        unsigned b = smem_u32(&bar);                                                                            \
+        prologue(tile, b);                                                                                      \
+        if (threadIdx.x == 0) {                                                                                 \
+            const int* c = coords_in + 5 * blockIdx.x;                                                          \
+            const unsigned* o = offs + 3 * blockIdx.x;                                                          \
+            unsigned short halo = (unsigned short)o[0], woff = (unsigned short)o[1];                            \
+            EXPECT(b, box_bytes);                                                                               \
+            asm volatile("cp.async.bulk.tensor." dim ".shared::cluster.global." mode                            \
+                         ".mbarrier::complete_tx::bytes [%0], [%1, " coords "], [%2], {%3, %4};"                \
+                         :: "r"(smem_u32(tile)), "l"(&map), "r"(b), "h"(halo), "h"(woff), args : "memory");     \
+        }                                                                                                       \
+        epilogue(tile, b, out, image_bytes);                                                                    \
+    }
+
+#define ARGS3 "r"(c[0]), "r"(c[1]), "r"(c[2])
+#define ARGS4 ARGS3, "r"(c[3])
+#define ARGS5 ARGS4, "r"(c[4])
+IM2COL_W(tma_im2col_w_3d, "im2col::w", "3d", "{%5, %6, %7}", ARGS3)
+IM2COL_W(tma_im2col_w_4d, "im2col::w", "4d", "{%5, %6, %7, %8}", ARGS4)
+IM2COL_W(tma_im2col_w_5d, "im2col::w", "5d", "{%5, %6, %7, %8, %9}", ARGS5)
+IM2COL_W(tma_im2col_w128_3d, "im2col::w::128", "3d", "{%5, %6, %7}", ARGS3)
+IM2COL_W(tma_im2col_w128_4d, "im2col::w::128", "4d", "{%5, %6, %7, %8}", ARGS4)
+IM2COL_W(tma_im2col_w128_5d, "im2col::w::128", "5d", "{%5, %6, %7, %8, %9}", ARGS5)

@@ -110,7 +110,7 @@ pub fn kernel_source(ins: &[T], outs: &[T], body: &str) -> String {
     s
 }
 
-fn ctx() -> &'static Context {
+pub fn ctx() -> &'static Context {
     static CTX: OnceLock<Context> = OnceLock::new();
     CTX.get_or_init(|| {
         const LVP: &str = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";

@@ -11,7 +11,7 @@
 
 use super::func::Fx;
 use super::inst::{ext, glsl};
-use super::rounding::{cmp, msb64, o, sel, R};
+use super::rounding::{and, cmp, msb64, o, or, sel, R};
 use super::values::{get, set, K};
 use super::Emitter;
 use crate::ast::{Instruction, Operand, ScalarType};
@@ -395,9 +395,19 @@ fn fns(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnosti
     set(e, fx, d, r, K::Int(32), false)
 }
 
-/// `lop3.b32 d, a, b, c, immLut`: any three-input bitwise function.
+/// `lop3.b32 d, a, b, c, immLut`: any three-input bitwise function; with
+/// `.and`/`.or` (`lop3.BoolOp.b32 d|p, a, b, c, immLut, q`) also the
+/// predicate `p = (d != 0) BoolOp q` (`d` may be the sink `_`).
 fn lop3(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
-    let [d, a, b, c, lut] = operands::<5>(inst)?;
+    let bool_op = ["and", "or"].into_iter().find(|m| inst.has(m));
+    let (d, a, b, c, lut, pq) = match (inst.operands.as_slice(), bool_op) {
+        ([d, a, b, c, lut], None) => (d, a, b, c, lut, None),
+        ([Operand::Pair(_, d, p), a, b, c, lut, q], Some(op)) => (&**d, a, b, c, lut, Some((op, &**p, q))),
+        _ => {
+            let want = if bool_op.is_some() { "d|p, a, b, c, immLut, q" } else { "d, a, b, c, immLut" };
+            return Err(Diagnostic::error(inst.span, format!("'{}' expects operands {want}", inst.mnemonic())));
+        }
+    };
     let Operand::Int(_, lut) = lut else {
         return Err(unsupported(inst, "the lookup table must be an immediate"));
     };
@@ -422,6 +432,13 @@ fn lop3(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
         let t = o(e, Op::BitwiseAnd, u32t, &[x, y])?;
         let t = o(e, Op::BitwiseAnd, u32t, &[t, z])?;
         acc = o(e, Op::BitwiseOr, u32t, &[acc, t])?;
+    }
+    if let Some((op, p, q)) = pq {
+        let z = e.c_u32(0);
+        let nz = cmp(e, Op::INotEqual, acc, z)?;
+        let vq = get(e, fx, q, K::Pred, false)?;
+        let r = if op == "and" { and(e, nz, vq)? } else { or(e, nz, vq)? };
+        set(e, fx, p, r, K::Pred, false)?;
     }
     set(e, fx, d, acc, K::Int(32), false)
 }

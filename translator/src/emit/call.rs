@@ -1,4 +1,5 @@
-//! `call`: direct calls to `.func`s of the module.
+//! `call`: direct calls to `.func`s of the module (and of the undefined
+//! `vprintf` and `__assertfail`, see [`super::printf`]).
 //!
 //! `.param` formals are passed by value as arrays of 32-bit words, copied
 //! from the caller's `.param` variables (which live in its local words) and
@@ -36,6 +37,14 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Opt
         return indirect(e, fx, inst, rets, &rest[0], args);
     }
     let Some(c) = fx.callees.get(name.as_str()).cloned() else {
+        // The system calls behind `printf`, `assert`, `malloc` and `free`.
+        match name.as_str() {
+            super::printf::VPRINTF => return super::printf::vprintf(e, fx, inst, rets, args),
+            super::printf::ASSERTFAIL => return super::printf::assertfail(e, fx, inst, rets, args),
+            super::heap::MALLOC => return super::heap::malloc(e, fx, inst, rets, args),
+            super::heap::FREE => return super::heap::free(e, fx, inst, rets, args),
+            _ => {}
+        }
         return Err(Diagnostic::error(*span, format!("call to '{name}', which has no definition in this module")));
     };
     direct(e, fx, inst, name, &c, rets, args, active)
@@ -71,18 +80,17 @@ fn indirect(
     if let Some(first) = candidates.first().map(|c| (shape(&c.1.params), shape(&c.1.returns))) {
         candidates.retain(|c| shape(&c.1.params) == first.0 && shape(&c.1.returns) == first.1);
     }
-    if candidates.is_empty() {
-        return Err(Diagnostic::error(
-            inst.span,
-            "indirect call: no function of this module with a matching signature has its address taken",
-        ));
-    }
+    // A pointer that names none of them (a function of another signature,
+    // or no function at all) fails the launch, as a call to a bad address
+    // does on NVIDIA's hardware.
     let ptr = get(e, fx, target, super::values::K::Int(64), false)?;
     let bt = e.t_bool();
+    let mut matched = e.c_bool(false);
     for (name, c) in candidates {
         let Some(&idx) = e.func_index.get(name.as_str()) else { continue };
         let want = e.c_int(64, crate::abi::FUNCTION_WINDOW | idx as u64);
         let hit = e.b.i_equal(bt, None, ptr, want).map_err(internal1)?;
+        matched = e.b.logical_or(bt, None, matched, hit).map_err(internal1)?;
         let yes = e.b.id();
         let merge = e.b.id();
         e.b.selection_merge(merge, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
@@ -92,6 +100,13 @@ fn indirect(
         e.b.branch(merge).map_err(internal1)?;
         e.b.begin_block(Some(merge)).map_err(internal1)?;
     }
+    let bad = e.b.id();
+    let ok = e.b.id();
+    e.b.selection_merge(ok, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(matched, ok, bad, []).map_err(internal1)?;
+    e.b.begin_block(Some(bad)).map_err(internal1)?;
+    super::func::trap_now(e, fx, ok, crate::abi::printf::TRAP_TRAP)?;
+    e.b.begin_block(Some(ok)).map_err(internal1)?;
     Ok(())
 }
 
@@ -220,7 +235,7 @@ fn c_member_type(e: &mut Emitter, f: &Formal) -> Word {
     }
 }
 
-fn param_var_offset(fx: &Fx, op: &Operand) -> Result<u32, Diagnostic> {
+pub(crate) fn param_var_offset(fx: &Fx, op: &Operand) -> Result<u32, Diagnostic> {
     match op {
         Operand::Name { name, span, .. } => fx
             .local

@@ -26,7 +26,12 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(
         return set_half(e, fx, inst, dt, st);
     }
     if super::float::is_half(dt) || super::float::is_half(st) {
-        return Err(unsupported(inst, "half-precision slct is not supported yet"));
+        let why = if inst.opcode == "slct" {
+            "the PTX ISA has no half-precision slct (dtype: b/u/s 16-64, f32, f64)"
+        } else {
+            "a half-precision set destination needs a half-precision source here"
+        };
+        return Err(unsupported(inst, why));
     }
     let dk = kind_of(dt);
     let dty = e.kty(dk);

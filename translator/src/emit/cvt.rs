@@ -334,13 +334,16 @@ fn cvt_pair(
     relu: bool,
     satfinite: bool,
 ) -> Result<(), Diagnostic> {
-    let [d, a, b] = inst.operands.as_slice() else {
-        return Err(Diagnostic::error(inst.span, format!("'{}' expects 3 operands", inst.mnemonic())));
-    };
     if st != ScalarType::F32 {
         return Err(unsupported(inst, "packed conversions take f32 sources"));
     }
     let fmt = if dt == ScalarType::F16x2 { Fmt::F16 } else { Fmt::BF16 };
+    if inst.has("rs") {
+        return cvt_pair_rs(e, fx, inst, fmt, relu, satfinite);
+    }
+    let [d, a, b] = inst.operands.as_slice() else {
+        return Err(Diagnostic::error(inst.span, format!("'{}' expects 3 operands", inst.mnemonic())));
+    };
     let rnd = match frnd {
         Some(r @ (Rnd::Rn | Rnd::Rz)) => r,
         _ => return Err(unsupported(inst, "needs .rn or .rz")),
@@ -350,6 +353,65 @@ fn cvt_pair(
         let v = float_src_f64(e, fx, op, ScalarType::F32, false)?;
         let v = if relu { relu64(e, v)? } else { v };
         lanes.push(to_bits32(e, v, fmt, rnd, satfinite)?);
+    }
+    let r = half::pack(e, &lanes)?;
+    half::store(e, fx, d, r, 2)
+}
+
+/// `cvt.rs{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b, rbits`: stochastic
+/// rounding. Per the PTX ISA the result is rounded toward or away from zero
+/// by the carry out of adding the random bits to the discarded low bits of
+/// the f32 significand: 13 bits for f16 (`rbits[28:16]` for `a`,
+/// `rbits[12:0]` for `b`), 16 for bf16 (`rbits[31:16]`, `rbits[15:0]`).
+/// That is: add the random bits to the magnitude's bit pattern (a carry
+/// may ripple into the exponent), then truncate toward zero. Where a
+/// result is subnormal in the destination more bits are discarded and the
+/// random bits stay aligned with the f32 significand's lowest bit. A sum
+/// at or beyond the destination's overflow threshold (2^16 for f16, the
+/// f32 infinity pattern for bf16) is infinity, the largest finite value
+/// with `.satfinite`; NaN gives the canonical NaN; `.relu` clamps
+/// negative results (and -0) to +0.
+fn cvt_pair_rs(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    fmt: Fmt,
+    relu: bool,
+    satfinite: bool,
+) -> Result<(), Diagnostic> {
+    let [d, a, b, rb] = inst.operands.as_slice() else {
+        return Err(Diagnostic::error(inst.span, format!("'{}' expects operands d, a, b, rbits", inst.mnemonic())));
+    };
+    let u32t = e.t_int(32);
+    let f32t = e.t_float(32);
+    let f64t = e.t_float(64);
+    let rbits = get(e, fx, rb, K::Int(32), false)?;
+    let (rmask, limit) = if fmt == Fmt::F16 { (0x1fffu32, 0x4780_0000u32) } else { (0xffff, 0x7f80_0000) };
+    let mut lanes = Vec::new();
+    for (op, shift) in [(b, 0u32), (a, 16)] {
+        let x = get(e, fx, op, K::Float(32), false)?;
+        let xb = o(e, Op::Bitcast, u32t, &[x])?;
+        let sh = e.c_u32(shift);
+        let r = o(e, Op::ShiftRightLogical, u32t, &[rbits, sh])?;
+        let m = e.c_u32(rmask);
+        let r = o(e, Op::BitwiseAnd, u32t, &[r, m])?;
+        let sm = e.c_u32(0x8000_0000);
+        let sign = o(e, Op::BitwiseAnd, u32t, &[xb, sm])?;
+        let am = e.c_u32(0x7fff_ffff);
+        let mag = o(e, Op::BitwiseAnd, u32t, &[xb, am])?;
+        let sum = o(e, Op::IAdd, u32t, &[mag, r])?;
+        let lim = e.c_u32(limit);
+        let over = cmp(e, Op::UGreaterThanEqual, sum, lim)?;
+        let inf = e.c_u32(0x7f80_0000);
+        let sum = sel(e, u32t, over, inf, sum)?;
+        let y = o(e, Op::BitwiseOr, u32t, &[sum, sign])?;
+        // NaN inputs keep their pattern (the rounding turns them canonical).
+        let nan = cmp(e, Op::UGreaterThan, mag, inf)?;
+        let y = sel(e, u32t, nan, xb, y)?;
+        let yf = o(e, Op::Bitcast, f32t, &[y])?;
+        let v = o(e, Op::FConvert, f64t, &[yf])?;
+        let v = if relu { relu64(e, v)? } else { v };
+        lanes.push(to_bits32(e, v, fmt, Rnd::Rz, satfinite)?);
     }
     let r = half::pack(e, &lanes)?;
     half::store(e, fx, d, r, 2)

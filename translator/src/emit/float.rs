@@ -229,8 +229,13 @@ fn arith64_directed(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Word, rnd: Rnd
         Ar::Fma => {
             let (r, dir) = fma64_parts(e, a, b, c)?;
             let r = if rnd == Rnd::Rm {
+                // Only an exact zero takes -0 (a tiny nonzero result rounded
+                // to zero keeps its sign).
                 let p = exact(e, Op::FMul, dt, a, b)?;
-                minus_zero_sum(e, r, p, c)?
+                let mz = minus_zero_sum(e, r, p, c)?;
+                let z = e.c_f64(0.0);
+                let exact0 = cmp(e, Op::FOrdEqual, dir, z)?;
+                sel(e, dt, exact0, mz, r)?
             } else {
                 r
             };
@@ -496,8 +501,52 @@ pub(crate) fn div_rn(e: &mut Emitter, a: Word, b: Word, bits: u32) -> Result<Wor
     // correction's residual neither overflows nor underflows; the quotient
     // is scaled back, exactly unless it is subnormal.
     let (a, b, back) = div_scale(e, a, b)?;
+    // A quotient below 2^-960 is computed 2^200 higher (the scaled dividend
+    // stays below 2^140) so that the correction works on normal numbers.
+    let q0 = exact(e, Op::FDiv, ft, a, b)?;
+    let aq0 = ext(e, ft, glsl::FABS, &[q0])?;
+    let lim = e.c_f64(2f64.powi(-960));
+    let low = cmp(e, Op::FOrdLessThan, aq0, lim)?;
+    let bfin = all_finite(e, &[b])?;
+    let low = and(e, low, bfin)?;
+    let one = e.c_f64(1.0);
+    let s200 = e.c_f64(2f64.powi(200));
+    let t = sel(e, ft, low, s200, one)?;
+    let a = exact(e, Op::FMul, ft, a, t)?;
+    let back = exact(e, Op::FDiv, ft, back, t)?;
     let q = div_rn_core(e, a, b)?;
-    exact(e, Op::FMul, ft, q, back)
+    let y = exact(e, Op::FMul, ft, q, back)?;
+    // A subnormal quotient rounds a second time when scaled back; that is
+    // wrong only when q sits exactly on a midpoint of the subnormal grid,
+    // and then the residual's sign tells which neighbour is right.
+    let up = exact(e, Op::FDiv, ft, one, back)?;
+    let yb = exact(e, Op::FMul, ft, y, up)?;
+    let diff = exact(e, Op::FSub, ft, q, yb)?;
+    // Half the subnormal spacing at q's scale: 2^-1074 * up / 2.
+    let tiny = e.c_f64(f64::from_bits(1));
+    let h = e.c_f64(0.5);
+    let half = exact(e, Op::FMul, ft, tiny, up)?;
+    let half = exact(e, Op::FMul, ft, half, h)?;
+    let adiff = ext(e, ft, glsl::FABS, &[diff])?;
+    let z = e.c_f64(0.0);
+    let tie = cmp(e, Op::FOrdEqual, adiff, half)?;
+    let dnz = cmp(e, Op::FOrdNotEqual, diff, z)?;
+    let tie = and(e, tie, dnz)?;
+    let nq = o(e, Op::FNegate, ft, &[q])?;
+    let r = fma_exact64(e, nq, b, a)?;
+    let rpos = cmp(e, Op::FOrdGreaterThan, r, z)?;
+    let rneg = cmp(e, Op::FOrdLessThan, r, z)?;
+    let bpos = cmp(e, Op::FOrdGreaterThan, b, z)?;
+    // The exact quotient is above q when r and b have the same sign.
+    let above = cmp(e, Op::LogicalEqual, rpos, bpos)?;
+    let rnz = or(e, rpos, rneg)?;
+    let dpos = cmp(e, Op::FOrdGreaterThan, diff, z)?;
+    let same = cmp(e, Op::LogicalEqual, above, dpos)?;
+    let rs = and(e, rnz, same)?;
+    let flip = and(e, tie, rs)?;
+    let far = exact(e, Op::FAdd, ft, q, diff)?;
+    let far = exact(e, Op::FMul, ft, far, back)?;
+    sel(e, ft, flip, far, y)
 }
 
 /// Scale f64 division operands into [2^-900, 2^900] (zeros, infinities and
@@ -723,6 +772,102 @@ pub(crate) fn ex2_32(e: &mut Emitter, x: Word) -> R {
     sel(e, ft, nan, x, r)
 }
 
+/// `sin(x)` (`cos(x)` with `cos`) for f32 `x`, computed in f64 and rounded
+/// once, independent of the driver's `Sin`/`Cos` (Vulkan only promises
+/// 2^-11 absolute error in [-pi, pi]; `sin.approx.f32` promises 2^-20.5 in
+/// [-2pi, 2pi] and 2^-14.7 in [-100pi, 100pi]). The argument is reduced by
+/// pi/2 in three parts (Cody and Waite): `k*P1` and `k*P2` are exact for
+/// |k| < 2^26, which covers every f32 below about 10^8 with an error near
+/// 2^-80 in the reduced argument; Taylor polynomials of sin (degree 11)
+/// and cos (degree 12) on [-pi/4, pi/4] have truncation errors below
+/// 2^-33, and the result is converted to f32 once. Larger arguments get
+/// a best-effort result (PTX gives no bound there either).
+pub(crate) fn sincos32(e: &mut Emitter, x: Word, cos: bool) -> R {
+    let dt = e.t_float(64);
+    let ft = e.t_float(32);
+    let it = e.t_int(32);
+    let xd = o(e, Op::FConvert, dt, &[x])?;
+    let two_over_pi = e.c_f64(std::f64::consts::FRAC_2_PI);
+    let t = exact(e, Op::FMul, dt, xd, two_over_pi)?;
+    let k = ext(e, dt, glsl::ROUND_EVEN, &[t])?;
+    // pi/2 = P1 + P2 + P3, P1 and P2 with 27 significant bits.
+    let hp = std::f64::consts::FRAC_PI_2;
+    let p1 = f64::from_bits(hp.to_bits() & !((1u64 << 26) - 1));
+    let rest = hp - p1;
+    let p2 = f64::from_bits(rest.to_bits() & !((1u64 << 26) - 1));
+    // The remainder of pi/2 beyond P1 + P2 (pi/2 - P1 - P2 to double precision):
+    // 0x3ff921fb54442d18 is pi/2 rounded, its error 6.123233995736766e-17.
+    let p3 = (rest - p2) + 6.123_233_995_736_766e-17;
+    let mut r = xd;
+    for p in [p1, p2, p3] {
+        let c = e.c_f64(p);
+        let m = exact(e, Op::FMul, dt, k, c)?;
+        r = exact(e, Op::FSub, dt, r, m)?;
+    }
+    let r2 = exact(e, Op::FMul, dt, r, r)?;
+    // sin(r) = r (1 - r^2/3! + r^4/5! ...), cos(r) = 1 - r^2/2! + r^4/4! ...
+    let poly = |e: &mut Emitter, first: u32| -> R {
+        // Coefficients (-1)^i / (first + 2i)! up to degree 12, evaluated by Horner in r^2.
+        let mut cs = Vec::new();
+        let mut f = 1.0f64;
+        for n in 1..=12 {
+            f *= n as f64;
+            if n >= first && (n - first).is_multiple_of(2) {
+                let i = (n - first) / 2;
+                cs.push(if i.is_multiple_of(2) { 1.0 / f } else { -1.0 / f });
+            }
+        }
+        if first == 0 {
+            cs.insert(0, 1.0);
+        }
+        let mut p = e.c_f64(cs[cs.len() - 1]);
+        for &c in cs.iter().rev().skip(1) {
+            let cc = e.c_f64(c);
+            let m = exact(e, Op::FMul, dt, p, r2)?;
+            p = exact(e, Op::FAdd, dt, m, cc)?;
+        }
+        Ok(p)
+    };
+    let ps = poly(e, 1)?;
+    let s = exact(e, Op::FMul, dt, ps, r)?;
+    let c = poly(e, 0)?;
+    // Quadrant k mod 4 (cos: k + 1), from k in f64 (exact below 2^53).
+    let quarter = e.c_f64(0.25);
+    let four = e.c_f64(4.0);
+    let kq = exact(e, Op::FMul, dt, k, quarter)?;
+    let kq = ext(e, dt, glsl::FLOOR, &[kq])?;
+    let kq = exact(e, Op::FMul, dt, kq, four)?;
+    let q = exact(e, Op::FSub, dt, k, kq)?;
+    let q = o(e, Op::ConvertFToS, it, &[q])?;
+    let q = if cos {
+        let one = e.c_u32(1);
+        o(e, Op::IAdd, it, &[q, one])?
+    } else {
+        q
+    };
+    let three = e.c_u32(3);
+    let q = o(e, Op::BitwiseAnd, it, &[q, three])?;
+    let one = e.c_u32(1);
+    let odd = o(e, Op::BitwiseAnd, it, &[q, one])?;
+    let zero = e.c_u32(0);
+    let odd = cmp(e, Op::INotEqual, odd, zero)?;
+    let two = e.c_u32(2);
+    let neg = o(e, Op::BitwiseAnd, it, &[q, two])?;
+    let neg = cmp(e, Op::INotEqual, neg, zero)?;
+    let v = sel(e, dt, odd, c, s)?;
+    let nv = o(e, Op::FNegate, dt, &[v])?;
+    let v = sel(e, dt, neg, nv, v)?;
+    // Any rounding of the f64 value is far inside the bound.
+    let r = o(e, Op::FConvert, ft, &[v])?;
+    // sin(±0) = ±0; infinities and NaN give NaN (the reduction makes one).
+    if cos {
+        return Ok(r);
+    }
+    let z = e.c_f32(0.0);
+    let is0 = cmp(e, Op::FOrdEqual, x, z)?;
+    sel(e, ft, is0, x, r)
+}
+
 /// `log2(x)` for f32 `x`, computed in f64 (exponent plus an atanh series
 /// of the significand in [sqrt(1/2), sqrt(2))) and rounded once: well
 /// inside `lg2.approx.f32`'s error bound.
@@ -850,8 +995,8 @@ pub(crate) fn unary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
             let v = if inst.has("ftz") { flush(e, v, 64)? } else { v };
             ext(e, ft, glsl::INVERSE_SQRT, &[v])?
         }
-        "sin" if approx && bits == 32 => ext(e, ft, glsl::SIN, &[v])?,
-        "cos" if approx && bits == 32 => ext(e, ft, glsl::COS, &[v])?,
+        "sin" if approx && bits == 32 => sincos32(e, v, false)?,
+        "cos" if approx && bits == 32 => sincos32(e, v, true)?,
         "lg2" if approx && bits == 32 => lg2_32(e, v)?,
         "ex2" if approx && bits == 32 => ex2_32(e, v)?,
         "tanh" if approx && bits == 32 => tanh32(e, v)?,
@@ -942,9 +1087,143 @@ pub(crate) fn fma_value(e: &mut Emitter, a: Word, b: Word, c: Word, bits: u32) -
 
 /// f64 `a*b + c` correctly rounded (Dekker's product, then Boldo–Melquiond),
 /// with a float whose sign is that of the exact result minus the rounded one
-/// (0 when exact). Inputs where the exact product would overflow or
-/// underflow fall back to the driver's `Fma` (and a zero error).
+/// (0 when exact).
+///
+/// Where the exact product is not representable as `ph + pl` the operands
+/// are scaled by powers of two first: a tiny product (|a*b| <= 2^-960) is
+/// computed as `(a*2^500)*(b*2^500) + c*2^1000` (an addend above 2^20, or
+/// a product still below 2^-960, wins outright: the product is far below
+/// half the addend's ulp), a huge operand
+/// (>= 2^995, or a product >= 2^1000) is scaled by 2^-64 together with the addend (an addend
+/// whose low bits that pushes out of range is far below the product's ulp
+/// and only decides the error's sign). Scaling back is
+/// exact unless the result is subnormal; there the one rounding to the
+/// subnormal grid can only go wrong when the scaled result sits exactly on
+/// a midpoint of that grid, and the error term says which way the exact
+/// value lies. Infinite or NaN addends use the driver's `Fma`.
 pub(crate) fn fma64_parts(e: &mut Emitter, a: Word, b: Word, c: Word) -> Result<(Word, Word), Diagnostic> {
+    let ft = e.t_float(64);
+    let bt = e.t_bool();
+    let z = e.c_f64(0.0);
+    let one = e.c_f64(1.0);
+    let aa = ext(e, ft, glsl::FABS, &[a])?;
+    let ab = ext(e, ft, glsl::FABS, &[b])?;
+    let ac = ext(e, ft, glsl::FABS, &[c])?;
+    let ph = exact(e, Op::FMul, ft, a, b)?;
+    let ap = ext(e, ft, glsl::FABS, &[ph])?;
+    let big = e.c_f64(2f64.powi(995));
+    let big_a = cmp(e, Op::FOrdGreaterThanEqual, aa, big)?;
+    let big_b = cmp(e, Op::FOrdGreaterThanEqual, ab, big)?;
+    // A product near the top of the range (Dekker's partial products
+    // would overflow) is scaled like a huge operand.
+    let big_p = e.c_f64(2f64.powi(1000));
+    let pbig = cmp(e, Op::FOrdGreaterThanEqual, ap, big_p)?;
+    let n_big_b0 = rounding::not(e, big_b)?;
+    let pbig = and(e, pbig, n_big_b0)?;
+    let big_a = or(e, big_a, pbig)?;
+    let ainf = op1(e, Op::IsInf, bt, a)?;
+    let binf = op1(e, Op::IsInf, bt, b)?;
+    let n_ainf = rounding::not(e, ainf)?;
+    let big_a = and(e, big_a, n_ainf)?;
+    let n_binf = rounding::not(e, binf)?;
+    let big_b = and(e, big_b, n_binf)?;
+    let tiny_c = e.c_f64(2f64.powi(-960));
+    let tiny = cmp(e, Op::FOrdLessThanEqual, ap, tiny_c)?;
+    let a0 = cmp(e, Op::FOrdEqual, a, z)?;
+    let b0 = cmp(e, Op::FOrdEqual, b, z)?;
+    let any0 = or(e, a0, b0)?;
+    let n_any0 = rounding::not(e, any0)?;
+    let tiny = and(e, tiny, n_any0)?;
+    let any_big = or(e, big_a, big_b)?;
+    let n_any_big = rounding::not(e, any_big)?;
+    let tiny = and(e, tiny, n_any_big)?;
+    // Scale factors for a and b; the addend (and the result) take their product.
+    let up = e.c_f64(2f64.powi(500));
+    let down = e.c_f64(2f64.powi(-64));
+    let fa = sel(e, ft, big_a, down, one)?;
+    let fa = sel(e, ft, tiny, up, fa)?;
+    let fb = sel(e, ft, big_b, down, one)?;
+    let fb = sel(e, ft, tiny, up, fb)?;
+    let fc = exact(e, Op::FMul, ft, fa, fb)?;
+    let sa = exact(e, Op::FMul, ft, a, fa)?;
+    let sb = exact(e, Op::FMul, ft, b, fb)?;
+    let sc = exact(e, Op::FMul, ft, c, fc)?;
+    let (rs, ds) = fma64_core(e, sa, sb, sc)?;
+    // Scaling a huge product down can push a (sub)normal addend's low bits
+    // out of range; such an addend is far below half the product's ulp, so
+    // it changes only the error's sign, and only where the rest is exact.
+    let back_c = exact(e, Op::FDiv, ft, sc, fc)?;
+    let c_lost = cmp(e, Op::FOrdNotEqual, back_c, c)?;
+    let ds0 = cmp(e, Op::FOrdEqual, ds, z)?;
+    let use_c = and(e, c_lost, ds0)?;
+    let ds = sel(e, ft, use_c, c, ds)?;
+    // Back to scale: y = rs / fc, with the midpoint repair.
+    let inv = exact(e, Op::FDiv, ft, one, fc)?;
+    let y = exact(e, Op::FMul, ft, rs, inv)?;
+    let yb = exact(e, Op::FMul, ft, y, fc)?;
+    let diff = exact(e, Op::FSub, ft, rs, yb)?;
+    let tiny1 = e.c_f64(f64::from_bits(1));
+    let h = e.c_f64(0.5);
+    let half = exact(e, Op::FMul, ft, tiny1, fc)?;
+    let half = exact(e, Op::FMul, ft, half, h)?;
+    let adiff = ext(e, ft, glsl::FABS, &[diff])?;
+    let tie = cmp(e, Op::FOrdEqual, adiff, half)?;
+    let dnz = cmp(e, Op::FOrdNotEqual, diff, z)?;
+    let tie = and(e, tie, dnz)?;
+    let dpos = cmp(e, Op::FOrdGreaterThan, diff, z)?;
+    let epos = cmp(e, Op::FOrdGreaterThan, ds, z)?;
+    let eneg = cmp(e, Op::FOrdLessThan, ds, z)?;
+    let dneg = rounding::not(e, dpos)?;
+    let same_p = and(e, dpos, epos)?;
+    let same_n = and(e, dneg, eneg)?;
+    let same = or(e, same_p, same_n)?;
+    let flip = and(e, tie, same)?;
+    let far = exact(e, Op::FAdd, ft, rs, diff)?;
+    let far = exact(e, Op::FMul, ft, far, inv)?;
+    let r = sel(e, ft, flip, far, y)?;
+    let rb = exact(e, Op::FMul, ft, r, fc)?;
+    let d2 = exact(e, Op::FSub, ft, rs, rb)?;
+    let d2z = cmp(e, Op::FOrdEqual, d2, z)?;
+    let dir = sel(e, ft, d2z, ds, d2)?;
+    // A tiny product against an addend above 2^20, or one still below
+    // 2^-960 after the scaling (below 2^-1960): far below half the addend's
+    // ulp. The result is the addend (a zero with the product's sign when
+    // the addend is zero), the error has the product's sign.
+    let psc = exact(e, Op::FMul, ft, sa, sb)?;
+    let apsc = ext(e, ft, glsl::FABS, &[psc])?;
+    let still = cmp(e, Op::FOrdLessThan, apsc, tiny_c)?;
+    let c20 = e.c_f64(2f64.powi(20));
+    let cbig = cmp(e, Op::FOrdGreaterThan, ac, c20)?;
+    let cw = or(e, cbig, still)?;
+    let cwins = and(e, tiny, cw)?;
+    let sgn_a = with_sign(e, one, a, 64)?;
+    let pb = exact(e, Op::FMul, ft, sgn_a, b)?;
+    let psign = with_sign(e, one, pb, 64)?;
+    let c0 = cmp(e, Op::FOrdEqual, c, z)?;
+    let pzero = with_sign(e, z, psign, 64)?;
+    let rcw = sel(e, ft, c0, pzero, c)?;
+    let r = sel(e, ft, cwins, rcw, r)?;
+    let dir = sel(e, ft, cwins, psign, dir)?;
+    // Infinite or NaN addends, and infinite or NaN products: the driver's Fma.
+    let naive = ext(e, ft, glsl::FMA, &[a, b, c])?;
+    let cinf = op1(e, Op::IsInf, bt, c)?;
+    let cnan = op1(e, Op::IsNan, bt, c)?;
+    let pfin = all_finite(e, &[a, b, psc])?;
+    let cbad = or(e, cinf, cnan)?;
+    let pbad = rounding::not(e, pfin)?;
+    let bad = or(e, cbad, pbad)?;
+    // An infinite addend with finite a and b is the result (an unfused
+    // driver Fma can overflow the product into inf - inf).
+    let abfin = all_finite(e, &[a, b])?;
+    let cinf_wins = and(e, cinf, abfin)?;
+    let naive = sel(e, ft, cinf_wins, c, naive)?;
+    let r = sel(e, ft, bad, naive, r)?;
+    let dir = sel(e, ft, bad, z, dir)?;
+    Ok((r, dir))
+}
+
+/// [`fma64_parts`] for operands whose product `ph + pl` is exact.
+fn fma64_core(e: &mut Emitter, a: Word, b: Word, c: Word) -> Result<(Word, Word), Diagnostic> {
     let ft = e.t_float(64);
     let (ph, pl) = two_product(e, a, b)?;
     let (uh, ul) = two_sum(e, c, ph)?;
@@ -961,31 +1240,8 @@ pub(crate) fn fma64_parts(e: &mut Emitter, a: Word, b: Word, c: Word) -> Result<
     // e1's ulp unless e1 is zero.
     let dt0 = exact(e, Op::FSub, ft, t0, t)?;
     let d = exact(e, Op::FAdd, ft, dt0, te)?;
-    let z = e.c_f64(0.0);
-    let e1z = cmp(e, Op::FOrdEqual, e1, z)?;
+    let e1z = cmp(e, Op::FOrdEqual, e1, z0)?;
     let dir = sel(e, ft, e1z, d, e1)?;
-    // Fall back where the exact product is not representable as ph + pl.
-    let bt = e.t_bool();
-    let naive = ext(e, ft, glsl::FMA, &[a, b, c])?;
-    let big = e.c_f64(2f64.powi(995));
-    let tiny = e.c_f64(2f64.powi(-960));
-    let aa = ext(e, ft, glsl::FABS, &[a])?;
-    let ab = ext(e, ft, glsl::FABS, &[b])?;
-    let ap = ext(e, ft, glsl::FABS, &[ph])?;
-    let ok_a = e.b.f_ord_less_than(bt, None, aa, big).map_err(internal1)?;
-    let ok_b = e.b.f_ord_less_than(bt, None, ab, big).map_err(internal1)?;
-    let ok_p = e.b.f_ord_greater_than(bt, None, ap, tiny).map_err(internal1)?;
-    let p0 = e.b.f_ord_equal(bt, None, ph, z).map_err(internal1)?;
-    let ok_p = e.b.logical_or(bt, None, ok_p, p0).map_err(internal1)?;
-    let cinf = op1(e, Op::IsInf, bt, c)?;
-    let cnan = op1(e, Op::IsNan, bt, c)?;
-    let cbad = e.b.logical_or(bt, None, cinf, cnan).map_err(internal1)?;
-    let cok = e.b.logical_not(bt, None, cbad).map_err(internal1)?;
-    let ok = e.b.logical_and(bt, None, ok_a, ok_b).map_err(internal1)?;
-    let ok = e.b.logical_and(bt, None, ok, ok_p).map_err(internal1)?;
-    let ok = e.b.logical_and(bt, None, ok, cok).map_err(internal1)?;
-    let r = e.b.select(ft, None, ok, r, naive).map_err(internal1)?;
-    let dir = e.b.select(ft, None, ok, dir, z).map_err(internal1)?;
     Ok((r, dir))
 }
 

@@ -34,8 +34,9 @@ pub(crate) struct Plan<'a> {
     pub static_shared_bytes: u32,
     pub params: Vec<Formal>,
     pub returns: Vec<Formal>,
-    /// Names of functions this one calls directly.
-    pub callees: Vec<(String, Span)>,
+    /// The calls this function makes: direct ones by the callee's name,
+    /// indirect ones by the pointer register's name (`%...`).
+    pub callees: Vec<CallSite>,
     /// Whether an `exit` in this `.func` can end the thread.
     pub may_exit: bool,
     /// Whether it uses `alloca`, `stacksave` or `stackrestore`.
@@ -64,14 +65,32 @@ fn collect_decls<'a>(stmts: &'a [Statement], out: &mut Vec<&'a ast::VarDecl>) {
     }
 }
 
-fn collect_calls(stmts: &[Statement], out: &mut Vec<(String, Span)>) {
+/// One `call` of a function body: its target and how many arguments and
+/// results it passes (an indirect call reaches only the address-taken
+/// functions of that many parameters and results).
+#[derive(Debug, Clone)]
+pub(crate) struct CallSite {
+    pub target: String,
+    pub span: Span,
+    pub args: usize,
+    pub rets: usize,
+}
+
+fn collect_calls(stmts: &[Statement], out: &mut Vec<CallSite>) {
     for s in stmts {
         match s {
             Statement::Inst(i) if i.opcode == "call" => {
-                if let Some(ast::Operand::Name { name, span, .. }) =
-                    i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..)))
-                {
-                    out.push((name.clone(), *span));
+                let ops = i.operands.as_slice();
+                let (rets, rest) = match ops.first() {
+                    Some(ast::Operand::List(_, r)) => (r.len(), &ops[1..]),
+                    _ => (0, ops),
+                };
+                if let Some(ast::Operand::Name { name, span, .. }) = rest.first() {
+                    let args = match rest.get(1) {
+                        Some(ast::Operand::List(_, a)) => a.len(),
+                        _ => 0,
+                    };
+                    out.push(CallSite { target: name.clone(), span: *span, args, rets });
                 }
             }
             Statement::Block(b) => collect_calls(b, out),
@@ -359,6 +378,8 @@ pub(crate) struct EntryVars {
     pub shared_var: Option<Word>,
     /// `Private` words holding every function's `.local` frame (per invocation).
     pub local_var: Option<Word>,
+    /// Bytes of `local_var` (0 when there is none).
+    pub local_total: u32,
     /// `Private` u32 set by `exit` inside a `.func` (see [`cfg::EXITED`]).
     pub exited_var: Option<Word>,
     /// The shared words are 64 bits wide (64-bit shared atomics).
@@ -412,6 +433,8 @@ pub(crate) struct Fx<'a> {
     pub local: HashMap<String, Placed>,
     pub shared_var: Option<Word>,
     pub local_var: Option<Word>,
+    /// Bytes of the local words of the entry (every frame and the stack).
+    pub local_total: u32,
     /// Byte offset of this function's frame in the local words.
     pub local_base: u32,
     /// See [`EntryVars::exited_var`].
@@ -533,6 +556,7 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
         push_var,
         shared_var,
         local_var,
+        local_total,
         exited_var,
         shared_wide,
         stack,
@@ -609,6 +633,7 @@ pub(crate) fn emit_function(
         local: plan.local.clone(),
         shared_var: vars.shared_var,
         local_var: vars.local_var,
+        local_total: vars.local_total,
         exited_var: vars.exited_var,
         stack: vars.stack,
         shared_wide: vars.shared_wide,
@@ -826,7 +851,7 @@ pub(crate) fn block_assign(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(),
         return Ok(());
     };
     if reg == cfg::EXITED && value == cfg::TRAPPED {
-        set_trap_word(e)?;
+        set_trap_word(e, crate::abi::printf::TRAP_TRAP)?;
     }
     // In an entry there is no exited flag: the return that follows ends the thread.
     let var = if reg == cfg::EXITED {
@@ -860,12 +885,13 @@ pub(crate) fn branch_condition(e: &mut Emitter, fx: &mut Fx, block: usize) -> Re
     }
 }
 
-/// A trap raised inside an instruction (an `alloca` that overflows): set the
-/// trap word and end the thread (outside workgroup-uniform mode; inside it
-/// the thread goes on and the launch still fails).
-/// The current block is terminated; `resume` is where the thread would go on.
-pub(crate) fn trap_now(e: &mut Emitter, fx: &mut Fx, resume: Word) -> Result<(), Diagnostic> {
-    set_trap_word(e)?;
+/// A trap raised inside an instruction (an `alloca` that overflows, a failed
+/// assert): set `bits` in the trap word and end the thread (outside
+/// workgroup-uniform mode; inside it the thread goes on and the launch still
+/// fails). The current block is terminated; `resume` is where the thread
+/// would go on.
+pub(crate) fn trap_now(e: &mut Emitter, fx: &mut Fx, resume: Word, bits: u32) -> Result<(), Diagnostic> {
+    set_trap_word(e, bits)?;
     if fx.uniform.is_some() {
         return e.b.branch(resume).map_err(internal1);
     }
@@ -876,8 +902,9 @@ pub(crate) fn trap_now(e: &mut Emitter, fx: &mut Fx, resume: Word) -> Result<(),
     emit_return(e, fx)
 }
 
-/// `trap`: set the module's trap word (the runtime reports the launch failed).
-fn set_trap_word(e: &mut Emitter) -> Result<(), Diagnostic> {
+/// `trap`: set `bits` in the module's trap word (the runtime reports the
+/// launch failed; see [`crate::abi::printf::TRAP_TRAP`]).
+fn set_trap_word(e: &mut Emitter, bits: u32) -> Result<(), Diagnostic> {
     let (Some(base), Some(off)) = (e.spec_global_address, e.trap_offset) else {
         return Err(Diagnostic::error(Span::default(), "internal error: trap word missing"));
     };
@@ -887,10 +914,11 @@ fn set_trap_word(e: &mut Emitter) -> Result<(), Diagnostic> {
     let a = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
     let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, u32t);
     let p = e.b.convert_u_to_ptr(pt, None, a).map_err(internal1)?;
-    let one = e.c_u32(1);
+    let v = e.c_u32(bits);
     let scope = e.c_u32(spirv::Scope::Device as u32);
     let sem = e.c_u32(0);
-    e.b.atomic_store(p, scope, sem, one).map_err(internal1)
+    e.b.atomic_or(u32t, None, p, scope, sem, v).map_err(internal1)?;
+    Ok(())
 }
 
 /// End the current block with `OpUnreachable` if it is still open.

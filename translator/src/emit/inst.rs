@@ -20,8 +20,6 @@ pub(crate) mod glsl {
     pub const SABS: u32 = 5;
     pub const FLOOR: u32 = 8;
     pub const CEIL: u32 = 9;
-    pub const SIN: u32 = 13;
-    pub const COS: u32 = 14;
     pub const EXP2: u32 = 29;
     pub const SQRT: u32 = 31;
     pub const INVERSE_SQRT: u32 = 32;

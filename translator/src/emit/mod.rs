@@ -34,8 +34,10 @@ mod cvt;
 mod float;
 mod func;
 mod half;
+mod heap;
 mod inst;
 mod mem;
+mod printf;
 mod rounding;
 mod stack;
 mod uniform;
@@ -96,6 +98,11 @@ pub(crate) struct Emitter<'o> {
     pub address_taken: BTreeSet<String>,
     /// Offset of the trap word in the module data buffer.
     pub trap_offset: Option<u64>,
+    /// Offset of the printf FIFO address in the module data buffer.
+    pub printf_offset: Option<u64>,
+    /// Byte offset of the device heap's address word in module data, when a
+    /// kernel calls `malloc` or `free`.
+    pub heap_offset: Option<u64>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
@@ -245,6 +252,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         func_index: HashMap::new(),
         address_taken: BTreeSet::new(),
         trap_offset: None,
+        printf_offset: None,
+        heap_offset: None,
         spec_wg_x: 0,
         uniform_fns: BTreeSet::new(),
         warp: warp::Globals::default(),
@@ -282,6 +291,16 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_trap))) {
         let off = data_bytes.div_ceil(8) * 8;
         e.trap_offset = Some(off);
+        data_bytes = off + 8;
+    }
+    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_printf))) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.printf_offset = Some(off);
+        data_bytes = off + 8;
+    }
+    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_heap))) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.heap_offset = Some(off);
         data_bytes = off + 8;
     }
     for g in &globals {
@@ -335,6 +354,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     }
 
     let mut entries = Vec::new();
+    let mut entry_fids = Vec::new();
     // Resolve scopes, then plan every function with a body.
     let functions: Vec<&ast::Function> = module
         .items
@@ -360,6 +380,13 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         .collect();
     for body in bodies.iter().flatten() {
         address_uses(body, &e.func_index, &mut e.address_taken);
+    }
+    // A function named in a variable's initializer (a table of function
+    // pointers) has its address taken too.
+    for v in &data_vars {
+        if let Some(init) = &v.init {
+            initializer_functions(init, &e.func_index, &mut e.address_taken);
+        }
     }
     let mut plans: HashMap<String, func::Plan> = HashMap::new();
     let mut entry_names = Vec::new();
@@ -437,6 +464,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.scratch_var);
                 iface.extend(e.warp.interface());
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
+                entry_fids.push(fid);
             }
             Err(ds) => {
                 errors.extend(ds);
@@ -466,11 +494,40 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         errors.sort_by_key(|d| d.span.start);
         return Err(errors);
     }
+    // Keep subnormals where the device can be asked to (SPIR-V 1.4 float
+    // controls): f32 always (`.ftz` flushes explicitly), f64 when used.
+    let uses_f64 =
+        e.b.module_ref()
+            .capabilities
+            .iter()
+            .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float64))));
+    let widths: Vec<u32> = [(32, opts.denorm_preserve_f32), (64, opts.denorm_preserve_f64 && uses_f64)]
+        .into_iter()
+        .filter_map(|(w, on)| on.then_some(w))
+        .collect();
+    if !widths.is_empty() {
+        e.cap(Capability::DenormPreserve);
+        for &fid in &entry_fids {
+            for &w in &widths {
+                e.b.execution_mode(fid, spirv::ExecutionMode::DenormPreserve, [w]);
+            }
+        }
+    }
     let words = {
         use rspirv::binary::Assemble;
         e.b.module().assemble()
     };
-    Ok((words, ModuleInfo { entries, globals, global_data_bytes: data_bytes, trap_offset: e.trap_offset }))
+    Ok((
+        words,
+        ModuleInfo {
+            entries,
+            globals,
+            global_data_bytes: data_bytes,
+            trap_offset: e.trap_offset,
+            printf_offset: e.printf_offset,
+            heap_offset: e.heap_offset,
+        },
+    ))
 }
 
 /// Entry metadata from a function's declarations.
@@ -541,12 +598,24 @@ fn reachable(
         path.push(n.to_string());
         if let Some(p) = plans.get(n) {
             // An indirect call may reach any function whose address is taken.
+            // (`call::indirect` dispatches over the same set: the
+            // address-taken functions of as many parameters and results.)
             let mut calls: Vec<(String, Span)> = Vec::new();
-            for (c, span) in &p.callees {
+            for site in &p.callees {
+                let c = &site.target;
                 if plans.contains_key(c.as_str()) {
-                    calls.push((c.clone(), *span));
+                    calls.push((c.clone(), site.span));
                 } else if c.starts_with('%') {
-                    calls.extend(taken.iter().map(|t| (t.clone(), *span)));
+                    calls.extend(
+                        taken
+                            .iter()
+                            .filter(|t| {
+                                plans
+                                    .get(t.as_str())
+                                    .is_some_and(|q| q.params.len() == site.args && q.returns.len() == site.rets)
+                            })
+                            .map(|t| (t.clone(), site.span)),
+                    );
                 }
             }
             for (c, span) in &calls {
@@ -579,6 +648,24 @@ fn reachable(
     Ok(order)
 }
 
+/// Names of `.func`s in a variable initializer.
+fn initializer_functions(init: &ast::Initializer, funcs: &HashMap<String, u32>, out: &mut BTreeSet<String>) {
+    match init {
+        ast::Initializer::List(_, items) => items.iter().for_each(|i| initializer_functions(i, funcs, out)),
+        ast::Initializer::Expr(_, terms) => {
+            for (_, t) in terms {
+                match t {
+                    ast::InitTerm::Symbol(s) | ast::InitTerm::Generic(s) if funcs.contains_key(s.as_str()) => {
+                        out.insert(s.clone());
+                    }
+                    ast::InitTerm::Mask(inner) => initializer_functions(inner, funcs, out),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
 /// Names of `.func`s used as values (not as call targets) in a body.
 fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mut BTreeSet<String>) {
     fn operand(o: &ast::Operand, funcs: &HashMap<String, u32>, out: &mut BTreeSet<String>) {
@@ -604,9 +691,34 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
 
 fn uses_trap(stmts: &[ast::Statement]) -> bool {
     stmts.iter().any(|s| match s {
-        // `alloca` traps when the stack overflows.
-        ast::Statement::Inst(i) => i.opcode == "trap" || i.opcode == "alloca",
+        // `alloca` traps when the stack overflows; a failed assert traps; an
+        // indirect call (a target and a prototype or target list: two
+        // names) traps when the pointer names no function it may call.
+        ast::Statement::Inst(i) => {
+            i.opcode == "trap"
+                || i.opcode == "alloca"
+                || printf::called(i) == Some(printf::ASSERTFAIL)
+                || (i.opcode == "call"
+                    && i.operands.iter().filter(|o| matches!(o, ast::Operand::Name { .. })).count() >= 2)
+        }
         ast::Statement::Block(b) => uses_trap(b),
+        _ => false,
+    })
+}
+
+/// Whether a function calls `vprintf` or `__assertfail` (both write the printf FIFO).
+fn uses_heap(stmts: &[ast::Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        ast::Statement::Inst(i) => heap::called(i).is_some(),
+        ast::Statement::Block(b) => uses_heap(b),
+        _ => false,
+    })
+}
+
+fn uses_printf(stmts: &[ast::Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        ast::Statement::Inst(i) => printf::called(i).is_some(),
+        ast::Statement::Block(b) => uses_printf(b),
         _ => false,
     })
 }

@@ -49,7 +49,7 @@ pub(crate) fn alloca(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result
     e.b.selection_merge(ok, spirv::SelectionControl::NONE).map_err(internal1)?;
     e.b.branch_conditional(overflow, bad, ok, []).map_err(internal1)?;
     e.b.begin_block(Some(bad)).map_err(internal1)?;
-    super::func::trap_now(e, fx, ok)?;
+    super::func::trap_now(e, fx, ok, crate::abi::printf::TRAP_TRAP)?;
     e.b.begin_block(Some(ok)).map_err(internal1)?;
     let next = e.b.i_add(u32t, None, base, n).map_err(internal1)?;
     e.b.store(sp, next, None, []).map_err(internal1)?;

@@ -130,7 +130,7 @@ pub(crate) fn functions(plans: &HashMap<String, Plan>, path: WarpPath) -> BTreeS
     loop {
         let more: Vec<String> = plans
             .iter()
-            .filter(|(n, p)| !set.contains(*n) && p.callees.iter().any(|(c, _)| set.contains(c)))
+            .filter(|(n, p)| !set.contains(*n) && p.callees.iter().any(|c| set.contains(&c.target)))
             .map(|(n, _)| n.clone())
             .collect();
         if more.is_empty() {

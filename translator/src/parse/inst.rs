@@ -217,7 +217,8 @@ impl<'a> Scanner<'a> {
         let op = match c {
             b'_' if !self.b.get(self.pos + 1).is_some_and(|&c| is_ident_char(c)) => {
                 self.pos += 1;
-                Operand::Sink(self.span(start, self.pos))
+                // `_|p` (`lop3.BoolOp` with the word result discarded).
+                return self.pair_tail(start, Operand::Sink(self.span(start, self.pos)));
             }
             c if is_ident_start(c) => return self.name_operand(),
             b'[' => return self.bracket(),

@@ -236,6 +236,12 @@ int main(int argc, char **argv) {
     OK(cuCtxGetLimit(&stack, CU_LIMIT_STACK_SIZE));
     CHECK(stack >= 4096, "stack size limit set");
     EXPECT(cuCtxGetLimit(&stack, (CUlimit)1000), CUDA_ERROR_INVALID_VALUE);
+    size_t heap = 0;
+    OK(cuCtxGetLimit(&heap, CU_LIMIT_MALLOC_HEAP_SIZE));
+    CHECK(heap == 8u << 20, "device malloc heap 8 MiB by default");
+    OK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 16u << 20));
+    OK(cuCtxGetLimit(&heap, CU_LIMIT_MALLOC_HEAP_SIZE));
+    CHECK(heap == 16u << 20, "device malloc heap resized");
 
     /* A created context pushed over the primary one, then popped. */
     OK(cuCtxCreate(&ctx, NULL, 0, dev));

@@ -1,0 +1,361 @@
+//! `vprintf` and `__assertfail`: calls of these undefined functions (what
+//! nvcc and NVVM make of `printf` and `assert`) append a record to the printf
+//! FIFO; see [`crate::abi::printf`] for the layout.
+
+use super::func::{internal1, trap_now, Fx};
+use super::mem::{load, load_local_word, store, Addr};
+use super::values::K;
+use super::Emitter;
+use crate::abi::printf as pf;
+use crate::ast::{Instruction, Operand};
+use crate::diag::{Diagnostic, Span};
+use rspirv::spirv::{self, Word};
+
+/// The name nvcc gives the printf system call.
+pub(crate) const VPRINTF: &str = "vprintf";
+/// The name nvcc gives the assert system call.
+pub(crate) const ASSERTFAIL: &str = "__assertfail";
+
+/// The system call `inst` calls, if it is a direct call of one.
+pub(crate) fn called(inst: &Instruction) -> Option<&'static str> {
+    if inst.opcode != "call" {
+        return None;
+    }
+    match inst.operands.iter().find(|o| !matches!(o, Operand::List(..))) {
+        Some(Operand::Name { name, .. }) if name == VPRINTF => Some(VPRINTF),
+        Some(Operand::Name { name, .. }) if name == ASSERTFAIL => Some(ASSERTFAIL),
+        _ => None,
+    }
+}
+
+/// A `.param` argument of `size` bytes (1 or 2 words) as an integer.
+fn param_arg(e: &mut Emitter, fx: &Fx, args: &[Operand], i: usize, span: Span) -> Result<(Word, u32), Diagnostic> {
+    let Some(arg) = args.get(i) else {
+        return Err(Diagnostic::error(span, format!("system call: argument {} missing", i + 1)));
+    };
+    let base = super::call::param_var_offset(fx, arg)? / 4;
+    let size = match arg {
+        Operand::Name { name, .. } => fx.local.get(name.as_str()).map(|p| p.size).unwrap_or(8),
+        _ => 8,
+    };
+    let lo = load_local_word(e, fx, base)?;
+    if size <= 4 {
+        return Ok((lo, 32));
+    }
+    let hi = load_local_word(e, fx, base + 1)?;
+    Ok((e.make_u64(lo, hi)?, 64))
+}
+
+fn as_u64(e: &mut Emitter, (v, bits): (Word, u32)) -> Result<Word, Diagnostic> {
+    if bits == 64 {
+        return Ok(v);
+    }
+    let u64t = e.t_int(64);
+    e.b.u_convert(u64t, None, v).map_err(internal1)
+}
+
+fn as_u32(e: &mut Emitter, (v, bits): (Word, u32)) -> Result<Word, Diagnostic> {
+    if bits == 32 {
+        return Ok(v);
+    }
+    let u32t = e.t_int(32);
+    e.b.u_convert(u32t, None, v).map_err(internal1)
+}
+
+fn add64(e: &mut Emitter, a: Word, c: u64) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let k = e.c_int(64, c);
+    e.b.i_add(u64t, None, a, k).map_err(internal1)
+}
+
+fn store32(e: &mut Emitter, fx: &Fx, at: Word, off: u64, v: Word) -> Result<(), Diagnostic> {
+    let a = add64(e, at, off)?;
+    store(e, fx, Addr::Global(a), v, K::Int(32), false, Span::default())
+}
+
+fn store64(e: &mut Emitter, fx: &Fx, at: Word, off: u64, v: Word) -> Result<(), Diagnostic> {
+    let a = add64(e, at, off)?;
+    store(e, fx, Addr::Global(a), v, K::Int(64), false, Span::default())
+}
+
+/// Reserve `size` bytes (a u32 multiple of 8) in the FIFO. Opens a
+/// selection construct whose body runs only when the record fits and
+/// returns the record address and the merge labels; the caller closes them with
+/// [`close`].
+fn reserve(e: &mut Emitter, fx: &Fx, size: Word, span: Span) -> Result<(Word, (Word, Word)), Diagnostic> {
+    let (Some(base), Some(slot)) = (e.spec_global_address, e.printf_offset) else {
+        return Err(Diagnostic::error(span, "internal error: printf FIFO slot missing"));
+    };
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let slot_addr = add64(e, base, slot)?;
+    let fifo = load(e, fx, Addr::Global(slot_addr), K::Int(64), false)?;
+    let zero64 = e.c_int(64, 0);
+    let have = e.b.i_not_equal(bt, None, fifo, zero64).map_err(internal1)?;
+    let body = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(have, body, merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(body)).map_err(internal1)?;
+    let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, u32t);
+    let used = e.b.convert_u_to_ptr(pt, None, fifo).map_err(internal1)?;
+    let scope = e.c_u32(spirv::Scope::Device as u32);
+    let sem = e.c_u32(0);
+    let off = e.b.atomic_i_add(u32t, None, used, scope, sem, size).map_err(internal1)?;
+    let cap_addr = add64(e, fifo, 4)?;
+    let cap = load(e, fx, Addr::Global(cap_addr), K::Int(32), false)?;
+    // Fits when off <= cap and size <= cap - off (no overflow).
+    let a = e.b.u_less_than_equal(bt, None, off, cap).map_err(internal1)?;
+    let room = e.b.i_sub(u32t, None, cap, off).map_err(internal1)?;
+    let b = e.b.u_less_than_equal(bt, None, size, room).map_err(internal1)?;
+    let fits = e.b.logical_and(bt, None, a, b).map_err(internal1)?;
+    let write = e.b.id();
+    let inner = e.b.id();
+    e.b.selection_merge(inner, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(fits, write, inner, []).map_err(internal1)?;
+    e.b.begin_block(Some(write)).map_err(internal1)?;
+    let off64 = e.b.u_convert(u64t, None, off).map_err(internal1)?;
+    let rec = e.b.i_add(u64t, None, fifo, off64).map_err(internal1)?;
+    let rec = add64(e, rec, pf::HEADER_BYTES)?;
+    Ok((rec, (inner, merge)))
+}
+
+/// Close the constructs [`reserve`] opened.
+fn close(e: &mut Emitter, (inner, outer): (Word, Word)) -> Result<(), Diagnostic> {
+    e.b.branch(inner).map_err(internal1)?;
+    e.b.begin_block(Some(inner)).map_err(internal1)?;
+    e.b.branch(outer).map_err(internal1)?;
+    e.b.begin_block(Some(outer)).map_err(internal1)?;
+    Ok(())
+}
+
+/// `call (ret), vprintf, (format, args)`.
+pub(crate) fn vprintf(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    rets: &[Operand],
+    args: &[Operand],
+) -> Result<(), Diagnostic> {
+    if args.len() != 2 || rets.len() > 1 {
+        return Err(Diagnostic::error(inst.span, "vprintf takes (format, args) and returns one value"));
+    }
+    let span = inst.span;
+    let fmt = param_arg(e, fx, args, 0, span)?;
+    let fmt = as_u64(e, fmt)?;
+    let argp = param_arg(e, fx, args, 1, span)?;
+    let argp = as_u64(e, argp)?;
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    // Argument bytes to copy: none for a null pointer, at most MAX_ARG_BYTES,
+    // and no further than the end of the local words for a .local pointer.
+    let zero64 = e.c_int(64, 0);
+    let max = e.c_u32(pf::MAX_ARG_BYTES);
+    let mut n = max;
+    if fx.local_var.is_some() {
+        let mask = e.c_int(64, crate::abi::WINDOW_MASK);
+        let tag = e.b.bitwise_and(u64t, None, argp, mask).map_err(internal1)?;
+        let want = e.c_int(64, crate::abi::LOCAL_WINDOW);
+        let is_local = e.b.i_equal(bt, None, tag, want).map_err(internal1)?;
+        let off = e.b.u_convert(u32t, None, argp).map_err(internal1)?;
+        let total = e.c_u32(fx.local_total);
+        let inside = e.b.u_less_than(bt, None, off, total).map_err(internal1)?;
+        let left = e.b.i_sub(u32t, None, total, off).map_err(internal1)?;
+        let zero = e.c_u32(0);
+        let left = e.b.select(u32t, None, inside, left, zero).map_err(internal1)?;
+        let less = e.b.u_less_than(bt, None, left, max).map_err(internal1)?;
+        let capped = e.b.select(u32t, None, less, left, max).map_err(internal1)?;
+        n = e.b.select(u32t, None, is_local, capped, max).map_err(internal1)?;
+    }
+    let null = e.b.i_equal(bt, None, argp, zero64).map_err(internal1)?;
+    let zero = e.c_u32(0);
+    let n = e.b.select(u32t, None, null, zero, n).map_err(internal1)?;
+    let two = e.c_u32(2);
+    let words = e.b.shift_right_logical(u32t, None, n, two).map_err(internal1)?;
+    let bytes = e.b.shift_left_logical(u32t, None, words, two).map_err(internal1)?;
+    let hdr = e.c_u32(pf::RECORD_HEADER_BYTES + 7);
+    let size = e.b.i_add(u32t, None, bytes, hdr).map_err(internal1)?;
+    let align = e.c_u32(!7u32);
+    let size = e.b.bitwise_and(u32t, None, size, align).map_err(internal1)?;
+
+    let (rec, done) = reserve(e, fx, size, span)?;
+    store32(e, fx, rec, 0, size)?;
+    let kind = e.c_u32(pf::KIND_PRINTF);
+    store32(e, fx, rec, 4, kind)?;
+    store64(e, fx, rec, 8, fmt)?;
+    let data = add64(e, rec, pf::RECORD_HEADER_BYTES as u64)?;
+    copy_words(e, fx, argp, data, words)?;
+    close(e, done)?;
+
+    if let Some(dst) = rets.first() {
+        // CUDA returns the number of arguments, -1 for a null format.
+        let bad = e.b.i_equal(bt, None, fmt, zero64).map_err(internal1)?;
+        let count = count_conversions(e, fx, fmt, bad)?;
+        let m1 = e.c_u32(u32::MAX);
+        let r = e.b.select(u32t, None, bad, m1, count).map_err(internal1)?;
+        let base = super::call::param_var_offset(fx, dst)?;
+        super::mem::store_local_word(e, fx, base / 4, r)?;
+    }
+    Ok(())
+}
+
+/// Most format bytes scanned when counting conversions.
+const MAX_FORMAT_BYTES: u32 = 4096;
+
+/// The number of conversions in the NUL-terminated format at generic `fmt`
+/// (a `%` not followed by `%`): what CUDA's `printf` returns. `skip`: the
+/// format is null (no bytes are read then).
+fn count_conversions(e: &mut Emitter, fx: &Fx, fmt: Word, skip: Word) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let zero = e.c_u32(0);
+    let one = e.c_u32(1);
+    let f = e.c_bool(false);
+    let pre = e.current_label()?;
+    let header = e.b.id();
+    let body = e.b.id();
+    let cont = e.b.id();
+    let merge = e.b.id();
+    let (ni, ncount, nprev, ndone) = (e.b.id(), e.b.id(), e.b.id(), e.b.id());
+    e.b.branch(header).map_err(internal1)?;
+    e.b.begin_block(Some(header)).map_err(internal1)?;
+    let i = e.b.phi(u32t, None, [(zero, pre), (ni, cont)]).map_err(internal1)?;
+    let count = e.b.phi(u32t, None, [(zero, pre), (ncount, cont)]).map_err(internal1)?;
+    let prev = e.b.phi(bt, None, [(f, pre), (nprev, cont)]).map_err(internal1)?;
+    let done = e.b.phi(bt, None, [(skip, pre), (ndone, cont)]).map_err(internal1)?;
+    let limit = e.c_u32(MAX_FORMAT_BYTES);
+    let inside = e.b.u_less_than(bt, None, i, limit).map_err(internal1)?;
+    let not_done = e.b.logical_not(bt, None, done).map_err(internal1)?;
+    let more = e.b.logical_and(bt, None, inside, not_done).map_err(internal1)?;
+    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    e.b.branch_conditional(more, body, merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(body)).map_err(internal1)?;
+    // The aligned word holding byte i (module data is padded to whole words).
+    let i64v = e.b.u_convert(u64t, None, i).map_err(internal1)?;
+    let at = e.b.i_add(u64t, None, fmt, i64v).map_err(internal1)?;
+    let mask = e.c_int(64, !3u64);
+    let word_at = e.b.bitwise_and(u64t, None, at, mask).map_err(internal1)?;
+    let w = load(e, fx, Addr::Generic(word_at), K::Int(32), false)?;
+    let three = e.c_int(64, 3);
+    let lane = e.b.bitwise_and(u64t, None, at, three).map_err(internal1)?;
+    let lane = e.b.u_convert(u32t, None, lane).map_err(internal1)?;
+    let eight = e.c_u32(8);
+    let shift = e.b.i_mul(u32t, None, lane, eight).map_err(internal1)?;
+    let sh = e.b.shift_right_logical(u32t, None, w, shift).map_err(internal1)?;
+    let ff = e.c_u32(0xFF);
+    let c = e.b.bitwise_and(u32t, None, sh, ff).map_err(internal1)?;
+    let pct = e.c_u32(b'%' as u32);
+    let is_pct = e.b.i_equal(bt, None, c, pct).map_err(internal1)?;
+    let is_nul = e.b.i_equal(bt, None, c, zero).map_err(internal1)?;
+    // After a lone '%', any byte but '%' (or the end) starts a conversion.
+    let not_pct = e.b.logical_not(bt, None, is_pct).map_err(internal1)?;
+    let not_nul = e.b.logical_not(bt, None, is_nul).map_err(internal1)?;
+    let conv = e.b.logical_and(bt, None, prev, not_pct).map_err(internal1)?;
+    let conv = e.b.logical_and(bt, None, conv, not_nul).map_err(internal1)?;
+    let add = e.b.select(u32t, None, conv, one, zero).map_err(internal1)?;
+    let not_prev = e.b.logical_not(bt, None, prev).map_err(internal1)?;
+    e.b.branch(cont).map_err(internal1)?;
+    e.b.begin_block(Some(cont)).map_err(internal1)?;
+    e.b.i_add(u32t, Some(ncount), count, add).map_err(internal1)?;
+    e.b.logical_and(bt, Some(nprev), not_prev, is_pct).map_err(internal1)?;
+    e.b.copy_object(bt, Some(ndone), is_nul).map_err(internal1)?;
+    e.b.i_add(u32t, Some(ni), i, one).map_err(internal1)?;
+    e.b.branch(header).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    Ok(count)
+}
+
+/// Copy `words` 32-bit words from generic `src` to device address `dst` (a loop).
+fn copy_words(e: &mut Emitter, fx: &Fx, src: Word, dst: Word, words: Word) -> Result<(), Diagnostic> {
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let zero = e.c_u32(0);
+    let one = e.c_u32(1);
+    let two64 = e.c_int(64, 2);
+    let pre = e.current_label()?;
+    let header = e.b.id();
+    let body = e.b.id();
+    let cont = e.b.id();
+    let merge = e.b.id();
+    let next = e.b.id();
+    e.b.branch(header).map_err(internal1)?;
+    e.b.begin_block(Some(header)).map_err(internal1)?;
+    let i = e.b.phi(u32t, None, [(zero, pre), (next, cont)]).map_err(internal1)?;
+    let more = e.b.u_less_than(bt, None, i, words).map_err(internal1)?;
+    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    e.b.branch_conditional(more, body, merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(body)).map_err(internal1)?;
+    let i64v = e.b.u_convert(u64t, None, i).map_err(internal1)?;
+    let byte = e.b.shift_left_logical(u64t, None, i64v, two64).map_err(internal1)?;
+    let from = e.b.i_add(u64t, None, src, byte).map_err(internal1)?;
+    let w = load(e, fx, Addr::Generic(from), K::Int(32), false)?;
+    let to = e.b.i_add(u64t, None, dst, byte).map_err(internal1)?;
+    store(e, fx, Addr::Global(to), w, K::Int(32), false, Span::default())?;
+    e.b.branch(cont).map_err(internal1)?;
+    e.b.begin_block(Some(cont)).map_err(internal1)?;
+    e.b.i_add(u32t, Some(next), i, one).map_err(internal1)?;
+    e.b.branch(header).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    Ok(())
+}
+
+/// `call __assertfail, (message, file, line, function, char_size)`: write an
+/// assert record, set the trap word's assert bit and end the thread.
+pub(crate) fn assertfail(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    rets: &[Operand],
+    args: &[Operand],
+) -> Result<(), Diagnostic> {
+    if args.len() != 5 || !rets.is_empty() {
+        return Err(Diagnostic::error(inst.span, "__assertfail takes (message, file, line, function, char_size)"));
+    }
+    let span = inst.span;
+    let msg = param_arg(e, fx, args, 0, span)?;
+    let msg = as_u64(e, msg)?;
+    let file = param_arg(e, fx, args, 1, span)?;
+    let file = as_u64(e, file)?;
+    let line = param_arg(e, fx, args, 2, span)?;
+    let line = as_u32(e, line)?;
+    let func = param_arg(e, fx, args, 3, span)?;
+    let func = as_u64(e, func)?;
+    let mut ids = Vec::new();
+    for reg in ["%ctaid", "%tid"] {
+        for c in [b'x', b'y', b'z'] {
+            let Some((v, _)) = e.special(fx, reg, Some(c), span)? else {
+                return Err(Diagnostic::error(span, "internal error: special register"));
+            };
+            ids.push(v);
+        }
+    }
+    let size = e.c_u32(pf::RECORD_HEADER_BYTES + pf::ASSERT_PAYLOAD);
+    let (rec, done) = reserve(e, fx, size, span)?;
+    store32(e, fx, rec, 0, size)?;
+    let kind = e.c_u32(pf::KIND_ASSERT);
+    store32(e, fx, rec, 4, kind)?;
+    store64(e, fx, rec, 8, msg)?;
+    store64(e, fx, rec, 16, file)?;
+    store64(e, fx, rec, 24, func)?;
+    store32(e, fx, rec, 32, line)?;
+    for (k, v) in ids.into_iter().enumerate() {
+        store32(e, fx, rec, 36 + 4 * k as u64, v)?;
+    }
+    let zero = e.c_u32(0);
+    store32(e, fx, rec, 60, zero)?;
+    close(e, done)?;
+    // End the thread: a selection whose one arm traps.
+    let t = e.c_bool(true);
+    let stop = e.b.id();
+    let resume = e.b.id();
+    e.b.selection_merge(resume, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(t, stop, resume, []).map_err(internal1)?;
+    e.b.begin_block(Some(stop)).map_err(internal1)?;
+    trap_now(e, fx, resume, pf::TRAP_ASSERT)?;
+    e.b.begin_block(Some(resume)).map_err(internal1)?;
+    Ok(())
+}
