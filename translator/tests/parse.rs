@@ -1,8 +1,8 @@
 //! Parser tests: module-level syntax, operands and immediates, and spans.
 
 use ptxvk_translator::ast::*;
-use ptxvk_translator::parse;
 use ptxvk_translator::diag::Span;
+use ptxvk_translator::parse;
 
 const MODULE: &str = r#"
 // A module exercising PTX's module-level syntax.
@@ -255,10 +255,7 @@ L2:
             Statement::TargetList { .. } => "targets",
         })
         .collect();
-    assert_eq!(
-        kinds,
-        ["decl", "decl", "decl", "inst", "label", "block", "proto", "targets", "label", "inst", "inst"]
-    );
+    assert_eq!(kinds, ["decl", "decl", "decl", "inst", "label", "block", "proto", "targets", "label", "inst", "inst"]);
     let Statement::Decl(regs) = &body[0] else { panic!() };
     assert_eq!(regs.names.len(), 2);
     assert_eq!(regs.names[0].count, Some(3));
@@ -297,7 +294,12 @@ fn body_errors_are_located() {
     );
     let Err(d) = ptxvk_translator::check_syntax(&src, "k.ptx") else { panic!("expected errors") };
     let text = d.to_string();
-    for want in ["k.ptx:7:3: error: syntax error at '%bad'", "k.ptx:8:12: error: syntax error", "k.ptx:9:15: error", "k.ptx:10:3: error"] {
+    for want in [
+        "k.ptx:7:3: error: syntax error at '%bad'",
+        "k.ptx:8:12: error: syntax error",
+        "k.ptx:9:15: error",
+        "k.ptx:10:3: error",
+    ] {
         assert!(text.contains(want), "{want}\n{text}");
     }
     assert!(text.contains("k.ptx:13:"), "the parameter list\n{text}");

@@ -16,7 +16,7 @@
 
 use super::{
     apply_word, convert_error, instruction, labelled, param_decl, parse_int, var_decl, with_base, PtxParser, Rule,
-    MAX_SYNTAX_ERRORS,
+    MAX_NESTING, MAX_SYNTAX_ERRORS,
 };
 use crate::ast::{StateSpace, Statement, VarDecl, VarName};
 use crate::diag::{Diagnostic, Span};
@@ -28,7 +28,7 @@ pub(super) fn statements(text: &str, base: u32, errors: &mut Vec<Diagnostic>) ->
     let mut c = Cursor { text, b: text.as_bytes(), pos: 1, base };
     // About one statement per `;` (fewer for nested blocks): no regrowing
     // of a large vector.
-    let guess = text.bytes().filter(|&c| c == b';').count() + 1;
+    let guess = memchr::memchr_iter(b';', text.as_bytes()).count() + 1;
     let out = c.block(Vec::with_capacity(guess), errors);
     if c.pos < text.len() {
         // A `}` the scanner took for the body's end (one inside a string).
@@ -365,7 +365,7 @@ impl<'a> Cursor<'a> {
         let mut i = start;
         let mut in_vector = false;
         let end = loop {
-            match self.b[i..].iter().position(|&c| matches!(c, b';' | b'{' | b'}')) {
+            match memchr::memchr3(b';', b'{', b'}', &self.b[i..]) {
                 Some(k) => {
                     i += k;
                     match self.b[i] {
@@ -416,6 +416,24 @@ impl<'a> Cursor<'a> {
         }
         let text = &self.text[start..end];
         let at = self.base + start as u32;
+        // The grammar recurses on brackets (`mask(...)` in initializers).
+        let mut depth = 0usize;
+        for (k, c) in text.bytes().enumerate() {
+            match c {
+                b'(' | b'[' => depth += 1,
+                b')' | b']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth > MAX_NESTING {
+                let d = Diagnostic::error(
+                    Span { start: at + k as u32, end: at + k as u32 + 1 },
+                    format!("nesting deeper than {MAX_NESTING} levels"),
+                );
+                push_error(errors, d);
+                self.pos = end;
+                return;
+            }
+        }
         match PtxParser::parse(Rule::stmt, text) {
             Ok(mut pairs) => {
                 let Some(st) = pairs.next() else {

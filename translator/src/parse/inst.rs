@@ -30,7 +30,7 @@ use crate::diag::{Diagnostic, Span};
 
 /// Scan one instruction; `text` starts at byte `base` of the source.
 pub fn scan(text: &str, base: u32) -> Result<Instruction, Diagnostic> {
-    let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base };
+    let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base, depth: 0 };
     s.instruction()
 }
 
@@ -39,6 +39,9 @@ struct Scanner<'a> {
     text: &'a str,
     pos: usize,
     base: u32,
+    /// Brackets open around the current operand (at most
+    /// [`super::MAX_NESTING`]: the scanner recurses on them).
+    depth: usize,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -188,6 +191,17 @@ impl<'a> Scanner<'a> {
 
     /// A list of operands up to `close`; the opening bracket is consumed.
     fn list(&mut self, close: u8, allow_empty: bool) -> Result<Vec<Operand>, Diagnostic> {
+        self.depth += 1;
+        let r = self.list_items(close, allow_empty);
+        self.depth -= 1;
+        r
+    }
+
+    fn list_items(&mut self, close: u8, allow_empty: bool) -> Result<Vec<Operand>, Diagnostic> {
+        if self.depth > super::MAX_NESTING {
+            let msg = format!("nesting deeper than {} levels", super::MAX_NESTING);
+            return Err(Diagnostic::error(self.span(self.pos.saturating_sub(1), self.pos), msg));
+        }
         let mut v = Vec::new();
         self.ws();
         if allow_empty && self.peek() == Some(close) {

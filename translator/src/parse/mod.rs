@@ -271,8 +271,18 @@ fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
     // What the item at depth 0 is.
     let mut item = Item::Other;
     let mut body_open = None;
+    // Inside a function body only braces and comments matter here (the
+    // body scanners bound the nesting of brackets in statements), found
+    // with memchr.
+    let mut in_body = false;
     let mut i = 0;
     while i < b.len() {
+        if in_body {
+            match memchr::memchr3(b'{', b'}', b'/', &b[i..]) {
+                Some(k) => i += k,
+                None => break,
+            }
+        }
         let special = &SPECIAL[usize::from(depth > 0)];
         while i < b.len() && !special[b[i] as usize] {
             i += 1;
@@ -292,7 +302,7 @@ fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
                 }
                 i += 1;
             }
-            b'"' => {
+            b'"' if !in_body => {
                 let open = i;
                 i += 1;
                 while i < b.len() && b[i] != b'"' {
@@ -324,6 +334,7 @@ fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
                 };
                 if depth == 0 && collapse {
                     body_open = Some(i);
+                    in_body = b[i] == b'{' && item == Item::Function;
                 }
                 depth += 1;
                 if depth > MAX_NESTING {
@@ -336,6 +347,7 @@ fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
             b'}' | b')' | b']' => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
+                    in_body = false;
                     if let Some(open) = body_open.take() {
                         if (b[open], b[i]) == (b'{', b'}') || (b[open], b[i]) == (b'(', b')') {
                             chunk.bodies.push((open - chunk.start, i + 1 - chunk.start));
