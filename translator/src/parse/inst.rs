@@ -152,7 +152,9 @@ impl<'a> Scanner<'a> {
             self.pos += 1;
         }
         let opcode = self.text[op_start..self.pos].to_string();
-        let mut modifiers = Vec::new();
+        // Sized up front: `Vec::push` on an empty vector goes through a
+        // slower growth path.
+        let mut modifiers = if self.peek() == Some(b'.') { Vec::with_capacity(4) } else { Vec::new() };
         while self.peek() == Some(b'.') {
             let m_start = self.pos + 1;
             self.pos += 1;
@@ -166,11 +168,11 @@ impl<'a> Scanner<'a> {
         }
         let opcode_span = self.span(op_start, self.pos);
         let mut end = self.pos;
-        let mut operands = Vec::new();
         if self.peek().is_some_and(|c| !c.is_ascii_whitespace() && c != b'/') {
             return Err(self.expected("whitespace after the opcode"));
         }
         self.ws();
+        let mut operands = if self.pos < self.b.len() { Vec::with_capacity(4) } else { Vec::new() };
         if self.pos < self.b.len() {
             loop {
                 operands.push(self.operand()?);
