@@ -531,7 +531,7 @@ fn rule_description(r: &Rule) -> Option<String> {
             Rule::function | Rule::function_kind => "a function",
             Rule::module_var | Rule::linkage => "a module-scope declaration",
             Rule::body => "'{'",
-            Rule::stmt => "a statement",
+            Rule::stmt => "'{', a declaration, a label, an instruction",
             Rule::params | Rule::param_list => "a parameter list",
             Rule::param_decl => "a parameter",
             Rule::decl_attr | Rule::attr_word => "a type or attribute",
