@@ -1,6 +1,7 @@
 //! Parser tests: module-level syntax, operands and immediates, and spans.
 
 use ptxvk_translator::ast::*;
+use ptxvk_translator::diag::Span;
 use ptxvk_translator::parse;
 
 const MODULE: &str = r#"
@@ -295,4 +296,119 @@ fn negated_logic_sources() {
     let bad = format!("{HEADER}.visible .entry k() {{\n .reg .b32 %r<3>;\n and.b32 %r1, %r2, !%r0;\n ret;\n}}\n");
     let err = ptxvk_translator::front_end(&bad, "t.ptx").expect_err("'!' on a .b32 operand accepted");
     assert!(err.to_string().contains("negates only predicates"), "{err}");
+}
+
+/// The statements the body scanner takes by hand and those it hands to the
+/// grammar (`.pragma`, initializers, prototypes, target lists) build the same
+/// tree, with spans in the source, after collapsed bodies, parameter lists
+/// and long names.
+#[test]
+fn body_statements_and_fallbacks() {
+    let long = "_Z".to_string() + &"x".repeat(300);
+    let src = format!(
+        r#".version 8.0
+.target sm_80
+.address_size 64
+.file 1 "/a/rather/long/path/to/the/source/file.cu"
+.section .debug_str {{ .b8 1, 2 }}
+.visible .func (.param .b32 r) {long}(.param .u64 {long}_p0, // a comment (with parens)
+    .param .align 8 .b8 s[16])
+{{
+    .reg .b32 %r<3>, %q ;
+    .local .align 4 .b8 depot[8][2];
+    .local .u32 init = 5;
+    /* a {{ comment }} */
+    .pragma "nounroll";
+    .loc 1 2 3
+    // }}
+    ld.param.u32 %r1, [{long}_p0];
+L1 :
+    {{ .reg .pred %p; setp.eq.u32 %p, %r1, 0; @%p bra L1; }}
+    proto: .callprototype (.param .b32 _) _ (.param .b32 _);
+    ts: .branchtargets L1, L2;
+L2:
+    st.param.b32 [r], %r1;
+    ret;
+}}
+.global .u32 after;
+"#
+    );
+    let m = parse::run(&src).unwrap_or_else(|d| panic!("{d:?}"));
+    let f = m
+        .items
+        .iter()
+        .find_map(|i| match i {
+            ModuleItem::Function(f) => Some(f),
+            _ => None,
+        })
+        .expect("a function");
+    assert_eq!(f.name, long);
+    assert_eq!(f.returns.len(), 1);
+    assert_eq!(f.params.len(), 2);
+    assert_eq!(f.params[0].names[0].name, format!("{long}_p0"));
+    assert_eq!(f.params[1].align, Some(8));
+    assert_eq!(f.params[1].names[0].dims, vec![Some(16)]);
+    let at = |s: Span| &src[s.start as usize..s.end as usize];
+    assert_eq!(at(f.params[1].names[0].span), "s[16]");
+    let body = f.body.as_ref().expect("a body");
+    let kinds: Vec<&str> = body
+        .iter()
+        .map(|s| match s {
+            Statement::Label(..) => "label",
+            Statement::Decl(_) => "decl",
+            Statement::Inst(_) => "inst",
+            Statement::Block(_) => "block",
+            Statement::Prototype(..) => "proto",
+            Statement::TargetList { .. } => "targets",
+        })
+        .collect();
+    assert_eq!(kinds, ["decl", "decl", "decl", "inst", "label", "block", "proto", "targets", "label", "inst", "inst"]);
+    let Statement::Decl(regs) = &body[0] else { panic!() };
+    assert_eq!(regs.names.len(), 2);
+    assert_eq!(regs.names[0].count, Some(3));
+    assert_eq!(at(regs.span), ".reg .b32 %r<3>, %q");
+    let Statement::Decl(depot) = &body[1] else { panic!() };
+    assert_eq!((depot.space, depot.align), (StateSpace::Local, Some(4)));
+    assert_eq!(depot.names[0].dims, vec![Some(8), Some(2)]);
+    let Statement::Decl(init) = &body[2] else { panic!() };
+    assert!(init.init.is_some());
+    assert!(at(init.span).starts_with(".local .u32 init = 5"));
+    let Statement::Inst(ld) = &body[3] else { panic!() };
+    assert_eq!(at(ld.span), format!("ld.param.u32 %r1, [{long}_p0]"));
+    let Statement::Label(span, name) = &body[4] else { panic!() };
+    assert_eq!((name.as_str(), at(*span)), ("L1", "L1 :"));
+    let Statement::Block(inner) = &body[5] else { panic!() };
+    assert_eq!(inner.len(), 3);
+    let Statement::Prototype(_, name, rest) = &body[6] else { panic!() };
+    assert_eq!((name.as_str(), rest.as_str()), ("proto", "(.param .b32 _) _ (.param .b32 _)"));
+    let Statement::TargetList { name, calls, targets, .. } = &body[7] else { panic!() };
+    assert_eq!((name.as_str(), *calls, targets.clone()), ("ts", false, vec!["L1".to_string(), "L2".to_string()]));
+    let Some(ModuleItem::Variable(after)) = m.items.last() else { panic!("the variable after the function") };
+    assert_eq!(at(after.span).trim_end(), ".global .u32 after");
+}
+
+/// Every bad statement of a body is reported in one pass, with its line;
+/// a bad parameter list and errors after collapsed bodies point at the
+/// right place.
+#[test]
+fn body_errors_are_located() {
+    let long = "k".repeat(200);
+    let src = format!(
+        ".version 8.0\n.target sm_80\n.address_size 64\n\
+         .visible .entry {long}(.param .u64 a)\n{{\n  .reg .b32 %r<2>;\n  %bad stuff;\n  .reg .b32;\n  mov.u32 %r1 %r0;\n  .bogus 1;\n  ret;\n}}\n\
+         .visible .entry g(.param .u64 a, .param b)\n{{\n  ret;\n}}\n\
+         .global .u32 x y;\n"
+    );
+    let Err(d) = ptxvk_translator::check_syntax(&src, "k.ptx") else { panic!("expected errors") };
+    let text = d.to_string();
+    for want in [
+        "k.ptx:7:3: error: syntax error at '%bad'",
+        "k.ptx:8:12: error: syntax error",
+        "k.ptx:9:15: error",
+        "k.ptx:10:3: error",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    assert!(text.contains("k.ptx:13:"), "the parameter list\n{text}");
+    assert!(text.contains("k.ptx:17:"), "the variable after the bodies\n{text}");
 }

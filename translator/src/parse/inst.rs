@@ -31,7 +31,7 @@ use crate::diag::{Diagnostic, Span};
 
 /// Scan one instruction; `text` starts at byte `base` of the source.
 pub fn scan(text: &str, base: u32) -> Result<Instruction, Diagnostic> {
-    let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base };
+    let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base, depth: 0 };
     s.instruction()
 }
 
@@ -40,6 +40,9 @@ struct Scanner<'a> {
     text: &'a str,
     pos: usize,
     base: u32,
+    /// Brackets open around the current operand (at most
+    /// [`super::MAX_NESTING`]: the scanner recurses on them).
+    depth: usize,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -47,7 +50,24 @@ fn is_ident_start(c: u8) -> bool {
 }
 
 fn is_ident_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'$'
+    IDENT_CHAR[c as usize]
+}
+
+/// The bytes of a name after its first: ASCII letters, digits, `_`, `$`.
+pub(super) static IDENT_CHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+        c += 1;
+    }
+    t
+};
+
+/// The end of the run of name characters in `b` from `from`.
+pub(super) fn ident_end(b: &[u8], from: usize) -> usize {
+    b[from..].iter().position(|&c| !IDENT_CHAR[c as usize]).map_or(b.len(), |k| from + k)
 }
 
 impl<'a> Scanner<'a> {
@@ -105,10 +125,7 @@ impl<'a> Scanner<'a> {
         if !self.peek().is_some_and(is_ident_start) {
             return None;
         }
-        self.pos += 1;
-        while self.peek().is_some_and(is_ident_char) {
-            self.pos += 1;
-        }
+        self.pos = ident_end(self.b, self.pos + 1);
         Some(&self.text[start..self.pos])
     }
 
@@ -136,7 +153,9 @@ impl<'a> Scanner<'a> {
             self.pos += 1;
         }
         let opcode = self.text[op_start..self.pos].to_string();
-        let mut modifiers = Vec::new();
+        // Sized up front: `Vec::push` on an empty vector goes through a
+        // slower growth path.
+        let mut modifiers = if self.peek() == Some(b'.') { Vec::with_capacity(4) } else { Vec::new() };
         while self.peek() == Some(b'.') {
             let m_start = self.pos + 1;
             self.pos += 1;
@@ -150,11 +169,11 @@ impl<'a> Scanner<'a> {
         }
         let opcode_span = self.span(op_start, self.pos);
         let mut end = self.pos;
-        let mut operands = Vec::new();
         if self.peek().is_some_and(|c| !c.is_ascii_whitespace() && c != b'/') {
             return Err(self.expected("whitespace after the opcode"));
         }
         self.ws();
+        let mut operands = if self.pos < self.b.len() { Vec::with_capacity(4) } else { Vec::new() };
         if self.pos < self.b.len() {
             loop {
                 operands.push(self.operand()?);
@@ -175,6 +194,17 @@ impl<'a> Scanner<'a> {
 
     /// A list of operands up to `close`; the opening bracket is consumed.
     fn list(&mut self, close: u8, allow_empty: bool) -> Result<Vec<Operand>, Diagnostic> {
+        self.depth += 1;
+        let r = self.list_items(close, allow_empty);
+        self.depth -= 1;
+        r
+    }
+
+    fn list_items(&mut self, close: u8, allow_empty: bool) -> Result<Vec<Operand>, Diagnostic> {
+        if self.depth > super::MAX_NESTING {
+            let msg = format!("nesting deeper than {} levels", super::MAX_NESTING);
+            return Err(Diagnostic::error(self.span(self.pos.saturating_sub(1), self.pos), msg));
+        }
         let mut v = Vec::new();
         self.ws();
         if allow_empty && self.peek() == Some(close) {

@@ -12,8 +12,9 @@ use crate::ast::*;
 use crate::diag::{Diagnostic, Span};
 use pest::iterators::Pair;
 use pest::Parser;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
+mod body;
 mod inst;
 
 #[derive(pest_derive::Parser)]
@@ -25,12 +26,35 @@ type P<'a> = Pair<'a, Rule>;
 thread_local! {
     /// Offset of the chunk being built in the whole source.
     static BASE: Cell<u32> = const { Cell::new(0) };
+    /// The [`Skeleton`] shifts of the chunk being built (empty while text
+    /// parsed on its own is built).
+    static SHIFTS: RefCell<Vec<(u32, u32)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Run `f` with the spans of pairs taken from byte `base` of the source
+/// (for text parsed on its own: a chunk, a statement, a parameter list).
+fn with_base<T>(base: u32, f: impl FnOnce() -> T) -> T {
+    let shifts = SHIFTS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    let out = with_base_keeping_shifts(base, f);
+    SHIFTS.with(|s| *s.borrow_mut() = shifts);
+    out
+}
+
+fn with_base_keeping_shifts<T>(base: u32, f: impl FnOnce() -> T) -> T {
+    let old = BASE.with(|b| b.replace(base));
+    let out = f();
+    BASE.with(|b| b.set(old));
+    out
 }
 
 fn span_of(p: &P) -> Span {
     let s = p.as_span();
     let base = BASE.with(Cell::get);
-    Span { start: base + s.start() as u32, end: base + s.end() as u32 }
+    let (start, end) = SHIFTS.with(|sh| {
+        let sh = sh.borrow();
+        (unskeleton(&sh, s.start() as u32), unskeleton(&sh, s.end() as u32))
+    });
+    Span { start: base + start, end: base + end }
 }
 
 /// Parse a PTX module; any syntax error is an error.
@@ -69,9 +93,9 @@ pub fn run_recovering(source: &str) -> (Option<Module>, Vec<Diagnostic>) {
     let mut complete = true;
     let mut work = 0usize;
     let budget = RECOVERY_BUDGET * source.len().max(1 << 20);
-    for (start, end) in chunks {
-        let text = &source[start..end];
-        if !parse_chunk(text, start as u32, &mut module, &mut errors, &mut work, budget) {
+    for c in chunks {
+        let text = &source[c.start..c.end];
+        if !parse_chunk(text, c.start as u32, &c.bodies, &mut module, &mut errors, &mut work, budget) {
             complete = false;
         }
         if errors.len() >= MAX_SYNTAX_ERRORS {
@@ -81,11 +105,65 @@ pub fn run_recovering(source: &str) -> (Option<Module>, Vec<Diagnostic>) {
     (complete.then_some(module), errors)
 }
 
+/// A chunk of the source: its byte range and the ranges of the function
+/// bodies, parameter lists and `.section` contents in it (from `{` to after
+/// `}`, from `(` to after `)`, relative to the chunk).
+struct Chunk {
+    start: usize,
+    end: usize,
+    bodies: Vec<(usize, usize)>,
+}
+
+/// The text pest parses for a chunk: the chunk with every function body
+/// and parameter list collapsed to `{}` and `()` (both are scanned by
+/// hand, [`body`], so pest need not step over them, nor index their lines:
+/// pest builds a line index of all the text it parses) and every
+/// `.section`'s contents left out, and where its positions lie in the
+/// chunk.
+struct Skeleton {
+    text: String,
+    /// `(p, d)`: skeleton positions from `p` on lie `d` bytes further in the
+    /// chunk (one entry per collapsed body, at its `}`).
+    shifts: Vec<(u32, u32)>,
+}
+
+impl Skeleton {
+    fn new(chunk: &str, bodies: &[(usize, usize)]) -> Skeleton {
+        let collapsed: usize = bodies.iter().map(|&(open, end)| end.saturating_sub(open)).sum();
+        let mut text = String::with_capacity(chunk.len().saturating_sub(collapsed) + 2 * bodies.len());
+        let mut shifts = Vec::with_capacity(bodies.len());
+        let mut prev = 0;
+        for &(open, end) in bodies {
+            // Never cut inside a character (bodies are found at ASCII braces).
+            if open < prev || end > chunk.len() || !chunk.is_char_boundary(open) || !chunk.is_char_boundary(end) {
+                continue;
+            }
+            text.push_str(&chunk[prev..=open]);
+            shifts.push((text.len() as u32, (end - 1 - text.len()) as u32));
+            text.push(chunk.as_bytes()[end - 1] as char);
+            prev = end;
+        }
+        text.push_str(&chunk[prev..]);
+        Skeleton { text, shifts }
+    }
+}
+
+/// Where skeleton position `p` lies in the chunk (see [`Skeleton`]).
+fn unskeleton(shifts: &[(u32, u32)], p: u32) -> u32 {
+    let i = shifts.partition_point(|&(at, _)| at <= p);
+    if i == 0 {
+        p
+    } else {
+        p + shifts[i - 1].1
+    }
+}
+
 /// Parse one chunk into `module`, recovering from syntax errors; `false`
 /// when it never parsed.
 fn parse_chunk(
     chunk: &str,
     base: u32,
+    bodies: &[(usize, usize)],
     module: &mut Module,
     errors: &mut Vec<Diagnostic>,
     work: &mut usize,
@@ -94,17 +172,22 @@ fn parse_chunk(
     let mut patched: Option<String> = None;
     loop {
         let text = patched.as_deref().unwrap_or(chunk);
-        *work += text.len();
-        match PtxParser::parse(Rule::module, text) {
+        let skel = Skeleton::new(text, bodies);
+        *work += skel.text.len();
+        match PtxParser::parse(Rule::module, &skel.text) {
             Ok(pairs) => {
-                BASE.with(|b| b.set(base));
-                build(pairs, module, errors);
-                BASE.with(|b| b.set(0));
+                SHIFTS.with(|s| *s.borrow_mut() = skel.shifts);
+                with_base_keeping_shifts(base, || build(pairs, module, errors, text));
+                SHIFTS.with(|s| s.borrow_mut().clear());
                 return true;
             }
             Err(e) => {
-                let mut d = convert_error(text, e);
-                let at = d.span.start as usize;
+                let pos = match e.location {
+                    pest::error::InputLocation::Pos(p) => p,
+                    pest::error::InputLocation::Span((s, _)) => s,
+                };
+                let at = unskeleton(&skel.shifts, pos as u32) as usize;
+                let mut d = error_at(text, at, &e.variant);
                 d.span.start += base;
                 d.span.end += base;
                 errors.push(d);
@@ -130,16 +213,83 @@ fn parse_chunk(
 /// Least size of a chunk (bytes), so that small items are parsed together.
 pub const CHUNK_BYTES: usize = 256 << 10;
 
+/// Bytes [`chunks`] looks at at depth 0 (`[0]`) and inside brackets
+/// (`[1]`); the others are stepped over in a tight loop.
+static SPECIAL: [[bool; 256]; 2] = {
+    let mut t = [[false; 256]; 2];
+    let mut i = 0;
+    let all = b"/\"{}()[];.";
+    while i < all.len() {
+        t[0][all[i] as usize] = true;
+        // `;` and `.` matter at depth 0 only.
+        t[1][all[i] as usize] = i < 8;
+        i += 1;
+    }
+    t
+};
+
+/// The kind of a module-level item, as [`chunks`] sees it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Item {
+    Function,
+    Section,
+    File,
+    Other,
+}
+
+/// The range of the name before the `(` at `b[i]`, when there is one: the
+/// `(` opens a function's parameter list (after `.func`, it opens the
+/// return parameters).
+fn name_before(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    let mut j = i;
+    while j > 0 && b[j - 1].is_ascii_whitespace() {
+        j -= 1;
+    }
+    let end = j;
+    while j > 0 && (b[j - 1].is_ascii_alphanumeric() || matches!(b[j - 1], b'_' | b'$' | b'%')) {
+        j -= 1;
+    }
+    (j < end && (j == 0 || b[j - 1] != b'.')).then_some((j, end))
+}
+
+/// Whether `b[i..]` starts with the word `w` (not followed by a name character).
+fn word_at(b: &[u8], i: usize, w: &[u8]) -> bool {
+    b[i..].starts_with(w) && !b.get(i + w.len()).is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
+}
+
 /// Cut the source at top-level item boundaries into chunks of at least
-/// [`CHUNK_BYTES`]; reject nesting deeper than [`MAX_NESTING`]. Comments
-/// and strings are skipped.
-fn chunks(source: &str) -> Result<Vec<(usize, usize)>, Diagnostic> {
+/// [`CHUNK_BYTES`], finding the function bodies and parameter lists in
+/// them (in an item with an `.entry` or `.func` word, a `{` at depth 0, and
+/// a `(` at depth 0 after a name, not after `.func`) and the contents of
+/// `.section`s (which the tree does not keep); reject nesting deeper
+/// than [`MAX_NESTING`]. Comments and strings are skipped.
+fn chunks(source: &str) -> Result<Vec<Chunk>, Diagnostic> {
     let b = source.as_bytes();
     let mut out = Vec::new();
-    let mut chunk_start = 0;
+    let mut chunk = Chunk { start: 0, end: 0, bodies: Vec::new() };
     let mut depth = 0usize;
+    // What the item at depth 0 is.
+    let mut item = Item::Other;
+    let mut body_open = None;
+    // Inside a function body only braces and comments matter here (the
+    // body scanners bound the nesting of brackets in statements), found
+    // with memchr.
+    let mut in_body = false;
     let mut i = 0;
     while i < b.len() {
+        if in_body {
+            match memchr::memchr3(b'{', b'}', b'/', &b[i..]) {
+                Some(k) => i += k,
+                None => break,
+            }
+        }
+        let special = &SPECIAL[usize::from(depth > 0)];
+        while i < b.len() && !special[b[i] as usize] {
+            i += 1;
+        }
+        if i == b.len() {
+            break;
+        }
         match b[i] {
             b'/' if b.get(i + 1) == Some(&b'/') => {
                 i += memchr_newline(&b[i..]);
@@ -152,7 +302,8 @@ fn chunks(source: &str) -> Result<Vec<(usize, usize)>, Diagnostic> {
                 }
                 i += 1;
             }
-            b'"' => {
+            b'"' if !in_body => {
+                let open = i;
                 i += 1;
                 while i < b.len() && b[i] != b'"' {
                     if b[i] == b'\\' {
@@ -160,8 +311,31 @@ fn chunks(source: &str) -> Result<Vec<(usize, usize)>, Diagnostic> {
                     }
                     i += 1;
                 }
+                if depth == 0 && item == Item::File && i < b.len() && i - open > 8 {
+                    chunk.bodies.push((open - chunk.start, i + 1 - chunk.start));
+                }
             }
+            b'.' if depth == 0 && (word_at(b, i, b".entry") || word_at(b, i, b".func")) => item = Item::Function,
+            b'.' if depth == 0 && word_at(b, i, b".section") => item = Item::Section,
+            b'.' if depth == 0 && word_at(b, i, b".file") => item = Item::File,
             b'{' | b'(' | b'[' => {
+                let collapse = match item {
+                    Item::Function if b[i] == b'(' => match name_before(b, i) {
+                        Some((start, end)) => {
+                            if end - start > 8 && start >= chunk.start {
+                                chunk.bodies.push((start - chunk.start, end - chunk.start));
+                            }
+                            true
+                        }
+                        None => false,
+                    },
+                    Item::Function | Item::Section => b[i] == b'{',
+                    _ => false,
+                };
+                if depth == 0 && collapse {
+                    body_open = Some(i);
+                    in_body = b[i] == b'{' && item == Item::Function;
+                }
                 depth += 1;
                 if depth > MAX_NESTING {
                     return Err(Diagnostic::error(
@@ -172,24 +346,41 @@ fn chunks(source: &str) -> Result<Vec<(usize, usize)>, Diagnostic> {
             }
             b'}' | b')' | b']' => {
                 depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    in_body = false;
+                    if let Some(open) = body_open.take() {
+                        if (b[open], b[i]) == (b'{', b'}') || (b[open], b[i]) == (b'(', b')') {
+                            chunk.bodies.push((open - chunk.start, i + 1 - chunk.start));
+                        }
+                    }
+                    if b[i] == b'}' {
+                        item = Item::Other;
+                    }
+                }
                 // A function body ends its item; an initializer's `}` is
                 // followed by the declaration's `;`.
                 let next = b[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
-                if depth == 0 && b[i] == b'}' && next != Some(&b';') && i + 1 - chunk_start >= CHUNK_BYTES {
-                    out.push((chunk_start, i + 1));
-                    chunk_start = i + 1;
+                if depth == 0 && b[i] == b'}' && next != Some(&b';') && i + 1 - chunk.start >= CHUNK_BYTES {
+                    chunk.end = i + 1;
+                    let next_start = i + 1;
+                    out.push(std::mem::replace(&mut chunk, Chunk { start: next_start, end: 0, bodies: Vec::new() }));
                 }
             }
-            b';' if depth == 0 && i + 1 - chunk_start >= CHUNK_BYTES => {
-                out.push((chunk_start, i + 1));
-                chunk_start = i + 1;
+            b';' if depth == 0 => {
+                item = Item::Other;
+                if i + 1 - chunk.start >= CHUNK_BYTES {
+                    chunk.end = i + 1;
+                    let next_start = i + 1;
+                    out.push(std::mem::replace(&mut chunk, Chunk { start: next_start, end: 0, bodies: Vec::new() }));
+                }
             }
             _ => {}
         }
         i += 1;
     }
-    if chunk_start < b.len() || out.is_empty() {
-        out.push((chunk_start, b.len()));
+    if chunk.start < b.len() || out.is_empty() {
+        chunk.end = b.len();
+        out.push(chunk);
     }
     Ok(out)
 }
@@ -228,7 +419,8 @@ fn statement_around(text: &str, at: usize) -> Option<(usize, usize)> {
 }
 
 /// Add the items of a parsed chunk to `module`.
-fn build(mut pairs: pest::iterators::Pairs<'_, Rule>, module: &mut Module, errors: &mut Vec<Diagnostic>) {
+/// `chunk`: the chunk's text (pest parsed its [`Skeleton`]).
+fn build(mut pairs: pest::iterators::Pairs<'_, Rule>, module: &mut Module, errors: &mut Vec<Diagnostic>, chunk: &str) {
     let Some(root) = pairs.next() else {
         errors.push(Diagnostic::error(Span::default(), "empty parse"));
         return;
@@ -258,7 +450,7 @@ fn build(mut pairs: pest::iterators::Pairs<'_, Rule>, module: &mut Module, error
                     _ => errors.push(Diagnostic::error(span, ".address_size must be 32 or 64")),
                 }
             }
-            Rule::function => match function(item, errors) {
+            Rule::function => match function(item, errors, chunk) {
                 Ok(f) => module.items.push(ModuleItem::Function(f)),
                 Err(e) => errors.push(e),
             },
@@ -287,6 +479,11 @@ fn convert_error(source: &str, e: pest::error::Error<Rule>) -> Diagnostic {
         pest::error::InputLocation::Pos(p) => p,
         pest::error::InputLocation::Span((s, _)) => s,
     };
+    error_at(source, pos, &e.variant)
+}
+
+/// A syntax error at byte `pos` of `source`, naming what was expected.
+fn error_at(source: &str, pos: usize, variant: &pest::error::ErrorVariant<Rule>) -> Diagnostic {
     // Point at the start of the offending token rather than at whitespace.
     let mut start = pos.min(source.len());
     let bytes = source.as_bytes();
@@ -298,7 +495,7 @@ fn convert_error(source: &str, e: pest::error::Error<Rule>) -> Diagnostic {
         end += 1;
     }
     let found = &source[start..end.max(start)];
-    let expected = match &e.variant {
+    let expected = match variant {
         pest::error::ErrorVariant::ParsingError { positives, .. } => {
             let names: Vec<String> = positives.iter().filter_map(rule_description).collect();
             if names.is_empty() {
@@ -334,6 +531,8 @@ fn rule_description(r: &Rule) -> Option<String> {
             Rule::function | Rule::function_kind => "a function",
             Rule::module_var | Rule::linkage => "a module-scope declaration",
             Rule::body => "'{'",
+            Rule::stmt => "'{', a declaration, a label, an instruction",
+            Rule::params | Rule::param_list => "a parameter list",
             Rule::param_decl => "a parameter",
             Rule::decl_attr | Rule::attr_word => "a type or attribute",
             Rule::var_name => "a variable name",
@@ -395,7 +594,7 @@ fn linkage_of(s: &str) -> Linkage {
     }
 }
 
-fn function(p: P, errors: &mut Vec<Diagnostic>) -> Result<Function, Diagnostic> {
+fn function(p: P, errors: &mut Vec<Diagnostic>, chunk: &str) -> Result<Function, Diagnostic> {
     let span = span_of(&p);
     let mut f = Function {
         span,
@@ -418,18 +617,26 @@ fn function(p: P, errors: &mut Vec<Diagnostic>) -> Result<Function, Diagnostic> 
                     f.returns.push(param_decl(d)?);
                 }
             }
-            Rule::ident => f.name = item.as_str().to_string(),
+            Rule::ident => f.name = original(chunk, &item).to_string(),
             Rule::params => {
-                for d in item.into_inner() {
-                    f.params.push(param_decl(d)?);
-                }
+                f.params = body::params(original(chunk, &item), span_of(&item).start)?;
             }
             Rule::perf_directive => f.perf.push(perf_directive(item)?),
-            Rule::body => f.body = Some(body(item, errors)?),
+            Rule::body => {
+                f.body = Some(body::statements(original(chunk, &item), span_of(&item).start, errors));
+            }
             _ => {}
         }
     }
     Ok(f)
+}
+
+/// The text of a pair in the chunk (pest parsed the [`Skeleton`], where
+/// bodies, parameter lists and long names are collapsed).
+fn original<'c>(chunk: &'c str, p: &P<'c>) -> &'c str {
+    let at = span_of(p);
+    let base = BASE.with(Cell::get);
+    chunk.get(at.start.wrapping_sub(base) as usize..at.end.wrapping_sub(base) as usize).unwrap_or(p.as_str())
 }
 
 fn perf_directive(p: P) -> Result<PerfDirective, Diagnostic> {
@@ -556,30 +763,7 @@ fn decl_rest<'a>(
                     }
                     continue;
                 }
-                let aspan = span_of(&a);
-                let word = &a.as_str()[1..];
-                if let Some(t) = ScalarType::from_name(word) {
-                    d.ty = t;
-                    have_type = true;
-                } else if word == "ptr" {
-                    d.ptr = Some((None, None));
-                    after_ptr = true;
-                } else if let Some(n) = word.strip_prefix('v').and_then(|n| n.parse::<u32>().ok()) {
-                    if !matches!(n, 2 | 4 | 8) {
-                        return Err(Diagnostic::error(aspan, format!("invalid vector size .v{n}")));
-                    }
-                    d.vector = Some(n);
-                } else if after_ptr && matches!(word, "global" | "shared" | "const" | "local") {
-                    if let Some(p) = &mut d.ptr {
-                        p.0 = Some(space_of(a.as_str()));
-                    }
-                } else if matches!(word, "texref" | "samplerref" | "surfref") {
-                    d.ty = ScalarType::B64;
-                    have_type = true;
-                    d.other_attrs.push(word.to_string());
-                } else {
-                    d.other_attrs.push(word.to_string());
-                }
+                apply_word(&mut d, a.as_str(), span_of(&a), &mut have_type, &mut after_ptr)?;
             }
             Rule::var_name => d.names.push(var_name(item)?),
             Rule::init_list | Rule::init_num | Rule::init_expr => d.init = Some(initializer(item)?),
@@ -590,6 +774,41 @@ fn decl_rest<'a>(
         return Err(Diagnostic::error(span, "declaration without a type"));
     }
     Ok(d)
+}
+
+/// Apply a declaration's attribute word (`.u32`, `.v4`, `.ptr`, `.global`
+/// after `.ptr`, ...; `word` with its dot) to `d`.
+fn apply_word(
+    d: &mut VarDecl,
+    word_dot: &str,
+    aspan: Span,
+    have_type: &mut bool,
+    after_ptr: &mut bool,
+) -> Result<(), Diagnostic> {
+    let word = &word_dot[1..];
+    if let Some(t) = ScalarType::from_name(word) {
+        d.ty = t;
+        *have_type = true;
+    } else if word == "ptr" {
+        d.ptr = Some((None, None));
+        *after_ptr = true;
+    } else if let Some(n) = word.strip_prefix('v').and_then(|n| n.parse::<u32>().ok()) {
+        if !matches!(n, 2 | 4 | 8) {
+            return Err(Diagnostic::error(aspan, format!("invalid vector size .v{n}")));
+        }
+        d.vector = Some(n);
+    } else if *after_ptr && matches!(word, "global" | "shared" | "const" | "local") {
+        if let Some(p) = &mut d.ptr {
+            p.0 = Some(space_of(word_dot));
+        }
+    } else if matches!(word, "texref" | "samplerref" | "surfref") {
+        d.ty = ScalarType::B64;
+        *have_type = true;
+        d.other_attrs.push(word.to_string());
+    } else {
+        d.other_attrs.push(word.to_string());
+    }
+    Ok(())
 }
 
 fn var_name(p: P) -> Result<VarName, Diagnostic> {
@@ -695,29 +914,6 @@ fn init_expr(p: P) -> Result<Initializer, Diagnostic> {
         }
     }
     Ok(Initializer::Expr(span, terms))
-}
-
-/// A body's statements; an instruction that does not scan is reported in
-/// `errors` and left out, so that the rest is still checked.
-fn body(p: P, errors: &mut Vec<Diagnostic>) -> Result<Vec<Statement>, Diagnostic> {
-    let mut out = Vec::new();
-    for item in p.into_inner() {
-        match item.as_rule() {
-            Rule::instruction => match instruction(item) {
-                Ok(i) => out.push(Statement::Inst(i)),
-                Err(e) => {
-                    if errors.len() < MAX_SYNTAX_ERRORS {
-                        errors.push(e);
-                    }
-                }
-            },
-            Rule::labelled => out.push(labelled(item)),
-            Rule::var_decl => out.push(Statement::Decl(var_decl(item)?)),
-            Rule::body => out.push(Statement::Block(body(item, errors)?)),
-            _ => {}
-        }
-    }
-    Ok(out)
 }
 
 /// `name:`, or a prototype or target list named `name`.
