@@ -26,6 +26,7 @@ use crate::diag::{Diagnostic, Span, MAX_DIAGNOSTICS};
 use crate::isa::table::TypeRule;
 use crate::isa::{self, Decoded, SpecialRegister};
 use std::collections::HashMap;
+use crate::fxhash::Fx;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Check a parsed module; fill in the decoded form of each instruction.
@@ -103,23 +104,6 @@ fn count_registers(stmts: &[Statement], total: &mut u64) -> Option<Span> {
 /// Decode one instruction without declarations (for tools and tests).
 pub fn decode(inst: &ast::Instruction) -> Result<Decoded, Diagnostic> {
     isa::decode(inst)
-}
-
-/// A fast, deterministic hasher for name lookups (FxHash).
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
 }
 
 type Map<V> = HashMap<String, V, BuildHasherDefault<Fx>>;

@@ -36,6 +36,7 @@ pub mod cfg;
 pub mod check;
 pub mod diag;
 mod emit;
+mod fxhash;
 pub mod isa;
 pub mod layout;
 pub mod parse;

@@ -9,11 +9,16 @@
 //! declarations (`%r<4>`) that need renaming are expanded into single names.
 
 use crate::ast::{Address, Instruction, Operand, Statement, VarDecl, VarName};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// Rename the declarations of a function body. `outer` holds names visible
-/// from outside the body (parameters).
-pub fn run(body: &[Statement], outer: &[String]) -> Vec<Statement> {
+/// from outside the body (parameters). A body without declarations in nested
+/// blocks has nothing to rename and is returned as it is (no copy).
+pub fn run<'a>(body: &'a [Statement], outer: &[String]) -> Cow<'a, [Statement]> {
+    if !nested_decls(body, false) {
+        return Cow::Borrowed(body);
+    }
     let mut used = Used { names: outer.iter().cloned().collect(), ranges: HashMap::new() };
     // Names declared at the top level of the body are the function's own;
     // parameterized registers stay ranges (`%r<1000000>` is one entry).
@@ -34,7 +39,17 @@ pub fn run(body: &[Statement], outer: &[String]) -> Vec<Statement> {
     }
     let mut stack: Vec<HashMap<String, String>> = Vec::new();
     let mut counter = 0u32;
-    block(body, &mut stack, &mut used, &mut counter, true)
+    Cow::Owned(block(body, &mut stack, &mut used, &mut counter, true))
+}
+
+/// Whether a block nested in `stmts` (or `stmts` itself, when `nested`)
+/// declares anything: only such declarations are renamed.
+fn nested_decls(stmts: &[Statement], nested: bool) -> bool {
+    stmts.iter().any(|s| match s {
+        Statement::Decl(_) => nested,
+        Statement::Block(inner) => nested_decls(inner, true),
+        _ => false,
+    })
 }
 
 /// Names in use in a function: single names and parameterized ranges

@@ -9,6 +9,7 @@ use crate::layout::{self, Placed};
 use crate::structurize::{self, Region, Target};
 use rspirv::dr::Operand;
 use rspirv::spirv::{self, Word};
+use crate::fxhash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeSet, HashMap};
 
 /// A formal parameter or return value of a `.func`.
@@ -101,8 +102,8 @@ fn collect_calls(stmts: &[Statement], out: &mut Vec<CallSite>) {
 
 /// Whether any of `names` is used as a value (its address taken), rather
 /// than only as the base of a `[name+offset]` address.
-fn names_used_as_values(stmts: &[Statement], names: &std::collections::HashSet<&str>) -> bool {
-    fn operand(o: &ast::Operand, names: &std::collections::HashSet<&str>) -> bool {
+fn names_used_as_values(stmts: &[Statement], names: &FxHashSet<&str>) -> bool {
+    fn operand(o: &ast::Operand, names: &FxHashSet<&str>) -> bool {
         match o {
             ast::Operand::Name { name, .. } => names.contains(name.as_str()),
             ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().any(|x| operand(x, names)),
@@ -141,6 +142,21 @@ fn has_wide_shared_atomics(stmts: &[Statement]) -> bool {
 /// Most registers one function may declare.
 pub(crate) const MAX_REGISTERS: usize = 1 << 22;
 
+/// Append `v` in decimal.
+fn push_decimal(s: &mut String, mut v: u32) {
+    let mut digits = [0u8; 10];
+    let mut k = digits.len();
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    s.extend(digits[k..].iter().map(|&d| char::from(d)));
+}
+
 fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> Result<(), Diagnostic> {
     if d.vector.is_some() || d.ty == ScalarType::B128 {
         return Err(Diagnostic::error(d.span, "vector and .b128 registers are not supported yet"));
@@ -154,8 +170,13 @@ fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> 
                         format!("more than {MAX_REGISTERS} registers in one function"),
                     ));
                 }
+                regs.reserve(c as usize);
                 for i in 0..c {
-                    regs.push((format!("{}{}", n.name, i), d.ty, n.span));
+                    // `format!` costs more than the rest of a register's planning.
+                    let mut name = String::with_capacity(n.name.len() + 10);
+                    name.push_str(&n.name);
+                    push_decimal(&mut name, i);
+                    regs.push((name, d.ty, n.span));
                 }
             }
             None => {
@@ -265,7 +286,7 @@ pub(crate) fn plan_function<'a>(
         }
     }
     let info = if is_entry {
-        let names: std::collections::HashSet<&str> =
+        let names: FxHashSet<&str> =
             f.params.iter().flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
         let addressed = names_used_as_values(body, &names);
         Some(entry_info(f, e.opts, static_end as u32, !shared_dynamic.is_empty(), local_end as u32, addressed)?)
@@ -426,8 +447,8 @@ pub(crate) struct UniformFx {
 
 /// Per-function emission state.
 pub(crate) struct Fx<'a> {
-    pub regs: HashMap<String, (Word, K)>,
-    pub params: HashMap<String, ParamInfo>,
+    pub regs: FxHashMap<String, (Word, K)>,
+    pub params: FxHashMap<String, ParamInfo>,
     pub passing: ParamPassing,
     pub shared: HashMap<String, Placed>,
     pub local: HashMap<String, Placed>,
@@ -604,7 +625,7 @@ pub(crate) fn emit_function(
         }
     }
     e.b.begin_block(None).map_err(internal)?;
-    let mut regs = HashMap::new();
+    let mut regs = FxHashMap::default();
     let uniform = e.uniform_fns.contains(&plan.func.name);
     for (name, t, _span) in &plan.regs {
         let k = storage_kind(*t);

@@ -42,15 +42,12 @@ fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
     Diagnostic::error(inst.opcode_span, format!("unsupported instruction '{}'{extra}", inst.mnemonic()))
 }
 
-/// The type modifiers of an instruction, in order.
-fn types(inst: &Instruction) -> Vec<ScalarType> {
-    inst.modifiers.iter().filter_map(|m| ScalarType::from_name(m)).collect()
-}
-
+/// The last type modifier of an instruction.
 fn last_type(inst: &Instruction) -> Result<ScalarType, Diagnostic> {
-    types(inst)
-        .last()
-        .copied()
+    inst.modifiers
+        .iter()
+        .rev()
+        .find_map(|m| ScalarType::from_name(m))
         .ok_or_else(|| Diagnostic::error(inst.opcode_span, format!("'{}' needs a type modifier", inst.mnemonic())))
 }
 

@@ -50,6 +50,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::{layout, Options, TargetEnv};
 use rspirv::dr::{Builder, Operand};
 use rspirv::spirv::{self, Capability, Word};
+use crate::fxhash::FxHashMap;
 use std::collections::{BTreeSet, HashMap};
 
 pub(crate) use values::K;
@@ -72,8 +73,8 @@ pub(crate) enum TyKey {
 pub(crate) struct Emitter<'o> {
     pub b: Builder,
     pub opts: &'o Options,
-    types: HashMap<TyKey, Word>,
-    consts: HashMap<(Word, u64), Word>,
+    types: FxHashMap<TyKey, Word>,
+    consts: FxHashMap<(Word, u64), Word>,
     caps: BTreeSet<u32>,
     pub glsl: Word,
     /// `LocalInvocationIndex` input.
@@ -237,8 +238,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     let mut e = Emitter {
         b,
         opts,
-        types: HashMap::new(),
-        consts: HashMap::new(),
+        types: FxHashMap::default(),
+        consts: FxHashMap::default(),
         caps: BTreeSet::new(),
         glsl: 0,
         local_index: 0,
@@ -374,7 +375,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             _ => None,
         })
         .collect();
-    let bodies: Vec<Option<Vec<ast::Statement>>> = functions
+    let bodies: Vec<Option<std::borrow::Cow<[ast::Statement]>>> = functions
         .iter()
         .map(|f| {
             f.body.as_ref().map(|b| {
