@@ -2,7 +2,8 @@
 //! rotate, xor, multiply per word). SipHash, std's default, was a tenth of a
 //! full translation (type and constant lookups in the emitter, register and
 //! name lookups); the keys are names from one module and ids the translator
-//! made, so hash flooding is not a concern here.
+//! made, so hash flooding is not a concern here (but keys that differ only
+//! in their high bytes are common: see `finish`).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -19,7 +20,14 @@ impl Fx {
 
 impl Hasher for Fx {
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply carries low bits up only: without this mix (the
+        // splitmix64 finalizer), names that differ only past their first
+        // bytes (`%r123456`: the prefix is the low bytes) share hashbrown's
+        // bucket bits and every lookup is a long probe.
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
