@@ -23,10 +23,10 @@
 
 use crate::ast::{self, Module, ModuleItem, Operand, ScalarType, StateSpace, Statement, VarDecl};
 use crate::diag::{Diagnostic, Span, MAX_DIAGNOSTICS};
+use crate::fxhash::Fx;
 use crate::isa::table::TypeRule;
 use crate::isa::{self, Decoded, SpecialRegister};
 use std::collections::HashMap;
-use crate::fxhash::Fx;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Check a parsed module; fill in the decoded form of each instruction.

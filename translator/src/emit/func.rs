@@ -5,11 +5,11 @@ use crate::abi::{EntryInfo, ParamInfo, ParamPassing};
 use crate::ast::{self, ScalarType, StateSpace, Statement};
 use crate::cfg::{self, Cfg, Terminator};
 use crate::diag::{Diagnostic, Span};
+use crate::fxhash::{FxHashMap, FxHashSet};
 use crate::layout::{self, Placed};
 use crate::structurize::{self, Region, Target};
 use rspirv::dr::Operand;
 use rspirv::spirv::{self, Word};
-use crate::fxhash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeSet, HashMap};
 
 /// A formal parameter or return value of a `.func`.
@@ -286,8 +286,7 @@ pub(crate) fn plan_function<'a>(
         }
     }
     let info = if is_entry {
-        let names: FxHashSet<&str> =
-            f.params.iter().flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
+        let names: FxHashSet<&str> = f.params.iter().flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
         let addressed = names_used_as_values(body, &names);
         Some(entry_info(f, e.opts, static_end as u32, !shared_dynamic.is_empty(), local_end as u32, addressed)?)
     } else {

@@ -47,10 +47,10 @@ mod warp;
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
 use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSpace};
 use crate::diag::{Diagnostic, Span};
+use crate::fxhash::FxHashMap;
 use crate::{layout, Options, TargetEnv};
 use rspirv::dr::{Builder, Operand};
 use rspirv::spirv::{self, Capability, Word};
-use crate::fxhash::FxHashMap;
 use std::collections::{BTreeSet, HashMap};
 
 pub(crate) use values::K;
