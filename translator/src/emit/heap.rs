@@ -5,6 +5,7 @@
 
 use super::func::{internal1, Fx};
 use super::mem::{load, load_local_word, store, store_local_word, Addr};
+use super::printf::add64;
 use super::values::K;
 use super::Emitter;
 use crate::abi::heap as hp;
@@ -54,12 +55,6 @@ fn store_param_u64(e: &mut Emitter, fx: &mut Fx, op: &Operand, v: Word) -> Resul
     store_local_word(e, fx, w + 1, hi)
 }
 
-fn add64(e: &mut Emitter, a: Word, c: u64) -> Result<Word, Diagnostic> {
-    let u64t = e.t_int(64);
-    let k = e.c_int(64, c);
-    e.b.i_add(u64t, None, a, k).map_err(internal1)
-}
-
 /// The heap's device address, read from its module data slot (0 when the
 /// runtime has not provided one).
 fn heap_base(e: &mut Emitter, fx: &Fx, span: Span) -> Result<Word, Diagnostic> {
@@ -95,6 +90,28 @@ fn acquire(e: &mut Emitter) -> Word {
     use spirv::MemorySemantics as M;
     let bits = if e.opts.memory_semantics { (M::ACQUIRE | M::UNIFORM_MEMORY).bits() } else { 0 };
     e.c_u32(bits)
+}
+
+/// Address of the free-list head of size class `class` (a u32).
+fn list_head(e: &mut Emitter, heap: Word, class: Word) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let class64 = e.b.u_convert(u64t, None, class).map_err(internal1)?;
+    let eight = e.c_int(64, 8);
+    let slot = e.b.i_mul(u64t, None, class64, eight).map_err(internal1)?;
+    let lists = add64(e, heap, hp::FREE_LISTS)?;
+    e.b.i_add(u64t, None, lists, slot).map_err(internal1)
+}
+
+/// The head that replaces `old`: its change counter plus one, and block
+/// offset `offset` (a u64 below 2^32).
+fn next_head(e: &mut Emitter, old: Word, offset: Word) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let k32 = e.c_int(64, 32);
+    let tag = e.b.shift_right_logical(u64t, None, old, k32).map_err(internal1)?;
+    let one64 = e.c_int(64, 1);
+    let tag = e.b.i_add(u64t, None, tag, one64).map_err(internal1)?;
+    let tag = e.b.shift_left_logical(u64t, None, tag, k32).map_err(internal1)?;
+    e.b.bitwise_or(u64t, None, tag, offset).map_err(internal1)
 }
 
 /// A compare-and-swap retry loop. `step(e, fx)` runs once per attempt and
@@ -179,11 +196,7 @@ pub(crate) fn malloc(
     e.b.begin_block(Some(body)).map_err(internal1)?;
 
     // Pop the class's free list (a tagged head: offset low, counter high).
-    let class64 = e.b.u_convert(u64t, None, class).map_err(internal1)?;
-    let eight = e.c_int(64, 8);
-    let slot = e.b.i_mul(u64t, None, class64, eight).map_err(internal1)?;
-    let lists = add64(e, heap, hp::FREE_LISTS)?;
-    let head_addr = e.b.i_add(u64t, None, lists, slot).map_err(internal1)?;
+    let head_addr = list_head(e, heap, class)?;
     let popped = cas_loop(e, fx, |e, fx| {
         let u32t = e.t_int(32);
         let u64t = e.t_int(64);
@@ -201,13 +214,8 @@ pub(crate) fn malloc(
         let blk = e.b.i_add(u64t, None, heap, off64).map_err(internal1)?;
         let next_at = add64(e, blk, hp::NEXT_FIELD)?;
         let next = load(e, fx, Addr::Global(next_at), K::Int(32), true)?;
-        let k32 = e.c_int(64, 32);
-        let tag = e.b.shift_right_logical(u64t, None, old, k32).map_err(internal1)?;
-        let one64 = e.c_int(64, 1);
-        let tag = e.b.i_add(u64t, None, tag, one64).map_err(internal1)?;
-        let tag = e.b.shift_left_logical(u64t, None, tag, k32).map_err(internal1)?;
         let next64 = e.b.u_convert(u64t, None, next).map_err(internal1)?;
-        let new = e.b.bitwise_or(u64t, None, tag, next64).map_err(internal1)?;
+        let new = next_head(e, old, next64)?;
         let new = e.b.select(u64t, None, empty, old, new).map_err(internal1)?;
         let acq2 = acquire(e);
         let got = e.b.atomic_compare_exchange(u64t, None, head, scope, sem, acq2, new, old).map_err(internal1)?;
@@ -327,11 +335,7 @@ pub(crate) fn free(
     e.b.selection_merge(pushed, spirv::SelectionControl::NONE).map_err(internal1)?;
     e.b.branch_conditional(valid, push, pushed, []).map_err(internal1)?;
     e.b.begin_block(Some(push)).map_err(internal1)?;
-    let class64 = e.b.u_convert(u64t, None, class).map_err(internal1)?;
-    let eight = e.c_int(64, 8);
-    let slot = e.b.i_mul(u64t, None, class64, eight).map_err(internal1)?;
-    let lists = add64(e, heap, hp::FREE_LISTS)?;
-    let head_addr = e.b.i_add(u64t, None, lists, slot).map_err(internal1)?;
+    let head_addr = list_head(e, heap, class)?;
     let next_at = add64(e, blk, hp::NEXT_FIELD)?;
     cas_loop(e, fx, |e, fx| {
         let u32t = e.t_int(32);
@@ -343,13 +347,8 @@ pub(crate) fn free(
         let old = e.b.atomic_load(u64t, None, head, scope, acq).map_err(internal1)?;
         let first = e.b.u_convert(u32t, None, old).map_err(internal1)?;
         store(e, fx, Addr::Global(next_at), first, K::Int(32), true, Span::default())?;
-        let k32 = e.c_int(64, 32);
-        let tag = e.b.shift_right_logical(u64t, None, old, k32).map_err(internal1)?;
-        let one64 = e.c_int(64, 1);
-        let tag = e.b.i_add(u64t, None, tag, one64).map_err(internal1)?;
-        let tag = e.b.shift_left_logical(u64t, None, tag, k32).map_err(internal1)?;
         let off64 = e.b.u_convert(u64t, None, off32).map_err(internal1)?;
-        let new = e.b.bitwise_or(u64t, None, tag, off64).map_err(internal1)?;
+        let new = next_head(e, old, off64)?;
         let acq2 = acquire(e);
         let got = e.b.atomic_compare_exchange(u64t, None, head, scope, sem, acq2, new, old).map_err(internal1)?;
         let won = e.b.i_equal(bt, None, got, old).map_err(internal1)?;

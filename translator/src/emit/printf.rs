@@ -62,7 +62,8 @@ fn as_u32(e: &mut Emitter, (v, bits): (Word, u32)) -> Result<Word, Diagnostic> {
     e.b.u_convert(u32t, None, v).map_err(internal1)
 }
 
-fn add64(e: &mut Emitter, a: Word, c: u64) -> Result<Word, Diagnostic> {
+/// `a + c` on u64 values.
+pub(crate) fn add64(e: &mut Emitter, a: Word, c: u64) -> Result<Word, Diagnostic> {
     let u64t = e.t_int(64);
     let k = e.c_int(64, c);
     e.b.i_add(u64t, None, a, k).map_err(internal1)
