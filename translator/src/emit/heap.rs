@@ -18,18 +18,6 @@ pub(crate) const MALLOC: &str = "malloc";
 /// The name of the deallocation system call.
 pub(crate) const FREE: &str = "free";
 
-/// The heap system call `inst` calls, if it is a direct call of one.
-pub(crate) fn called(inst: &Instruction) -> Option<&'static str> {
-    if inst.opcode != "call" {
-        return None;
-    }
-    match inst.operands.iter().find(|o| !matches!(o, Operand::List(..))) {
-        Some(Operand::Name { name, .. }) if name == MALLOC => Some(MALLOC),
-        Some(Operand::Name { name, .. }) if name == FREE => Some(FREE),
-        _ => None,
-    }
-}
-
 /// The 64-bit `.param` argument or result `op` of a system call, as its
 /// word offset in the function's local words.
 fn param_words(fx: &Fx, op: &Operand) -> Result<u32, Diagnostic> {

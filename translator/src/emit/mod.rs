@@ -708,7 +708,7 @@ fn uses_trap(stmts: &[ast::Statement], functions: &std::collections::HashSet<&st
         ast::Statement::Inst(i) => {
             i.opcode == "trap"
                 || i.opcode == "alloca"
-                || printf::called(i) == Some(printf::ASSERTFAIL)
+                || call::system_call(i, &[printf::ASSERTFAIL]).is_some()
                 || (i.opcode == "call"
                     && matches!(
                         i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..))),
@@ -723,7 +723,7 @@ fn uses_trap(stmts: &[ast::Statement], functions: &std::collections::HashSet<&st
 /// Whether a function calls `vprintf` or `__assertfail` (both write the printf FIFO).
 fn uses_heap(stmts: &[ast::Statement]) -> bool {
     stmts.iter().any(|s| match s {
-        ast::Statement::Inst(i) => heap::called(i).is_some(),
+        ast::Statement::Inst(i) => call::system_call(i, &[heap::MALLOC, heap::FREE]).is_some(),
         ast::Statement::Block(b) => uses_heap(b),
         _ => false,
     })
@@ -731,7 +731,7 @@ fn uses_heap(stmts: &[ast::Statement]) -> bool {
 
 fn uses_printf(stmts: &[ast::Statement]) -> bool {
     stmts.iter().any(|s| match s {
-        ast::Statement::Inst(i) => printf::called(i).is_some(),
+        ast::Statement::Inst(i) => call::system_call(i, &[printf::VPRINTF, printf::ASSERTFAIL]).is_some(),
         ast::Statement::Block(b) => uses_printf(b),
         _ => false,
     })

@@ -16,18 +16,6 @@ pub(crate) const VPRINTF: &str = "vprintf";
 /// The name nvcc gives the assert system call.
 pub(crate) const ASSERTFAIL: &str = "__assertfail";
 
-/// The system call `inst` calls, if it is a direct call of one.
-pub(crate) fn called(inst: &Instruction) -> Option<&'static str> {
-    if inst.opcode != "call" {
-        return None;
-    }
-    match inst.operands.iter().find(|o| !matches!(o, Operand::List(..))) {
-        Some(Operand::Name { name, .. }) if name == VPRINTF => Some(VPRINTF),
-        Some(Operand::Name { name, .. }) if name == ASSERTFAIL => Some(ASSERTFAIL),
-        _ => None,
-    }
-}
-
 /// A `.param` argument of `size` bytes (1 or 2 words) as an integer.
 fn param_arg(e: &mut Emitter, fx: &Fx, args: &[Operand], i: usize, span: Span) -> Result<(Word, u32), Diagnostic> {
     let Some(arg) = args.get(i) else {
