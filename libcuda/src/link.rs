@@ -1,6 +1,9 @@
 //! The JIT linker: `cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile`,
 //! `cuLinkComplete`, `cuLinkDestroy`.
 //!
+//! NVIDIA's device runtime library (`libcudadevrt.a`, see
+//! [`is_device_runtime`]) is accepted and adds nothing.
+//!
 //! Inputs are PTX (or fat binaries carrying PTX). The "cubin" that
 //! `cuLinkComplete` hands back is PTX text again: the inputs merged into one
 //! module (the `.version`/`.target`/`.address_size` header of the input
@@ -9,7 +12,7 @@
 //! variable another input defines). It is translated right away, so errors
 //! reach the link's error log, and the translation is kept for the
 //! `cuModuleLoadData`/`cuLibraryLoadData` that loads the result. Cubins, ELF
-//! objects and libraries cannot be linked here: `CUDA_ERROR_INVALID_IMAGE`,
+//! objects and other libraries cannot be linked here: `CUDA_ERROR_INVALID_IMAGE`,
 //! with the reason in the error log.
 
 use std::collections::BTreeSet;
@@ -144,6 +147,15 @@ impl LinkObj {
                     }
                 }
             }
+            CU_JIT_INPUT_LIBRARY if is_device_runtime(data) => {
+                // Its entry points that kernels may call are the translator's
+                // own system calls; nothing to add.
+                st.info.push_str(&format!(
+                    "info: {name}: NVIDIA's device runtime; its grid-sync calls are translated directly, nothing \
+                     linked\n"
+                ));
+                return Ok(());
+            }
             CU_JIT_INPUT_CUBIN | CU_JIT_INPUT_OBJECT | CU_JIT_INPUT_LIBRARY => {
                 let what = match kind {
                     CU_JIT_INPUT_CUBIN => "a cubin (ELF)",
@@ -223,6 +235,58 @@ pub unsafe fn link_add_file(
     let data = std::fs::read(path)
         .map_err(|e| CuError::CUDA_ERROR_FILE_NOT_FOUND.because(format!("cannot read {path}: {e}")))?;
     link.add(kind, &data, path)
+}
+
+/// Member name of NVIDIA's device runtime object.
+const DEVICE_RUNTIME_MEMBER: &str = "cuda_device_runtime.o";
+
+/// Whether `data` is NVIDIA's device runtime library, `libcudadevrt.a`: a
+/// Unix `ar` archive whose only member is `cuda_device_runtime.o` (besides
+/// the archive's symbol and long-name tables). numba-cuda links it into every
+/// kernel that synchronises its grid (for `cudaCGGetIntrinsicHandle` and
+/// `cudaCGSynchronize`); the translator provides those calls itself, so the
+/// linker accepts this archive and adds nothing. Any other archive is NVIDIA
+/// machine code that cannot run here.
+pub fn is_device_runtime(data: &[u8]) -> bool {
+    let Some(mut rest) = data.strip_prefix(b"!<arch>\n") else {
+        return false;
+    };
+    let mut long_names: &[u8] = &[];
+    let mut members = 0;
+    while !rest.is_empty() {
+        if rest.len() < 60 || &rest[58..60] != b"`\n" {
+            return false;
+        }
+        let name = &rest[..16];
+        let Some(size) = std::str::from_utf8(&rest[48..58]).ok().and_then(|t| t.trim().parse::<usize>().ok()) else {
+            return false;
+        };
+        let Some(body) = rest.get(60..60 + size) else {
+            return false;
+        };
+        let name = String::from_utf8_lossy(name).trim_end().to_string();
+        if name == "//" {
+            long_names = body;
+        } else if name != "/" && name != "/SYM64/" {
+            // GNU names end with '/'; long ones are "/offset" into the "//" table.
+            let full = match name.strip_prefix('/').and_then(|o| o.parse::<usize>().ok()) {
+                Some(off) => {
+                    let tail = long_names.get(off..).unwrap_or(&[]);
+                    let end = tail.iter().position(|&b| b == b'\n').unwrap_or(tail.len());
+                    String::from_utf8_lossy(&tail[..end]).to_string()
+                }
+                None => name.clone(),
+            };
+            if full.trim_end_matches('/') != DEVICE_RUNTIME_MEMBER {
+                return false;
+            }
+            members += 1;
+        }
+        // Members are 2-byte aligned.
+        let next = (60 + size + 1) & !1;
+        rest = rest.get(next..).unwrap_or(&[]);
+    }
+    members > 0
 }
 
 /// Names a PTX body defines at module scope (functions and variables),
@@ -337,11 +401,12 @@ pub unsafe fn link_complete(state: Handle, cubin_out: *mut *mut c_void, size_out
             Ok(()) => {}
             Err((code, log)) => return Err(link.fail(&st, code, &log)),
         }
-        st.info = format!(
+        let line = format!(
             "ptxvk: linked {} PTX input(s); translated to SPIR-V in {:.3} ms",
             st.inputs.len(),
             started.elapsed().as_secs_f32() * 1000.0
         );
+        st.info += &line;
         let mut bytes = merged.into_bytes();
         bytes.push(0);
         st.output = Some(bytes);

@@ -33,6 +33,7 @@ mod compare;
 mod cvt;
 mod float;
 mod func;
+mod grid;
 mod half;
 mod heap;
 mod inst;
@@ -104,6 +105,9 @@ pub(crate) struct Emitter<'o> {
     /// Byte offset of the device heap's address word in module data, when a
     /// kernel calls `malloc` or `free`.
     pub heap_offset: Option<u64>,
+    /// Byte offset of the grid workspace's address word in module data, when
+    /// a kernel synchronises its grid (see [`grid`]).
+    pub grid_offset: Option<u64>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
@@ -255,6 +259,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         trap_offset: None,
         printf_offset: None,
         heap_offset: None,
+        grid_offset: None,
         spec_wg_x: 0,
         uniform_fns: BTreeSet::new(),
         warp: warp::Globals::default(),
@@ -312,6 +317,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_heap))) {
         let off = data_bytes.div_ceil(8) * 8;
         e.heap_offset = Some(off);
+        data_bytes = off + 8;
+    }
+    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_grid))) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.grid_offset = Some(off);
         data_bytes = off + 8;
     }
     for g in &globals {
@@ -537,6 +547,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             trap_offset: e.trap_offset,
             printf_offset: e.printf_offset,
             heap_offset: e.heap_offset,
+            grid_offset: e.grid_offset,
         },
     ))
 }
@@ -708,7 +719,7 @@ fn uses_trap(stmts: &[ast::Statement], functions: &std::collections::HashSet<&st
         ast::Statement::Inst(i) => {
             i.opcode == "trap"
                 || i.opcode == "alloca"
-                || call::system_call(i, &[printf::ASSERTFAIL]).is_some()
+                || call::system_call(i, &[printf::ASSERTFAIL, grid::SYNCHRONIZE]).is_some()
                 || (i.opcode == "call"
                     && matches!(
                         i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..))),
@@ -727,6 +738,28 @@ fn uses_heap(stmts: &[ast::Statement]) -> bool {
         ast::Statement::Block(b) => uses_heap(b),
         _ => false,
     })
+}
+
+/// Whether a function synchronises its grid: calls the device runtime's
+/// cooperative-groups entry points or reads `%envreg1`/`%envreg2` (nvcc's
+/// inline grid sync), see [`grid`].
+fn uses_grid(stmts: &[ast::Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        ast::Statement::Inst(i) => {
+            call::system_call(i, &[grid::GET_INTRINSIC_HANDLE, grid::SYNCHRONIZE]).is_some()
+                || i.operands.iter().any(reads_grid_envreg)
+        }
+        ast::Statement::Block(b) => uses_grid(b),
+        _ => false,
+    })
+}
+
+fn reads_grid_envreg(op: &ast::Operand) -> bool {
+    match op {
+        ast::Operand::Name { name, .. } => name == "%envreg1" || name == "%envreg2",
+        ast::Operand::List(_, l) => l.iter().any(reads_grid_envreg),
+        _ => false,
+    }
 }
 
 fn uses_printf(stmts: &[ast::Statement]) -> bool {

@@ -246,6 +246,10 @@ impl Emitter<'_> {
                 }
             },
             "%nsmid" => self.c_u32(1),
+            "%envreg1" | "%envreg2" => match super::grid::envreg(self, fx, name, span)? {
+                Some(v) => v,
+                None => return Ok(None),
+            },
             "%lanemask_eq" | "%lanemask_lt" | "%lanemask_le" | "%lanemask_gt" | "%lanemask_ge" => {
                 let m = self.c_u32(31);
                 let lane = self.bin_u32(Op::BitwiseAnd, l, m)?;
