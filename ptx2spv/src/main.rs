@@ -89,6 +89,10 @@ struct Cli {
     /// while others of the workgroup have diverged or exited).
     #[arg(long = "no-memory-semantics", default_value_t = false)]
     no_memory_semantics: bool,
+    /// Copies of each spin-wait loop's body per iteration (for llvmpipe,
+    /// whose loop limiter ends long waits; 0 or 1 leaves loops alone).
+    #[arg(long = "unroll-spin-loops", default_value_t = 0)]
+    unroll_spin_loops: u32,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -152,6 +156,7 @@ fn run(cli: Cli) -> Result<(), String> {
         denorm_preserve_f32: cli.denorm_preserve,
         denorm_preserve_f64: cli.denorm_preserve,
         memory_semantics: !cli.no_memory_semantics,
+        unroll_spin_loops: cli.unroll_spin_loops,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

@@ -836,6 +836,8 @@ impl ContextInner {
             denorm_preserve_f32: self.info.denorm_preserve_f32,
             denorm_preserve_f64: self.info.denorm_preserve_f64,
             memory_semantics: self.info.driver_name != "llvmpipe",
+            // llvmpipe's loop limiter ends a spin-wait after 65535 polls.
+            unroll_spin_loops: if self.info.driver_name == "llvmpipe" { 64 } else { 0 },
         }
     }
 

@@ -339,7 +339,7 @@ pub mod printf {
 /// flipped, which is what waiting blocks watch for.
 ///
 /// Every block of a cooperative launch must be running at once: the runtime
-/// refuses a launch of more blocks than [`crate`]'s users are told fit
+/// refuses a launch of more blocks than the device is known to run at once
 /// (`CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`).
 pub mod grid {
     /// Bytes of the grid workspace.
@@ -348,9 +348,9 @@ pub mod grid {
     pub const BARRIER: u64 = 4;
     /// Rounds of the translator's spin loop before a grid sync gives up and
     /// sets [`super::printf::TRAP_GRID_SYNC`] (each round polls the barrier
-    /// word 16 times; a device driver may end the loop sooner, as lavapipe's
+    /// word 64 times; a device driver may end the loop sooner, as lavapipe's
     /// loop limiter does after 65535 iterations of all loops of a thread).
-    pub const SPIN_ROUNDS: u32 = 1 << 24;
+    pub const SPIN_ROUNDS: u32 = 1 << 20;
 }
 
 /// Generic addresses of `.shared` memory: `SHARED_WINDOW | offset`.

@@ -42,6 +42,7 @@ pub mod layout;
 pub mod parse;
 pub mod reducible;
 pub mod scope;
+pub mod spin;
 pub mod structurize;
 pub mod tma;
 
@@ -143,6 +144,10 @@ pub struct Options {
     /// nothing (llvmpipe's atomics are locked x86 instructions, which order
     /// memory themselves, and a workgroup's subgroups run on one host thread).
     pub memory_semantics: bool,
+    /// Copies of the body of each spin-wait loop per iteration (see
+    /// [`spin`]); below 2, loops are left as they are. For drivers that end
+    /// loops after a number of iterations (llvmpipe: 64).
+    pub unroll_spin_loops: u32,
 }
 
 impl Default for Options {
@@ -157,6 +162,7 @@ impl Default for Options {
             denorm_preserve_f32: false,
             denorm_preserve_f64: false,
             memory_semantics: true,
+            unroll_spin_loops: 0,
         }
     }
 }
@@ -176,6 +182,7 @@ pub struct Translation {
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
     let mut module = front_end(source, file_name)?;
     tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    spin::run(&mut module, options.unroll_spin_loops);
     let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;
     Ok(Translation { spirv, info })
 }

@@ -14,15 +14,16 @@
 //!   [`synchronize`]).
 //!
 //! `cudaCGSynchronize` is a collective (every function that calls it runs in
-//! workgroup-uniform mode, see [`super::uniform`]): a workgroup barrier,
-//! then invocation 0 of the workgroup arrives for its block and spins until
-//! the barrier word's top bit flips, then a second workgroup barrier. The
-//! arrive adds 1, or `0x8000_0001 - nblocks` in block (0, 0, 0), so that the
-//! word has gained exactly `0x8000_0000` once every block arrived (nvcc's
-//! algorithm, so both lowerings can share a launch). The word is never
-//! reset, and a block cannot arrive at the next sync before the flip, so
-//! spinning for a flip relative to the value returned by its own arrive is
-//! exact.
+//! workgroup-uniform mode, see [`super::uniform`]): the first
+//! [`SPIN_LANES`] invocations of the workgroup read the barrier word; a
+//! workgroup barrier; invocation 0 arrives for the block; those invocations
+//! spin until the word's top bit differs from what they read; a second
+//! workgroup barrier. The arrive adds 1, or `0x8000_0001 - nblocks` in block
+//! (0, 0, 0), so that the word gains exactly `0x8000_0000` once every block
+//! arrived and its top bit flips then and only then (nvcc's algorithm, so
+//! both lowerings can share a launch; the runtime zeroes the word before a
+//! launch). The bit cannot flip before the block has arrived, so the value
+//! read before the arrive gives the generation to wait out.
 //!
 //! A spin that ends without the flip (after [`crate::abi::grid::SPIN_ROUNDS`]
 //! rounds of [`POLLS`] polls, or when lavapipe's loop limiter ends the loop)
@@ -49,8 +50,10 @@ pub(crate) const SYNCHRONIZE: &str = "cudaCGSynchronize";
 
 /// Polls of the barrier word per round of the spin loop: straight-line code,
 /// so that a round lasts longer and lavapipe's loop limiter (65535
-/// iterations of all loops of an invocation together) allows a longer wait.
-pub(crate) const POLLS: u32 = 16;
+/// iterations of all loops of an invocation together) allows a longer wait:
+/// about 65535 x 64 x 8 polls, 0.5 s on the 2-CPU test machine; 16 polls
+/// were too few there under load (`docs/cooperative.md`).
+pub(crate) const POLLS: u32 = 64;
 
 /// Invocations of a workgroup that poll the barrier word: a warp. (On
 /// lavapipe, whose 8-lane vectors run a poll for each active lane, more
@@ -249,9 +252,8 @@ pub(crate) fn synchronize(
         e.b.begin_block(Some(body)).map_err(internal1)?;
         // Once flipped the bit stays until this block arrives again, so only
         // the last poll of a round needs looking at.
-        let polls: u32 = std::env::var("PTXVK_GRID_POLLS").ok().and_then(|v| v.parse().ok()).unwrap_or(POLLS);
         let mut cur = zero;
-        for _ in 0..polls {
+        for _ in 0..POLLS {
             cur = poll(e)?;
         }
         let done = flipped(e, cur)?;
