@@ -91,11 +91,7 @@ fn nvcc_grid_sync() {
     let cooperative = attribute(api, ATTR_COOPERATIVE_LAUNCH);
     let sms = attribute(api, ATTR_MULTIPROCESSOR_COUNT);
     let mut per_sm = 0;
-    check(
-        api,
-        cu!(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, f, BLOCK as c_int, 0)),
-        "occupancy",
-    );
+    check(api, cu!(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, f, BLOCK as c_int, 0)), "occupancy");
     assert!(sms >= 1 && per_sm >= 1, "{sms} multiprocessors, {per_sm} blocks each");
     let max = if cooperative == 1 { (sms * per_sm) as u32 } else { 1 };
 
@@ -128,14 +124,8 @@ fn nvcc_grid_sync() {
     // cuLaunchKernelEx with the cooperative attribute, the grid in y.
     upload_matrix(api, d, &first, rows);
     let attr = LaunchAttribute { id: LAUNCH_ATTRIBUTE_COOPERATIVE, pad: [0; 4], value: [1, 0, 0, 0, 0, 0, 0, 0] };
-    let config = LaunchConfig {
-        grid: [max, 1, 1],
-        block: [BLOCK, 1, 1],
-        shared: 0,
-        stream: null,
-        attrs: &attr,
-        num_attrs: 1,
-    };
+    let config =
+        LaunchConfig { grid: [max, 1, 1], block: [BLOCK, 1, 1], shared: 0, stream: null, attrs: &attr, num_attrs: 1 };
     let cfg = (&config as *const LaunchConfig).cast::<c_void>();
     check(api, cu!(api.cuLaunchKernelEx(cfg, f, params.as_mut_ptr(), no_extra)), "cuLaunchKernelEx");
     check(api, cu!(api.cuCtxSynchronize()), "cuCtxSynchronize");
@@ -145,10 +135,26 @@ fn nvcc_grid_sync() {
     assert_eq!(cu!(api.cuLaunchKernelEx(cfg, f, params.as_mut_ptr(), no_extra)), expected);
 }
 
+/// Set in the child process of [`grid_sync_without_cooperative_launch_traps`].
+const CHILD: &str = "PTXVK_COOPERATIVE_TRAP_CHILD";
+
 /// nvcc's `grid.sync()` traps when the launch gave no grid workspace (a
-/// launch that is not cooperative), as on NVIDIA's hardware.
+/// launch that is not cooperative), as on NVIDIA's hardware. In a child
+/// process: the failure is sticky, and the other test must have lavapipe's
+/// threads to itself.
 #[test]
 fn grid_sync_without_cooperative_launch_traps() {
+    if std::env::var_os(CHILD).is_none() {
+        let exe = std::env::current_exe().expect("test executable");
+        let out = std::process::Command::new(exe)
+            .args(["--exact", "grid_sync_without_cooperative_launch_traps", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .expect("run the child");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains("#trapped"), "child failed:\n{text}");
+        return;
+    }
     let api = init();
     let _ctx = Ctx::new(api);
     let f = grid_rows(api);
@@ -162,4 +168,5 @@ fn grid_sync_without_cooperative_launch_traps() {
     let rc = cu!(api.cuLaunchKernel(f, 1, 1, 1, BLOCK, 1, 1, 0, null, params.as_mut_ptr(), no_extra));
     check(api, rc, "cuLaunchKernel");
     assert_eq!(cu!(api.cuCtxSynchronize()), LAUNCH_FAILED);
+    println!("#trapped");
 }

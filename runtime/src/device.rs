@@ -538,8 +538,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     let max_threads = limits.max_compute_work_group_invocations.min(limits.max_compute_work_group_size[0]) / 32 * 32;
     let driver_name = p12.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let cpus = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
-    let lp_threads = (driver_name == "llvmpipe")
-        .then(|| llvmpipe_threads(cpus, std::env::var("LP_NUM_THREADS").ok().as_deref()));
+    let lp_threads =
+        (driver_name == "llvmpipe").then(|| llvmpipe_threads(cpus, std::env::var("LP_NUM_THREADS").ok().as_deref()));
     let multiprocessor_count = if avail.sm_builtins && psm.shader_sm_count > 0 {
         psm.shader_sm_count
     } else if let Some(n) = lp_threads {

@@ -18,10 +18,19 @@
 //! ```
 //!
 //! whose body reads memory that another thread writes: an `ld` marked
-//! `.volatile`, `.relaxed` or `.acquire`, or an `atom`. It becomes
+//! `.volatile`, `.relaxed` or `.acquire`, an `atom`, an mbarrier test. When
+//! the body only reads memory (see [`reads_only`]) it becomes
 //!
 //! ```text
-//! L:  body; @!p bra L_spin_exit;  (unroll - 1 times)
+//! L:  body; body; ... body;  (unroll times)
+//!     @p bra L;
+//! ```
+//!
+//! (the thread may read once more after the condition held, as a slower
+//! thread would); otherwise, at most [`MAX_COPIES_WITH_EXITS`] copies,
+//!
+//! ```text
+//! L:  body; @!p bra L_spin_exit;  (copies - 1 times)
 //!     body; @p bra L;
 //! L_spin_exit:
 //! ```
@@ -32,6 +41,14 @@ use crate::ast::{Function, Guard, Instruction, Module, ModuleItem, Operand, Stat
 
 /// Most instructions in the body of a loop that [`run`] unrolls.
 const MAX_BODY: usize = 16;
+
+/// Most copies of a body that writes memory (each copy is followed by an
+/// exit test, and long chains of those are slow for drivers to compile).
+const MAX_COPIES_WITH_EXITS: usize = 64;
+
+/// Most instructions of an unrolled loop: bodies are copied fewer times
+/// than asked where they would exceed it.
+const MAX_UNROLLED: usize = 4096;
 
 /// Unrolls the spin loops of every function `unroll` times (nothing when
 /// `unroll` is below 2).
@@ -59,10 +76,27 @@ fn rewrite(stmts: &mut Vec<Statement>, unroll: u32, counter: &mut u32) {
             continue;
         };
         let body: Vec<Statement> = stmts[i + 1..end].to_vec();
+        let copies = (unroll as usize).min(MAX_UNROLLED / (body.len() + 1)).max(2);
         let exit = format!("{label}_spin_exit{counter}");
         *counter += 1;
         let mut out: Vec<Statement> = Vec::new();
-        for _ in 1..unroll {
+        if body.iter().all(reads_only) {
+            // Only reads: the copies need no exit tests of their own. The
+            // polls become atomic adds of 0, which a driver's compiler cannot
+            // merge into one load as it may merge the copies of a volatile
+            // `ld` (llvmpipe does).
+            let polled: Vec<Statement> = body.iter().map(as_atomic_poll).collect();
+            for _ in 0..copies {
+                out.extend(polled.iter().cloned());
+            }
+            out.push(Statement::Inst(back.clone()));
+            let n = out.len();
+            stmts.splice(i + 1..=end, out);
+            i += 1 + n;
+            continue;
+        }
+        let copies = copies.min(MAX_COPIES_WITH_EXITS);
+        for _ in 1..copies {
             out.extend(body.iter().cloned());
             let mut leave = back.clone();
             leave.guard = Some(Guard { negated: !guard.negated, ..guard.clone() });
@@ -99,12 +133,97 @@ fn spin_loop(stmts: &[Statement], i: usize) -> Option<(String, usize, Instructio
 }
 
 /// An instruction that may be repeated inside a spin loop: no control
-/// transfer, no collective, nothing that names labels.
+/// transfer, no collective or warp operation, nothing that names labels.
 fn plain(inst: &Instruction) -> bool {
     !matches!(
         inst.opcode.as_str(),
-        "bra" | "brx" | "call" | "ret" | "exit" | "trap" | "bar" | "barrier" | "bar.warp" | "alloca"
+        "bra"
+            | "brx"
+            | "call"
+            | "ret"
+            | "exit"
+            | "trap"
+            | "bar"
+            | "barrier"
+            | "alloca"
+            | "vote"
+            | "shfl"
+            | "match"
+            | "redux"
+            | "activemask"
+            | "elect"
+            | "wgmma"
+            | "mma"
+            | "setmaxnreg"
     ) && !inst.operands.iter().any(|o| matches!(o, Operand::List(..)))
+}
+
+/// A polling `ld` (`.volatile`, `.relaxed` or `.acquire`, of one 32- or
+/// 64-bit integer) as the equivalent `atom` that adds 0 (`or` 0 for bit
+/// types); other statements as they are.
+fn as_atomic_poll(s: &Statement) -> Statement {
+    let Statement::Inst(inst) = s else { return s.clone() };
+    if inst.opcode != "ld" || !polls(inst) || inst.operands.len() != 2 {
+        return s.clone();
+    }
+    let mut modifiers = Vec::new();
+    let mut op = None;
+    for m in &inst.modifiers {
+        match m.as_str() {
+            "volatile" => {}
+            "relaxed" | "acquire" | "gpu" | "sys" | "cta" | "global" | "shared" => modifiers.push(m.clone()),
+            "u32" | "s32" | "u64" => op = Some(("add", m.as_str())),
+            "b32" | "b64" => op = Some(("or", m.as_str())),
+            _ => return s.clone(),
+        }
+    }
+    let Some((op, ty)) = op else { return s.clone() };
+    // `atom` takes `.relaxed`/`.acquire` only with a scope.
+    if !modifiers.iter().any(|m| matches!(m.as_str(), "gpu" | "sys" | "cta")) {
+        modifiers.retain(|m| !matches!(m.as_str(), "relaxed" | "acquire"));
+    }
+    modifiers.push(op.to_string());
+    modifiers.push(ty.to_string());
+    let mut atom = inst.clone();
+    atom.opcode = "atom".to_string();
+    atom.modifiers = modifiers;
+    atom.operands.push(Operand::Int(inst.span, 0));
+    atom.decoded = None;
+    Statement::Inst(atom)
+}
+
+/// Whether a body statement has no effect besides its destination
+/// registers: then running it again after the exit condition held only
+/// reads memory once more, as a slower thread would, and the copies need
+/// no exit tests of their own. Memory is only read (`ld`, an mbarrier
+/// test); no `st`, `atom`, `red`, copies, fences or arrivals.
+fn reads_only(s: &Statement) -> bool {
+    let Statement::Inst(inst) = s else { return false };
+    match inst.opcode.as_str() {
+        "mbarrier" => inst.has("test_wait") || inst.has("try_wait"),
+        "st"
+        | "atom"
+        | "red"
+        | "cp"
+        | "membar"
+        | "fence"
+        | "prefetch"
+        | "prefetchu"
+        | "discard"
+        | "applypriority"
+        | "stmatrix"
+        | "tensormap"
+        | "sust"
+        | "sured"
+        | "nanosleep"
+        | "pmevent"
+        | "multimem"
+        | "griddepcontrol"
+        | "tcgen05"
+        | "clusterlaunchcontrol"
+        | "brkpt" => false,
+        _ => true,
+    }
 }
 
 /// Whether `inst` reads memory another thread may be writing.
@@ -143,18 +262,37 @@ mod tests {
         L: ld.acquire.gpu.u32 %r1, [%rd1]; setp.eq.s32 %p1, %r1, 0; @%p1 bra L;\nret;\n}\n";
 
     #[test]
-    fn unrolls_a_spin_loop_with_exit_tests() {
+    fn unrolls_a_reading_spin_loop() {
         let b = body_of(SPIN, 3);
         let want = [
             "ld.param.u64",
             "L:",
-            "ld.acquire.gpu.u32",
+            "atom.acquire.gpu.add.u32",
+            "setp.eq.s32",
+            "atom.acquire.gpu.add.u32",
+            "setp.eq.s32",
+            "atom.acquire.gpu.add.u32",
+            "setp.eq.s32",
+            "@%p1 bra",
+            "ret",
+        ];
+        assert_eq!(b, want);
+    }
+
+    #[test]
+    fn unrolls_an_atomic_spin_loop_with_exit_tests() {
+        let cas = SPIN.replace("ld.acquire.gpu.u32 %r1, [%rd1]", "atom.global.cas.b32 %r1, [%rd1], 0, 1");
+        let b = body_of(&cas, 3);
+        let want = [
+            "ld.param.u64",
+            "L:",
+            "atom.global.cas.b32",
             "setp.eq.s32",
             "@!%p1 bra",
-            "ld.acquire.gpu.u32",
+            "atom.global.cas.b32",
             "setp.eq.s32",
             "@!%p1 bra",
-            "ld.acquire.gpu.u32",
+            "atom.global.cas.b32",
             "setp.eq.s32",
             "@%p1 bra",
             "L_spin_exit0:",
