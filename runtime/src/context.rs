@@ -297,7 +297,7 @@ impl Context {
     /// [`Context::launch`], and the kernel may synchronise its grid (see
     /// `ptxvk_translator::abi::grid`). Every block must run at once:
     /// [`Error::CooperativeLaunchTooLarge`] when the grid has more blocks
-    /// than [`Context::max_cooperative_blocks`] allows.
+    /// than [`DeviceInfo::coresident_workgroups`].
     pub fn launch_cooperative(
         &self,
         f: &Function,
@@ -307,17 +307,6 @@ impl Context {
         params: &[u8],
     ) -> Result<()> {
         self.0.launch(f, grid, block, dynamic_shared_bytes, params, true)
-    }
-
-    /// The most blocks of `block_threads` threads a cooperative launch may
-    /// have on this device: [`DeviceInfo::coresident_workgroups`] (each of
-    /// those runs one workgroup at a time), 0 for a block larger than the
-    /// device allows.
-    pub fn max_cooperative_blocks(&self, block_threads: u64) -> u64 {
-        if block_threads == 0 || block_threads > self.0.info.max_threads_per_block as u64 {
-            return 0;
-        }
-        self.0.info.coresident_workgroups as u64
     }
 
     /// Waits for all queued work. A kernel that executed `trap` makes this

@@ -507,3 +507,51 @@ def test_managed_memory():
     saxpy[(n + 127) // 128, 128](np.float32(2.0), x, x, out)
     cuda.synchronize()
     assert np.array_equal(out, np.float32(2.0) * x + x)
+
+
+# --- cooperative launch and grid-wide synchronisation -------------------------
+
+@cuda.jit
+def grid_rows(m):
+    """Row r from row r-1 read backwards: each thread reads what another block
+    wrote before the previous grid sync."""
+    col = cuda.grid(1)
+    g = cuda.cg.this_grid()
+    cols = m.shape[1]
+    for r in range(1, m.shape[0]):
+        if col < cols:
+            m[r, col] = m[r - 1, cols - 1 - col] * 3 + col
+        g.sync()
+
+
+@pytest.mark.parametrize("block,rows", [(32, 40), (96, 150), (256, 300)])
+def test_grid_sync(block, rows):
+    """this_grid().sync() (cudaCGSynchronize, linked from libcudadevrt) at the
+    largest cooperative grid the device reports, which must all run at once."""
+    sig = (int32[:, ::1],)
+    k = cuda.jit(sig)(grid_rows.py_func)
+    overload = k.overloads[sig]
+    grid = overload.max_cooperative_grid_blocks(block)
+    assert grid >= 1
+    assert overload.cooperative
+    cols = grid * block - 3
+    first = rng(40 + block).integers(-1000, 1000, cols, dtype=np.int32)
+    host = np.full((rows, cols), np.iinfo(np.int32).max - 7, np.int32)
+    host[0] = first
+    want = host.copy()
+    for r in range(1, rows):
+        want[r] = want[r - 1][::-1] * np.int32(3) + np.arange(cols, dtype=np.int32)
+    d = cuda.to_device(host)
+    k[grid, block](d)
+    np.testing.assert_array_equal(d.copy_to_host(), want)
+
+
+def test_grid_sync_too_large():
+    """One block more than max_cooperative_grid_blocks is refused (numba checks
+    it against the occupancy and multiprocessor count the driver reports)."""
+    sig = (int32[:, ::1],)
+    k = cuda.jit(sig)(grid_rows.py_func)
+    grid = k.overloads[sig].max_cooperative_grid_blocks(64)
+    d = cuda.to_device(np.zeros((2, (grid + 1) * 64), np.int32))
+    with pytest.raises(ValueError, match="exceeds the limit"):
+        k[grid + 1, 64](d)
