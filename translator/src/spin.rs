@@ -42,9 +42,10 @@ use crate::ast::{Function, Guard, Instruction, Module, ModuleItem, Operand, Stat
 /// Most instructions in the body of a loop that [`run`] unrolls.
 const MAX_BODY: usize = 16;
 
-/// Most copies of a body that writes memory (each copy is followed by an
-/// exit test, and long chains of those are slow for drivers to compile).
-const MAX_COPIES_WITH_EXITS: usize = 64;
+/// Most copies of a body that writes memory, such as a compare-and-swap
+/// retry loop or a spin lock (each copy is followed by an exit test, and
+/// long chains of those are slow for llvmpipe to compile: about 1 s for 64).
+const MAX_COPIES_WITH_EXITS: usize = 16;
 
 /// Most instructions of an unrolled loop: bodies are copied fewer times
 /// than asked where they would exceed it.
