@@ -436,6 +436,46 @@ pub fn link_destroy(state: Handle) -> CuResult<()> {
 mod tests {
     use super::*;
 
+    /// A GNU `ar` archive: a symbol table, a long-name table, then members.
+    fn archive(members: &[&str]) -> Vec<u8> {
+        fn header(name: &str, size: usize) -> Vec<u8> {
+            format!("{name:<16}{:<12}{:<6}{:<6}{:<8}{size:<10}`\n", 0, 0, 0, 644).into_bytes()
+        }
+        let mut out = b"!<arch>\n".to_vec();
+        let symbols = b"\0\0\0\0";
+        out.extend(header("/", symbols.len()));
+        out.extend(symbols);
+        let names: String = members.iter().map(|m| format!("{m}/\n")).collect();
+        out.extend(header("//", names.len()));
+        out.extend(names.as_bytes());
+        if names.len() % 2 == 1 {
+            out.push(b'\n');
+        }
+        let mut offset = 0;
+        for m in members {
+            let body = b"\x7fELF-ish";
+            out.extend(header(&format!("/{offset}"), body.len()));
+            out.extend(body);
+            if body.len() % 2 == 1 {
+                out.push(b'\n');
+            }
+            offset += m.len() + 2;
+        }
+        out
+    }
+
+    #[test]
+    fn device_runtime_archive() {
+        assert!(is_device_runtime(&archive(&["cuda_device_runtime.o"])));
+        assert!(!is_device_runtime(&archive(&["cuda_device_runtime.o", "kernels.o"])));
+        assert!(!is_device_runtime(&archive(&["libfoo_device.o"])));
+        assert!(!is_device_runtime(&archive(&[])));
+        assert!(!is_device_runtime(b"\x7fELF"));
+        let mut cut = archive(&["cuda_device_runtime.o"]);
+        cut.truncate(cut.len() - 3);
+        assert!(!is_device_runtime(&cut));
+    }
+
     #[test]
     fn declared_names() {
         assert_eq!(declared_name(".visible .entry k("), Some("k".into()));
