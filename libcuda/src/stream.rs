@@ -16,9 +16,11 @@ use std::ffi::{c_float, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::capture;
 use crate::context::{self, ContextObj};
 use crate::driver;
 use crate::ffi::{write_out, CUdevice, Handle};
+use crate::graph::{HostNode, NodeKind};
 use crate::handles::{handle_of, Registry};
 use crate::result::{CUresult, CuError, CuResult};
 
@@ -111,13 +113,17 @@ pub fn stream_destroy(stream: Handle) -> CuResult<()> {
     let obj = STREAMS
         .remove(stream)
         .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))?;
+    capture::forget(stream, std::ptr::null_mut());
     obj.context.runtime.synchronize()?;
     Ok(())
 }
 
-/// `cuStreamSynchronize(CUstream hStream)`.
+/// `cuStreamSynchronize(CUstream hStream)`: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+/// on a capturing stream (the capture is invalidated).
 pub fn stream_synchronize(stream: Handle) -> CuResult<()> {
-    context_of(stream)?.runtime.synchronize()?;
+    let ctx = context_of(stream)?;
+    capture::check_sync(stream)?;
+    ctx.runtime.synchronize()?;
     Ok(())
 }
 
@@ -202,16 +208,6 @@ pub unsafe fn stream_get_device(stream: Handle, device: *mut CUdevice) -> CuResu
     unsafe { write_out(device, ctx.device.ordinal) }
 }
 
-/// `cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)`:
-/// never capturing (graphs are not supported).
-///
-/// # Safety
-/// `status` is NULL or writable.
-pub unsafe fn stream_is_capturing(stream: Handle, status: *mut c_int) -> CuResult<()> {
-    context_of(stream)?;
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(status, 0) }
-}
 
 /// `cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)`:
 /// satisfied by the single in-order queue once both handles are checked.
@@ -221,6 +217,7 @@ pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResu
     if flags & !1 != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown wait flags {flags:#x}")));
     }
+    capture::wait_event(stream, event, flags)?;
     Ok(())
 }
 
@@ -236,6 +233,9 @@ pub type StreamCallback = Option<unsafe extern "C" fn(Handle, CUresult, *mut c_v
 /// `f` is NULL or a function that may be called with `user_data`.
 pub unsafe fn launch_host_func(stream: Handle, f: HostFn, user_data: *mut c_void) -> CuResult<()> {
     let ctx = context_of(stream)?;
+    if capture::capture_node(stream, || Ok(NodeKind::Host(HostNode::new(f, user_data)?)))? {
+        return Ok(());
+    }
     let f = f.ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("fn is NULL"))?;
     ctx.runtime.synchronize()?;
     // SAFETY: the caller's host function, called as the driver API documents.
@@ -266,6 +266,8 @@ pub unsafe fn stream_add_callback(
     flags: c_uint,
 ) -> CuResult<()> {
     let ctx = context_of(stream)?;
+    // Stream callbacks cannot be captured (host functions can).
+    capture::check_sync(stream)?;
     let cb = callback.ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("callback is NULL"))?;
     if flags != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("flags must be 0"));
@@ -327,13 +329,20 @@ pub fn event_destroy(event: Handle) -> CuResult<()> {
     driver::driver()?;
     EVENTS
         .remove(event)
-        .map(|_| ())
-        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{event:p} is not a live event")))
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{event:p} is not a live event")))?;
+    capture::forget(std::ptr::null_mut(), event);
+    Ok(())
 }
 
 /// `cuEventRecord(CUevent hEvent, CUstream hStream)`: "CUDA_ERROR_INVALID_HANDLE"
-/// if the stream and event belong to different contexts.
+/// if the stream and event belong to different contexts. In a capturing
+/// stream the event marks the capture point (see [`capture::record_event`]).
 pub fn event_record(event: Handle, stream: Handle) -> CuResult<()> {
+    event_record_with_flags(event, stream, 0)
+}
+
+/// Records `event` on `stream` now (no capture).
+pub fn record_now(event: Handle, stream: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
     let ctx = context_of(stream)?;
     if ctx.device.ordinal != ev.context.device.ordinal {
@@ -346,10 +355,15 @@ pub fn event_record(event: Handle, stream: Handle) -> CuResult<()> {
 
 /// `cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)`.
 pub fn event_record_with_flags(event: Handle, stream: Handle, flags: c_uint) -> CuResult<()> {
+    lookup_event(event)?;
+    context_of(stream)?;
     if flags & !1 != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown record flags {flags:#x}")));
     }
-    event_record(event, stream)
+    if capture::record_event(event, stream, flags)? {
+        return Ok(());
+    }
+    record_now(event, stream)
 }
 
 /// `cuEventQuery(CUevent hEvent)`: waits for the recorded work, so it
@@ -361,6 +375,7 @@ pub fn event_query(event: Handle) -> CuResult<()> {
 /// `cuEventSynchronize(CUevent hEvent)`: waits for the context's queued work.
 pub fn event_synchronize(event: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
+    capture::check_event_not_captured(event)?;
     if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
         ev.context.runtime.synchronize()?;
     }
@@ -399,6 +414,7 @@ pub unsafe fn event_elapsed_time(ms: *mut c_float, start: Handle, end: Handle) -
 pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
     let c = context::lookup(ctx)?;
     let ev = lookup_event(event)?;
+    capture::check_context_event(ctx, event)?;
     let t = c.runtime.record_timestamp()?;
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     Ok(())
@@ -407,5 +423,6 @@ pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
 /// `cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent)`: satisfied by the in-order queue.
 pub fn ctx_wait_event(ctx: Handle, event: Handle) -> CuResult<()> {
     context::lookup(ctx)?;
-    lookup_event(event).map(|_| ())
+    lookup_event(event)?;
+    capture::check_context_event(ctx, event)
 }
