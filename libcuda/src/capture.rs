@@ -615,7 +615,8 @@ pub unsafe fn get_capture_info(
 ) -> CuResult<()> {
     stream::context_of(stream)?;
     if status_out.is_null() || (!edges_out.is_null() && deps_out.is_null()) {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("captureStatus_out is NULL, or edgeData_out without dependencies_out"));
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE
+            .because("captureStatus_out is NULL, or edgeData_out without dependencies_out"));
     }
     let t = table();
     let s = status(&t, stream)?;
@@ -723,7 +724,12 @@ pub unsafe fn update_capture_dependencies(
 ///
 /// # Safety
 /// As [`update_capture_dependencies`].
-pub unsafe fn update_capture_dependencies_v1(stream: Handle, deps: *const Handle, n: usize, flags: c_uint) -> CuResult<()> {
+pub unsafe fn update_capture_dependencies_v1(
+    stream: Handle,
+    deps: *const Handle,
+    n: usize,
+    flags: c_uint,
+) -> CuResult<()> {
     // SAFETY: forwarded caller contract.
     unsafe { update_capture_dependencies(stream, deps, std::ptr::null(), n, flags) }
 }

@@ -204,9 +204,7 @@ impl KernelNode {
         let function = resolve_function(handle)?;
         let (func, kern) = if p.func.is_null() { (0, p.kern as usize) } else { (p.func as usize, 0) };
         // SAFETY: forwarded caller contract.
-        unsafe {
-            KernelNode::new(function, func, kern, p.grid, p.block, p.shared_mem_bytes, p.kernel_params, p.extra)
-        }
+        unsafe { KernelNode::new(function, func, kern, p.grid, p.block, p.shared_mem_bytes, p.kernel_params, p.extra) }
     }
 
     fn params(&self) -> KernelNodeParams {
@@ -258,11 +256,20 @@ pub struct MemsetNode(MemsetNodeParams);
 impl MemsetNode {
     /// A checked memset: "elementSize must be 1, 2, or 4"; the destination
     /// aligned to it; a pitch covering a row when there is more than one.
-    pub fn new(dst: CUdeviceptr, pitch: usize, value: u32, element_size: u32, width: usize, height: usize) -> CuResult<Self> {
+    pub fn new(
+        dst: CUdeviceptr,
+        pitch: usize,
+        value: u32,
+        element_size: u32,
+        width: usize,
+        height: usize,
+    ) -> CuResult<Self> {
         if ![1, 2, 4].contains(&element_size) {
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("elementSize {element_size} is not 1, 2 or 4")));
+            return Err(
+                CuError::CUDA_ERROR_INVALID_VALUE.because(format!("elementSize {element_size} is not 1, 2 or 4"))
+            );
         }
-        if dst == 0 || dst % u64::from(element_size) != 0 {
+        if dst == 0 || !dst.is_multiple_of(u64::from(element_size)) {
             return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dst is NULL or not aligned to elementSize"));
         }
         if height > 1 && pitch < width.saturating_mul(element_size as usize) {
@@ -929,11 +936,7 @@ pub unsafe fn get_root_nodes(graph: Handle, nodes: *mut Handle, count: *mut usiz
     let g = lookup_graph(graph)?;
     let items: Vec<usize> = {
         let d = g.data();
-        d.nodes
-            .iter()
-            .map(|n| handle_of(n) as usize)
-            .filter(|h| !d.edges.iter().any(|e| e.1 == *h))
-            .collect()
+        d.nodes.iter().map(|n| handle_of(n) as usize).filter(|h| !d.edges.iter().any(|e| e.1 == *h)).collect()
     };
     // SAFETY: forwarded caller contract.
     unsafe { write_list(nodes, std::ptr::null_mut(), count, &items) }
@@ -1306,8 +1309,8 @@ pub unsafe fn node_find_in_clone(ph: *mut Handle, original: Handle, clone: Handl
     let g = lookup_graph(clone)?;
     lookup_node(original)?;
     let found = g.data().nodes.iter().find(|n| n.origin == original as usize).map(handle_of);
-    let h = found
-        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("the node has no counterpart in that graph"))?;
+    let h =
+        found.ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("the node has no counterpart in that graph"))?;
     // SAFETY: forwarded caller contract.
     unsafe { write_out(ph, h) }
 }
@@ -1375,7 +1378,11 @@ const INSTANTIATE_ERROR: c_int = 1;
 fn instantiate(graph: Handle, flags: u64) -> Result<Handle, (CuError, c_int, usize)> {
     let g = lookup_graph(graph).map_err(|e| (e, INSTANTIATE_ERROR, 0))?;
     if flags & !INSTANTIATE_FLAGS != 0 {
-        return Err((CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown flags {flags:#x}")), INSTANTIATE_ERROR, 0));
+        return Err((
+            CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown flags {flags:#x}")),
+            INSTANTIATE_ERROR,
+            0,
+        ));
     }
     if flags & INSTANTIATE_FLAG_DEVICE_LAUNCH != 0 {
         let e = CuError::CUDA_ERROR_NOT_SUPPORTED.because("device-launchable graphs are not supported");
@@ -1521,8 +1528,7 @@ fn run_node(kind: &NodeKind, stream: Handle) -> CuResult<()> {
 
 /// Runs the enabled nodes of `g` in a topological order.
 fn run_graph(g: &GraphObj, stream: Handle) -> CuResult<()> {
-    let order = topological(g)
-        .map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE.because("the graph has a cycle"))?;
+    let order = topological(g).map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE.because("the graph has a cycle"))?;
     for n in order {
         if !n.enabled.load(Ordering::Relaxed) {
             continue;
@@ -1610,7 +1616,12 @@ pub unsafe fn exec_kernel_node_set_params_v1(
 ///
 /// # Safety
 /// `params` is NULL or readable.
-pub unsafe fn exec_memcpy_node_set_params(exec: Handle, node: Handle, params: *const Memcpy3D, ctx: Handle) -> CuResult<()> {
+pub unsafe fn exec_memcpy_node_set_params(
+    exec: Handle,
+    node: Handle,
+    params: *const Memcpy3D,
+    ctx: Handle,
+) -> CuResult<()> {
     let e = lookup_exec(exec)?;
     let n = exec_node(&e, node, NODE_MEMCPY)?;
     context::given_or_current(ctx)?;
@@ -1714,7 +1725,11 @@ const UPDATE_NOT_SUPPORTED: c_int = 6;
 /// the `CUgraphExecUpdateResult` and the node at fault otherwise.
 fn update(exec: Handle, graph: Handle) -> Result<(), (CuError, c_int, usize)> {
     let fail = |code, node| {
-        (CuError::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE.because("the graph cannot update the executable graph"), code, node)
+        (
+            CuError::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE.because("the graph cannot update the executable graph"),
+            code,
+            node,
+        )
     };
     let e = lookup_exec(exec).map_err(|e| (e, 1, 0))?;
     let g = lookup_graph(graph).map_err(|e| (e, 1, 0))?;

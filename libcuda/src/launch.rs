@@ -9,9 +9,9 @@ use crate::capture;
 use crate::context;
 use crate::driver;
 use crate::ffi::{bytes, read_in, write_opt, write_out, Handle};
+use crate::graph::{KernelNode, NodeKind};
 use crate::library::resolve_function;
 use crate::module::FunctionObj;
-use crate::graph::{KernelNode, NodeKind};
 use crate::result::{CuError, CuResult};
 use crate::stream;
 
@@ -318,9 +318,8 @@ unsafe fn capture_launch(
     let (func, kern) = if is_function { (hfunc as usize, 0) } else { (0, hfunc as usize) };
     capture::capture_node(hstream, || {
         // SAFETY: forwarded caller contract.
-        let node = unsafe {
-            KernelNode::new(f.clone(), func, kern, grid, block, shared_mem_bytes, kernel_params, extra)
-        }?;
+        let node =
+            unsafe { KernelNode::new(f.clone(), func, kern, grid, block, shared_mem_bytes, kernel_params, extra) }?;
         Ok(NodeKind::Kernel(node))
     })
 }
@@ -481,8 +480,9 @@ pub unsafe fn launch_kernel_ex(
         }
     }
     // SAFETY: forwarded caller contract.
-    if unsafe { capture_launch(&f, hfunc, cfg.grid, cfg.block, cfg.shared_mem_bytes, cfg.stream, kernel_params, extra) }?
-    {
+    if unsafe {
+        capture_launch(&f, hfunc, cfg.grid, cfg.block, cfg.shared_mem_bytes, cfg.stream, kernel_params, extra)
+    }? {
         return Ok(());
     }
     // SAFETY: forwarded caller contract.

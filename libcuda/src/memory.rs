@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::capture;
 use crate::context::{self, ContextObj, CONTEXTS};
 use crate::driver;
 use crate::ffi::{bytes, bytes_mut, read_in, write_opt, write_out, CUdeviceptr, Handle};
+use crate::graph::{CopyNode, MemsetNode, NodeKind};
 use crate::handles::handle_of;
 use crate::result::{CuError, CuResult};
-use crate::capture;
-use crate::graph::{CopyNode, MemsetNode, NodeKind};
 use crate::stream;
 
 /// `cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)`.
@@ -298,14 +298,22 @@ pub fn memset_d16_async(dst: CUdeviceptr, value: u16, n: usize, s: Handle) -> Cu
 /// `cuMemsetD32Async`.
 pub fn memset_d32_async(dst: CUdeviceptr, value: u32, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    if capture_memset(s, dst, 0, u32::from(value), 4, n, 1)? {
+    if capture_memset(s, dst, 0, value, 4, n, 1)? {
         return Ok(());
     }
     memset_d32_impl(dst, value, n)
 }
 
 /// Adds a memset to the capture of `s` if it captures.
-fn capture_memset(s: Handle, dst: CUdeviceptr, pitch: usize, value: u32, elem: u32, w: usize, h: usize) -> CuResult<bool> {
+fn capture_memset(
+    s: Handle,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u32,
+    elem: u32,
+    w: usize,
+    h: usize,
+) -> CuResult<bool> {
     capture::capture_node(s, || Ok(NodeKind::Memset(MemsetNode::new(dst, pitch, value, elem, w, h)?)))
 }
 
@@ -850,7 +858,15 @@ pub unsafe fn memcpy_3d(copy: *const Memcpy3D) -> CuResult<()> {
 
 impl Memcpy3D {
     /// A linear copy of `n` bytes between two endpoints (host address or device address per type).
-    pub fn linear(dst_type: u32, dst_host: usize, dst_dev: CUdeviceptr, src_type: u32, src_host: usize, src_dev: CUdeviceptr, n: usize) -> Memcpy3D {
+    pub fn linear(
+        dst_type: u32,
+        dst_host: usize,
+        dst_dev: CUdeviceptr,
+        src_type: u32,
+        src_host: usize,
+        src_dev: CUdeviceptr,
+        n: usize,
+    ) -> Memcpy3D {
         Memcpy3D {
             src_x: 0,
             src_y: 0,
@@ -910,7 +926,9 @@ pub fn check_memcpy_3d(c: &Memcpy3D) -> CuResult<()> {
     if !c.reserved0.is_null() || !c.reserved1.is_null() || c.src_lod != 0 || c.dst_lod != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("reserved fields must be NULL and LODs 0"));
     }
-    for (kind, host, device) in [(c.src_type, c.src_host as usize, c.src_device), (c.dst_type, c.dst_host as usize, c.dst_device)] {
+    for (kind, host, device) in
+        [(c.src_type, c.src_host as usize, c.src_device), (c.dst_type, c.dst_host as usize, c.dst_device)]
+    {
         let null = match kind {
             CU_MEMORYTYPE_HOST => host == 0,
             CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED => device == 0,
@@ -1059,7 +1077,7 @@ pub fn memset_d2d16_async(dst: CUdeviceptr, pitch: usize, v: u16, w: usize, h: u
 /// `cuMemsetD2D32Async(...)`.
 pub fn memset_d2d32_async(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    if capture_memset(s, dst, pitch, u32::from(v), 4, w, h)? {
+    if capture_memset(s, dst, pitch, v, 4, w, h)? {
         return Ok(());
     }
     memset_d2d32_impl(dst, pitch, v, w, h)

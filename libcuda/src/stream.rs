@@ -208,7 +208,6 @@ pub unsafe fn stream_get_device(stream: Handle, device: *mut CUdevice) -> CuResu
     unsafe { write_out(device, ctx.device.ordinal) }
 }
 
-
 /// `cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)`:
 /// satisfied by the single in-order queue once both handles are checked.
 pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<()> {
