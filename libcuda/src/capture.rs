@@ -526,7 +526,6 @@ pub unsafe fn end_capture(stream: Handle, ph: *mut Handle) -> CuResult<()> {
         return Err(CuError::CUDA_ERROR_ILLEGAL_STATE.because("the stream is not capturing"));
     };
     if seq.origin != stream as usize {
-        invalidate(&mut t, id);
         return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED.because("the capture began on another stream"));
     }
     if seq.mode != MODE_RELAXED && seq.thread != std::thread::current().id() {

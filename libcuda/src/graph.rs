@@ -791,8 +791,8 @@ unsafe fn read_pairs(graph: Handle, from: *const Handle, to: *const Handle, n: u
 
 /// `cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const
 /// CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies)`:
-/// "CUDA_ERROR_INVALID_VALUE" for an edge that exists already; an edge that
-/// closes a cycle is refused the same way.
+/// "CUDA_ERROR_INVALID_VALUE" for an edge that exists already. Cycles are
+/// reported by instantiation (`CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE`).
 ///
 /// # Safety
 /// Arrays readable for `n` entries (or NULL when `n` is 0; `edge_data` may be NULL).
@@ -813,9 +813,6 @@ pub unsafe fn add_dependencies(
     for p in pairs {
         if edges.contains(&p) {
             return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the dependency exists already"));
-        }
-        if reaches(&edges, p.1, p.0) {
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the dependency would create a cycle"));
         }
         edges.push(p);
     }
