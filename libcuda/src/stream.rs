@@ -127,10 +127,18 @@ pub fn stream_synchronize(stream: Handle) -> CuResult<()> {
     Ok(())
 }
 
-/// `cuStreamQuery(CUstream hStream)`: reports completion after waiting, so
-/// it never says `CUDA_ERROR_NOT_READY`.
+/// `cuStreamQuery(CUstream hStream)`: "CUDA_ERROR_NOT_READY" while work
+/// queued before the call has not finished (without waiting; the work is
+/// submitted if it was still being batched). All streams share one queue,
+/// so this is the device's work.
 pub fn stream_query(stream: Handle) -> CuResult<()> {
-    stream_synchronize(stream)
+    let ctx = context_of(stream)?;
+    capture::check_sync(stream)?;
+    if ctx.runtime.is_done(ctx.runtime.work_mark())? {
+        Ok(())
+    } else {
+        Err(CuError::CUDA_ERROR_NOT_READY.because("work queued on the device has not finished"))
+    }
 }
 
 /// `cuStreamGetFlags(CUstream hStream, unsigned int *flags)`: 0 for the
@@ -288,6 +296,8 @@ pub struct EventObj {
     pub flags: c_uint,
     /// When the work before its last record finished.
     recorded: Mutex<Option<ptxvk_runtime::Timestamp>>,
+    /// The runtime's work mark at the last record (see `Context::work_mark`).
+    mark: AtomicU64,
 }
 
 /// `CU_EVENT_DISABLE_TIMING`.
@@ -318,7 +328,7 @@ pub unsafe fn event_create(ph_event: *mut Handle, flags: c_uint) -> CuResult<()>
     if flags & !EVENT_FLAGS != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown event flags {flags:#x}")));
     }
-    let h = EVENTS.insert(Arc::new(EventObj { context, flags, recorded: Mutex::new(None) }));
+    let h = EVENTS.insert(Arc::new(EventObj { context, flags, recorded: Mutex::new(None), mark: AtomicU64::new(0) }));
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(ph_event, h) }
 }
@@ -348,6 +358,7 @@ pub fn record_now(event: Handle, stream: Handle) -> CuResult<()> {
         return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("the event and the stream are on different devices"));
     }
     let t = ctx.runtime.record_timestamp()?;
+    ev.mark.store(ctx.runtime.work_mark(), Ordering::Relaxed);
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     Ok(())
 }
@@ -365,10 +376,20 @@ pub fn event_record_with_flags(event: Handle, stream: Handle, flags: c_uint) -> 
     record_now(event, stream)
 }
 
-/// `cuEventQuery(CUevent hEvent)`: waits for the recorded work, so it
-/// always reports it finished.
+/// `cuEventQuery(CUevent hEvent)`: "CUDA_ERROR_NOT_READY" while the work
+/// recorded before the event has not finished (the query does not wait, but
+/// submits that work if it was still being batched, so polling ends).
 pub fn event_query(event: Handle) -> CuResult<()> {
-    event_synchronize(event)
+    let ev = lookup_event(event)?;
+    capture::check_event_not_captured(event)?;
+    if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+        return Ok(());
+    }
+    if ev.context.runtime.is_done(ev.mark.load(Ordering::Relaxed))? {
+        Ok(())
+    } else {
+        Err(CuError::CUDA_ERROR_NOT_READY.because("the work recorded before the event has not finished"))
+    }
 }
 
 /// `cuEventSynchronize(CUevent hEvent)`: waits for the context's queued work.
@@ -415,6 +436,7 @@ pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
     capture::check_context_event(ctx, event)?;
     let t = c.runtime.record_timestamp()?;
+    ev.mark.store(c.runtime.work_mark(), Ordering::Relaxed);
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     Ok(())
 }
