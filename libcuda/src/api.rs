@@ -825,6 +825,33 @@ mod tests {
     }
 
     #[test]
+    fn graph_and_capture_entry_points_are_implemented() {
+        let names = [
+            ("cuGraphAddKernelNode", "cuGraphAddKernelNode_v2"),
+            ("cuGraphKernelNodeGetParams", "cuGraphKernelNodeGetParams_v2"),
+            ("cuGraphExecKernelNodeSetParams", "cuGraphExecKernelNodeSetParams_v2"),
+            ("cuGraphInstantiate", "cuGraphInstantiate_v2"),
+            ("cuGraphInstantiateWithFlags", "cuGraphInstantiateWithFlags"),
+            ("cuGraphInstantiateWithParams", "cuGraphInstantiateWithParams"),
+            ("cuGraphExecUpdate", "cuGraphExecUpdate_v2"),
+            ("cuGraphGetEdges", "cuGraphGetEdges_v2"),
+            ("cuGraphAddDependencies", "cuGraphAddDependencies_v2"),
+            ("cuStreamBeginCapture", "cuStreamBeginCapture_v2"),
+            ("cuStreamEndCapture", "cuStreamEndCapture"),
+            ("cuStreamGetCaptureInfo", "cuStreamGetCaptureInfo_v3"),
+            ("cuThreadExchangeStreamCaptureMode", "cuThreadExchangeStreamCaptureMode"),
+        ];
+        for (name, want) in names {
+            assert_eq!(symbol(name, 12080, 0), Some(want), "{name}");
+            assert!(IMPLEMENTED_NAMES.contains(&want), "{want} is a stub");
+        }
+        assert_eq!(symbol("cuGraphLaunch", 12000, 2), Some("cuGraphLaunch_ptsz"));
+        assert_eq!(symbol("cuStreamGetCaptureInfo", 11030, 0), Some("cuStreamGetCaptureInfo_v2"));
+        assert_eq!(symbol("cuGraphAddKernelNode", 11080, 0), Some("cuGraphAddKernelNode"));
+        assert!(IMPLEMENTED_NAMES.contains(&"cuGraphAddKernelNode"));
+    }
+
+    #[test]
     fn every_table_symbol_is_exported() {
         for e in API_TABLE {
             assert!(exported(e.symbol).is_some(), "{} is not exported", e.symbol);
