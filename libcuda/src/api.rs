@@ -620,6 +620,16 @@ exports! {
     raw fn cuGraphExecUpdate_v2(exec: Handle, graph: Handle, info: *mut gr::UpdateResultInfo) => gr::exec_update;
     /// `cuGraphExecUpdate` (CUDA 10.2 signature).
     raw fn cuGraphExecUpdate(exec: Handle, graph: Handle, err_node: *mut Handle, result: *mut c_int) => gr::exec_update_v1;
+    /// `cuUserObjectCreate`.
+    raw fn cuUserObjectCreate(out: *mut Handle, ptr: *mut c_void, destroy: stream::HostFn, initial: c_uint, flags: c_uint) => gr::user_object_create;
+    /// `cuUserObjectRetain`.
+    safe fn cuUserObjectRetain(obj: Handle, count: c_uint) => gr::user_object_retain;
+    /// `cuUserObjectRelease`.
+    safe fn cuUserObjectRelease(obj: Handle, count: c_uint) => gr::user_object_release;
+    /// `cuGraphRetainUserObject`.
+    safe fn cuGraphRetainUserObject(graph: Handle, obj: Handle, count: c_uint, flags: c_uint) => gr::graph_retain_user_object;
+    /// `cuGraphReleaseUserObject`.
+    safe fn cuGraphReleaseUserObject(graph: Handle, obj: Handle, count: c_uint) => gr::graph_release_user_object;
 
     /// `cuTensorMapEncodeTiled`.
     raw fn cuTensorMapEncodeTiled(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, box_dim: *const u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tmap::encode_tiled;

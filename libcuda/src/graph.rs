@@ -364,6 +364,8 @@ struct GraphData {
     nodes: Vec<Arc<NodeObj>>,
     /// `(from, to)` node handles, in creation order.
     edges: Vec<(usize, usize)>,
+    /// References held on user objects: handle and count.
+    user_refs: std::collections::BTreeMap<usize, u32>,
 }
 
 /// A `CUgraph`.
@@ -510,8 +512,13 @@ pub unsafe fn graph_create(ph: *mut Handle, flags: c_uint) -> CuResult<()> {
     unsafe { write_out(ph, h) }
 }
 
-/// Unregisters a graph's nodes and its embedded graphs.
+/// Unregisters a graph's nodes and its embedded graphs and drops its
+/// references to user objects.
 fn forget_graph(g: &GraphObj) {
+    let refs = std::mem::take(&mut g.data().user_refs);
+    for (h, n) in refs {
+        let _ = user_object_release(h as Handle, n);
+    }
     let nodes = std::mem::take(&mut g.data().nodes);
     for n in nodes {
         if g.registered {
@@ -720,12 +727,19 @@ pub unsafe fn add_child_graph_node(
 pub fn clone_graph(src: &GraphObj, register: bool, embedded: bool) -> Arc<GraphObj> {
     let g = new_graph(embedded, register);
     let gh = if register { GRAPHS.insert(g.clone()) } else { handle_of(&g) };
-    let (nodes, edges) = {
+    let (nodes, edges, user_refs) = {
         let d = src.data();
-        (d.nodes.clone(), d.edges.clone())
+        (d.nodes.clone(), d.edges.clone(), d.user_refs.clone())
     };
     let mut map = std::collections::HashMap::new();
     let mut data = GraphData::default();
+    // The copy holds its own references to the user objects.
+    for (&h, &n) in &user_refs {
+        if let Some(u) = USER_OBJECTS.get(h as Handle) {
+            *u.refs() += u64::from(n);
+        }
+    }
+    data.user_refs = user_refs;
     for n in &nodes {
         let kind = match &*n.kind() {
             NodeKind::Child(c) => NodeKind::Child(clone_graph(c, register, true)),
@@ -1822,4 +1836,129 @@ pub unsafe fn graph_get_id(graph: Handle, id: *mut c_uint) -> CuResult<()> {
     let g = lookup_graph(graph)?;
     // SAFETY: forwarded caller contract.
     unsafe { write_out(id, g.id) }
+}
+
+/// A `CUuserObject`: a reference-counted destructor callback.
+pub struct UserObj {
+    ptr: usize,
+    destroy: unsafe extern "C" fn(*mut c_void),
+    refs: Mutex<u64>,
+}
+
+impl UserObj {
+    fn refs(&self) -> MutexGuard<'_, u64> {
+        self.refs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Live user objects.
+pub static USER_OBJECTS: Registry<UserObj> = Registry::new();
+
+/// `CU_USER_OBJECT_NO_DESTRUCTOR_SYNC`.
+const USER_OBJECT_NO_DESTRUCTOR_SYNC: c_uint = 1;
+/// `CU_GRAPH_USER_OBJECT_MOVE`.
+const GRAPH_USER_OBJECT_MOVE: c_uint = 1;
+
+fn lookup_user_object(h: Handle) -> CuResult<Arc<UserObj>> {
+    driver::driver()?;
+    USER_OBJECTS
+        .get(h)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{h:p} is not a live user object")))
+}
+
+/// `cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn
+/// destroy, unsigned int initialRefcount, unsigned int flags)`: flags must
+/// be `CU_USER_OBJECT_NO_DESTRUCTOR_SYNC`; the destructor runs on a thread
+/// of its own when the last reference goes.
+///
+/// # Safety
+/// `out` is NULL or writable; `destroy` may be called with `ptr` from another thread.
+pub unsafe fn user_object_create(
+    out: *mut Handle,
+    ptr: *mut c_void,
+    destroy: HostFn,
+    initial: c_uint,
+    flags: c_uint,
+) -> CuResult<()> {
+    driver::driver()?;
+    let destroy = destroy.ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("destroy is NULL"))?;
+    if out.is_null() || initial == 0 || flags != USER_OBJECT_NO_DESTRUCTOR_SYNC {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE
+            .because("object_out is NULL, initialRefcount is 0 or flags are not CU_USER_OBJECT_NO_DESTRUCTOR_SYNC"));
+    }
+    let obj = Arc::new(UserObj { ptr: ptr as usize, destroy, refs: Mutex::new(u64::from(initial)) });
+    let h = USER_OBJECTS.insert(obj);
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(out, h) }
+}
+
+/// `cuUserObjectRetain(CUuserObject object, unsigned int count)`.
+pub fn user_object_retain(obj: Handle, count: c_uint) -> CuResult<()> {
+    let u = lookup_user_object(obj)?;
+    if count == 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("count is 0"));
+    }
+    *u.refs() += u64::from(count);
+    Ok(())
+}
+
+/// `cuUserObjectRelease(CUuserObject object, unsigned int count)`: the
+/// destructor runs (on another thread) when no reference is left.
+pub fn user_object_release(obj: Handle, count: c_uint) -> CuResult<()> {
+    let u = lookup_user_object(obj)?;
+    if count == 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("count is 0"));
+    }
+    let last = {
+        let mut r = u.refs();
+        *r = r.saturating_sub(u64::from(count));
+        *r == 0
+    };
+    if last && USER_OBJECTS.remove(obj).is_some() {
+        let (f, ptr) = (u.destroy, u.ptr);
+        // The driver runs destructors on an internal thread; they must not
+        // call the API, and the caller may hold locks the destructor needs.
+        std::thread::spawn(move || {
+            // SAFETY: the caller's destructor, called once with its pointer
+            // as cuUserObjectCreate documents.
+            unsafe { f(ptr as *mut c_void) }
+        });
+    }
+    Ok(())
+}
+
+/// `cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned
+/// int count, unsigned int flags)`: with `CU_GRAPH_USER_OBJECT_MOVE` the
+/// caller's references move to the graph.
+pub fn graph_retain_user_object(graph: Handle, obj: Handle, count: c_uint, flags: c_uint) -> CuResult<()> {
+    let g = lookup_graph(graph)?;
+    let u = lookup_user_object(obj)?;
+    if count == 0 || flags & !GRAPH_USER_OBJECT_MOVE != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("count is 0 or unknown flags"));
+    }
+    if flags & GRAPH_USER_OBJECT_MOVE == 0 {
+        *u.refs() += u64::from(count);
+    }
+    *g.data().user_refs.entry(obj as usize).or_insert(0) += count;
+    Ok(())
+}
+
+/// `cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned
+/// int count)`: "CUDA_ERROR_INVALID_VALUE" for more references than the graph holds.
+pub fn graph_release_user_object(graph: Handle, obj: Handle, count: c_uint) -> CuResult<()> {
+    let g = lookup_graph(graph)?;
+    lookup_user_object(obj)?;
+    {
+        let mut d = g.data();
+        let held = d.user_refs.get(&(obj as usize)).copied().unwrap_or(0);
+        if count == 0 || count > held {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the graph does not hold that many references"));
+        }
+        if held == count {
+            d.user_refs.remove(&(obj as usize));
+        } else {
+            d.user_refs.insert(obj as usize, held - count);
+        }
+    }
+    user_object_release(obj, count)
 }
