@@ -371,17 +371,29 @@ pub fn wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<bool
     }
 }
 
-/// A stream or event goes away: it leaves any capture (a capturing stream
-/// invalidates its capture).
+/// A stream or event goes away: it leaves any capture. A joined stream
+/// invalidates its capture; the origin stream ends it (its graph is
+/// destroyed: nobody can end the capture any more).
 pub fn forget(stream: Handle, event: Handle) {
     if ACTIVE.load(Ordering::Acquire) == 0 {
         return;
     }
     let mut t = table();
-    if let Some(sc) = t.streams.remove(&(stream as usize)) {
-        invalidate(&mut t, sc.seq);
-    }
     t.events.remove(&(event as usize));
+    let Some(sc) = t.streams.remove(&(stream as usize)) else { return };
+    let id = sc.seq;
+    if t.seqs.get(&id).is_some_and(|s| s.origin == stream as usize) {
+        let Some(seq) = t.seqs.remove(&id) else { return };
+        ACTIVE.fetch_sub(1, Ordering::AcqRel);
+        t.streams.retain(|_, s| s.seq != id);
+        t.events.retain(|_, (s, _)| *s != id);
+        drop(t);
+        if seq.owns_graph {
+            let _ = graph::graph_destroy(seq.graph_handle as Handle);
+        }
+    } else {
+        invalidate(&mut t, id);
+    }
 }
 
 /// Starts a capture on `stream` into `graph` with the initial dependency set `deps`.

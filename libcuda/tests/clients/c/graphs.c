@@ -595,6 +595,43 @@ static void capture_errors(CUstream s, CUstream s2) {
     OK(cuGraphDestroy(g));
     OK(cuEventDestroy(e));
     OK(cuEventDestroy(outside));
+
+    /* Destroying the stream of a capture ends it: unsafe calls work again. */
+    CUstream s3;
+    OK(cuStreamCreate(&s3, CU_STREAM_DEFAULT));
+    OK(cuStreamBeginCapture(s3, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuStreamDestroy(s3));
+    OK(cuMemcpyHtoD(da, a, sizeof a));
+    OK(cuCtxSynchronize());
+}
+
+/* User objects: the destructor runs (on another thread) once the graph and
+ * every executable graph made from it are gone. */
+static volatile int destroyed;
+static void CUDA_CB destroy_user(void *p) {
+    __atomic_add_fetch((int *)p, 1, __ATOMIC_SEQ_CST);
+}
+
+static void user_objects(void) {
+    CUuserObject obj;
+    EXPECT(cuUserObjectCreate(&obj, (void *)&destroyed, destroy_user, 1, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cuUserObjectCreate(&obj, (void *)&destroyed, destroy_user, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CUgraph g;
+    CUgraphNode e;
+    OK(cuGraphCreate(&g, 0));
+    OK(cuGraphAddEmptyNode(&e, g, NULL, 0));
+    OK(cuGraphRetainUserObject(g, obj, 1, CU_GRAPH_USER_OBJECT_MOVE)); /* our reference moves to the graph */
+    OK(cuUserObjectRetain(obj, 2));
+    OK(cuUserObjectRelease(obj, 2));
+    CUgraphExec exec;
+    OK(cuGraphInstantiate(&exec, g, 0));
+    EXPECT(cuGraphReleaseUserObject(g, obj, 2), CUDA_ERROR_INVALID_VALUE);
+    OK(cuGraphDestroy(g));
+    CHECK(__atomic_load_n(&destroyed, __ATOMIC_SEQ_CST) == 0, "the executable graph keeps the user object");
+    OK(cuGraphExecDestroy(exec));
+    for (long i = 0; i < 2000000000L && __atomic_load_n(&destroyed, __ATOMIC_SEQ_CST) == 0; i++)
+        ;
+    CHECK(__atomic_load_n(&destroyed, __ATOMIC_SEQ_CST) == 1, "destructor ran once after the last reference");
 }
 
 /* An event recorded behind pending work reports NOT_READY until it is done. */
@@ -612,6 +649,12 @@ static void event_query(CUstream s) {
     while ((r = cuEventQuery(e)) == CUDA_ERROR_NOT_READY && spins < 10000000)
         spins++;
     CHECK(r == CUDA_SUCCESS, "polling the event completes without a synchronisation");
+    OK(cuLaunchKernel(vadd, (N + 127) / 128, 1, 1, 128, 1, 1, 0, s, args, NULL));
+    CHECK(cuStreamQuery(s) == CUDA_ERROR_NOT_READY, "stream query sees pending work");
+    spins = 0;
+    while ((r = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY && spins < 10000000)
+        spins++;
+    CHECK(r == CUDA_SUCCESS, "polling the stream completes");
     OK(cuEventSynchronize(e));
     OK(cuEventQuery(e));
     OK(cuEventDestroy(e));
@@ -645,6 +688,7 @@ int main(int argc, char **argv) {
     captured_graph(s, s2);
     capture_errors(s, s2);
     event_query(s);
+    user_objects();
 
     OK(cuStreamDestroy(s));
     OK(cuStreamDestroy(s2));
