@@ -620,6 +620,8 @@ exports! {
     raw fn cuGraphExecUpdate_v2(exec: Handle, graph: Handle, info: *mut gr::UpdateResultInfo) => gr::exec_update;
     /// `cuGraphExecUpdate` (CUDA 10.2 signature).
     raw fn cuGraphExecUpdate(exec: Handle, graph: Handle, err_node: *mut Handle, result: *mut c_int) => gr::exec_update_v1;
+    /// `cuGraphDebugDotPrint`.
+    raw fn cuGraphDebugDotPrint(graph: Handle, path: *const c_char, flags: c_uint) => gr::debug_dot_print;
     /// `cuUserObjectCreate`.
     raw fn cuUserObjectCreate(out: *mut Handle, ptr: *mut c_void, destroy: stream::HostFn, initial: c_uint, flags: c_uint) => gr::user_object_create;
     /// `cuUserObjectRetain`.

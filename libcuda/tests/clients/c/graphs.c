@@ -481,6 +481,30 @@ static void captured_graph(CUstream s, CUstream s2) {
     OK(cuGraphDestroy(g2));
 
     OK(cuGraphExecDestroy(exec));
+
+    /* Capture into an existing graph after a given node, and set the
+     * dependency set by hand. */
+    CUgraph into;
+    CUgraphNode start, other;
+    OK(cuGraphCreate(&into, 0));
+    OK(cuGraphAddEmptyNode(&start, into, NULL, 0));
+    OK(cuGraphAddEmptyNode(&other, into, NULL, 0));
+    EXPECT(cuStreamBeginCaptureToGraph(s, into, &k1, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamBeginCaptureToGraph(s, into, &start, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuStreamUpdateCaptureDependencies(s, &other, NULL, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+    OK(cuStreamGetCaptureInfo(s, &st, &id, &cg, &cdeps, NULL, &ncdeps));
+    CHECK(cg == into && ncdeps == 2, "capture into a graph after two nodes");
+    OK(cuMemsetD32Async(dd, 0, N, s));
+    CUgraph ended;
+    OK(cuStreamEndCapture(s, &ended));
+    CHECK(ended == into && count_nodes(into) == 3, "the capture added to the given graph");
+    size_t nd = 0;
+    OK(cuGraphGetEdges(into, NULL, NULL, NULL, &nd));
+    CHECK(nd == 2, "the captured memset depends on both nodes");
+    EXPECT(cuStreamUpdateCaptureDependencies(s, &other, NULL, 1, 0), CUDA_ERROR_ILLEGAL_STATE);
+    OK(cuGraphDebugDotPrint(g, "/dev/null", 0));
+    EXPECT(cuGraphDebugDotPrint(g, "/nonexistent/dir/graph.dot", 0), CUDA_ERROR_OPERATING_SYSTEM);
+    OK(cuGraphDestroy(into));
     OK(cuGraphDestroy(g));
     OK(cuEventDestroy(fork));
     OK(cuEventDestroy(join));
