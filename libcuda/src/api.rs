@@ -620,6 +620,16 @@ exports! {
     raw fn cuGraphExecUpdate_v2(exec: Handle, graph: Handle, info: *mut gr::UpdateResultInfo) => gr::exec_update;
     /// `cuGraphExecUpdate` (CUDA 10.2 signature).
     raw fn cuGraphExecUpdate(exec: Handle, graph: Handle, err_node: *mut Handle, result: *mut c_int) => gr::exec_update_v1;
+    /// `cuGraphAddNode_v2` (and `_v3`, same signature).
+    raw fn cuGraphAddNode_v2(ph: *mut Handle, graph: Handle, deps: *const Handle, edge_data: *const EdgeData, n: usize, params: *mut gr::GraphNodeParams) | cuGraphAddNode_v3 => gr::add_node_params;
+    /// `cuGraphAddNode` (CUDA 12.2, no edge data).
+    raw fn cuGraphAddNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, params: *mut gr::GraphNodeParams) => gr::add_node_params_v1;
+    /// `cuGraphNodeSetParams` (and `_v2`, same signature).
+    raw fn cuGraphNodeSetParams(node: Handle, params: *mut gr::GraphNodeParams) | cuGraphNodeSetParams_v2 => gr::node_set_params;
+    /// `cuGraphNodeGetParams`.
+    raw fn cuGraphNodeGetParams(node: Handle, params: *mut gr::GraphNodeParams) => gr::node_get_params;
+    /// `cuGraphExecNodeSetParams`.
+    raw fn cuGraphExecNodeSetParams(exec: Handle, node: Handle, params: *mut gr::GraphNodeParams) => gr::exec_node_set_params;
     /// `cuGraphDebugDotPrint`.
     raw fn cuGraphDebugDotPrint(graph: Handle, path: *const c_char, flags: c_uint) => gr::debug_dot_print;
     /// `cuUserObjectCreate`.

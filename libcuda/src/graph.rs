@@ -2014,3 +2014,290 @@ fn dot_body(g: &GraphObj, out: &mut String, indent: &str) {
         let _ = writeln!(out, "{indent}n{a:x} -> n{b:x};");
     }
 }
+
+/// `CUgraphNodeParams`: the node type, then a 232-byte union of the
+/// per-type parameters.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct GraphNodeParams {
+    ty: c_int,
+    reserved0: [c_int; 3],
+    body: [u64; 29],
+    reserved2: i64,
+}
+
+/// `CUDA_MEMCPY_NODE_PARAMS`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct MemcpyNodeParamsV2 {
+    flags: c_int,
+    reserved: c_int,
+    ctx: Handle,
+    copy: Memcpy3D,
+}
+
+/// `CUDA_MEMSET_NODE_PARAMS_v2`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct MemsetNodeParamsV2 {
+    p: MemsetNodeParams,
+    ctx: Handle,
+}
+
+/// `CUDA_HOST_NODE_PARAMS_v2`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct HostNodeParamsV2 {
+    f: HostFn,
+    user_data: *mut c_void,
+    sync_mode: c_uint,
+    ctx: Handle,
+}
+
+/// `CUDA_CHILD_GRAPH_NODE_PARAMS`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ChildGraphNodeParams {
+    graph: Handle,
+    ownership: c_int,
+}
+
+/// `CUDA_EVENT_WAIT_NODE_PARAMS` / `CUDA_EVENT_RECORD_NODE_PARAMS`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct EventNodeParams {
+    event: Handle,
+    ctx: Handle,
+}
+
+/// `CU_GRAPH_CHILD_GRAPH_OWNERSHIP_INVALID`: what a query reports.
+const CHILD_OWNERSHIP_INVALID: c_int = -1;
+
+impl GraphNodeParams {
+    /// The union read as `T`.
+    ///
+    /// # Safety
+    /// `T` is one of the `#[repr(C)]` parameter structs above (at most 232
+    /// bytes, every field a C scalar or pointer).
+    unsafe fn get<T: Copy>(&self) -> T {
+        const { assert!(std::mem::size_of::<T>() <= 232) };
+        // SAFETY: the union has 232 readable bytes; `T` fits and has no
+        // invalid bit patterns (see the function's contract).
+        unsafe { self.body.as_ptr().cast::<T>().read_unaligned() }
+    }
+
+    /// A description of `ty` with `v` in the union, the rest zero.
+    fn with<T: Copy>(ty: c_int, v: T) -> GraphNodeParams {
+        const { assert!(std::mem::size_of::<T>() <= 232) };
+        let mut p = GraphNodeParams { ty, reserved0: [0; 3], body: [0; 29], reserved2: 0 };
+        // SAFETY: `T` fits in the 232 bytes of the union.
+        unsafe { p.body.as_mut_ptr().cast::<T>().write_unaligned(v) };
+        p
+    }
+}
+
+/// The node a `CUgraphNodeParams` describes. "CUDA_ERROR_NOT_SUPPORTED" for
+/// the node types this library has no nodes for.
+///
+/// # Safety
+/// The pointers in `p` as the per-type `cuGraphAdd*Node` calls document them.
+unsafe fn kind_from_params(p: &GraphNodeParams) -> CuResult<NodeKind> {
+    if p.reserved0 != [0; 3] || p.reserved2 != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("reserved fields of CUgraphNodeParams must be zero"));
+    }
+    Ok(match p.ty {
+        NODE_KERNEL => {
+            // SAFETY: the type field says the union holds this struct.
+            let k: KernelNodeParams = unsafe { p.get() };
+            // SAFETY: forwarded caller contract.
+            let node = unsafe { KernelNode::from_params(&k) }?;
+            if !k.ctx.is_null() && !k.func.is_null() && !Arc::ptr_eq(&context::lookup(k.ctx)?, &node.function.context) {
+                return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because("ctx is not the function's context"));
+            }
+            NodeKind::Kernel(node)
+        }
+        NODE_MEMCPY => {
+            // SAFETY: the type field says the union holds this struct.
+            let m: MemcpyNodeParamsV2 = unsafe { p.get() };
+            if m.flags != 0 || m.reserved != 0 {
+                return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("memcpy flags and reserved must be zero"));
+            }
+            context::given_or_current(m.ctx)?;
+            mem::check_memcpy_3d(&m.copy)?;
+            NodeKind::Memcpy(CopyNode(m.copy))
+        }
+        NODE_MEMSET => {
+            // SAFETY: the type field says the union holds this struct.
+            let m: MemsetNodeParamsV2 = unsafe { p.get() };
+            context::given_or_current(m.ctx)?;
+            let q = m.p;
+            NodeKind::Memset(MemsetNode::new(q.dst, q.pitch, q.value, q.element_size, q.width, q.height)?)
+        }
+        NODE_HOST => {
+            // SAFETY: the type field says the union holds this struct.
+            let h: HostNodeParamsV2 = unsafe { p.get() };
+            NodeKind::Host(HostNode::new(h.f, h.user_data)?)
+        }
+        NODE_GRAPH => {
+            // SAFETY: the type field says the union holds this struct.
+            let c: ChildGraphNodeParams = unsafe { p.get() };
+            if c.ownership != 0 {
+                return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("only cloned child graphs are supported"));
+            }
+            let g = lookup_graph(c.graph)?;
+            NodeKind::Child(clone_graph(&g, true, true))
+        }
+        NODE_EMPTY => NodeKind::Empty,
+        NODE_WAIT_EVENT | NODE_EVENT_RECORD => {
+            // SAFETY: the type field says the union holds this struct.
+            let e: EventNodeParams = unsafe { p.get() };
+            stream::lookup_event(e.event)?;
+            if p.ty == NODE_WAIT_EVENT {
+                NodeKind::EventWait(e.event as usize)
+            } else {
+                NodeKind::EventRecord(e.event as usize)
+            }
+        }
+        other => {
+            return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because(format!("graph node type {other} is not supported")))
+        }
+    })
+}
+
+/// Drops what a node kind built for a failed call registered (an embedded graph).
+fn discard(kind: &NodeKind) {
+    if let NodeKind::Child(c) = kind {
+        GRAPHS.remove(handle_of(c));
+        forget_graph(c);
+    }
+}
+
+/// `cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const
+/// CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t
+/// numDependencies, CUgraphNodeParams *nodeParams)` (and `_v3`).
+///
+/// # Safety
+/// Pointers as the driver API documents them.
+pub unsafe fn add_node_params(
+    ph: *mut Handle,
+    graph: Handle,
+    deps: *const Handle,
+    edge_data: *const EdgeData,
+    n: usize,
+    params: *mut GraphNodeParams,
+) -> CuResult<()> {
+    lookup_graph(graph)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { check_edge_data(edge_data, n) }?;
+    // SAFETY: forwarded caller contract.
+    let p = unsafe { read_in(params) }?;
+    if p.ty == NODE_GRAPH {
+        // SAFETY: the type says the union holds child graph parameters.
+        let c: ChildGraphNodeParams = unsafe { p.get() };
+        if c.graph == graph {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("a graph cannot contain itself"));
+        }
+    }
+    // SAFETY: forwarded caller contract.
+    let kind = unsafe { kind_from_params(&p) }?;
+    let keep = kind.clone();
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { add(ph, graph, deps, n, kind) };
+    if r.is_err() {
+        discard(&keep);
+    }
+    r
+}
+
+/// `cuGraphAddNode` (CUDA 12.2, no edge data).
+///
+/// # Safety
+/// As [`add_node_params`].
+pub unsafe fn add_node_params_v1(
+    ph: *mut Handle,
+    graph: Handle,
+    deps: *const Handle,
+    n: usize,
+    params: *mut GraphNodeParams,
+) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
+    unsafe { add_node_params(ph, graph, deps, std::ptr::null(), n, params) }
+}
+
+/// `cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)`
+/// (and `_v2`): the type must be the node's; child graphs cannot be replaced.
+///
+/// # Safety
+/// `params` is NULL or readable, its pointers as for [`add_node_params`].
+pub unsafe fn node_set_params(node: Handle, params: *mut GraphNodeParams) -> CuResult<()> {
+    let n = lookup_node(node)?;
+    // SAFETY: forwarded caller contract.
+    let p = unsafe { read_in(params) }?;
+    if p.ty != n.kind().type_code() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the parameters are of another node type"));
+    }
+    if p.ty == NODE_GRAPH {
+        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("a child graph node's graph cannot be replaced"));
+    }
+    // SAFETY: forwarded caller contract.
+    let kind = unsafe { kind_from_params(&p) }?;
+    set_kind(&n, kind)
+}
+
+/// `cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+/// CUgraphNodeParams *nodeParams)`: kernels must stay in their context.
+///
+/// # Safety
+/// As [`node_set_params`].
+pub unsafe fn exec_node_set_params(exec: Handle, node: Handle, params: *mut GraphNodeParams) -> CuResult<()> {
+    let e = lookup_exec(exec)?;
+    // SAFETY: forwarded caller contract.
+    let p = unsafe { read_in(params) }?;
+    let x = exec_node(&e, node, p.ty)?;
+    if p.ty == NODE_GRAPH {
+        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("a child graph node's graph cannot be replaced"));
+    }
+    // SAFETY: forwarded caller contract.
+    let kind = unsafe { kind_from_params(&p) }?;
+    if let (NodeKind::Kernel(old), NodeKind::Kernel(new)) = (&*x.kind(), &kind) {
+        if !Arc::ptr_eq(&old.function.context, &new.function.context) {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the new function is in another context"));
+        }
+    }
+    let _serial = e.lock.lock().unwrap_or_else(|p| p.into_inner());
+    set_kind(&x, kind)
+}
+
+/// `cuGraphNodeGetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)`:
+/// pointers in the answer (kernel parameters, the child graph) belong to the node.
+///
+/// # Safety
+/// `params` is NULL or writable.
+pub unsafe fn node_get_params(node: Handle, params: *mut GraphNodeParams) -> CuResult<()> {
+    let n = lookup_node(node)?;
+    let ctx = context::current().map_or(std::ptr::null_mut(), |c| handle_of(&c));
+    let p = match &*n.kind() {
+        NodeKind::Kernel(k) => GraphNodeParams::with(NODE_KERNEL, k.params()),
+        NodeKind::Memcpy(c) => {
+            GraphNodeParams::with(NODE_MEMCPY, MemcpyNodeParamsV2 { flags: 0, reserved: 0, ctx, copy: c.0 })
+        }
+        NodeKind::Memset(m) => GraphNodeParams::with(NODE_MEMSET, MemsetNodeParamsV2 { p: m.0, ctx }),
+        NodeKind::Host(h) => GraphNodeParams::with(
+            NODE_HOST,
+            HostNodeParamsV2 { f: Some(h.f), user_data: h.user_data as *mut c_void, sync_mode: 0, ctx },
+        ),
+        NodeKind::Child(c) => GraphNodeParams::with(
+            NODE_GRAPH,
+            ChildGraphNodeParams { graph: handle_of(c), ownership: CHILD_OWNERSHIP_INVALID },
+        ),
+        NodeKind::Empty => GraphNodeParams::with(NODE_EMPTY, 0u64),
+        NodeKind::EventWait(e) => {
+            GraphNodeParams::with(NODE_WAIT_EVENT, EventNodeParams { event: *e as Handle, ctx: std::ptr::null_mut() })
+        }
+        NodeKind::EventRecord(e) => {
+            GraphNodeParams::with(NODE_EVENT_RECORD, EventNodeParams { event: *e as Handle, ctx })
+        }
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(params, p) }
+}

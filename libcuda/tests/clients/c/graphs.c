@@ -629,6 +629,108 @@ static void capture_errors(CUstream s, CUstream s2) {
     OK(cuCtxSynchronize());
 }
 
+/* The generic node API (cuGraphAddNode, cuGraphNodeGet/SetParams,
+ * cuGraphExecNodeSetParams): memset, copies and a kernel. */
+static void generic_nodes(CUstream s) {
+    CUgraph g;
+    OK(cuGraphCreate(&g, 0));
+    CUgraphNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    p.memset.dst = dc;
+    p.memset.value = POISON;
+    p.memset.elementSize = 4;
+    p.memset.width = N;
+    p.memset.height = 1;
+    CUgraphNode ms, ca, cb, k, co;
+    OK(cuGraphAddNode(&ms, g, NULL, NULL, 0, &p));
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    p.memcpy.copyParams = linear_copy(CU_MEMORYTYPE_DEVICE, NULL, da, CU_MEMORYTYPE_HOST, a, 0, sizeof a);
+    OK(cuGraphAddNode(&ca, g, &ms, NULL, 1, &p));
+    p.memcpy.copyParams = linear_copy(CU_MEMORYTYPE_DEVICE, NULL, db, CU_MEMORYTYPE_HOST, b, 0, sizeof b);
+    OK(cuGraphAddNode(&cb, g, &ca, NULL, 1, &p));
+    CUdeviceptr pa = dc, pb = db, pc = dd;
+    unsigned n = N;
+    void *args[] = {&pa, &pb, &pc, &n};
+    /* d = c + b with c the poison: a NaN result proves the memset ran first;
+     * then a set-params to c = a + b ... */
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    p.kernel.func = vadd;
+    p.kernel.gridDimX = (N + 127) / 128;
+    p.kernel.gridDimY = p.kernel.gridDimZ = 1;
+    p.kernel.blockDimX = 128;
+    p.kernel.blockDimY = p.kernel.blockDimZ = 1;
+    p.kernel.kernelParams = args;
+    OK(cuGraphAddNode(&k, g, &cb, NULL, 1, &p));
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    p.memcpy.copyParams = linear_copy(CU_MEMORYTYPE_HOST, out, 0, CU_MEMORYTYPE_DEVICE, NULL, dd, sizeof out);
+    OK(cuGraphAddNode(&co, g, &k, NULL, 1, &p));
+    CUgraphNodeParams got;
+    OK(cuGraphNodeGetParams(k, &got));
+    CHECK(got.type == CU_GRAPH_NODE_TYPE_KERNEL && got.kernel.func == vadd &&
+              *(CUdeviceptr *)got.kernel.kernelParams[0] == dc && *(unsigned *)got.kernel.kernelParams[3] == N,
+          "generic kernel node parameters");
+    OK(cuGraphNodeGetParams(ms, &got));
+    CHECK(got.type == CU_GRAPH_NODE_TYPE_MEMSET && got.memset.value == POISON, "generic memset node parameters");
+    CUgraphExec exec;
+    OK(cuGraphInstantiate(&exec, g, 0));
+    fill_inputs();
+    poison_host();
+    OK(cuGraphLaunch(exec, s));
+    OK(cuStreamSynchronize(s));
+    int nan = 1;
+    for (unsigned i = 0; i < N; i++)
+        nan &= out[i] != out[i];
+    CHECK(nan, "generic graph: the kernel read the poisoned c");
+    /* Exec: the kernel reads a instead of c, and only the first half. */
+    pa = da;
+    n = N / 2;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    p.kernel.func = vadd;
+    p.kernel.gridDimX = (N + 127) / 128;
+    p.kernel.gridDimY = p.kernel.gridDimZ = 1;
+    p.kernel.blockDimX = 128;
+    p.kernel.blockDimY = p.kernel.blockDimZ = 1;
+    p.kernel.kernelParams = args;
+    OK(cuGraphExecNodeSetParams(exec, k, &p));
+    fill_inputs();
+    poison_host();
+    OK(cuMemsetD32(dd, POISON, N));
+    OK(cuGraphLaunch(exec, s));
+    OK(cuStreamSynchronize(s));
+    int good = 1;
+    for (unsigned i = 0; i < N; i++)
+        good &= i < N / 2 ? out[i] == a[i] + b[i] : is_poison(out[i]);
+    CHECK(good, "generic exec node params: c = a + b over the first half");
+    /* Graph-level set: all of it. */
+    n = N;
+    OK(cuGraphNodeSetParams(k, &p));
+    p.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    EXPECT(cuGraphNodeSetParams(k, &p), CUDA_ERROR_INVALID_VALUE);
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    EXPECT(cuGraphAddNode(&k, g, NULL, NULL, 0, &p), CUDA_ERROR_NOT_SUPPORTED);
+    p.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    p.reserved0[1] = 1;
+    EXPECT(cuGraphAddNode(&k, g, NULL, NULL, 0, &p), CUDA_ERROR_INVALID_VALUE);
+    OK(cuGraphExecDestroy(exec));
+    OK(cuGraphInstantiate(&exec, g, 0));
+    fill_inputs();
+    poison_host();
+    OK(cuGraphLaunch(exec, s));
+    OK(cuStreamSynchronize(s));
+    good = 1;
+    for (unsigned i = 0; i < N; i++)
+        good &= out[i] == a[i] + b[i];
+    CHECK(good, "generic graph set params: c = a + b everywhere");
+    OK(cuGraphExecDestroy(exec));
+    OK(cuGraphDestroy(g));
+}
+
 /* User objects: the destructor runs (on another thread) once the graph and
  * every executable graph made from it are gone. */
 static volatile int destroyed;
@@ -713,6 +815,7 @@ int main(int argc, char **argv) {
     capture_errors(s, s2);
     event_query(s);
     user_objects();
+    generic_nodes(s);
 
     OK(cuStreamDestroy(s));
     OK(cuStreamDestroy(s2));
