@@ -60,6 +60,9 @@ struct Seq {
     invalidated: bool,
     /// Whether the graph was created by the capture (not `cuStreamBeginCaptureToGraph`).
     owns_graph: bool,
+    /// Dependency sets of joined streams destroyed during the capture: they
+    /// must still be joined into the origin stream by the end.
+    left: Vec<Vec<usize>>,
 }
 
 /// A stream taking part in a capture.
@@ -371,9 +374,10 @@ pub fn wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<bool
     }
 }
 
-/// A stream or event goes away: it leaves any capture. A joined stream
-/// invalidates its capture; the origin stream ends it (its graph is
-/// destroyed: nobody can end the capture any more).
+/// A stream or event goes away: it leaves any capture. A joined stream's
+/// work stays in the capture (and must still be joined by the end); the
+/// origin stream ends the capture (its graph is destroyed: nobody can end
+/// the capture any more).
 pub fn forget(stream: Handle, event: Handle) {
     if ACTIVE.load(Ordering::Acquire) == 0 {
         return;
@@ -391,8 +395,8 @@ pub fn forget(stream: Handle, event: Handle) {
         if seq.owns_graph {
             let _ = graph::graph_destroy(seq.graph_handle as Handle);
         }
-    } else {
-        invalidate(&mut t, id);
+    } else if let Some(seq) = t.seqs.get_mut(&id) {
+        seq.left.push(sc.deps);
     }
 }
 
@@ -432,6 +436,7 @@ fn begin(stream: Handle, mode: c_int, target: Option<(Handle, Arc<GraphObj>)>, d
             origin: stream as usize,
             invalidated: false,
             owns_graph,
+            left: Vec::new(),
         },
     );
     let blocking = obj.flags & CU_STREAM_NON_BLOCKING == 0;
@@ -556,7 +561,9 @@ pub unsafe fn end_capture(stream: Handle, ph: *mut Handle) -> CuResult<()> {
     let unjoined = members
         .iter()
         .filter(|(k, _)| *k != stream as usize)
-        .any(|(_, deps)| !graph::all_reach(&seq.graph, deps, &origin_deps));
+        .map(|(_, deps)| deps)
+        .chain(seq.left.iter())
+        .any(|deps| !graph::all_reach(&seq.graph, deps, &origin_deps));
     if seq.invalidated || unjoined {
         if seq.owns_graph {
             let _ = graph::graph_destroy(seq.graph_handle as Handle);

@@ -154,6 +154,58 @@ def test_nvrtc_program_with_cuda_core():
         dy.close(stream)
 
 
+def test_cuda_core_graph_builder():
+    """cuda.core's GraphBuilder: stream capture split into two streams and
+    joined (the forked stream is destroyed before the capture ends), a host
+    callback, upload, three launches with new inputs."""
+    from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+
+    dev = Device()
+    dev.set_current()
+    stream = dev.create_stream()
+    code = r"""
+    extern "C" __global__ void axpy(float a, const float* x, float* y, unsigned n) {
+        unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }
+    """
+    arch = "".join(str(v) for v in dev.compute_capability)
+    prog = Program(code, code_type="c++", options=ProgramOptions(std="c++17", arch="compute_" + arch))
+    kernel = prog.compile("ptx").get_kernel("axpy")
+    n = 3001
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(n).astype(np.float32)
+    dx, dy, dz = (dev.allocate(x.nbytes, stream=stream) for _ in range(3))
+    s = int(stream.handle)
+    ok(cu.cuMemcpyHtoDAsync(int(dx.handle), x.ctypes.data, x.nbytes, s))
+    config = LaunchConfig(grid=(n + 127) // 128, block=128)
+    calls = []
+    builder = dev.create_graph_builder().begin_building("global")
+    left, right = builder.split(2)
+    launch(left, config, kernel, np.float32(2.0), dx, dy, np.uint32(n))  # y = 2x + y
+    # Powers of two: the products are exact, fused or not.
+    launch(right, config, kernel, np.float32(4.0), dx, dz, np.uint32(n))  # z = 4x + z
+    builder = type(builder).join(left, right)
+    launch(builder, config, kernel, np.float32(1.0), dz, dy, np.uint32(n))  # y = z + y
+    builder.callback(lambda: calls.append(1))
+    graph = builder.end_building().complete()
+    graph.upload(stream)
+    for r in range(3):
+        y = rng.standard_normal(n).astype(np.float32)
+        z = rng.standard_normal(n).astype(np.float32)
+        ok(cu.cuMemcpyHtoDAsync(int(dy.handle), y.ctypes.data, x.nbytes, s))
+        ok(cu.cuMemcpyHtoDAsync(int(dz.handle), z.ctypes.data, x.nbytes, s))
+        graph.launch(stream)
+        out = np.full(n, np.nan, np.float32)
+        ok(cu.cuMemcpyDtoHAsync(out.ctypes.data, int(dy.handle), x.nbytes, s))
+        stream.sync()
+        want = (np.float32(4) * x + z) + (np.float32(2) * x + y)
+        check("graph builder run %d" % r, np.array_equal(out, want) and len(calls) == r + 1)
+    graph.close()
+    for d in (dx, dy, dz):
+        d.close(stream)
+
+
 def test_occupancy_and_launch_ex():
     ok(cu.cuInit(0))
     dev = ok(cu.cuDeviceGet(0))

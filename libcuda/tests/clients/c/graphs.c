@@ -620,6 +620,34 @@ static void capture_errors(CUstream s, CUstream s2) {
     OK(cuEventDestroy(e));
     OK(cuEventDestroy(outside));
 
+    /* A forked stream destroyed during the capture: its joined work stays
+     * in the graph; unjoined work still fails the capture. */
+    CUstream fs;
+    CUevent fe, je;
+    OK(cuEventCreate(&fe, CU_EVENT_DISABLE_TIMING));
+    OK(cuEventCreate(&je, CU_EVENT_DISABLE_TIMING));
+    for (int joined = 1; joined >= 0; joined--) {
+        OK(cuStreamCreate(&fs, CU_STREAM_DEFAULT));
+        OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        OK(cuEventRecord(fe, s));
+        OK(cuStreamWaitEvent(fs, fe, 0));
+        OK(cuMemsetD32Async(dc, 0, N, fs));
+        if (joined) {
+            OK(cuEventRecord(je, fs));
+            OK(cuStreamWaitEvent(s, je, 0));
+        }
+        OK(cuStreamDestroy(fs));
+        if (joined) {
+            OK(cuStreamEndCapture(s, &g));
+            CHECK(count_nodes(g) == 1, "a destroyed forked stream's joined work stays captured");
+            OK(cuGraphDestroy(g));
+        } else {
+            EXPECT(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+        }
+    }
+    OK(cuEventDestroy(fe));
+    OK(cuEventDestroy(je));
+
     /* Destroying the stream of a capture ends it: unsafe calls work again. */
     CUstream s3;
     OK(cuStreamCreate(&s3, CU_STREAM_DEFAULT));
