@@ -14,8 +14,9 @@
 //! context synchronisation) under the capture modes of
 //! `cuThreadExchangeStreamCaptureMode`, and work on the legacy stream while
 //! a blocking stream of its context captures
-//! (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`). The per-thread default stream
-//! cannot be captured here.
+//! (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`). `CU_STREAM_PER_THREAD` names
+//! each thread's own stream; the `_ptsz` entry points take a NULL stream as
+//! the legacy stream here (they share the default-stream implementations).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -107,6 +108,24 @@ fn table() -> MutexGuard<'static, Table> {
     TABLE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+thread_local! {
+    /// This thread's per-thread default stream, as a capture table key.
+    static PER_THREAD_KEY: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        (1 << 63) | NEXT.fetch_add(1, Ordering::Relaxed)
+    };
+}
+
+/// The capture table key of `stream`: its handle, or for
+/// `CU_STREAM_PER_THREAD` a key of the calling thread's own stream.
+fn key(stream: Handle) -> usize {
+    if stream as usize == CU_STREAM_PER_THREAD {
+        PER_THREAD_KEY.with(|k| *k)
+    } else {
+        stream as usize
+    }
+}
+
 fn is_legacy(stream: Handle) -> bool {
     matches!(stream as usize, 0 | CU_STREAM_LEGACY)
 }
@@ -148,7 +167,7 @@ pub fn capture_node(stream: Handle, make: impl FnOnce() -> CuResult<NodeKind>) -
         check_legacy(&mut t)?;
         return Ok(false);
     }
-    let Some(sc) = t.streams.get(&(stream as usize)) else { return Ok(false) };
+    let Some(sc) = t.streams.get(&(key(stream))) else { return Ok(false) };
     let id = sc.seq;
     let deps = sc.deps.clone();
     let Some(seq) = t.seqs.get(&id) else { return Ok(false) };
@@ -158,7 +177,7 @@ pub fn capture_node(stream: Handle, make: impl FnOnce() -> CuResult<NodeKind>) -
     let (gh, g) = (seq.graph_handle, seq.graph.clone());
     let kind = make()?;
     let h = graph::add_node(gh as Handle, &g, &deps, kind);
-    if let Some(sc) = t.streams.get_mut(&(stream as usize)) {
+    if let Some(sc) = t.streams.get_mut(&(key(stream))) {
         sc.set_deps(vec![h as usize]);
     }
     Ok(true)
@@ -175,7 +194,7 @@ pub fn check_sync(stream: Handle) -> CuResult<()> {
     if is_legacy(stream) {
         return check_legacy(&mut t);
     }
-    if let Some(id) = t.streams.get(&(stream as usize)).map(|s| s.seq) {
+    if let Some(id) = t.streams.get(&(key(stream))).map(|s| s.seq) {
         invalidate(&mut t, id);
         return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
             .because("a capturing stream cannot be synchronised or queried"));
@@ -272,7 +291,7 @@ pub fn record_event(event: Handle, stream: Handle, flags: c_uint) -> CuResult<bo
     if is_legacy(stream) {
         check_legacy(&mut t)?;
     }
-    let Some(sc) = t.streams.get(&(stream as usize)) else {
+    let Some(sc) = t.streams.get(&(key(stream))) else {
         t.events.remove(&(event as usize));
         return Ok(false);
     };
@@ -284,7 +303,7 @@ pub fn record_event(event: Handle, stream: Handle, flags: c_uint) -> CuResult<bo
     if flags & EVENT_EXTERNAL != 0 {
         let (gh, g) = (seq.graph_handle, seq.graph.clone());
         let h = graph::add_node(gh as Handle, &g, &deps, NodeKind::EventRecord(event as usize));
-        if let Some(sc) = t.streams.get_mut(&(stream as usize)) {
+        if let Some(sc) = t.streams.get_mut(&(key(stream))) {
             sc.set_deps(vec![h as usize]);
         }
         t.events.remove(&(event as usize));
@@ -307,7 +326,7 @@ pub fn wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<bool
     }
     let mut t = table();
     let ev = t.events.get(&(event as usize)).cloned();
-    let sc = t.streams.get(&(stream as usize)).map(|s| s.seq);
+    let sc = t.streams.get(&(key(stream))).map(|s| s.seq);
     match (ev, sc) {
         (Some((eseq, edeps)), Some(sseq)) => {
             if eseq != sseq {
@@ -318,7 +337,7 @@ pub fn wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<bool
             if t.seqs.get(&sseq).is_some_and(|s| s.invalidated) {
                 return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
             }
-            if let Some(s) = t.streams.get_mut(&(stream as usize)) {
+            if let Some(s) = t.streams.get_mut(&(key(stream))) {
                 let mut deps = s.deps.clone();
                 for d in edeps {
                     if !deps.contains(&d) {
@@ -330,21 +349,23 @@ pub fn wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<bool
             Ok(true)
         }
         (Some((eseq, edeps)), None) => {
-            if is_legacy(stream) || stream as usize == CU_STREAM_PER_THREAD {
+            if is_legacy(stream) {
                 invalidate(&mut t, eseq);
                 return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-                    .because("a default stream cannot join a stream capture"));
+                    .because("the legacy stream cannot join a stream capture"));
             }
             let Some(seq) = t.seqs.get(&eseq) else { return Ok(false) };
             if seq.invalidated {
                 return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
             }
-            let obj = stream::STREAMS.get(stream);
-            let blocking = obj.as_ref().is_some_and(|s| s.flags & CU_STREAM_NON_BLOCKING == 0);
-            let context = obj.map_or(0, |s| handle_of(&s.context) as usize);
+            let (context, blocking) = match stream::STREAMS.get(stream) {
+                Some(obj) => (handle_of(&obj.context) as usize, obj.flags & CU_STREAM_NON_BLOCKING == 0),
+                // The per-thread default stream.
+                None => (context::current().map_or(0, |c| handle_of(&c) as usize), true),
+            };
             let mut cap = StreamCapture { seq: eseq, deps: Vec::new(), edges: Vec::new(), blocking, context };
             cap.set_deps(edeps);
-            t.streams.insert(stream as usize, cap);
+            t.streams.insert(key(stream), cap);
             Ok(true)
         }
         (None, Some(sseq)) => {
@@ -358,9 +379,9 @@ pub fn wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<bool
                     .because("a capturing stream cannot wait for an event recorded outside the capture"));
             }
             let (gh, g) = (seq.graph_handle, seq.graph.clone());
-            let deps = t.streams.get(&(stream as usize)).map(|s| s.deps.clone()).unwrap_or_default();
+            let deps = t.streams.get(&(key(stream))).map(|s| s.deps.clone()).unwrap_or_default();
             let h = graph::add_node(gh as Handle, &g, &deps, NodeKind::EventWait(event as usize));
-            if let Some(s) = t.streams.get_mut(&(stream as usize)) {
+            if let Some(s) = t.streams.get_mut(&(key(stream))) {
                 s.set_deps(vec![h as usize]);
             }
             Ok(true)
@@ -384,9 +405,9 @@ pub fn forget(stream: Handle, event: Handle) {
     }
     let mut t = table();
     t.events.remove(&(event as usize));
-    let Some(sc) = t.streams.remove(&(stream as usize)) else { return };
+    let Some(sc) = t.streams.remove(&(key(stream))) else { return };
     let id = sc.seq;
-    if t.seqs.get(&id).is_some_and(|s| s.origin == stream as usize) {
+    if t.seqs.get(&id).is_some_and(|s| s.origin == key(stream)) {
         let Some(seq) = t.seqs.remove(&id) else { return };
         ACTIVE.fetch_sub(1, Ordering::AcqRel);
         t.streams.retain(|_, s| s.seq != id);
@@ -408,15 +429,18 @@ fn begin(stream: Handle, mode: c_int, target: Option<(Handle, Arc<GraphObj>)>, d
     if is_legacy(stream) {
         return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.because("the legacy stream cannot be captured"));
     }
-    if stream as usize == CU_STREAM_PER_THREAD {
-        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
-            .because("capturing the per-thread default stream is not supported by ptxvk"));
-    }
-    let obj = stream::STREAMS
-        .get(stream)
-        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))?;
+    // The per-thread default stream synchronises with the legacy stream
+    // like a blocking stream; its context is the current one.
+    let (context, blocking) = if stream as usize == CU_STREAM_PER_THREAD {
+        (handle_of(&context::current()?) as usize, true)
+    } else {
+        let obj = stream::STREAMS
+            .get(stream)
+            .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))?;
+        (handle_of(&obj.context) as usize, obj.flags & CU_STREAM_NON_BLOCKING == 0)
+    };
     let mut t = table();
-    if t.streams.contains_key(&(stream as usize)) {
+    if t.streams.contains_key(&(key(stream))) {
         return Err(CuError::CUDA_ERROR_ILLEGAL_STATE.because("the stream is already capturing"));
     }
     let owns_graph = target.is_none();
@@ -425,7 +449,6 @@ fn begin(stream: Handle, mode: c_int, target: Option<(Handle, Arc<GraphObj>)>, d
         None => graph::create_graph(),
     };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    let context = handle_of(&obj.context) as usize;
     t.seqs.insert(
         id,
         Seq {
@@ -433,16 +456,15 @@ fn begin(stream: Handle, mode: c_int, target: Option<(Handle, Arc<GraphObj>)>, d
             graph_handle: gh as usize,
             mode,
             thread: std::thread::current().id(),
-            origin: stream as usize,
+            origin: key(stream),
             invalidated: false,
             owns_graph,
             left: Vec::new(),
         },
     );
-    let blocking = obj.flags & CU_STREAM_NON_BLOCKING == 0;
     let mut cap = StreamCapture { seq: id, deps: Vec::new(), edges: Vec::new(), blocking, context };
     cap.set_deps(deps);
-    t.streams.insert(stream as usize, cap);
+    t.streams.insert(key(stream), cap);
     ACTIVE.fetch_add(1, Ordering::AcqRel);
     Ok(())
 }
@@ -536,13 +558,13 @@ pub unsafe fn end_capture(stream: Handle, ph: *mut Handle) -> CuResult<()> {
         stream::check(stream)?;
     }
     let mut t = table();
-    let Some(id) = t.streams.get(&(stream as usize)).map(|s| s.seq) else {
+    let Some(id) = t.streams.get(&(key(stream))).map(|s| s.seq) else {
         return Err(CuError::CUDA_ERROR_ILLEGAL_STATE.because("the stream is not capturing"));
     };
     let Some(seq) = t.seqs.get(&id) else {
         return Err(CuError::CUDA_ERROR_ILLEGAL_STATE.because("the stream is not capturing"));
     };
-    if seq.origin != stream as usize {
+    if seq.origin != key(stream) {
         return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED.because("the capture began on another stream"));
     }
     if seq.mode != MODE_RELAXED && seq.thread != std::thread::current().id() {
@@ -557,10 +579,10 @@ pub unsafe fn end_capture(stream: Handle, ph: *mut Handle) -> CuResult<()> {
     }
     t.events.retain(|_, (s, _)| *s != id);
     drop(t);
-    let origin_deps = members.iter().find(|(k, _)| *k == stream as usize).map(|m| m.1.clone()).unwrap_or_default();
+    let origin_deps = members.iter().find(|(k, _)| *k == key(stream)).map(|m| m.1.clone()).unwrap_or_default();
     let unjoined = members
         .iter()
-        .filter(|(k, _)| *k != stream as usize)
+        .filter(|(k, _)| *k != key(stream))
         .map(|(_, deps)| deps)
         .chain(seq.left.iter())
         .any(|deps| !graph::all_reach(&seq.graph, deps, &origin_deps));
@@ -593,7 +615,7 @@ fn status(t: &Table, stream: Handle) -> CuResult<c_int> {
         }
         return Ok(STATUS_NONE);
     }
-    Ok(match t.streams.get(&(stream as usize)).and_then(|s| t.seqs.get(&s.seq)) {
+    Ok(match t.streams.get(&(key(stream))).and_then(|s| t.seqs.get(&s.seq)) {
         None => STATUS_NONE,
         Some(seq) if seq.invalidated => STATUS_INVALIDATED,
         Some(_) => STATUS_ACTIVE,
@@ -643,7 +665,7 @@ pub unsafe fn get_capture_info(
     if s != STATUS_ACTIVE {
         return Ok(());
     }
-    let Some(sc) = t.streams.get(&(stream as usize)) else { return Ok(()) };
+    let Some(sc) = t.streams.get(&(key(stream))) else { return Ok(()) };
     let Some(seq) = t.seqs.get(&sc.seq) else { return Ok(()) };
     let (deps, edges) = if sc.deps.is_empty() {
         (std::ptr::null(), std::ptr::null())
@@ -720,13 +742,13 @@ pub unsafe fn update_capture_dependencies(
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown flags {flags:#x}")));
     }
     let mut t = table();
-    let Some(id) = t.streams.get(&(stream as usize)).map(|s| s.seq) else {
+    let Some(id) = t.streams.get(&(key(stream))).map(|s| s.seq) else {
         return Err(CuError::CUDA_ERROR_ILLEGAL_STATE.because("the stream is not capturing"));
     };
     let gh = t.seqs.get(&id).map_or(0, |s| s.graph_handle);
     // SAFETY: forwarded caller contract.
     let new = unsafe { read_capture_deps(gh as Handle, deps, edge_data, n) }?;
-    if let Some(s) = t.streams.get_mut(&(stream as usize)) {
+    if let Some(s) = t.streams.get_mut(&(key(stream))) {
         let mut d = if flags == SET_CAPTURE_DEPENDENCIES { Vec::new() } else { s.deps.clone() };
         for x in new {
             if !d.contains(&x) {

@@ -648,6 +648,17 @@ static void capture_errors(CUstream s, CUstream s2) {
     OK(cuEventDestroy(fe));
     OK(cuEventDestroy(je));
 
+    /* The per-thread default stream can be captured; it is each thread's
+     * own stream. */
+    OK(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    OK(cuStreamIsCapturing(CU_STREAM_PER_THREAD, &st));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "per-thread default stream captures");
+    OK(cuMemsetD32Async(dc, 0, N, CU_STREAM_PER_THREAD));
+    OK(cuLaunchKernel(vadd, 1, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD, args, NULL));
+    OK(cuStreamEndCapture(CU_STREAM_PER_THREAD, &g));
+    CHECK(count_nodes(g) == 2, "per-thread default stream capture has both nodes");
+    OK(cuGraphDestroy(g));
+
     /* Destroying the stream of a capture ends it: unsafe calls work again. */
     CUstream s3;
     OK(cuStreamCreate(&s3, CU_STREAM_DEFAULT));
@@ -759,6 +770,72 @@ static void generic_nodes(CUstream s) {
     OK(cuGraphDestroy(g));
 }
 
+/* Another thread during this thread's captures. */
+struct other_args {
+    CUcontext ctx;
+    CUstream s;
+    CUresult alloc, end, ptds_begin, ptds_end;
+    CUstreamCaptureMode mode;
+};
+
+static void *other_thread(void *p) {
+    struct other_args *o = p;
+    cuCtxSetCurrent(o->ctx);
+    CUstreamCaptureMode m = o->mode;
+    cuThreadExchangeStreamCaptureMode(&m);
+    CUdeviceptr tmp = 0;
+    o->alloc = cuMemAlloc(&tmp, 64);
+    if (o->alloc == CUDA_SUCCESS)
+        cuMemFree(tmp);
+    CUgraph g = NULL;
+    o->end = cuStreamEndCapture(o->s, &g);
+    if (o->end == CUDA_SUCCESS)
+        cuGraphDestroy(g);
+    /* This thread's per-thread stream is not the other thread's. */
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    o->ptds_begin = cuStreamIsCapturing(CU_STREAM_PER_THREAD, &st);
+    if (st != CU_STREAM_CAPTURE_STATUS_NONE)
+        o->ptds_begin = CUDA_ERROR_UNKNOWN;
+    o->ptds_end = cuStreamEndCapture(CU_STREAM_PER_THREAD, &g);
+    return NULL;
+}
+
+static void capture_threads(CUcontext ctx, CUstream s2) {
+    CUgraph g;
+    pthread_t th;
+    struct other_args o = {.ctx = ctx, .s = s2, .mode = CU_STREAM_CAPTURE_MODE_GLOBAL};
+    /* A global capture here: the other thread (global mode) may not allocate,
+     * nor end this thread's capture. */
+    OK(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_RELAXED));
+    pthread_create(&th, NULL, other_thread, &o);
+    pthread_join(th, NULL);
+    CHECK(o.alloc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "another thread's unsafe call during a global capture");
+    CHECK(o.end == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "a global capture ends on its own thread");
+    CHECK(o.ptds_begin == CUDA_SUCCESS && o.ptds_end == CUDA_ERROR_ILLEGAL_STATE,
+          "per-thread default streams are per thread");
+    EXPECT(cuStreamEndCapture(s2, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamEndCapture(CU_STREAM_PER_THREAD, &g));
+    OK(cuGraphDestroy(g));
+    /* The same with the other thread in thread-local mode: allowed. */
+    o.mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    OK(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    pthread_create(&th, NULL, other_thread, &o);
+    pthread_join(th, NULL);
+    CHECK(o.alloc == CUDA_SUCCESS, "a thread-local thread ignores other threads' captures");
+    OK(cuStreamEndCapture(s2, &g));
+    OK(cuGraphDestroy(g));
+    /* A relaxed capture may be ended on another thread. */
+    OK(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_RELAXED));
+    o.mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    pthread_create(&th, NULL, other_thread, &o);
+    pthread_join(th, NULL);
+    CHECK(o.alloc == CUDA_SUCCESS && o.end == CUDA_SUCCESS, "a relaxed capture ends on another thread");
+    CUstreamCaptureStatus st;
+    OK(cuStreamIsCapturing(s2, &st));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE, "ended by the other thread");
+}
+
 /* User objects: the destructor runs (on another thread) once the graph and
  * every executable graph made from it are gone. */
 static volatile int destroyed;
@@ -843,6 +920,7 @@ int main(int argc, char **argv) {
     capture_errors(s, s2);
     event_query(s);
     user_objects();
+    capture_threads(ctx, s2);
     generic_nodes(s);
 
     OK(cuStreamDestroy(s));
