@@ -630,6 +630,12 @@ exports! {
     raw fn cuGraphNodeGetParams(node: Handle, params: *mut gr::GraphNodeParams) => gr::node_get_params;
     /// `cuGraphExecNodeSetParams`.
     raw fn cuGraphExecNodeSetParams(exec: Handle, node: Handle, params: *mut gr::GraphNodeParams) => gr::exec_node_set_params;
+    /// `cuGraphKernelNodeSetAttribute`.
+    raw fn cuGraphKernelNodeSetAttribute(node: Handle, attr: c_int, value: *const [u64; 8]) => gr::kernel_node_set_attribute;
+    /// `cuGraphKernelNodeGetAttribute`.
+    raw fn cuGraphKernelNodeGetAttribute(node: Handle, attr: c_int, value: *mut [u64; 8]) => gr::kernel_node_get_attribute;
+    /// `cuGraphKernelNodeCopyAttributes`.
+    safe fn cuGraphKernelNodeCopyAttributes(dst: Handle, src: Handle) => gr::kernel_node_copy_attributes;
     /// `cuGraphDebugDotPrint`.
     raw fn cuGraphDebugDotPrint(graph: Handle, path: *const c_char, flags: c_uint) => gr::debug_dot_print;
     /// `cuUserObjectCreate`.

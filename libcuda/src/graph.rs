@@ -350,11 +350,17 @@ pub struct NodeObj {
     origin: usize,
     /// `cuGraphNodeSetEnabled` (nodes of executable graphs).
     enabled: AtomicBool,
+    /// Kernel node attributes (`cuGraphKernelNodeSetAttribute`): id and value.
+    attrs: Mutex<std::collections::BTreeMap<c_int, [u64; 8]>>,
 }
 
 impl NodeObj {
     fn kind(&self) -> MutexGuard<'_, NodeKind> {
         self.kind.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn attrs(&self) -> MutexGuard<'_, std::collections::BTreeMap<c_int, [u64; 8]>> {
+        self.attrs.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -467,6 +473,7 @@ pub fn add_node(graph_handle: Handle, graph: &GraphObj, deps: &[usize], kind: No
         kind: Mutex::new(kind),
         origin: 0,
         enabled: AtomicBool::new(true),
+        attrs: Mutex::new(std::collections::BTreeMap::new()),
     });
     let h = if graph.registered { NODES.insert(node.clone()) } else { handle_of(&node) };
     let mut data = graph.data();
@@ -750,6 +757,7 @@ pub fn clone_graph(src: &GraphObj, register: bool, embedded: bool) -> Arc<GraphO
             kind: Mutex::new(kind),
             origin: handle_of(n) as usize,
             enabled: AtomicBool::new(true),
+            attrs: Mutex::new(n.attrs().clone()),
         });
         let h = if register { NODES.insert(copy.clone()) } else { handle_of(&copy) };
         map.insert(handle_of(n) as usize, h as usize);
@@ -2300,4 +2308,58 @@ pub unsafe fn node_get_params(node: Handle, params: *mut GraphNodeParams) -> CuR
     };
     // SAFETY: forwarded caller contract.
     unsafe { write_out(params, p) }
+}
+
+/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`.
+const ATTRIBUTE_CLUSTER_DIMENSION: c_int = 4;
+/// Largest `CUlaunchAttributeID` of CUDA 13.
+const LAST_ATTRIBUTE: c_int = 32;
+
+/// `cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID
+/// attr, const CUkernelNodeAttrValue *value)`: recorded and reported back
+/// (launches here need none of them); a cluster of more than one block is
+/// `CUDA_ERROR_NOT_SUPPORTED`, as for `cuLaunchKernelEx`.
+///
+/// # Safety
+/// `value` is NULL or readable for 64 bytes.
+pub unsafe fn kernel_node_set_attribute(node: Handle, attr: c_int, value: *const [u64; 8]) -> CuResult<()> {
+    let n = node_of_type(node, NODE_KERNEL)?;
+    if !(1..=LAST_ATTRIBUTE).contains(&attr) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown kernel node attribute {attr}")));
+    }
+    // SAFETY: forwarded caller contract.
+    let v = unsafe { read_in(value) }?;
+    if attr == ATTRIBUTE_CLUSTER_DIMENSION {
+        let dims = [v[0] as u32, (v[0] >> 32) as u32, v[1] as u32];
+        if dims.iter().any(|&d| d > 1) {
+            return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
+                .because(format!("thread block clusters ({dims:?}) are not supported")));
+        }
+    }
+    n.attrs().insert(attr, v);
+    Ok(())
+}
+
+/// `cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID
+/// attr, CUkernelNodeAttrValue *value_out)`: what was set, zero otherwise.
+///
+/// # Safety
+/// `value` is NULL or writable for 64 bytes.
+pub unsafe fn kernel_node_get_attribute(node: Handle, attr: c_int, value: *mut [u64; 8]) -> CuResult<()> {
+    let n = node_of_type(node, NODE_KERNEL)?;
+    if !(1..=LAST_ATTRIBUTE).contains(&attr) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown kernel node attribute {attr}")));
+    }
+    let v = n.attrs().get(&attr).copied().unwrap_or([0; 8]);
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(value, v) }
+}
+
+/// `cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)`.
+pub fn kernel_node_copy_attributes(dst: Handle, src: Handle) -> CuResult<()> {
+    let d = node_of_type(dst, NODE_KERNEL)?;
+    let s = node_of_type(src, NODE_KERNEL)?;
+    let attrs = s.attrs().clone();
+    *d.attrs() = attrs;
+    Ok(())
 }

@@ -229,6 +229,24 @@ static void explicit_graph(CUstream s) {
     OK(cuGraphHostNodeGetParams(host, &hgot));
     CHECK(hgot.fn == count_host && hgot.userData == &host_calls, "host node parameters");
 
+    /* Kernel node attributes are recorded; clusters are refused. */
+    CUkernelNodeAttrValue av;
+    memset(&av, 0, sizeof av);
+    av.priority = 0;
+    OK(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+    av.cooperative = 1;
+    OK(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &av));
+    CUkernelNodeAttrValue aget;
+    memset(&aget, 0xFF, sizeof aget);
+    OK(cuGraphKernelNodeCopyAttributes(k2, k1));
+    OK(cuGraphKernelNodeGetAttribute(k2, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &aget));
+    CHECK(aget.cooperative == 1, "kernel node attribute copied and read back");
+    memset(&av, 0, sizeof av);
+    av.clusterDim.x = 2;
+    av.clusterDim.y = av.clusterDim.z = 1;
+    EXPECT(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &av), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(cuGraphKernelNodeGetAttribute(ms, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &aget), CUDA_ERROR_INVALID_VALUE);
+
     /* Run it three times with new inputs each time. */
     CUgraphExec exec;
     OK(cuGraphInstantiate(&exec, g, 0));
