@@ -608,6 +608,8 @@ exports! {
     raw fn cuGraphExecMemsetNodeSetParams(exec: Handle, node: Handle, params: *const gr::MemsetNodeParams, context: Handle) => gr::exec_memset_node_set_params;
     /// `cuGraphExecHostNodeSetParams`.
     raw fn cuGraphExecHostNodeSetParams(exec: Handle, node: Handle, params: *const gr::HostNodeParams) => gr::exec_host_node_set_params;
+    /// `cuGraphExecChildGraphNodeSetParams`.
+    safe fn cuGraphExecChildGraphNodeSetParams(exec: Handle, node: Handle, child: Handle) => gr::exec_child_graph_node_set_params;
     /// `cuGraphExecEventRecordNodeSetEvent`.
     safe fn cuGraphExecEventRecordNodeSetEvent(exec: Handle, node: Handle, event: Handle) => gr::exec_event_record_node_set_event;
     /// `cuGraphExecEventWaitNodeSetEvent`.

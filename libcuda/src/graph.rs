@@ -1736,33 +1736,41 @@ const UPDATE_TOPOLOGY_CHANGED: c_int = 2;
 const UPDATE_NODE_TYPE_CHANGED: c_int = 3;
 /// `CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE`.
 const UPDATE_UNSUPPORTED_FUNCTION_CHANGE: c_int = 7;
-/// `CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED`.
-const UPDATE_NOT_SUPPORTED: c_int = 6;
 
 /// Takes the parameters of `graph` into `exec` when both have the same
 /// topology (nodes paired in creation order, the same types and edges);
 /// the `CUgraphExecUpdateResult` and the node at fault otherwise.
 fn update(exec: Handle, graph: Handle) -> Result<(), (CuError, c_int, usize)> {
-    let fail = |code, node| {
-        (
-            CuError::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE.because("the graph cannot update the executable graph"),
-            code,
-            node,
-        )
-    };
     let e = lookup_exec(exec).map_err(|e| (e, 1, 0))?;
     let g = lookup_graph(graph).map_err(|e| (e, 1, 0))?;
     let _serial = e.lock.lock().unwrap_or_else(|p| p.into_inner());
+    let mut plan = Vec::new();
+    plan_update(&e.graph, &g, &mut plan).map_err(|(code, node)| {
+        let err = CuError::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE.because("the graph cannot update the executable graph");
+        (err, code, node)
+    })?;
+    apply_update(plan);
+    Ok(())
+}
+
+/// New parameters for nodes of an executable graph: the node, its new kind and attributes.
+type UpdatePlan = Vec<(Arc<NodeObj>, NodeKind, std::collections::BTreeMap<c_int, [u64; 8]>)>;
+
+/// Pairs the nodes of `old` (part of an executable graph) with those of
+/// `new` in creation order and checks that the topology, node types and
+/// kernel contexts agree (child graphs recursively); the
+/// `CUgraphExecUpdateResult` and the node of `new` at fault otherwise.
+fn plan_update(old: &GraphObj, new: &GraphObj, plan: &mut UpdatePlan) -> Result<(), (c_int, usize)> {
     let (new_nodes, new_edges) = {
-        let d = g.data();
+        let d = new.data();
         (d.nodes.clone(), d.edges.clone())
     };
     let (old_nodes, old_edges) = {
-        let d = e.graph.data();
+        let d = old.data();
         (d.nodes.clone(), d.edges.clone())
     };
     if new_nodes.len() != old_nodes.len() {
-        return Err(fail(UPDATE_TOPOLOGY_CHANGED, 0));
+        return Err((UPDATE_TOPOLOGY_CHANGED, 0));
     }
     let index = |nodes: &[Arc<NodeObj>], h: usize| nodes.iter().position(|n| handle_of(n) as usize == h);
     let mut a: Vec<(Option<usize>, Option<usize>)> =
@@ -1772,27 +1780,49 @@ fn update(exec: Handle, graph: Handle) -> Result<(), (CuError, c_int, usize)> {
     a.sort();
     b.sort();
     if a != b {
-        return Err(fail(UPDATE_TOPOLOGY_CHANGED, 0));
+        return Err((UPDATE_TOPOLOGY_CHANGED, 0));
     }
-    let mut kinds = Vec::with_capacity(new_nodes.len());
-    for (old, new) in old_nodes.iter().zip(&new_nodes) {
-        let (ok, nk) = (old.kind().clone(), new.kind().clone());
-        let at = handle_of(new) as usize;
+    for (o, n) in old_nodes.iter().zip(&new_nodes) {
+        let (ok, nk) = (o.kind().clone(), n.kind().clone());
+        let at = handle_of(n) as usize;
         if ok.type_code() != nk.type_code() {
-            return Err(fail(UPDATE_NODE_TYPE_CHANGED, at));
+            return Err((UPDATE_NODE_TYPE_CHANGED, at));
         }
         match (&ok, &nk) {
             (NodeKind::Kernel(x), NodeKind::Kernel(y)) if !Arc::ptr_eq(&x.function.context, &y.function.context) => {
-                return Err(fail(UPDATE_UNSUPPORTED_FUNCTION_CHANGE, at));
+                return Err((UPDATE_UNSUPPORTED_FUNCTION_CHANGE, at));
             }
-            (NodeKind::Child(_), NodeKind::Child(_)) => return Err(fail(UPDATE_NOT_SUPPORTED, at)),
-            _ => {}
+            (NodeKind::Child(x), NodeKind::Child(y)) => plan_update(x, y, plan)?,
+            _ => plan.push((o.clone(), nk, n.attrs().clone())),
         }
-        kinds.push(nk);
     }
-    for (old, k) in old_nodes.iter().zip(kinds) {
-        *old.kind() = k;
+    Ok(())
+}
+
+fn apply_update(plan: UpdatePlan) {
+    for (node, kind, attrs) in plan {
+        *node.kind() = kind;
+        *node.attrs() = attrs;
     }
+}
+
+/// `cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode
+/// hNode, CUgraph childGraph)`: the executable child graph takes the
+/// parameters of `childGraph`, whose topology and node order must match
+/// ("CUDA_ERROR_INVALID_VALUE" otherwise).
+pub fn exec_child_graph_node_set_params(exec: Handle, node: Handle, child: Handle) -> CuResult<()> {
+    let e = lookup_exec(exec)?;
+    let x = exec_node(&e, node, NODE_GRAPH)?;
+    let new = lookup_graph(child)?;
+    let old = match &*x.kind() {
+        NodeKind::Child(c) => c.clone(),
+        _ => return Err(CuError::CUDA_ERROR_INVALID_VALUE),
+    };
+    let _serial = e.lock.lock().unwrap_or_else(|p| p.into_inner());
+    let mut plan = Vec::new();
+    plan_update(&old, &new, &mut plan)
+        .map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE.because("the child graph's topology differs"))?;
+    apply_update(plan);
     Ok(())
 }
 

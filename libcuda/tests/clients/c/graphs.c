@@ -329,6 +329,28 @@ static void explicit_graph(CUstream s) {
     CUgraphExec pexec;
     OK(cuGraphInstantiate(&pexec, parent, 0));
     launch_and_check(pexec, s, N / 4, "child graph node runs the embedded graph");
+    /* Update the executable child from the graph (its second kernel back to
+     * all of n), through the child node and through cuGraphExecUpdate. */
+    unsigned full = N;
+    void *args6[] = {&ra, &rb, &rc, &full};
+    kp = vadd_params(args6);
+    OK(cuGraphKernelNodeSetParams(k2, &kp));
+    OK(cuGraphExecChildGraphNodeSetParams(pexec, child, g));
+    launch_and_check(pexec, s, N, "exec child graph node takes the graph's parameters");
+    void *args7[] = {&ra, &rb, &rc, &half};
+    kp = vadd_params(args7);
+    CUgraphNode enodes[7];
+    size_t nen = 7;
+    OK(cuGraphGetNodes(embedded, enodes, &nen)); /* creation order: the second kernel is the fifth */
+    OK(cuGraphNodeGetType(enodes[4], &ty));
+    CHECK(nen == 7 && ty == CU_GRAPH_NODE_TYPE_KERNEL, "embedded graph keeps the creation order");
+    OK(cuGraphKernelNodeSetParams(enodes[4], &kp));
+    OK(cuGraphExecUpdate(pexec, parent, &info));
+    launch_and_check(pexec, s, N / 2, "exec update reaches into child graphs");
+    CUgraph lone;
+    OK(cuGraphCreate(&lone, 0));
+    EXPECT(cuGraphExecChildGraphNodeSetParams(pexec, child, lone), CUDA_ERROR_INVALID_VALUE);
+    OK(cuGraphDestroy(lone));
     OK(cuGraphExecDestroy(pexec));
     OK(cuGraphDestroy(parent));
 
