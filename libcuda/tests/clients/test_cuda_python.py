@@ -206,6 +206,59 @@ def test_cuda_core_graph_builder():
         d.close(stream)
 
 
+def test_cuda_core_graph_definition():
+    """cuda.core's GraphDefinition (explicit nodes through cuGraphAddNode and
+    friends): memset, kernel, device copy, join, host callback, DOT output."""
+    from cuda.core import Device, LaunchConfig, Program, ProgramOptions
+    from cuda.core.graph import GraphDefinition
+
+    dev = Device()
+    dev.set_current()
+    stream = dev.create_stream()
+    code = r"""
+    extern "C" __global__ void axpy(float a, const float* x, float* y, unsigned n) {
+        unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }
+    """
+    arch = "".join(str(v) for v in dev.compute_capability)
+    prog = Program(code, code_type="c++", options=ProgramOptions(std="c++17", arch="compute_" + arch))
+    kernel = prog.compile("ptx").get_kernel("axpy")
+    n = 2001
+    rng = np.random.default_rng(9)
+    dx, dy, dz = (dev.allocate(n * 4, stream=stream) for _ in range(3))
+    s = int(stream.handle)
+    config = LaunchConfig(grid=(n + 127) // 128, block=128)
+    calls = []
+    g = GraphDefinition()
+    zero = g.memset(dy, np.uint32(0), n)  # y = 0
+    k = zero.launch(config, kernel, np.float32(2.0), dx, dy, np.uint32(n))  # y = 2x
+    copy = k.memcpy(dz, dy, n * 4)  # z = y
+    done = copy.join(g.empty())
+    done.callback(lambda: calls.append(1))
+    check("definition has 6 nodes", len(g.nodes()) == 6)
+    graph = g.instantiate()
+    for r in range(3):
+        x = rng.standard_normal(n).astype(np.float32)
+        ok(cu.cuMemcpyHtoDAsync(int(dx.handle), x.ctypes.data, x.nbytes, s))
+        poison = np.full(n, np.nan, np.float32)
+        ok(cu.cuMemcpyHtoDAsync(int(dz.handle), poison.ctypes.data, x.nbytes, s))
+        graph.launch(stream)
+        out = np.empty(n, np.float32)
+        ok(cu.cuMemcpyDtoHAsync(out.ctypes.data, int(dz.handle), x.nbytes, s))
+        stream.sync()
+        check("graph definition run %d" % r, np.array_equal(out, np.float32(2) * x) and len(calls) == r + 1)
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ptxvk_graph_definition_%d.dot" % os.getpid())
+    g.debug_dot_print(path)
+    with open(path) as f:
+        dot = f.read()
+    os.remove(path)
+    check("DOT output names the kernel", "axpy" in dot and dot.count("->") == 5)
+    graph.close()
+    for d in (dx, dy, dz):
+        d.close(stream)
+
+
 def test_occupancy_and_launch_ex():
     ok(cu.cuInit(0))
     dev = ok(cu.cuDeviceGet(0))
