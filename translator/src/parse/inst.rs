@@ -26,12 +26,15 @@
 //! offending token and what was expected, with its span.
 
 use super::{parse_float, parse_int};
-use crate::ast::{Address, Guard, Instruction, Operand};
+use crate::ast::{Address, Guard, Instruction, Modifiers, Operand, Operands, Str};
 use crate::diag::{Diagnostic, Span};
+use std::sync::Arc;
 
 /// Scan one instruction; `text` starts at byte `base` of the source.
-pub fn scan(text: &str, base: u32) -> Result<Instruction, Diagnostic> {
-    let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base, depth: 0 };
+/// Names are taken from `copy`, a copy of the source in which `text` starts
+/// at byte `off` (see [`super::Origin`]).
+pub(super) fn scan(text: &str, base: u32, copy: &Arc<String>, off: usize) -> Result<Instruction, Diagnostic> {
+    let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base, depth: 0, copy, off };
     s.instruction()
 }
 
@@ -43,6 +46,9 @@ struct Scanner<'a> {
     /// Brackets open around the current operand (at most
     /// [`super::MAX_NESTING`]: the scanner recurses on them).
     depth: usize,
+    /// Where `text` lies in the shared copy of the source.
+    copy: &'a Arc<String>,
+    off: usize,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -73,6 +79,11 @@ pub(super) fn ident_end(b: &[u8], from: usize) -> usize {
 impl<'a> Scanner<'a> {
     fn span(&self, start: usize, end: usize) -> Span {
         Span { start: self.base + start as u32, end: self.base + end as u32 }
+    }
+
+    /// `text[start..end]`, shared with the source.
+    fn str(&self, start: usize, end: usize) -> Str {
+        Str::slice(self.copy, self.off + start, self.off + end)
     }
 
     fn peek(&self) -> Option<u8> {
@@ -120,13 +131,13 @@ impl<'a> Scanner<'a> {
         Diagnostic::error(self.span(start, end.max(start + 1)), msg)
     }
 
-    fn ident(&mut self) -> Option<&'a str> {
+    fn ident(&mut self) -> Option<Str> {
         let start = self.pos;
         if !self.peek().is_some_and(is_ident_start) {
             return None;
         }
         self.pos = ident_end(self.b, self.pos + 1);
-        Some(&self.text[start..self.pos])
+        Some(self.str(start, self.pos))
     }
 
     fn instruction(&mut self) -> Result<Instruction, Diagnostic> {
@@ -142,7 +153,7 @@ impl<'a> Scanner<'a> {
                 self.ws();
             }
             let Some(name) = self.ident() else { return Err(self.expected("a predicate after '@'")) };
-            guard = Some(Guard { span: self.span(start, self.pos), negated, name: name.to_string() });
+            guard = Some(Guard { span: self.span(start, self.pos), negated, name });
             self.ws();
         }
         let op_start = self.pos;
@@ -152,10 +163,8 @@ impl<'a> Scanner<'a> {
         while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
             self.pos += 1;
         }
-        let opcode = self.text[op_start..self.pos].to_string();
-        // Sized up front: `Vec::push` on an empty vector goes through a
-        // slower growth path.
-        let mut modifiers = if self.peek() == Some(b'.') { Vec::with_capacity(4) } else { Vec::new() };
+        let opcode = self.str(op_start, self.pos);
+        let mut modifiers = Modifiers::new();
         while self.peek() == Some(b'.') {
             let m_start = self.pos + 1;
             self.pos += 1;
@@ -165,7 +174,7 @@ impl<'a> Scanner<'a> {
             if self.pos == m_start {
                 return Err(self.expected("a modifier after '.'"));
             }
-            modifiers.push(self.text[m_start..self.pos].to_string());
+            modifiers.push(self.str(m_start, self.pos));
         }
         let opcode_span = self.span(op_start, self.pos);
         let mut end = self.pos;
@@ -173,7 +182,7 @@ impl<'a> Scanner<'a> {
             return Err(self.expected("whitespace after the opcode"));
         }
         self.ws();
-        let mut operands = if self.pos < self.b.len() { Vec::with_capacity(4) } else { Vec::new() };
+        let mut operands = Operands::new();
         if self.pos < self.b.len() {
             loop {
                 operands.push(self.operand()?);
@@ -301,17 +310,16 @@ impl<'a> Scanner<'a> {
             if component.is_some() || selector {
                 self.pos = e;
                 let span = self.span(start, self.pos);
-                let base = Operand::Name { span, name: name.to_string(), component };
                 return Ok(if selector {
-                    let base = Operand::Name { span, name: name.to_string(), component: None };
-                    Operand::Select { span, base: Box::new(base), selector: suffix.to_string() }
+                    let base = Operand::Name { span, name, component: None };
+                    Operand::Select { span, base: Box::new(base), selector: self.str(s, e) }
                 } else {
-                    base
+                    Operand::Name { span, name, component }
                 });
             }
             return Err(self.expected("a vector component (.x, .y, .z, .w) or a selector"));
         }
-        Ok(Operand::Name { span: self.span(start, self.pos), name: name.to_string(), component: None })
+        Ok(Operand::Name { span: self.span(start, self.pos), name, component: None })
     }
 
     fn name_operand(&mut self) -> Result<Operand, Diagnostic> {
@@ -381,7 +389,7 @@ impl<'a> Scanner<'a> {
         self.ws();
         let q_start = self.pos;
         let Some(q) = self.ident() else { return Err(self.expected("a predicate after '|'")) };
-        let q = Operand::Name { span: self.span(q_start, self.pos), name: q.to_string(), component: None };
+        let q = Operand::Name { span: self.span(q_start, self.pos), name: q, component: None };
         Ok(Operand::Pair(self.span(start, self.pos), Box::new(first), Box::new(q)))
     }
 
@@ -464,7 +472,7 @@ impl<'a> Scanner<'a> {
                     op = Operand::Select {
                         span: self.span(start, self.pos),
                         base: Box::new(op),
-                        selector: "unified".into(),
+                        selector: self.str(self.pos - 7, self.pos),
                     };
                 }
                 return Ok(op);
@@ -480,7 +488,7 @@ impl<'a> Scanner<'a> {
                     self.ws();
                     if self.peek() == Some(b']') {
                         self.pos += 1;
-                        return Ok(Operand::TensorAddress(self.span(start, self.pos), addr, coords));
+                        return Ok(Operand::TensorAddress(self.span(start, self.pos), Box::new(addr), coords));
                     }
                 }
                 self.pos = save;
@@ -503,7 +511,7 @@ impl<'a> Scanner<'a> {
         match self.peek() {
             Some(c) if is_ident_start(c) => {
                 let name = self.ident().unwrap_or_default();
-                base = Some((self.span(first, self.pos), name.to_string()));
+                base = Some((self.span(first, self.pos), name));
             }
             Some(b'-' | b'0'..=b'9') => offset = self.int_literal()?,
             _ => return Err(self.expected("an address")),
@@ -530,7 +538,7 @@ impl<'a> Scanner<'a> {
                             if sign == b'-' {
                                 return Err(Diagnostic::error(span, "an address cannot subtract a register"));
                             }
-                            base = Some((span, name.to_string()));
+                            base = Some((span, name));
                         }
                         Some(b'-' | b'0'..=b'9') => {
                             let v = self.int_literal()?;
