@@ -51,21 +51,19 @@ impl Str {
     }
 
     /// `text[start..end]`, sharing `text` (no allocation); a copy when the
-    /// range is not within 4 GiB, and empty when it is not a range of
-    /// characters of `text`.
+    /// range is not within 4 GiB. A range that is not one of characters of
+    /// `text` reads as the empty string.
     #[inline]
     pub fn slice(text: &Arc<String>, start: usize, end: usize) -> Str {
-        match (u32::try_from(start), u32::try_from(end), text.get(start..end)) {
-            (Ok(s), Ok(e), Some(_)) => Str { text: text.clone(), start: s, end: e },
-            (_, _, Some(sub)) => Str::new(sub),
-            _ => Str::new(""),
+        match (u32::try_from(start), u32::try_from(end)) {
+            (Ok(s), Ok(e)) => Str { text: text.clone(), start: s, end: e },
+            _ => Str::new(text.get(start..end).unwrap_or("")),
         }
     }
 
     /// The text.
     #[inline]
     pub fn as_str(&self) -> &str {
-        // Always a range of characters of `text` (see the constructors).
         self.text.get(self.start as usize..self.end as usize).unwrap_or("")
     }
 }

@@ -107,7 +107,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// Whitespace and comments (an unterminated `/*` is left in place).
+    #[inline(always)]
     fn ws(&mut self) {
+        if self.b.get(self.pos).is_some_and(|&c| c > b' ' && c != b'/') {
+            return;
+        }
+        self.ws_slow();
+    }
+
+    #[inline(never)]
+    fn ws_slow(&mut self) {
         while let Some(c) = self.peek() {
             match c {
                 b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,

@@ -90,7 +90,20 @@ impl<'a> Scanner<'a> {
         self.b.get(self.pos).copied()
     }
 
+    /// Whitespace and comments; the common case, none or one space before
+    /// a name, inline.
+    #[inline(always)]
     fn ws(&mut self) {
+        match self.b.get(self.pos) {
+            Some(&c) if c > b' ' && c != b'/' => {}
+            Some(b' ') if self.b.get(self.pos + 1).is_some_and(|&c| c > b' ' && c != b'/') => self.pos += 1,
+            None => {}
+            _ => self.ws_slow(),
+        }
+    }
+
+    #[inline(never)]
+    fn ws_slow(&mut self) {
         while let Some(c) = self.peek() {
             match c {
                 b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
