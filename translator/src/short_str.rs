@@ -208,20 +208,18 @@ mod tests {
     }
 }
 #[cfg(test)]
-mod size_probe {
+mod sizes {
+    /// The AST's memory is mostly instructions (a third of a byte of
+    /// instruction per byte of PTX, 9x the input in all): a name is 16
+    /// bytes, an operand 48, an instruction (three operands and three
+    /// modifiers in place) 304.
     #[test]
-    fn sizes() {
-        use crate::ast::*;
-        eprintln!(
-            "Str {} Operand {} Instruction {} Statement {} Modifiers {} Operands {} VarDecl {} Decoded {}",
-            std::mem::size_of::<Str>(),
-            std::mem::size_of::<Operand>(),
-            std::mem::size_of::<Instruction>(),
-            std::mem::size_of::<Statement>(),
-            std::mem::size_of::<Modifiers>(),
-            std::mem::size_of::<Operands>(),
-            std::mem::size_of::<VarDecl>(),
-            std::mem::size_of::<Option<crate::isa::Decoded>>()
-        );
+    fn ast_node_sizes() {
+        use crate::ast::{Instruction, Operand, Statement, Str};
+        use std::mem::size_of;
+        assert_eq!(size_of::<Str>(), 16);
+        assert!(size_of::<Operand>() <= 48, "Operand is {} bytes", size_of::<Operand>());
+        assert!(size_of::<Instruction>() <= 304, "Instruction is {} bytes", size_of::<Instruction>());
+        assert_eq!(size_of::<Statement>(), size_of::<Instruction>());
     }
 }

@@ -353,7 +353,10 @@ impl<'a> Cursor<'a> {
                             self.by_grammar(&mut out, errors);
                         } else {
                             self.pos = colon;
-                            out.push(Statement::Label(self.span(start, colon), self.origin.str(start, start + name.len())));
+                            out.push(Statement::Label(
+                                self.span(start, colon),
+                                self.origin.str(start, start + name.len()),
+                            ));
                         }
                     } else if c.is_ascii_alphabetic() {
                         self.pos = start;
@@ -395,8 +398,12 @@ impl<'a> Cursor<'a> {
             return;
         };
         self.pos = end + 1;
-        match super::inst::scan(&self.text[start..end], self.base + start as u32, &self.origin.copy, self.origin.off + start)
-        {
+        match super::inst::scan(
+            &self.text[start..end],
+            self.base + start as u32,
+            &self.origin.copy,
+            self.origin.off + start,
+        ) {
             Ok(i) => out.push(Statement::Inst(i)),
             Err(e) => push_error(errors, e),
         }
