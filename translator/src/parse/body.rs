@@ -192,7 +192,7 @@ impl<'a> Cursor<'a> {
             ty: crate::ast::ScalarType::B8,
             ptr: None,
             other_attrs: Vec::new(),
-            names: Vec::new(),
+            names: Vec::with_capacity(1),
             init: None,
         };
         let (mut have_type, mut after_ptr) = (false, false);
