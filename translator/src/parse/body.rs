@@ -398,13 +398,14 @@ impl<'a> Cursor<'a> {
             return;
         };
         self.pos = end + 1;
-        match super::inst::scan(
+        match super::inst::scan_into(
             &self.text[start..end],
             self.base + start as u32,
             &self.origin.copy,
             self.origin.off + start,
+            out,
         ) {
-            Ok(i) => out.push(Statement::Inst(i)),
+            Ok(()) => {}
             Err(e) => push_error(errors, e),
         }
     }

@@ -26,7 +26,7 @@
 //! offending token and what was expected, with its span.
 
 use super::{parse_float, parse_int};
-use crate::ast::{Address, Guard, Instruction, Modifiers, Operand, Operands, Str};
+use crate::ast::{Address, Guard, Instruction, Modifiers, Operand, Operands, Statement, Str};
 use crate::diag::{Diagnostic, Span};
 use std::sync::Arc;
 
@@ -34,8 +34,25 @@ use std::sync::Arc;
 /// Names are taken from `copy`, a copy of the source in which `text` starts
 /// at byte `off` (see [`super::Origin`]).
 pub(super) fn scan(text: &str, base: u32, copy: &Arc<String>, off: usize) -> Result<Instruction, Diagnostic> {
+    let mut out = Vec::with_capacity(1);
+    scan_into(text, base, copy, off, &mut out)?;
+    match out.pop() {
+        Some(Statement::Inst(i)) => Ok(i),
+        _ => Err(Diagnostic::error(Span { start: base, end: base + 1 }, "internal error: no instruction scanned")),
+    }
+}
+
+/// [`scan`], pushing the instruction to `out` (built in place there, not
+/// moved through return values: an instruction is 300 bytes).
+pub(super) fn scan_into(
+    text: &str,
+    base: u32,
+    copy: &Arc<String>,
+    off: usize,
+    out: &mut Vec<Statement>,
+) -> Result<(), Diagnostic> {
     let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base, depth: 0, copy, off };
-    s.instruction()
+    s.instruction(out)
 }
 
 struct Scanner<'a> {
@@ -153,7 +170,7 @@ impl<'a> Scanner<'a> {
         Some(self.str(start, self.pos))
     }
 
-    fn instruction(&mut self) -> Result<Instruction, Diagnostic> {
+    fn instruction(&mut self, out: &mut Vec<Statement>) -> Result<(), Diagnostic> {
         self.ws();
         let start = self.pos;
         let mut guard = None;
@@ -211,7 +228,9 @@ impl<'a> Scanner<'a> {
                 }
             }
         }
-        Ok(Instruction { span: self.span(start, end), guard, opcode_span, opcode, modifiers, operands, decoded: None })
+        let span = self.span(start, end);
+        out.push(Statement::Inst(Instruction { span, guard, opcode_span, opcode, modifiers, operands, decoded: None }));
+        Ok(())
     }
 
     /// A list of operands up to `close`; the opening bracket is consumed.
