@@ -101,12 +101,14 @@ fn rewrite(stmts: &mut Vec<Statement>, unroll: u32, counter: &mut u32) {
             out.extend(body.iter().cloned());
             let mut leave = back.clone();
             leave.guard = Some(Guard { negated: !guard.negated, ..guard.clone() });
-            leave.operands = vec![Operand::Name { span: back.span, name: exit.clone(), component: None }];
+            leave.operands = [Operand::Name { span: back.span, name: exit.as_str().into(), component: None }]
+                .into_iter()
+                .collect();
             out.push(Statement::Inst(leave));
         }
         out.extend(body);
         out.push(Statement::Inst(back.clone()));
-        out.push(Statement::Label(back.span, exit));
+        out.push(Statement::Label(back.span, exit.into()));
         let n = out.len();
         stmts.splice(i + 1..=end, out);
         i += 1 + n;
@@ -123,7 +125,7 @@ fn spin_loop(stmts: &[Statement], i: usize) -> Option<(String, usize, Instructio
         if inst.opcode == "bra" {
             let to_label = matches!(inst.operands.as_slice(), [Operand::Name { name, .. }] if name == label);
             let guard = inst.guard.clone().filter(|_| to_label && reads_shared_memory)?;
-            return Some((label.clone(), k, inst.clone(), guard));
+            return Some((label.to_string(), k, inst.clone(), guard));
         }
         if !plain(inst) {
             return None;
@@ -167,7 +169,7 @@ fn as_atomic_poll(s: &Statement) -> Statement {
     if inst.opcode != "ld" || !polls(inst) || inst.operands.len() != 2 {
         return s.clone();
     }
-    let mut modifiers = Vec::new();
+    let mut modifiers = crate::ast::Modifiers::new();
     let mut op = None;
     for m in &inst.modifiers {
         match m.as_str() {
@@ -183,10 +185,10 @@ fn as_atomic_poll(s: &Statement) -> Statement {
     if !modifiers.iter().any(|m| matches!(m.as_str(), "gpu" | "sys" | "cta")) {
         modifiers.retain(|m| !matches!(m.as_str(), "relaxed" | "acquire"));
     }
-    modifiers.push(op.to_string());
-    modifiers.push(ty.to_string());
+    modifiers.push(op.into());
+    modifiers.push(ty.into());
     let mut atom = inst.clone();
-    atom.opcode = "atom".to_string();
+    atom.opcode = "atom".into();
     atom.modifiers = modifiers;
     atom.operands.push(Operand::Int(inst.span, 0));
     atom.decoded = None;
