@@ -17,8 +17,9 @@
 //!     @p bra L;
 //! ```
 //!
-//! whose body reads memory that another thread writes: an `ld` marked
-//! `.volatile`, `.relaxed` or `.acquire`, an `atom`, an mbarrier test. When
+//! whose body reads global (or generic) memory that another thread writes:
+//! an `ld` marked `.volatile`, `.relaxed` or `.acquire`, an `atom`, an
+//! mbarrier test. When
 //! the body only reads memory (see [`reads_only`]) it becomes
 //!
 //! ```text
@@ -101,9 +102,8 @@ fn rewrite(stmts: &mut Vec<Statement>, unroll: u32, counter: &mut u32) {
             out.extend(body.iter().cloned());
             let mut leave = back.clone();
             leave.guard = Some(Guard { negated: !guard.negated, ..guard.clone() });
-            leave.operands = [Operand::Name { span: back.span, name: exit.as_str().into(), component: None }]
-                .into_iter()
-                .collect();
+            leave.operands =
+                [Operand::Name { span: back.span, name: exit.as_str().into(), component: None }].into_iter().collect();
             out.push(Statement::Inst(leave));
         }
         out.extend(body);
@@ -174,7 +174,7 @@ fn as_atomic_poll(s: &Statement) -> Statement {
     for m in &inst.modifiers {
         match m.as_str() {
             "volatile" => {}
-            "relaxed" | "acquire" | "gpu" | "sys" | "cta" | "global" | "shared" => modifiers.push(m.clone()),
+            "relaxed" | "acquire" | "gpu" | "sys" | "cta" | "global" => modifiers.push(m.clone()),
             "u32" | "s32" | "u64" => op = Some(("add", m.as_str())),
             "b32" | "b64" => op = Some(("or", m.as_str())),
             _ => return s.clone(),
@@ -229,8 +229,14 @@ fn reads_only(s: &Statement) -> bool {
     }
 }
 
-/// Whether `inst` reads memory another thread may be writing.
+/// Whether `inst` reads memory another thread may be writing. Not
+/// `.shared` memory: the threads that write it are of the same workgroup,
+/// which on llvmpipe run after the spinning one (up to its next barrier),
+/// so unrolling would only make such a hopeless wait longer.
 fn polls(inst: &Instruction) -> bool {
+    if inst.has("shared") {
+        return false;
+    }
     match inst.opcode.as_str() {
         "ld" => inst.has("volatile") || inst.has("relaxed") || inst.has("acquire"),
         "atom" => true,
@@ -310,6 +316,8 @@ mod tests {
         assert_eq!(body_of(&plain_load, 4).len(), 6);
         let with_barrier = SPIN.replace("setp.eq.s32 %p1", "bar.sync 0; setp.eq.s32 %p1");
         assert_eq!(body_of(&with_barrier, 4).len(), 7);
+        let shared = SPIN.replace("ld.acquire.gpu.u32", "ld.volatile.shared.u32");
+        assert_eq!(body_of(&shared, 4).len(), 6);
         assert_eq!(body_of(SPIN, 1).len(), 6);
     }
 }
