@@ -43,6 +43,7 @@ mod stack;
 mod uniform;
 mod values;
 mod warp;
+mod zero;
 
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
 use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSpace};
@@ -512,6 +513,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             .capabilities
             .iter()
             .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float64))));
+    let uses_f16 =
+        e.b.module_ref()
+            .capabilities
+            .iter()
+            .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float16))));
     let widths: Vec<u32> = [(32, opts.denorm_preserve_f32), (64, opts.denorm_preserve_f64 && uses_f64)]
         .into_iter()
         .filter_map(|(w, on)| on.then_some(w))
@@ -524,6 +530,28 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             }
         }
     }
+    // PTX arithmetic keeps signed zeros, infinities and NaNs; without this
+    // mode drivers may fold `x * 0.0` to `0.0` or `x + 0.0` to `x`.
+    let widths: Vec<u32> = [
+        (16, opts.signed_zero_inf_nan_f16 && uses_f16),
+        (32, opts.signed_zero_inf_nan_f32),
+        (64, opts.signed_zero_inf_nan_f64 && uses_f64),
+    ]
+    .into_iter()
+    .filter_map(|(w, on)| on.then_some(w))
+    .collect();
+    if !widths.is_empty() {
+        e.cap(Capability::SignedZeroInfNanPreserve);
+        for &fid in &entry_fids {
+            for &w in &widths {
+                e.b.execution_mode(fid, spirv::ExecutionMode::SignedZeroInfNanPreserve, [w]);
+            }
+        }
+    }
+    if e.opts.zero_operand_workaround {
+        zero::hide_zero_constants(&mut e);
+    }
+    exact_float_ops(&mut e.b);
     let words = {
         use rspirv::binary::Assemble;
         e.b.module().assemble()
@@ -735,4 +763,47 @@ fn uses_printf(stmts: &[ast::Statement]) -> bool {
         ast::Statement::Block(b) => uses_printf(b),
         _ => false,
     })
+}
+
+/// Decorates every floating-point arithmetic result `NoContraction`, which
+/// drivers read as "exact": PTX arithmetic is IEEE 754, so `x * 0.0` is NaN
+/// for infinite `x` and `-0.0` for negative `x`, and `x + 0.0` is `+0.0` for
+/// `x = -0.0`. Mesa (lavapipe, RADV, ANV) folds both to `0.0` and `x` in
+/// inexact instructions even where the entry point declares
+/// `SignedZeroInfNanPreserve` (Mesa 22.3 reads that mode only for
+/// instructions already exact). The decoration also keeps a driver from
+/// fusing `mul` and `add` into a fused multiply-add that PTX's `.rn` forbids.
+fn exact_float_ops(b: &mut Builder) {
+    use spirv::Op;
+    use std::collections::HashSet;
+    let m = b.module_ref();
+    let done: HashSet<Word> = m
+        .annotations
+        .iter()
+        .filter(|i| {
+            i.class.opcode == Op::Decorate
+                && matches!(i.operands.get(1), Some(Operand::Decoration(spirv::Decoration::NoContraction)))
+        })
+        .filter_map(|i| match i.operands.first() {
+            Some(Operand::IdRef(id)) => Some(*id),
+            _ => None,
+        })
+        .collect();
+    let ids: Vec<Word> = m
+        .functions
+        .iter()
+        .flat_map(|f| f.blocks.iter())
+        .flat_map(|bl| bl.instructions.iter())
+        .filter(|i| {
+            matches!(
+                i.class.opcode,
+                Op::FAdd | Op::FSub | Op::FMul | Op::FDiv | Op::FRem | Op::FMod | Op::FNegate | Op::VectorTimesScalar
+            )
+        })
+        .filter_map(|i| i.result_id)
+        .filter(|id| !done.contains(id))
+        .collect();
+    for id in ids {
+        b.decorate(id, spirv::Decoration::NoContraction, []);
+    }
 }
