@@ -138,9 +138,8 @@ pub struct Options {
     /// The device has `shaderSignedZeroInfNanPreserveFloat32`: entry points
     /// declare the `SignedZeroInfNanPreserve` execution mode for 32-bit
     /// floats. Without it a driver may assume no operand or result is a
-    /// signed zero, infinity or NaN; Mesa then folds `x * 0.0` to `0.0` and
-    /// `x + 0.0` to `x`, which loses `-0 * 1 = -0`, `-0 + 0 = +0` and
-    /// `inf * 0 = NaN` (PTX arithmetic is IEEE 754 in every width).
+    /// signed zero, infinity or NaN, and fold `x * 0.0` to `0.0` or
+    /// `x + 0.0` to `x` (PTX arithmetic is IEEE 754 in every width).
     pub signed_zero_inf_nan_f32: bool,
     /// The same for 64-bit floats (`shaderSignedZeroInfNanPreserveFloat64`).
     pub signed_zero_inf_nan_f64: bool,

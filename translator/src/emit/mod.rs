@@ -551,7 +551,6 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     if e.opts.zero_operand_workaround {
         zero::hide_zero_constants(&mut e);
     }
-    exact_float_ops(&mut e.b);
     let words = {
         use rspirv::binary::Assemble;
         e.b.module().assemble()
@@ -763,47 +762,4 @@ fn uses_printf(stmts: &[ast::Statement]) -> bool {
         ast::Statement::Block(b) => uses_printf(b),
         _ => false,
     })
-}
-
-/// Decorates every floating-point arithmetic result `NoContraction`, which
-/// drivers read as "exact": PTX arithmetic is IEEE 754, so `x * 0.0` is NaN
-/// for infinite `x` and `-0.0` for negative `x`, and `x + 0.0` is `+0.0` for
-/// `x = -0.0`. Mesa (lavapipe, RADV, ANV) folds both to `0.0` and `x` in
-/// inexact instructions even where the entry point declares
-/// `SignedZeroInfNanPreserve` (Mesa 22.3 reads that mode only for
-/// instructions already exact). The decoration also keeps a driver from
-/// fusing `mul` and `add` into a fused multiply-add that PTX's `.rn` forbids.
-fn exact_float_ops(b: &mut Builder) {
-    use spirv::Op;
-    use std::collections::HashSet;
-    let m = b.module_ref();
-    let done: HashSet<Word> = m
-        .annotations
-        .iter()
-        .filter(|i| {
-            i.class.opcode == Op::Decorate
-                && matches!(i.operands.get(1), Some(Operand::Decoration(spirv::Decoration::NoContraction)))
-        })
-        .filter_map(|i| match i.operands.first() {
-            Some(Operand::IdRef(id)) => Some(*id),
-            _ => None,
-        })
-        .collect();
-    let ids: Vec<Word> = m
-        .functions
-        .iter()
-        .flat_map(|f| f.blocks.iter())
-        .flat_map(|bl| bl.instructions.iter())
-        .filter(|i| {
-            matches!(
-                i.class.opcode,
-                Op::FAdd | Op::FSub | Op::FMul | Op::FDiv | Op::FRem | Op::FMod | Op::FNegate | Op::VectorTimesScalar
-            )
-        })
-        .filter_map(|i| i.result_id)
-        .filter(|id| !done.contains(id))
-        .collect();
-    for id in ids {
-        b.decorate(id, spirv::Decoration::NoContraction, []);
-    }
 }
