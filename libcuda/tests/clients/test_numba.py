@@ -7,6 +7,7 @@ poisoned first so an element a kernel failed to write is caught.
 import cmath
 import math
 
+import cffi
 import numpy as np
 import pytest
 from numba import cuda, float32, float64, int32, int64, uint32
@@ -459,6 +460,36 @@ def test_complex_signed_zeros(dtype):
         assert np.array_equal(g[zero], w[zero]) and np.array_equal(np.signbit(g[zero]), np.signbit(w[zero])), \
             (z, g, w)
         np.testing.assert_allclose(g[~zero], w[~zero], rtol=rtol, atol=0)
+
+
+# numba-cuda declares a C-ABI function returning void as returning a .b64
+# value; the linker puts an adapter between the two modules.
+STORE_CABI = cuda.CUSource("""
+extern "C" __device__ void store_twice(int *p, int v) { p[0] = v; p[1] = v + 1; }
+extern "C" __device__ int plus_seven(int v) { return v + 7; }
+""")
+store_twice = cuda.declare_device("store_twice", "void(CPointer(int32), int32)", link=STORE_CABI, abi="c")
+plus_seven = cuda.declare_device("plus_seven", "int32(int32)", link=STORE_CABI, abi="c")
+
+
+ffi = cffi.FFI()
+
+
+@cuda.jit
+def call_cabi(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        store_twice(ffi.from_buffer(out[2 * i:]), plus_seven(x[i]))
+
+
+def test_declare_device_c_abi_void():
+    """A void C-ABI device function (declared by numba with a return value)
+    and an int one, both linked from CUDA C++ source."""
+    x = rng(40).integers(-1000, 1000, 300).astype(np.int32)
+    out = poisoned(2 * x.size, np.int32)
+    call_cabi[(x.size + 63) // 64, 64](cuda.to_device(x), out)
+    want = np.stack([x + 7, x + 8], axis=1).reshape(-1)
+    assert np.array_equal(out.copy_to_host(), want)
 
 
 # --- warp intrinsics ---------------------------------------------------------
