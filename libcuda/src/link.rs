@@ -553,7 +553,10 @@ mod tests {
         let e = b.replace(".func consume(", ".func (.param .b32 r) consume(");
         let m = merge(&[("d".into(), d), ("e".into(), e)]);
         assert!(m.contains(".func consume_ptxvk_link0(.param .b32 consume_param_0)"), "{m}");
-        assert!(m.contains("\t.param .b32 __ptxvk_ret0;\n\tcall.uni (__ptxvk_ret0), consume, (consume_param_0);"), "{m}");
+        assert!(
+            m.contains("\t.param .b32 __ptxvk_ret0;\n\tcall.uni (__ptxvk_ret0), consume, (consume_param_0);"),
+            "{m}"
+        );
         assert_eq!(rename_symbol("f(f_x, %f, f);", "f", "g"), "g(f_x, %f, g);");
     }
 }
