@@ -140,7 +140,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
     for &s in &flat {
         match s {
             Statement::Label(span, name) => {
-                raws.push(Raw { label: Some(name.clone()), insts: Vec::new(), end: None, span: *span });
+                raws.push(Raw { label: Some(name.to_string()), insts: Vec::new(), end: None, span: *span });
             }
             Statement::Inst(i) if is_control(i) => {
                 let end = match i.opcode.as_str() {
@@ -154,15 +154,15 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                             ));
                         };
                         Pending::Indexed(
-                            i.guard.as_ref().map(|g| (g.name.clone(), g.negated)),
-                            idx.clone(),
-                            list.clone(),
+                            i.guard.as_ref().map(|g| (g.name.to_string(), g.negated)),
+                            idx.to_string(),
+                            list.to_string(),
                             i.span,
                         )
                     }
                     "bra" => {
                         let target = match i.operands.first() {
-                            Some(Operand::Name { name, .. }) => name.clone(),
+                            Some(Operand::Name { name, .. }) => name.to_string(),
                             _ => {
                                 return Err(Diagnostic::error(
                                     i.span,
@@ -171,17 +171,17 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                             }
                         };
                         match &i.guard {
-                            Some(g) => Pending::CondBranch(g.name.clone(), g.negated, target, i.span),
+                            Some(g) => Pending::CondBranch(g.name.to_string(), g.negated, target, i.span),
                             None => Pending::Branch(target, i.span),
                         }
                     }
                     "trap" => match &i.guard {
-                        Some(g) => Pending::CondReturn(g.name.clone(), g.negated, i.span, Some(TRAPPED)),
+                        Some(g) => Pending::CondReturn(g.name.to_string(), g.negated, i.span, Some(TRAPPED)),
                         None => Pending::Exit(i.span, TRAPPED),
                     },
                     op => match &i.guard {
                         Some(g) => Pending::CondReturn(
-                            g.name.clone(),
+                            g.name.to_string(),
                             g.negated,
                             i.span,
                             (in_func && op == "exit").then_some(1),
