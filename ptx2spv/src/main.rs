@@ -84,6 +84,14 @@ struct Cli {
     /// has shaderDenormPreserveFloat32/64).
     #[arg(long = "denorm-preserve", default_value_t = false)]
     denorm_preserve: bool,
+    /// Declare the SignedZeroInfNanPreserve execution mode for f16, f32 and
+    /// f64 (the device has shaderSignedZeroInfNanPreserveFloat16/32/64).
+    #[arg(long = "signed-zero-inf-nan", default_value_t = false)]
+    signed_zero_inf_nan: bool,
+    /// Hide float +0.0 constants behind an opaque zero, so that llvmpipe
+    /// cannot fold x + 0.0 to x or x * 0.0 to 0.0.
+    #[arg(long = "zero-operand-workaround", default_value_t = false)]
+    zero_operand_workaround: bool,
     /// Drop memory semantics: relaxed atomics, no code for `membar`/`fence`
     /// (for llvmpipe, which ends invocations that execute memory semantics
     /// while others of the workgroup have diverged or exited).
@@ -155,6 +163,10 @@ fn run(cli: Cli) -> Result<(), String> {
         },
         denorm_preserve_f32: cli.denorm_preserve,
         denorm_preserve_f64: cli.denorm_preserve,
+        signed_zero_inf_nan_f32: cli.signed_zero_inf_nan,
+        signed_zero_inf_nan_f64: cli.signed_zero_inf_nan,
+        signed_zero_inf_nan_f16: cli.signed_zero_inf_nan,
+        zero_operand_workaround: cli.zero_operand_workaround,
         memory_semantics: !cli.no_memory_semantics,
         unroll_spin_loops: cli.unroll_spin_loops,
     };

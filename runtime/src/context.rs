@@ -837,6 +837,10 @@ impl ContextInner {
             warp_path,
             denorm_preserve_f32: self.info.denorm_preserve_f32,
             denorm_preserve_f64: self.info.denorm_preserve_f64,
+            signed_zero_inf_nan_f32: self.info.signed_zero_inf_nan_f32,
+            signed_zero_inf_nan_f64: self.info.signed_zero_inf_nan_f64,
+            signed_zero_inf_nan_f16: self.info.signed_zero_inf_nan_f16,
+            zero_operand_workaround: self.info.driver_name == "llvmpipe",
             memory_semantics: self.info.driver_name != "llvmpipe",
             // llvmpipe's loop limiter ends a spin-wait after 65535 polls.
             unroll_spin_loops: if self.info.driver_name == "llvmpipe" { 64 } else { 0 },

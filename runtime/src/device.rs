@@ -112,6 +112,13 @@ pub struct DeviceInfo {
     /// kept. Without it the driver's default applies (lavapipe reports
     /// false for both yet keeps subnormals in add, sub, mul, div and sqrt).
     pub denorm_preserve_f64: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat32`: modules ask for IEEE signed
+    /// zeros, infinities and NaNs in f32 arithmetic.
+    pub signed_zero_inf_nan_f32: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat64`: the same for f64.
+    pub signed_zero_inf_nan_f64: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat16`: the same for f16.
+    pub signed_zero_inf_nan_f16: bool,
     /// Subnormal f32 results survive `mul`/`add` as modules are compiled
     /// for this device (a probe kernel at context creation; `true` before).
     pub keeps_f32_subnormals: bool,
@@ -608,6 +615,9 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_f64: on(e.core.shader_float64),
         denorm_preserve_f32: on(p12.shader_denorm_preserve_float32),
         denorm_preserve_f64: on(p12.shader_denorm_preserve_float64),
+        signed_zero_inf_nan_f32: on(p12.shader_signed_zero_inf_nan_preserve_float32),
+        signed_zero_inf_nan_f64: on(p12.shader_signed_zero_inf_nan_preserve_float64),
+        signed_zero_inf_nan_f16: on(p12.shader_signed_zero_inf_nan_preserve_float16),
         keeps_f32_subnormals: true,
         keeps_f64_subnormals: true,
         supports_i64: on(e.core.shader_int64),

@@ -44,6 +44,7 @@ mod stack;
 mod uniform;
 mod values;
 mod warp;
+mod zero;
 
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
 use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSpace};
@@ -522,6 +523,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             .capabilities
             .iter()
             .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float64))));
+    let uses_f16 =
+        e.b.module_ref()
+            .capabilities
+            .iter()
+            .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float16))));
     let widths: Vec<u32> = [(32, opts.denorm_preserve_f32), (64, opts.denorm_preserve_f64 && uses_f64)]
         .into_iter()
         .filter_map(|(w, on)| on.then_some(w))
@@ -533,6 +539,27 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 e.b.execution_mode(fid, spirv::ExecutionMode::DenormPreserve, [w]);
             }
         }
+    }
+    // PTX arithmetic keeps signed zeros, infinities and NaNs; without this
+    // mode drivers may fold `x * 0.0` to `0.0` or `x + 0.0` to `x`.
+    let widths: Vec<u32> = [
+        (16, opts.signed_zero_inf_nan_f16 && uses_f16),
+        (32, opts.signed_zero_inf_nan_f32),
+        (64, opts.signed_zero_inf_nan_f64 && uses_f64),
+    ]
+    .into_iter()
+    .filter_map(|(w, on)| on.then_some(w))
+    .collect();
+    if !widths.is_empty() {
+        e.cap(Capability::SignedZeroInfNanPreserve);
+        for &fid in &entry_fids {
+            for &w in &widths {
+                e.b.execution_mode(fid, spirv::ExecutionMode::SignedZeroInfNanPreserve, [w]);
+            }
+        }
+    }
+    if e.opts.zero_operand_workaround {
+        zero::hide_zero_constants(&mut e);
     }
     let words = {
         use rspirv::binary::Assemble;
