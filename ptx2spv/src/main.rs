@@ -101,6 +101,10 @@ struct Cli {
     /// whose loop limiter ends long waits; 0 or 1 leaves loops alone).
     #[arg(long = "unroll-spin-loops", default_value_t = 0)]
     unroll_spin_loops: u32,
+    /// Count loop iterations per invocation and trap when a loop would run
+    /// past llvmpipe's loop limiter (65535 iterations in all).
+    #[arg(long = "loop-limit", default_value_t = false)]
+    loop_limit: bool,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -169,6 +173,7 @@ fn run(cli: Cli) -> Result<(), String> {
         zero_operand_workaround: cli.zero_operand_workaround,
         memory_semantics: !cli.no_memory_semantics,
         unroll_spin_loops: cli.unroll_spin_loops,
+        loop_limit: cli.loop_limit,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

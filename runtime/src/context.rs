@@ -25,8 +25,10 @@ struct State {
     stream: Stream,
     table: AllocationTable,
     readback: Readback,
-    /// Trap words of modules launched since the last check (address, kernel).
-    trap_words: Vec<(u64, String)>,
+    /// Trap words of modules launched since the last check (address,
+    /// kernel, and the module data buffer, kept so that its address is not
+    /// reused by another allocation before the word is read).
+    trap_words: Vec<(u64, String, Arc<Buffer>)>,
     /// Kernel printf output (see [`crate::printf`]).
     printf: PrintfState,
     /// Device timestamps of [`Context::record_timestamp`].
@@ -423,7 +425,7 @@ impl ContextInner {
     fn check_traps(&self) -> Result<()> {
         self.drain_printf();
         let words = std::mem::take(&mut self.lock().trap_words);
-        for (addr, kernel) in words {
+        for (addr, kernel, _data) in words {
             let mut w = [0u8; 4];
             // A module unloaded meanwhile has no word left to read.
             if self.copy_dtoh(&mut w, addr).is_err() {
@@ -439,6 +441,15 @@ impl ContextInner {
                 let err = Error::LaunchFailed(format!(
                     "kernel {kernel}: a grid synchronisation timed out (its blocks did not all arrive; on lavapipe \
                      the loop limiter ends a long wait)"
+                ));
+                self.lock().stream.fail(err.clone());
+                return Err(err);
+            }
+            if w & abi::printf::TRAP_LOOP_LIMIT != 0 {
+                let err = Error::LaunchFailed(format!(
+                    "kernel {kernel}: a thread reached lavapipe's loop limit of {} loop iterations per invocation \
+                     (llvmpipe ends every loop there); the results would be wrong",
+                    abi::printf::LOOP_LIMIT
                 ));
                 self.lock().stream.fail(err.clone());
                 return Err(err);
@@ -844,6 +855,9 @@ impl ContextInner {
             memory_semantics: self.info.driver_name != "llvmpipe",
             // llvmpipe's loop limiter ends a spin-wait after 65535 polls.
             unroll_spin_loops: if self.info.driver_name == "llvmpipe" { 64 } else { 0 },
+            // Its loop limiter ends loops silently after 65535 iterations in all.
+            loop_limit: self.info.driver_name == "llvmpipe"
+                && !std::env::var(crate::instance::LOOP_LIMIT_ENV).is_ok_and(|v| v == "0"),
         }
     }
 
@@ -1007,8 +1021,8 @@ impl ContextInner {
         st.stream.maybe_flush()?;
         if let (Some(off), Some(data)) = (f.module.info.trap_offset, &f.module.data) {
             let word = data.address + off;
-            if !st.trap_words.iter().any(|(a, _)| *a == word) {
-                st.trap_words.push((word, entry.name.clone()));
+            if !st.trap_words.iter().any(|(a, _, _)| *a == word) {
+                st.trap_words.push((word, entry.name.clone(), data.clone()));
             }
         }
         if let (Some(off), Some(data)) = (f.module.info.printf_offset, &f.module.data) {

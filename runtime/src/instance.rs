@@ -25,6 +25,10 @@ pub const SPIRV_VAL_ENV: &str = "PTXVK_SPIRV_VAL";
 /// its SPIR-V, to `<folder>/<n>-<file name>.ptx` and `.spv` (for bug
 /// reports: what a client such as numba actually loads).
 pub const DUMP_ENV: &str = "PTXVK_DUMP";
+/// Set to `0` to translate without loop-limit detection on llvmpipe
+/// (`Options::loop_limit`; for measurements: a kernel past the limit then
+/// computes wrong results silently).
+pub const LOOP_LIMIT_ENV: &str = "PTXVK_LOOP_LIMIT";
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 

@@ -318,6 +318,11 @@ pub mod printf {
     /// Trap word bit set by a grid synchronisation whose blocks did not all
     /// arrive in time (see [`super::grid`]).
     pub const TRAP_GRID_SYNC: u32 = 4;
+    /// Trap word bit set when a loop would run on after llvmpipe's loop
+    /// limiter ends it (`Options::loop_limit`).
+    pub const TRAP_LOOP_LIMIT: u32 = 8;
+    /// Loop iterations llvmpipe runs per invocation, all loops together.
+    pub const LOOP_LIMIT: u32 = 65535;
 }
 
 /// # Grid synchronisation (cooperative launches)

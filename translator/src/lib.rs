@@ -163,6 +163,10 @@ pub struct Options {
     /// [`spin`]); below 2, loops are left as they are. For drivers that end
     /// loops after a number of iterations (llvmpipe: 64).
     pub unroll_spin_loops: u32,
+    /// Count loop iterations per invocation and trap (the launch fails)
+    /// when a loop would go on after llvmpipe's loop limiter of 65535
+    /// iterations ends it (see `emit/loop_limit.rs`).
+    pub loop_limit: bool,
 }
 
 impl Default for Options {
@@ -182,6 +186,7 @@ impl Default for Options {
             zero_operand_workaround: false,
             memory_semantics: true,
             unroll_spin_loops: 0,
+            loop_limit: false,
         }
     }
 }

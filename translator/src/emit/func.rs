@@ -964,7 +964,12 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Resul
     let merge = e.b.id();
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
-    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    let counted = matches!(kind, Dest::To(Target::Continue(_)));
+    if counted {
+        super::loop_limit::loop_merge(e, merge, cont)?;
+    } else {
+        e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    }
     e.b.branch(start).map_err(internal1)?;
     e.b.begin_block(Some(start)).map_err(internal1)?;
     fx.open = true;
@@ -978,8 +983,14 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Resul
     close(e, fx)?;
     let frame = fx.frames.pop().ok_or_else(|| Diagnostic::error(Span::default(), "internal error: frame"))?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
+    if counted {
+        super::loop_limit::check(e, None)?;
+    }
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
+    if counted {
+        super::loop_limit::merged(e)?;
+    }
     fx.open = true;
     // Re-dispatch branches that leave more than this construct.
     for t in frame.pending {

@@ -247,7 +247,7 @@ pub(crate) fn synchronize(
         let exit = e.b.id();
         e.b.branch(header).map_err(internal1)?;
         e.b.begin_block(Some(header)).map_err(internal1)?;
-        e.b.loop_merge(exit, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+        super::loop_limit::loop_merge(e, exit, cont)?;
         e.b.branch(body).map_err(internal1)?;
         e.b.begin_block(Some(body)).map_err(internal1)?;
         // Once flipped the bit stays until this block arrives again, so only
@@ -265,8 +265,10 @@ pub(crate) fn synchronize(
         let leave = e.b.logical_or(bt, None, done, out).map_err(internal1)?;
         e.b.branch_conditional(leave, exit, cont, []).map_err(internal1)?;
         e.b.begin_block(Some(cont)).map_err(internal1)?;
+        super::loop_limit::check(e, None)?;
         e.b.branch(header).map_err(internal1)?;
         e.b.begin_block(Some(exit)).map_err(internal1)?;
+        super::loop_limit::merged(e)?;
         // However the loop ended (flip, round limit, or a driver's loop
         // limiter), look again: no flip means the grid did not meet.
         let cur = poll(e)?;

@@ -122,16 +122,18 @@ fn cas_loop(
     let done = e.b.phi(bt, None, [(f, pre), (ndone, cont)]).map_err(internal1)?;
     let val = e.b.phi(u64t, None, [(zero, pre), (nval, cont)]).map_err(internal1)?;
     let more = e.b.logical_not(bt, None, done).map_err(internal1)?;
-    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    super::loop_limit::loop_merge(e, merge, cont)?;
     e.b.branch_conditional(more, body, merge, []).map_err(internal1)?;
     e.b.begin_block(Some(body)).map_err(internal1)?;
     let (d, v) = step(e, fx)?;
+    super::loop_limit::check(e, None)?;
     e.b.branch(cont).map_err(internal1)?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
     e.b.copy_object(bt, Some(ndone), d).map_err(internal1)?;
     e.b.copy_object(u64t, Some(nval), v).map_err(internal1)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
+    super::loop_limit::merged(e)?;
     Ok(val)
 }
 

@@ -979,7 +979,7 @@ fn cas_loop(
     let merge = e.b.id();
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
-    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    super::loop_limit::loop_merge(e, merge, cont)?;
     e.b.branch(body).map_err(internal1)?;
     e.b.begin_block(Some(body)).map_err(internal1)?;
     // A load cannot release either.
@@ -992,8 +992,11 @@ fn cas_loop(
     let done = e.b.i_equal(bt, None, got, old).map_err(internal1)?;
     e.b.branch(cont).map_err(internal1)?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
+    let again = e.b.logical_not(bt, None, done).map_err(internal1)?;
+    super::loop_limit::check(e, Some(again))?;
     e.b.branch_conditional(done, merge, header, []).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
+    super::loop_limit::merged(e)?;
     Ok(old)
 }
 

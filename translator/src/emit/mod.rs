@@ -37,6 +37,7 @@ mod grid;
 mod half;
 mod heap;
 mod inst;
+mod loop_limit;
 mod mem;
 mod printf;
 mod rounding;
@@ -119,6 +120,8 @@ pub(crate) struct Emitter<'o> {
     /// The `.shared` Workgroup variables of 32- and 64-bit words, shared by all entries.
     pub shared_var_narrow: Option<Word>,
     pub shared_var_wide: Option<Word>,
+    /// `Private` u32: loop iterations so far ([`loop_limit`]), when counted.
+    pub loop_counter: Option<Word>,
 }
 
 impl<'o> Emitter<'o> {
@@ -258,6 +261,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         func_index: HashMap::new(),
         address_taken: BTreeSet::new(),
         trap_offset: None,
+        loop_counter: None,
         printf_offset: None,
         heap_offset: None,
         grid_offset: None,
@@ -303,7 +307,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             _ => None,
         })
         .collect();
-    if module.items.iter().any(
+    // Counted loops trap when the loop limit is reached (any function may loop).
+    let counts_loops = opts.loop_limit && module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.is_some()));
+    if counts_loops || module.items.iter().any(
         |i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(|b| uses_trap(b, &function_names))),
     ) {
         let off = data_bytes.div_ceil(8) * 8;
@@ -444,6 +450,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     e.uniform_fns = uniform::functions(&plans, opts.warp_path);
     let any_uniform = !e.uniform_fns.is_empty();
     e.warp = warp::Globals::new(&mut e, any_uniform);
+    e.loop_counter = loop_limit::counter(&mut e);
     let sw = e.b.spec_constant_bit32(u32t, max_static_shared_words);
     e.b.decorate(sw, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_SHARED_WORDS)]);
     e.spec_shared_words = sw;
@@ -485,6 +492,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.stack.map(|(v, _)| v));
                 iface.extend(vars.scratch_var);
                 iface.extend(e.warp.interface());
+                iface.extend(e.loop_counter);
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
                 entry_fids.push(fid);
             }

@@ -219,7 +219,7 @@ fn count_conversions(e: &mut Emitter, fx: &Fx, fmt: Word, skip: Word) -> Result<
     let inside = e.b.u_less_than(bt, None, i, limit).map_err(internal1)?;
     let not_done = e.b.logical_not(bt, None, done).map_err(internal1)?;
     let more = e.b.logical_and(bt, None, inside, not_done).map_err(internal1)?;
-    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    super::loop_limit::loop_merge(e, merge, cont)?;
     e.b.branch_conditional(more, body, merge, []).map_err(internal1)?;
     e.b.begin_block(Some(body)).map_err(internal1)?;
     // The aligned word holding byte i (module data is padded to whole words).
@@ -246,6 +246,7 @@ fn count_conversions(e: &mut Emitter, fx: &Fx, fmt: Word, skip: Word) -> Result<
     let conv = e.b.logical_and(bt, None, conv, not_nul).map_err(internal1)?;
     let add = e.b.select(u32t, None, conv, one, zero).map_err(internal1)?;
     let not_prev = e.b.logical_not(bt, None, prev).map_err(internal1)?;
+    super::loop_limit::check(e, None)?;
     e.b.branch(cont).map_err(internal1)?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
     e.b.i_add(u32t, Some(ncount), count, add).map_err(internal1)?;
@@ -254,6 +255,7 @@ fn count_conversions(e: &mut Emitter, fx: &Fx, fmt: Word, skip: Word) -> Result<
     e.b.i_add(u32t, Some(ni), i, one).map_err(internal1)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
+    super::loop_limit::merged(e)?;
     Ok(count)
 }
 
@@ -275,7 +277,7 @@ fn copy_words(e: &mut Emitter, fx: &Fx, src: Word, dst: Word, words: Word) -> Re
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let i = e.b.phi(u32t, None, [(zero, pre), (next, cont)]).map_err(internal1)?;
     let more = e.b.u_less_than(bt, None, i, words).map_err(internal1)?;
-    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    super::loop_limit::loop_merge(e, merge, cont)?;
     e.b.branch_conditional(more, body, merge, []).map_err(internal1)?;
     e.b.begin_block(Some(body)).map_err(internal1)?;
     let i64v = e.b.u_convert(u64t, None, i).map_err(internal1)?;
@@ -284,11 +286,13 @@ fn copy_words(e: &mut Emitter, fx: &Fx, src: Word, dst: Word, words: Word) -> Re
     let w = load(e, fx, Addr::Generic(from), K::Int(32), false)?;
     let to = e.b.i_add(u64t, None, dst, byte).map_err(internal1)?;
     store(e, fx, Addr::Global(to), w, K::Int(32), false, Span::default())?;
+    super::loop_limit::check(e, None)?;
     e.b.branch(cont).map_err(internal1)?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
     e.b.i_add(u32t, Some(next), i, one).map_err(internal1)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
+    super::loop_limit::merged(e)?;
     Ok(())
 }
 

@@ -340,7 +340,7 @@ fn region(e: &mut Emitter, fx: &mut Fx, r: &Region) -> Result<(), Diagnostic> {
             e.b.begin_block(Some(head)).map_err(internal1)?;
             let act = is_active(e, fx)?;
             let any = super::barrier::workgroup_any(e, fx, act)?;
-            e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+            super::loop_limit::loop_merge(e, merge, cont)?;
             e.b.branch_conditional(any, start, merge, []).map_err(internal1)?;
             e.b.begin_block(Some(start)).map_err(internal1)?;
             seq(e, fx, body)?;
@@ -348,8 +348,10 @@ fn region(e: &mut Emitter, fx: &mut Fx, r: &Region) -> Result<(), Diagnostic> {
             transition(e, fx, c, 0)?;
             e.b.branch(cont).map_err(internal1)?;
             e.b.begin_block(Some(cont)).map_err(internal1)?;
+            super::loop_limit::check(e, None)?;
             e.b.branch(head).map_err(internal1)?;
             e.b.begin_block(Some(merge)).map_err(internal1)?;
+            super::loop_limit::merged(e)?;
             Ok(())
         }
         Region::If { block, then_body, else_body } => {

@@ -241,7 +241,7 @@ fn fold_lanes(e: &mut Emitter, fx: &Fx, init: &[Word], body: &mut FoldFn) -> Res
     let i = e.b.load(u32t, None, iv, None, []).map_err(internal1)?;
     let c32 = e.c_u32(32);
     let more = e.b.u_less_than(bt, None, i, c32).map_err(internal1)?;
-    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
+    super::loop_limit::loop_merge(e, merge, cont)?;
     e.b.branch_conditional(more, start, merge, []).map_err(internal1)?;
     e.b.begin_block(Some(start)).map_err(internal1)?;
     let mut cur = Vec::new();
@@ -254,11 +254,13 @@ fn fold_lanes(e: &mut Emitter, fx: &Fx, init: &[Word], body: &mut FoldFn) -> Res
     }
     e.b.branch(cont).map_err(internal1)?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
+    super::loop_limit::check(e, None)?;
     let one = e.c_u32(1);
     let i1 = e.b.i_add(u32t, None, i, one).map_err(internal1)?;
     e.b.store(iv, i1, None, []).map_err(internal1)?;
     e.b.branch(head).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
+    super::loop_limit::merged(e)?;
     let mut out = Vec::new();
     for &var in &vars {
         out.push(e.b.load(u32t, None, var, None, []).map_err(internal1)?);
