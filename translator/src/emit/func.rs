@@ -708,6 +708,9 @@ pub(crate) fn emit_function(
                 }
             }
         }
+        if me.is_none() {
+            super::loop_limit::init(e)?;
+        }
         if fx.uniform.is_some() {
             // Every invocation reaches the end; the state says how it left.
             super::uniform::emit_body(e, &mut fx, &plan.uniform_regions)?;
@@ -831,6 +834,8 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
             Region::Loop { header, body } => construct(e, fx, Dest::To(Target::Continue(*header)), body)?,
             Region::If { block, then_body, else_body } => {
                 let c = branch_condition(e, fx, *block)?;
+                let loops = (super::loop_limit::loops_in(then_body), super::loop_limit::loops_in(else_body));
+                super::loop_limit::branch(e, c, loops.0, loops.1)?;
                 let t = e.b.id();
                 let f = e.b.id();
                 let m = e.b.id();

@@ -30,22 +30,79 @@
 //! the driver one iteration, which nobody counts.
 
 use super::func::{internal1, set_trap_word};
-use super::Emitter;
+use super::{Emitter, TyKey};
+use rspirv::dr::Operand as SOp;
 use crate::diag::Diagnostic;
-use rspirv::spirv::{self, Capability, GroupOperation, Scope, SelectionControl, StorageClass, Word};
+use crate::structurize::Region;
+use rspirv::spirv::{self, Capability, Scope, SelectionControl, StorageClass, Word};
 
 /// Loop iterations an invocation may run in all (llvmpipe's `LP_MAX_TGSI_LOOP_ITERATIONS`).
 pub(crate) const LIMIT: u32 = crate::abi::printf::LOOP_LIMIT;
 
-/// The module's counter variable, when the option is on (created before any function).
-pub(crate) fn counter(e: &mut Emitter) -> Option<Word> {
+/// Counters per workgroup: one per subgroup (1024 invocations of 8).
+const SLOTS: u32 = 128;
+
+/// The module's counters, when the option is on (created before any
+/// function): a `Workgroup` array with one counter per subgroup, and the
+/// `SubgroupId` input. Both go into every entry point's interface.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Counter {
+    slots: Word,
+    subgroup_id: Word,
+}
+
+impl Counter {
+    pub(crate) fn interface(&self) -> [Word; 2] {
+        [self.slots, self.subgroup_id]
+    }
+}
+
+pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
     if !e.opts.loop_limit {
         return None;
     }
+    e.cap(Capability::GroupNonUniform);
     let u32t = e.t_int(32);
-    let pt = e.t_ptr(StorageClass::Private, u32t);
+    let n = e.c_u32(SLOTS);
+    let arr = e.ty(TyKey::Array(u32t, n));
+    let pt = e.t_ptr(StorageClass::Workgroup, arr);
+    let slots = e.b.variable(pt, None, StorageClass::Workgroup, None);
+    let pi = e.t_ptr(StorageClass::Input, u32t);
+    let subgroup_id = e.b.variable(pi, None, StorageClass::Input, None);
+    e.b.decorate(subgroup_id, spirv::Decoration::BuiltIn, [SOp::BuiltIn(spirv::BuiltIn::SubgroupId)]);
+    Some(Counter { slots, subgroup_id })
+}
+
+/// The subgroup's counter (a pointer) and its value.
+fn slot(e: &mut Emitter, c: Counter) -> Result<(Word, Word), Diagnostic> {
+    let u32t = e.t_int(32);
+    let id = e.b.load(u32t, None, c.subgroup_id, None, []).map_err(internal1)?;
+    let mask = e.c_u32(SLOTS - 1);
+    let i = e.b.bitwise_and(u32t, None, id, mask).map_err(internal1)?;
+    let pt = e.t_ptr(StorageClass::Workgroup, u32t);
+    let p = e.b.access_chain(pt, None, c.slots, [i]).map_err(internal1)?;
+    let v = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+    Ok((p, v))
+}
+
+/// At the start of an entry point: the subgroup's counter is 0. Every lane
+/// of a subgroup stores the same value, here and below.
+pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
+    let Some(c) = e.loop_counter else {
+        return Ok(());
+    };
+    let (p, _) = slot(e, c)?;
     let zero = e.c_u32(0);
-    Some(e.b.variable(pt, None, StorageClass::Private, Some(zero)))
+    e.b.store(p, zero, None, []).map_err(internal1)
+}
+
+/// Add `n` (a value the same in every active lane) to the subgroup's counter; the new count.
+fn add(e: &mut Emitter, c: Counter, n: Word) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let (p, v) = slot(e, c)?;
+    let v = e.b.i_add(u32t, None, v, n).map_err(internal1)?;
+    e.b.store(p, v, None, []).map_err(internal1)?;
+    Ok(v)
 }
 
 /// The `OpLoopMerge` of a counted loop (one with [`check`] and [`merged`]).
@@ -54,11 +111,11 @@ pub(crate) fn loop_merge(e: &mut Emitter, merge: Word, cont: Word) -> Result<(),
 }
 
 /// Where a lane takes a back-edge (when `again` is true, if given): count
-/// the iteration, and trap when the budget is spent. Ends the current block
-/// and goes on in a new one, so it must not be where a phi names the
-/// current block.
+/// the subgroup's iteration, and trap when the budget is spent. Ends the
+/// current block and goes on in a new one, so it must not be where a phi
+/// names the current block.
 pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnostic> {
-    let Some(var) = e.loop_counter else {
+    let Some(c) = e.loop_counter else {
         return Ok(());
     };
     let u32t = e.t_int(32);
@@ -66,14 +123,15 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
     let one = e.c_u32(1);
     let inc = match again {
         Some(a) => {
+            e.cap(Capability::GroupNonUniformVote);
+            let scope = e.c_u32(Scope::Subgroup as u32);
+            let any = e.b.group_non_uniform_any(bt, None, scope, a).map_err(internal1)?;
             let zero = e.c_u32(0);
-            e.b.select(u32t, None, a, one, zero).map_err(internal1)?
+            e.b.select(u32t, None, any, one, zero).map_err(internal1)?
         }
         None => one,
     };
-    let n = e.b.load(u32t, None, var, None, []).map_err(internal1)?;
-    let n = e.b.i_add(u32t, None, n, inc).map_err(internal1)?;
-    e.b.store(var, n, None, []).map_err(internal1)?;
+    let n = add(e, c, inc)?;
     let limit = e.c_u32(LIMIT);
     let mut spent = e.b.u_greater_than_equal(bt, None, n, limit).map_err(internal1)?;
     if let Some(a) = again {
@@ -90,20 +148,53 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
     Ok(())
 }
 
-/// At a loop's merge block: the counter becomes the subgroup's maximum plus
-/// 1 (the last iteration).
+/// At a loop's merge block: count the iteration every lane left in.
 pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
-    let Some(var) = e.loop_counter else {
+    let Some(c) = e.loop_counter else {
         return Ok(());
     };
-    e.cap(Capability::GroupNonUniform);
-    e.cap(Capability::GroupNonUniformArithmetic);
-    let u32t = e.t_int(32);
-    let scope = e.c_u32(Scope::Subgroup as u32);
-    let n = e.b.load(u32t, None, var, None, []).map_err(internal1)?;
-    let m = e.b.group_non_uniform_u_max(u32t, None, scope, GroupOperation::Reduce, n, None).map_err(internal1)?;
     let one = e.c_u32(1);
-    let m = e.b.i_add(u32t, None, m, one).map_err(internal1)?;
-    e.b.store(var, m, None, []).map_err(internal1)?;
-    Ok(())
+    add(e, c, one).map(|_| ())
+}
+
+/// Loop constructs in `regions`, nested ones too: what the driver runs at
+/// least once each (one vector iteration) when no lane takes the branch
+/// they are in, since it runs both arms of a divergent branch.
+pub(crate) fn loops_in(regions: &[Region]) -> u32 {
+    regions
+        .iter()
+        .map(|r| match r {
+            Region::Loop { body, .. } => 1 + loops_in(body),
+            Region::Block { body, .. } => loops_in(body),
+            Region::If { then_body, else_body, .. } => loops_in(then_body) + loops_in(else_body),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Before a two-way branch on `cond` whose arms hold `then_loops` and
+/// `else_loops` loops: the driver runs both arms of a divergent branch, an
+/// arm no lane takes with an empty mask, which costs each loop in it one
+/// iteration; count those.
+pub(crate) fn branch(e: &mut Emitter, cond: Word, then_loops: u32, else_loops: u32) -> Result<(), Diagnostic> {
+    let (Some(c), true) = (e.loop_counter, then_loops + else_loops > 0) else {
+        return Ok(());
+    };
+    e.cap(Capability::GroupNonUniformVote);
+    let u32t = e.t_int(32);
+    let bt = e.t_bool();
+    let scope = e.c_u32(Scope::Subgroup as u32);
+    let not_cond = e.b.logical_not(bt, None, cond).map_err(internal1)?;
+    let mut total = e.c_u32(0);
+    for (arm, loops) in [(cond, then_loops), (not_cond, else_loops)] {
+        if loops == 0 {
+            continue;
+        }
+        let taken = e.b.group_non_uniform_any(bt, None, scope, arm).map_err(internal1)?;
+        let zero = e.c_u32(0);
+        let idle = e.c_u32(loops);
+        let cost = e.b.select(u32t, None, taken, zero, idle).map_err(internal1)?;
+        total = e.b.i_add(u32t, None, total, cost).map_err(internal1)?;
+    }
+    add(e, c, total).map(|_| ())
 }

@@ -120,8 +120,8 @@ pub(crate) struct Emitter<'o> {
     /// The `.shared` Workgroup variables of 32- and 64-bit words, shared by all entries.
     pub shared_var_narrow: Option<Word>,
     pub shared_var_wide: Option<Word>,
-    /// `Private` u32: loop iterations so far ([`loop_limit`]), when counted.
-    pub loop_counter: Option<Word>,
+    /// Loop iterations so far per subgroup ([`loop_limit`]), when counted.
+    pub loop_counter: Option<loop_limit::Counter>,
 }
 
 impl<'o> Emitter<'o> {
@@ -492,7 +492,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.stack.map(|(v, _)| v));
                 iface.extend(vars.scratch_var);
                 iface.extend(e.warp.interface());
-                iface.extend(e.loop_counter);
+                iface.extend(e.loop_counter.iter().flat_map(|c| c.interface()));
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
                 entry_fids.push(fid);
             }
