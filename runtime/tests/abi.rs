@@ -25,6 +25,7 @@ fn entry(name: &str, passing: ParamPassing) -> EntryInfo {
         local_bytes: 0,
         scratch_words_per_invocation: 0,
         scratch_words_fixed: 0,
+        loop_counter_words: 0,
     }
 }
 

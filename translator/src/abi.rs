@@ -138,12 +138,18 @@ pub struct EntryInfo {
     /// Translator scratch words independent of the workgroup size (the flags
     /// of workgroup-wide votes); 0 when the kernel needs no scratch.
     pub scratch_words_fixed: u32,
+    /// `Workgroup` words of loop-iteration counters (`Options::loop_limit`,
+    /// when the kernel may loop); 0 otherwise.
+    pub loop_counter_words: u32,
 }
 
 impl EntryInfo {
     /// Bytes of translator scratch for a workgroup of `workgroup_size` invocations.
     pub fn scratch_bytes(&self, workgroup_size: u64) -> u64 {
-        (self.scratch_words_per_invocation as u64 * workgroup_size + self.scratch_words_fixed as u64) * 4
+        (self.scratch_words_per_invocation as u64 * workgroup_size
+            + self.scratch_words_fixed as u64
+            + self.loop_counter_words as u64)
+            * 4
     }
 }
 

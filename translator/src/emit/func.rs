@@ -50,7 +50,7 @@ pub(crate) struct Plan<'a> {
     local_bytes: u32,
     regs: Vec<(String, ScalarType, Span)>,
     pub cfg: Cfg<'a>,
-    regions: Vec<Region>,
+    pub regions: Vec<Region>,
     /// The regions for workgroup-uniform emission (loop exits outside loops,
     /// see [`structurize::LoopExits`]).
     pub uniform_regions: Vec<Region>,

@@ -40,7 +40,17 @@ use rspirv::spirv::{self, Capability, Scope, SelectionControl, StorageClass, Wor
 pub(crate) const LIMIT: u32 = crate::abi::printf::LOOP_LIMIT;
 
 /// Counters per workgroup: one per subgroup (1024 invocations of 8).
-const SLOTS: u32 = 128;
+pub(crate) const SLOTS: u32 = 128;
+
+/// Whether a function may loop: it has loops, or instructions whose code
+/// has loops of its own (compare-and-swap atomics, emulated warp operations,
+/// calls: printf, malloc, grid synchronisation, other functions).
+pub(crate) fn may_loop(p: &super::func::Plan) -> bool {
+    const LOOPING: [&str; 7] = ["atom", "red", "shfl", "vote", "match", "redux", "call"];
+    loops_in(&p.regions) > 0
+        || loops_in(&p.uniform_regions) > 0
+        || p.instructions().any(|i| LOOPING.iter().any(|o| i.opcode.starts_with(o)))
+}
 
 /// The module's counters, when the option is on (created before any
 /// function): a `Workgroup` array with one counter per subgroup, and the

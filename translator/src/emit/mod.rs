@@ -450,7 +450,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     e.uniform_fns = uniform::functions(&plans, opts.warp_path);
     let any_uniform = !e.uniform_fns.is_empty();
     e.warp = warp::Globals::new(&mut e, any_uniform);
-    e.loop_counter = loop_limit::counter(&mut e);
+    // Created with the first entry that may loop: the validation layer adds
+    // up every Workgroup variable of a module.
+    let mut loop_counter = None;
     let sw = e.b.spec_constant_bit32(u32t, max_static_shared_words);
     e.b.decorate(sw, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_SHARED_WORDS)]);
     e.spec_shared_words = sw;
@@ -468,6 +470,12 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         let reached: Vec<&func::Plan> = reach.iter().filter_map(|n| plans.get(n)).collect();
         let mut all = vec![plan];
         all.extend(reached.iter().copied());
+        // Count loops only in entries that may loop.
+        e.loop_counter = None;
+        if opts.loop_limit && all.iter().any(|p| loop_limit::may_loop(p)) {
+            loop_counter = loop_counter.or_else(|| loop_limit::counter(&mut e));
+            e.loop_counter = loop_counter;
+        }
         let vars = func::entry_vars(&mut e, &all, plan);
         let mut callees = HashMap::new();
         for p in &reached {
@@ -517,6 +525,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             let (per_invocation, fixed) = uniform::scratch_words(&mut e, &all, plan);
             info.scratch_words_per_invocation = per_invocation;
             info.scratch_words_fixed = fixed;
+            info.loop_counter_words = if e.loop_counter.is_some() { loop_limit::SLOTS } else { 0 };
             entries.push(info);
         }
     }
@@ -630,6 +639,7 @@ pub(crate) fn entry_info(
         local_bytes,
         scratch_words_per_invocation: 0,
         scratch_words_fixed: 0,
+        loop_counter_words: 0,
     })
 }
 
