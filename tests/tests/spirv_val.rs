@@ -5,7 +5,8 @@
 //! emulation, and with the smallest push-constant budget Vulkan guarantees
 //! (128 bytes; large parameter blocks go to a parameter buffer) and a larger
 //! one (256 bytes; everything in push constants), so every emission path the
-//! runtime can pick is validated. Needs `spirv-val` (package `spirv-tools`).
+//! runtime can pick is validated; and once with the options the runtime
+//! picks for llvmpipe (loop-limit counting among them). Needs `spirv-val` (package `spirv-tools`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,6 +46,23 @@ fn translate_and_validate(path: &Path) -> Vec<String> {
                 }
             }
         }
+    }
+    // What the runtime picks for llvmpipe (lavapipe), with loop-limit counting.
+    let options = Options {
+        zero_operand_workaround: true,
+        memory_semantics: false,
+        unroll_spin_loops: 64,
+        loop_limit: true,
+        ..Options::default()
+    };
+    let what = format!("{name} (llvmpipe options)");
+    match translate(&source, &name, &options) {
+        Ok(t) => {
+            if let Err(e) = spirv_val(&t.spirv, options.target_env, &what) {
+                failures.push(format!("{what}: spirv-val: {e}"));
+            }
+        }
+        Err(d) => failures.push(format!("{what}: translation failed:\n{d}")),
     }
     failures
 }
