@@ -135,3 +135,41 @@ fn explore() {
         println!("{entry} {a} {b}: {:?} {head:?}", r.map_err(|e| e.to_string()));
     }
 }
+
+/// Time loop-heavy launches (`cargo test --release -p ptxvk-runtime --test loop_limit cost -- --ignored
+/// --nocapture`, with and without `PTXVK_LOOP_LIMIT=0`).
+#[test]
+#[ignore]
+fn cost() {
+    let ctx = context();
+    // A tight loop: 255 x 255 iterations of one add per thread.
+    let m = ctx.load_module(include_str!("../../tests/fixtures/loop_limit.ptx"), "loop_limit.ptx").unwrap();
+    let f = m.function("nested").unwrap();
+    let d = ctx.alloc(256 * 4).unwrap();
+    let params = f.pack_params(&[&d.to_le_bytes(), &255u32.to_le_bytes(), &255u32.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [256, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    let t = std::time::Instant::now();
+    for _ in 0..5 {
+        ctx.launch(&f, [8, 1, 1], [256, 1, 1], 0, &params).unwrap();
+    }
+    ctx.synchronize().unwrap();
+    println!("nested 255x255, 5 x 8 x 256 threads: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    // Collatz steps (a data-dependent loop), as in the events test.
+    let m = ctx.load_module(include_str!("../../tests/fixtures/data_loop.ptx"), "data_loop.ptx").unwrap();
+    let f = m.function("collatz_steps").unwrap();
+    let n = 1usize << 16;
+    let input: Vec<u8> = (0..n as u32).flat_map(|v| (v | 0x7000_0001).to_le_bytes()).collect();
+    let din = ctx.alloc(input.len() as u64).unwrap();
+    ctx.copy_htod(din, &input).unwrap();
+    let dout = ctx.alloc(input.len() as u64).unwrap();
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as u32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n / 256) as u32, 1, 1], [256, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    let t = std::time::Instant::now();
+    for _ in 0..5 {
+        ctx.launch(&f, [(n / 256) as u32, 1, 1], [256, 1, 1], 0, &params).unwrap();
+    }
+    ctx.synchronize().unwrap();
+    println!("collatz_steps, 5 x 65536 threads: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+}
