@@ -59,13 +59,11 @@ pub(crate) fn may_loop(p: &super::func::Plan) -> bool {
 pub(crate) struct Counter {
     slots: Word,
     subgroup_id: Word,
-    /// `Private` u32: the count as this lane knows it.
-    lane: Word,
 }
 
 impl Counter {
-    pub(crate) fn interface(&self) -> [Word; 3] {
-        [self.slots, self.subgroup_id, self.lane]
+    pub(crate) fn interface(&self) -> [Word; 2] {
+        [self.slots, self.subgroup_id]
     }
 }
 
@@ -82,30 +80,19 @@ pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
     let pi = e.t_ptr(StorageClass::Input, u32t);
     let subgroup_id = e.b.variable(pi, None, StorageClass::Input, None);
     e.b.decorate(subgroup_id, spirv::Decoration::BuiltIn, [SOp::BuiltIn(spirv::BuiltIn::SubgroupId)]);
-    let pp = e.t_ptr(StorageClass::Private, u32t);
-    let zero = e.c_u32(0);
-    let lane = e.b.variable(pp, None, StorageClass::Private, Some(zero));
-    Some(Counter { slots, subgroup_id, lane })
+    Some(Counter { slots, subgroup_id })
 }
 
-/// The subgroup's counter (a pointer).
-fn slot(e: &mut Emitter, c: Counter) -> Result<Word, Diagnostic> {
+/// The subgroup's counter (a pointer) and its value.
+fn slot(e: &mut Emitter, c: Counter) -> Result<(Word, Word), Diagnostic> {
     let u32t = e.t_int(32);
     let id = e.b.load(u32t, None, c.subgroup_id, None, []).map_err(internal1)?;
     let mask = e.c_u32(SLOTS - 1);
     let i = e.b.bitwise_and(u32t, None, id, mask).map_err(internal1)?;
     let pt = e.t_ptr(StorageClass::Workgroup, u32t);
-    e.b.access_chain(pt, None, c.slots, [i]).map_err(internal1)
-}
-
-/// Store `v` in the subgroup's counter. Atomic (relaxed), as is the load in
-/// [`enter`]: plain accesses let the driver's compiler forward a store on
-/// one path of a branch to a load on another, while llvmpipe runs both.
-fn store_slot(e: &mut Emitter, c: Counter, v: Word) -> Result<(), Diagnostic> {
-    let p = slot(e, c)?;
-    let scope = e.c_u32(Scope::Subgroup as u32);
-    let sem = e.c_u32(0);
-    e.b.atomic_store(p, scope, sem, v).map_err(internal1)
+    let p = e.b.access_chain(pt, None, c.slots, [i]).map_err(internal1)?;
+    let v = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+    Ok((p, v))
 }
 
 /// At the start of an entry point: the subgroup's counter is 0. Every lane
@@ -114,37 +101,18 @@ pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter else {
         return Ok(());
     };
+    let (p, _) = slot(e, c)?;
     let zero = e.c_u32(0);
-    store_slot(e, c, zero)
+    e.b.store(p, zero, None, []).map_err(internal1)
 }
 
-/// Add `n` (a value the same in every active lane) to the lane's count; the new count.
+/// Add `n` (a value the same in every active lane) to the subgroup's counter; the new count.
 fn add(e: &mut Emitter, c: Counter, n: Word) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
-    let v = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
+    let (p, v) = slot(e, c)?;
     let v = e.b.i_add(u32t, None, v, n).map_err(internal1)?;
-    e.b.store(c.lane, v, None, []).map_err(internal1)?;
+    e.b.store(p, v, None, []).map_err(internal1)?;
     Ok(v)
-}
-
-/// Before a counted loop (where its header is entered from outside): the
-/// lane's count catches up with the subgroup's, which lanes in an arm run
-/// before this one may have raised.
-pub(crate) fn enter(e: &mut Emitter) -> Result<(), Diagnostic> {
-    let Some(c) = e.loop_counter else {
-        return Ok(());
-    };
-    let u32t = e.t_int(32);
-    let p = slot(e, c)?;
-    let scope = e.c_u32(Scope::Subgroup as u32);
-    let sem = e.c_u32(0);
-    let shared = e.b.atomic_load(u32t, None, p, scope, sem).map_err(internal1)?;
-    let own = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
-    let bt = e.t_bool();
-    let ahead = e.b.u_greater_than(bt, None, own, shared).map_err(internal1)?;
-    let v = e.b.select(u32t, None, ahead, own, shared).map_err(internal1)?;
-    e.b.store(c.lane, v, None, []).map_err(internal1)?;
-    Ok(())
 }
 
 /// The `OpLoopMerge` of a counted loop (one with [`check`] and [`merged`]).
@@ -190,25 +158,13 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
     Ok(())
 }
 
-/// At a loop's merge block: the count becomes the subgroup's maximum (lanes
-/// that left early catch up) plus the iteration every lane left in, in the
-/// lane and in the subgroup's counter.
+/// At a loop's merge block: count the iteration every lane left in.
 pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter else {
         return Ok(());
     };
-    e.cap(Capability::GroupNonUniformArithmetic);
-    let u32t = e.t_int(32);
-    let scope = e.c_u32(Scope::Subgroup as u32);
-    let n = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
-    let m = e
-        .b
-        .group_non_uniform_u_max(u32t, None, scope, rspirv::spirv::GroupOperation::Reduce, n, None)
-        .map_err(internal1)?;
     let one = e.c_u32(1);
-    let m = e.b.i_add(u32t, None, m, one).map_err(internal1)?;
-    e.b.store(c.lane, m, None, []).map_err(internal1)?;
-    store_slot(e, c, m)
+    add(e, c, one).map(|_| ())
 }
 
 /// Loop constructs in `regions`, nested ones too: what the driver runs at
