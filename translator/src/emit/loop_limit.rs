@@ -13,27 +13,46 @@
 //! and one of 65536 is cut short, and 256 x 255 nested iterations are whole
 //! (the 65536th decrement comes where every lane leaves).
 //!
-//! - a `Private` u32 counter per invocation (visible to every function, so
-//!   loops in callees count too), 0 at the start;
+//! - one u32 counter per subgroup (llvmpipe's vector), in a `Workgroup`
+//!   array of [`SLOTS`] indexed by `SubgroupId` (visible to every function,
+//!   so loops in callees count too), set to 0 at the start of the entry
+//!   point. Every active lane loads it and stores the same new value, so it
+//!   counts once per vector iteration, and lanes in both arms of a divergent
+//!   branch add to the same count, as llvmpipe runs both arms one after the
+//!   other. (A count kept per lane in a `Private` variable, with a subgroup
+//!   maximum at loop merges and the shared count synchronised only at loop
+//!   entries and merges, was twice as fast but missed the second arm's loop
+//!   on llvmpipe: tried and dropped.)
 //! - [`check`], where a lane is about to take a back-edge: the counter adds
 //!   1, and at [`LIMIT`] sets [`crate::abi::printf::TRAP_LOOP_LIMIT`] in the
 //!   trap word (llvmpipe ends the loop itself; the runtime fails the launch);
-//! - [`merged`], at each loop's merge block: the counter becomes its
-//!   subgroup maximum plus 1 (the iteration every lane leaves in); the
-//!   driver runs a vector iteration while any lane loops, so lanes that left
-//!   early catch up with the others.
+//! - [`merged`], at each loop's merge block: the counter adds 1 (the
+//!   iteration every lane leaves in);
+//! - [`branch`], before a two-way branch with loops in its arms: an arm no
+//!   lane takes still runs on llvmpipe with an empty mask, one iteration per
+//!   loop in it; those are added.
 //!
-//! Gaps (the count can be lower than the driver's, never higher): lanes of
-//! one vector that run different loops (two arms of a divergent `if`) each
-//! count only their own, while llvmpipe runs both arms one after the other
-//! and counts both; a loop in an arm no lane of the vector takes may cost
-//! the driver one iteration, which nobody counts.
+//! The counters take `SLOTS` words of shared memory, accounted in
+//! [`crate::abi::EntryInfo::loop_counter_words`], only in entries that may
+//! loop ([`may_loop`]).
+//!
+//! Gaps: the count follows the translator's structured control flow, not
+//! what llvmpipe's compiler makes of it. Measured, it is exact for one loop,
+//! loops one after the other (also nested in the exit arm of another loop)
+//! and nested loops, and one iteration early for the divergent fixture
+//! (llvmpipe allowed one more there). Not counted: loops after the point
+//! where every lane of the vector has left a loop (`break`) or returned,
+//! which llvmpipe still runs once with an empty mask; loops in callees
+//! called from an arm no lane takes; a branch llvmpipe's compiler finds
+//! uniform skips its idle arm, where the count still adds its loops (early,
+//! not late). Subgroups narrower than 8 lanes in workgroups of more than
+//! 1024 / 8 subgroups would share counters.
 
 use super::func::{internal1, set_trap_word};
 use super::{Emitter, TyKey};
-use rspirv::dr::Operand as SOp;
 use crate::diag::Diagnostic;
 use crate::structurize::Region;
+use rspirv::dr::Operand as SOp;
 use rspirv::spirv::{self, Capability, Scope, SelectionControl, StorageClass, Word};
 
 /// Loop iterations an invocation may run in all (llvmpipe's `LP_MAX_TGSI_LOOP_ITERATIONS`).

@@ -308,7 +308,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         })
         .collect();
     // Counted loops trap when the loop limit is reached (any function may loop).
-    let counts_loops = opts.loop_limit && module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.is_some()));
+    let counts_loops =
+        opts.loop_limit && module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.is_some()));
     if counts_loops || module.items.iter().any(
         |i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(|b| uses_trap(b, &function_names))),
     ) {
