@@ -967,6 +967,9 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Resul
     let start = e.b.id();
     let cont = e.b.id();
     let merge = e.b.id();
+    if matches!(kind, Dest::To(Target::Continue(_))) {
+        super::loop_limit::enter(e)?;
+    }
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let counted = matches!(kind, Dest::To(Target::Continue(_)));

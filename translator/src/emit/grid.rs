@@ -245,6 +245,7 @@ pub(crate) fn synchronize(
         let body = e.b.id();
         let cont = e.b.id();
         let exit = e.b.id();
+        super::loop_limit::enter(e)?;
         e.b.branch(header).map_err(internal1)?;
         e.b.begin_block(Some(header)).map_err(internal1)?;
         super::loop_limit::loop_merge(e, exit, cont)?;

@@ -117,6 +117,7 @@ fn cas_loop(
     let pre = e.current_label()?;
     let (header, body, cont, merge) = (e.b.id(), e.b.id(), e.b.id(), e.b.id());
     let (ndone, nval) = (e.b.id(), e.b.id());
+    super::loop_limit::enter(e)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let done = e.b.phi(bt, None, [(f, pre), (ndone, cont)]).map_err(internal1)?;

@@ -13,26 +13,27 @@
 //! and one of 65536 is cut short, and 256 x 255 nested iterations are whole
 //! (the 65536th decrement comes where every lane leaves).
 //!
-//! - one u32 counter per subgroup (llvmpipe's vector), in a `Workgroup`
-//!   array of [`SLOTS`] indexed by `SubgroupId` (visible to every function,
-//!   so loops in callees count too), set to 0 at the start of the entry
-//!   point. Every active lane loads it and stores the same new value, so it
-//!   counts once per vector iteration, and lanes in both arms of a divergent
-//!   branch add to the same count, as llvmpipe runs both arms one after the
-//!   other. (A count kept per lane in a `Private` variable, with a subgroup
-//!   maximum at loop merges and the shared count synchronised only at loop
-//!   entries and merges, was twice as fast but missed the second arm's loop
-//!   on llvmpipe: tried and dropped.)
-//! - [`check`], where a lane is about to take a back-edge: the counter adds
-//!   1, and at [`LIMIT`] sets [`crate::abi::printf::TRAP_LOOP_LIMIT`] in the
-//!   trap word (llvmpipe ends the loop itself; the runtime fails the launch);
-//! - [`merged`], at each loop's merge block: the counter adds 1 (the
-//!   iteration every lane leaves in);
+//! - each lane keeps the count in a `Private` u32 (visible to every
+//!   function, so loops in callees count too); active lanes hold the same
+//!   value. [`check`], where a lane is about to take a back-edge, adds 1 and,
+//!   at [`LIMIT`], sets [`crate::abi::printf::TRAP_LOOP_LIMIT`] in the trap
+//!   word (llvmpipe ends the loop itself; the runtime fails the launch);
+//! - the subgroup (llvmpipe's vector) shares its count in a `Workgroup`
+//!   array of [`SLOTS`] indexed by `SubgroupId`, set to 0 at the start of
+//!   the entry point. [`merged`], at a loop's merge block, raises it to the
+//!   lane's count plus 1 (the iteration every lane leaves in) with an
+//!   atomic maximum, lanes that left early taking the result; [`enter`],
+//!   before a loop, raises the lane's count to it. So lanes in the second
+//!   arm of a divergent branch see what the first arm's loops cost, as
+//!   llvmpipe runs both arms one after the other. The read in [`enter`] is
+//!   an atomic read-modify-write: llvmpipe's compiler forwarded a plain or
+//!   atomic load from the last store on its own path (the zero at the
+//!   start), missing the other arm's store;
 //! - [`branch`], before a two-way branch with loops in its arms: an arm no
 //!   lane takes still runs on llvmpipe with an empty mask, one iteration per
 //!   loop in it; those are added.
 //!
-//! The counters take `SLOTS` words of shared memory, accounted in
+//! The shared counters take `SLOTS` words, accounted in
 //! [`crate::abi::EntryInfo::loop_counter_words`], only in entries that may
 //! loop ([`may_loop`]).
 //!
@@ -43,7 +44,8 @@
 //! (llvmpipe allowed one more there). Not counted: loops after the point
 //! where every lane of the vector has left a loop (`break`) or returned,
 //! which llvmpipe still runs once with an empty mask; loops in callees
-//! called from an arm no lane takes; a branch llvmpipe's compiler finds
+//! called from an arm no lane takes; internal loops (atomics, warp
+//! emulation) in an arm no lane takes. A branch llvmpipe's compiler finds
 //! uniform skips its idle arm, where the count still adds its loops (early,
 //! not late). Subgroups narrower than 8 lanes in workgroups of more than
 //! 1024 / 8 subgroups would share counters.
@@ -78,11 +80,13 @@ pub(crate) fn may_loop(p: &super::func::Plan) -> bool {
 pub(crate) struct Counter {
     slots: Word,
     subgroup_id: Word,
+    /// `Private` u32: the count as this lane knows it.
+    lane: Word,
 }
 
 impl Counter {
-    pub(crate) fn interface(&self) -> [Word; 2] {
-        [self.slots, self.subgroup_id]
+    pub(crate) fn interface(&self) -> [Word; 3] {
+        [self.slots, self.subgroup_id, self.lane]
     }
 }
 
@@ -99,19 +103,30 @@ pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
     let pi = e.t_ptr(StorageClass::Input, u32t);
     let subgroup_id = e.b.variable(pi, None, StorageClass::Input, None);
     e.b.decorate(subgroup_id, spirv::Decoration::BuiltIn, [SOp::BuiltIn(spirv::BuiltIn::SubgroupId)]);
-    Some(Counter { slots, subgroup_id })
+    let pp = e.t_ptr(StorageClass::Private, u32t);
+    let zero = e.c_u32(0);
+    let lane = e.b.variable(pp, None, StorageClass::Private, Some(zero));
+    Some(Counter { slots, subgroup_id, lane })
 }
 
-/// The subgroup's counter (a pointer) and its value.
-fn slot(e: &mut Emitter, c: Counter) -> Result<(Word, Word), Diagnostic> {
+/// The subgroup's counter (a pointer).
+fn slot(e: &mut Emitter, c: Counter) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     let id = e.b.load(u32t, None, c.subgroup_id, None, []).map_err(internal1)?;
     let mask = e.c_u32(SLOTS - 1);
     let i = e.b.bitwise_and(u32t, None, id, mask).map_err(internal1)?;
     let pt = e.t_ptr(StorageClass::Workgroup, u32t);
-    let p = e.b.access_chain(pt, None, c.slots, [i]).map_err(internal1)?;
-    let v = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
-    Ok((p, v))
+    e.b.access_chain(pt, None, c.slots, [i]).map_err(internal1)
+}
+
+/// Store `v` in the subgroup's counter. Atomic (relaxed), as is the load in
+/// [`enter`]: plain accesses let the driver's compiler forward a store on
+/// one path of a branch to a load on another, while llvmpipe runs both.
+fn store_slot(e: &mut Emitter, c: Counter, v: Word) -> Result<(), Diagnostic> {
+    let p = slot(e, c)?;
+    let scope = e.c_u32(Scope::Subgroup as u32);
+    let sem = e.c_u32(0);
+    e.b.atomic_store(p, scope, sem, v).map_err(internal1)
 }
 
 /// At the start of an entry point: the subgroup's counter is 0. Every lane
@@ -120,18 +135,41 @@ pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter else {
         return Ok(());
     };
-    let (p, _) = slot(e, c)?;
     let zero = e.c_u32(0);
-    e.b.store(p, zero, None, []).map_err(internal1)
+    store_slot(e, c, zero)
 }
 
-/// Add `n` (a value the same in every active lane) to the subgroup's counter; the new count.
+/// Add `n` (a value the same in every active lane) to the lane's count; the new count.
 fn add(e: &mut Emitter, c: Counter, n: Word) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
-    let (p, v) = slot(e, c)?;
+    let v = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
     let v = e.b.i_add(u32t, None, v, n).map_err(internal1)?;
-    e.b.store(p, v, None, []).map_err(internal1)?;
+    e.b.store(c.lane, v, None, []).map_err(internal1)?;
     Ok(v)
+}
+
+/// Before a counted loop (where its header is entered from outside): the
+/// lane's count catches up with the subgroup's, which lanes in an arm run
+/// before this one may have raised.
+pub(crate) fn enter(e: &mut Emitter) -> Result<(), Diagnostic> {
+    let Some(c) = e.loop_counter else {
+        return Ok(());
+    };
+    let u32t = e.t_int(32);
+    let p = slot(e, c)?;
+    let scope = e.c_u32(Scope::Subgroup as u32);
+    let sem = e.c_u32(0);
+    // A read-modify-write: the driver's compiler forwards a plain (or
+    // atomic) load from the last store on its path, which misses a store
+    // in the other arm of a branch that llvmpipe ran first.
+    let zero = e.c_u32(0);
+    let shared = e.b.atomic_or(u32t, None, p, scope, sem, zero).map_err(internal1)?;
+    let own = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
+    let bt = e.t_bool();
+    let ahead = e.b.u_greater_than(bt, None, own, shared).map_err(internal1)?;
+    let v = e.b.select(u32t, None, ahead, own, shared).map_err(internal1)?;
+    e.b.store(c.lane, v, None, []).map_err(internal1)?;
+    Ok(())
 }
 
 /// The `OpLoopMerge` of a counted loop (one with [`check`] and [`merged`]).
@@ -177,13 +215,26 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
     Ok(())
 }
 
-/// At a loop's merge block: count the iteration every lane left in.
+/// At a loop's merge block: the subgroup's counter becomes the most any
+/// lane counted plus the iteration every lane left in (an atomic maximum:
+/// lanes that left early lag behind), and each lane takes it.
 pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter else {
         return Ok(());
     };
+    let u32t = e.t_int(32);
+    let n = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
     let one = e.c_u32(1);
-    add(e, c, one).map(|_| ())
+    let n1 = e.b.i_add(u32t, None, n, one).map_err(internal1)?;
+    let p = slot(e, c)?;
+    let scope = e.c_u32(Scope::Subgroup as u32);
+    let sem = e.c_u32(0);
+    let old = e.b.atomic_u_max(u32t, None, p, scope, sem, n1).map_err(internal1)?;
+    let bt = e.t_bool();
+    let ahead = e.b.u_greater_than(bt, None, n1, old).map_err(internal1)?;
+    let m = e.b.select(u32t, None, ahead, n1, old).map_err(internal1)?;
+    e.b.store(c.lane, m, None, []).map_err(internal1)?;
+    Ok(())
 }
 
 /// Loop constructs in `regions`, nested ones too: what the driver runs at

@@ -977,6 +977,7 @@ fn cas_loop(
     let body = e.b.id();
     let cont = e.b.id();
     let merge = e.b.id();
+    super::loop_limit::enter(e)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     super::loop_limit::loop_merge(e, merge, cont)?;

@@ -209,6 +209,7 @@ fn count_conversions(e: &mut Emitter, fx: &Fx, fmt: Word, skip: Word) -> Result<
     let cont = e.b.id();
     let merge = e.b.id();
     let (ni, ncount, nprev, ndone) = (e.b.id(), e.b.id(), e.b.id(), e.b.id());
+    super::loop_limit::enter(e)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let i = e.b.phi(u32t, None, [(zero, pre), (ni, cont)]).map_err(internal1)?;
@@ -273,6 +274,7 @@ fn copy_words(e: &mut Emitter, fx: &Fx, src: Word, dst: Word, words: Word) -> Re
     let cont = e.b.id();
     let merge = e.b.id();
     let next = e.b.id();
+    super::loop_limit::enter(e)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let i = e.b.phi(u32t, None, [(zero, pre), (next, cont)]).map_err(internal1)?;

@@ -336,6 +336,7 @@ fn region(e: &mut Emitter, fx: &mut Fx, r: &Region) -> Result<(), Diagnostic> {
             let start = e.b.id();
             let cont = e.b.id();
             let merge = e.b.id();
+            super::loop_limit::enter(e)?;
             e.b.branch(head).map_err(internal1)?;
             e.b.begin_block(Some(head)).map_err(internal1)?;
             let act = is_active(e, fx)?;

@@ -236,6 +236,7 @@ fn fold_lanes(e: &mut Emitter, fx: &Fx, init: &[Word], body: &mut FoldFn) -> Res
     let start = e.b.id();
     let cont = e.b.id();
     let merge = e.b.id();
+    super::loop_limit::enter(e)?;
     e.b.branch(head).map_err(internal1)?;
     e.b.begin_block(Some(head)).map_err(internal1)?;
     let i = e.b.load(u32t, None, iv, None, []).map_err(internal1)?;
