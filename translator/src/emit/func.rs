@@ -587,12 +587,7 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
 
 /// `OpSpecConstantOp` (rspirv's builder takes no operands for it).
 fn spec_op(e: &mut Emitter, ty: Word, op: spirv::Op, args: &[Word]) -> Word {
-    let id = e.b.id();
-    let mut ops = vec![Operand::LiteralSpecConstantOpInteger(op)];
-    ops.extend(args.iter().map(|a| Operand::IdRef(*a)));
-    let inst = rspirv::dr::Instruction::new(spirv::Op::SpecConstantOp, Some(ty), Some(id), ops);
-    e.b.insert_types_global_values(rspirv::dr::InsertPoint::End, inst);
-    id
+    e.b.spec_constant_op(ty, op, args)
 }
 
 /// Emit an entry (`me` is `None`) or one entry's copy of a `.func`.

@@ -39,6 +39,7 @@ mod inst;
 mod mem;
 mod printf;
 mod rounding;
+mod spv;
 mod stack;
 mod uniform;
 mod values;
@@ -49,7 +50,8 @@ use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSp
 use crate::diag::{Diagnostic, Span};
 use crate::fxhash::FxHashMap;
 use crate::{layout, Options, TargetEnv};
-use rspirv::dr::{Builder, Operand};
+use rspirv::dr::Operand;
+use spv::Builder;
 use rspirv::spirv::{self, Capability, Word};
 use std::collections::{BTreeSet, HashMap};
 
@@ -474,7 +476,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.stack.map(|(v, _)| v));
                 iface.extend(vars.scratch_var);
                 iface.extend(e.warp.interface());
-                e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
+                e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name, iface);
                 entry_fids.push(fid);
             }
             Err(ds) => {
@@ -507,11 +509,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     }
     // Keep subnormals where the device can be asked to (SPIR-V 1.4 float
     // controls): f32 always (`.ftz` flushes explicitly), f64 when used.
-    let uses_f64 =
-        e.b.module_ref()
-            .capabilities
-            .iter()
-            .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float64))));
+    let uses_f64 = e.caps.contains(&(Capability::Float64 as u32));
     let widths: Vec<u32> = [(32, opts.denorm_preserve_f32), (64, opts.denorm_preserve_f64 && uses_f64)]
         .into_iter()
         .filter_map(|(w, on)| on.then_some(w))
@@ -524,10 +522,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             }
         }
     }
-    let words = {
-        use rspirv::binary::Assemble;
-        e.b.module().assemble()
-    };
+    let words = e.b.assemble();
     Ok((
         words,
         ModuleInfo {
