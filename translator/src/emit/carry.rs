@@ -30,7 +30,7 @@ fn cc_var(e: &mut Emitter, fx: &mut Fx) -> Result<Word, Diagnostic> {
     let pt = e.t_ptr(spirv::StorageClass::Function, u32t);
     let zero = e.c_u32(0);
     let id = e.b.entry_variable(pt, Some(zero)).map_err(internal1)?;
-    fx.regs.insert(CC_KEY.to_string(), (id, K::Int(32)));
+    fx.regs.insert(CC_KEY, (id, K::Int(32)));
     Ok(id)
 }
 

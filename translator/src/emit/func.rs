@@ -48,12 +48,42 @@ pub(crate) struct Plan<'a> {
     shared: HashMap<String, Placed>,
     local: HashMap<String, Placed>,
     local_bytes: u32,
-    regs: Vec<(String, ScalarType, Span)>,
+    regs: Regs,
     pub cfg: Cfg<'a>,
     regions: Vec<Region>,
     /// The regions for workgroup-uniform emission (loop exits outside loops,
-    /// see [`structurize::LoopExits`]).
+    /// see [`structurize::LoopExits`]), made by [`Plan::plan_uniform`] for
+    /// the functions that run in that mode.
     pub uniform_regions: Vec<Region>,
+}
+
+/// A function's registers: their names one after another in one string
+/// (`%r<N>` declares N of them: one allocation per function, not per
+/// register), each with its end in `names` and its type.
+#[derive(Default)]
+struct Regs {
+    names: String,
+    ends: Vec<(usize, ScalarType)>,
+}
+
+impl Regs {
+    fn push(&mut self, name: &str, ty: ScalarType) {
+        self.names.push_str(name);
+        self.ends.push((self.names.len(), ty));
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, ScalarType)> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |&(end, ty)| {
+            let name = &self.names[start..end];
+            start = end;
+            (name, ty)
+        })
+    }
 }
 
 fn collect_decls<'a>(stmts: &'a [Statement], out: &mut Vec<&'a ast::VarDecl>) {
@@ -157,7 +187,7 @@ fn push_decimal(s: &mut String, mut v: u32) {
     s.extend(digits[k..].iter().map(|&d| char::from(d)));
 }
 
-fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> Result<(), Diagnostic> {
+fn expand_regs(d: &ast::VarDecl, regs: &mut Regs) -> Result<(), Diagnostic> {
     if d.vector.is_some() || d.ty == ScalarType::B128 {
         return Err(Diagnostic::error(d.span, "vector and .b128 registers are not supported yet"));
     }
@@ -170,20 +200,20 @@ fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> 
                         format!("more than {MAX_REGISTERS} registers in one function"),
                     ));
                 }
-                regs.reserve(c as usize);
+                regs.ends.reserve(c as usize);
+                regs.names.reserve((n.name.len() + 4) * c as usize);
                 for i in 0..c {
                     // `format!` costs more than the rest of a register's planning.
-                    let mut name = String::with_capacity(n.name.len() + 10);
-                    name.push_str(&n.name);
-                    push_decimal(&mut name, i);
-                    regs.push((name, d.ty, n.span));
+                    regs.names.push_str(&n.name);
+                    push_decimal(&mut regs.names, i);
+                    regs.ends.push((regs.names.len(), d.ty));
                 }
             }
             None => {
                 if !n.dims.is_empty() {
                     return Err(Diagnostic::error(n.span, "register arrays are not supported"));
                 }
-                regs.push((n.name.clone(), d.ty, n.span))
+                regs.push(&n.name, d.ty)
             }
         }
     }
@@ -200,7 +230,7 @@ pub(crate) fn plan_function<'a>(
     let is_entry = f.kind == ast::FunctionKind::Entry;
     let mut decls = Vec::new();
     collect_decls(body, &mut decls);
-    let mut regs = Vec::new();
+    let mut regs = Regs::default();
     let mut shared_static: Vec<(&ast::VarDecl, &ast::VarName)> = Vec::new();
     let mut shared_dynamic: Vec<(&ast::VarDecl, &ast::VarName)> = Vec::new();
     let mut locals = Vec::new();
@@ -220,7 +250,7 @@ pub(crate) fn plan_function<'a>(
             for d in list.iter() {
                 for n in &d.names {
                     if d.space == StateSpace::Reg {
-                        regs.push((n.name.clone(), d.ty, n.span));
+                        regs.push(&n.name, d.ty);
                         out.push(Formal::Reg { name: n.name.clone(), kind: storage_kind(d.ty) });
                     } else {
                         param_vars.push((d, n));
@@ -296,7 +326,7 @@ pub(crate) fn plan_function<'a>(
     collect_calls(body, &mut callees);
     let mut cfg = cfg::run(body, !is_entry)?;
     for r in crate::reducible::run(&mut cfg) {
-        regs.push((r, ScalarType::U32, f.span));
+        regs.push(&r, ScalarType::U32);
     }
     let span_of = |b: usize| -> Span {
         let blk = &cfg.blocks[b];
@@ -306,7 +336,6 @@ pub(crate) fn plan_function<'a>(
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
     let wide_atomics = has_wide_shared_atomics(body);
     let uses_stack = uses_opcode(body, &["alloca", "stacksave", "stackrestore"]);
-    let uniform_regions = structurize::run_with(&cfg, &span_of, structurize::LoopExits::Outside)?;
     Ok(Plan {
         func: f,
         may_exit,
@@ -323,11 +352,23 @@ pub(crate) fn plan_function<'a>(
         regs,
         cfg,
         regions,
-        uniform_regions,
+        uniform_regions: Vec::new(),
     })
 }
 
 impl Plan<'_> {
+    /// Make [`Plan::uniform_regions`] (for a function that runs in
+    /// workgroup-uniform mode).
+    pub fn plan_uniform(&mut self) -> Result<(), Diagnostic> {
+        let cfg = &self.cfg;
+        let span_of = |b: usize| -> Span {
+            let blk = &cfg.blocks[b];
+            blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
+        };
+        self.uniform_regions = structurize::run_with(cfg, &span_of, structurize::LoopExits::Outside)?;
+        Ok(())
+    }
+
     /// Bytes of local memory (including `.param` variables).
     pub fn local_bytes(&self) -> u32 {
         self.local_bytes
@@ -446,11 +487,11 @@ pub(crate) struct UniformFx {
 
 /// Per-function emission state.
 pub(crate) struct Fx<'a> {
-    pub regs: FxHashMap<String, (Word, K)>,
-    pub params: FxHashMap<String, ParamInfo>,
+    pub regs: FxHashMap<&'a str, (Word, K)>,
+    pub params: FxHashMap<&'a str, &'a ParamInfo>,
     pub passing: ParamPassing,
-    pub shared: HashMap<String, Placed>,
-    pub local: HashMap<String, Placed>,
+    pub shared: &'a HashMap<String, Placed>,
+    pub local: &'a HashMap<String, Placed>,
     pub shared_var: Option<Word>,
     pub local_var: Option<Word>,
     /// Bytes of the local words of the entry (every frame and the stack).
@@ -619,17 +660,17 @@ pub(crate) fn emit_function(
         }
     }
     e.b.begin_block(None).map_err(internal)?;
-    let mut regs = FxHashMap::default();
+    let mut regs = FxHashMap::with_capacity_and_hasher(plan.regs.len() + 1, Default::default());
     let uniform = e.uniform_fns.contains(&plan.func.name);
-    for (name, t, _span) in &plan.regs {
-        let k = storage_kind(*t);
+    for (name, t) in plan.regs.iter() {
+        let k = storage_kind(t);
         let ty = e.kty(k);
         let pt = e.t_ptr(spirv::StorageClass::Function, ty);
         // In uniform mode inactive invocations compute with registers they
         // never wrote: give them defined values, never undef or poison.
         let init = if uniform { Some(e.zero(k)) } else { None };
         let v = e.b.variable(pt, None, spirv::StorageClass::Function, init);
-        regs.insert(name.clone(), (v, k));
+        regs.insert(name, (v, k));
     }
     let zero = e.c_u32(0);
     let pu = e.t_ptr(spirv::StorageClass::Function, u32t);
@@ -641,11 +682,11 @@ pub(crate) fn emit_function(
         params: plan
             .info
             .as_ref()
-            .map(|i| i.params.iter().map(|p| (p.name.clone(), p.clone())).collect())
+            .map(|i| i.params.iter().map(|p| (p.name.as_str(), p)).collect())
             .unwrap_or_default(),
         passing: vars.passing,
-        shared: plan.shared.clone(),
-        local: plan.local.clone(),
+        shared: &plan.shared,
+        local: &plan.local,
         shared_var: vars.shared_var,
         local_var: vars.local_var,
         local_total: vars.local_total,

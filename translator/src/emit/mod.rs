@@ -433,6 +433,14 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         }
     }
     e.uniform_fns = uniform::functions(&plans, opts.warp_path);
+    // Workgroup-uniform functions are emitted from regions of their own.
+    for (name, plan) in plans.iter_mut() {
+        if e.uniform_fns.contains(name) {
+            if let Err(d) = plan.plan_uniform() {
+                errors.push(d);
+            }
+        }
+    }
     let any_uniform = !e.uniform_fns.is_empty();
     e.warp = warp::Globals::new(&mut e, any_uniform);
     let sw = e.b.spec_constant_bit32(u32t, max_static_shared_words);
