@@ -19,6 +19,7 @@
 
 use crate::cfg::{BasicBlock, BlockId, Cfg, Terminator};
 use crate::diag::Span;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Make `cfg` reducible. Returns the names of the 32-bit registers it
@@ -104,7 +105,7 @@ fn fix(cfg: &mut Cfg, nodes: &BTreeSet<BlockId>, regs: &mut Vec<String>) {
                     label: None,
                     insts: Vec::new(),
                     term: Terminator::Dispatch {
-                        reg: reg.clone(),
+                        reg: Cow::Owned(reg.clone()),
                         value: i as u32 + 1,
                         taken: entries[i],
                         fallthrough,
@@ -126,7 +127,7 @@ fn fix(cfg: &mut Cfg, nodes: &BTreeSet<BlockId>, regs: &mut Vec<String>) {
                         insts: Vec::new(),
                         term: Terminator::Branch(first),
                         term_span: Span::default(),
-                        assign: Some((reg.clone(), k as u32 + 1)),
+                        assign: Some((Cow::Owned(reg.clone()), k as u32 + 1)),
                     });
                     retarget(&mut cfg.blocks[p].term, h, edge);
                     if set.contains(&p) {
@@ -162,9 +163,9 @@ fn sccs(cfg: &Cfg, nodes: &BTreeSet<BlockId>) -> Vec<Vec<BlockId>> {
         stack.push(root);
         on_stack[root] = true;
         while let Some(&(v, i)) = work.last() {
-            let succ: Vec<BlockId> = cfg.successors(v).into_iter().filter(|s| nodes.contains(s)).collect();
-            if i < succ.len() {
-                let w = succ[i];
+            let succ = cfg.successors(v);
+            let mut succ = succ.iter().copied().filter(|s| nodes.contains(s));
+            if let Some(w) = succ.nth(i) {
                 if let Some(top) = work.last_mut() {
                     top.1 += 1;
                 }

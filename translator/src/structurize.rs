@@ -108,7 +108,7 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
     let mut state = vec![0u8; n]; // 0 new, 1 on stack, 2 done
     let mut stack: Vec<(BlockId, usize)> = vec![(0, 0)];
     state[0] = 1;
-    let succs: Vec<Vec<BlockId>> = (0..n).map(|b| cfg.successors(b)).collect();
+    let succs: Vec<crate::cfg::Succs> = (0..n).map(|b| cfg.successors(b)).collect();
     while let Some((b, i)) = stack.pop() {
         if i < succs[b].len() {
             stack.push((b, i + 1));
@@ -318,7 +318,7 @@ pub fn render(cfg: &Cfg, regions: &[Region]) -> String {
 }
 
 fn block_name(cfg: &Cfg, b: BlockId) -> String {
-    cfg.blocks[b].label.clone().unwrap_or_else(|| format!("b{b}"))
+    cfg.blocks[b].label.map_or_else(|| format!("b{b}"), str::to_string)
 }
 
 fn render_into(cfg: &Cfg, regions: &[Region], depth: usize, s: &mut String) {

@@ -903,9 +903,11 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
 
 /// The register assignment [`crate::reducible`] or `exit` attached to block `b`.
 pub(crate) fn block_assign(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(), Diagnostic> {
-    let Some((reg, value)) = fx.cfg.blocks[b].assign.clone() else {
+    let graph = fx.cfg;
+    let Some((reg, value)) = &graph.blocks[b].assign else {
         return Ok(());
     };
+    let (reg, value) = (&**reg, *value);
     if reg == cfg::EXITED && value == cfg::TRAPPED {
         set_trap_word(e, crate::abi::printf::TRAP_TRAP)?;
     }
@@ -913,7 +915,7 @@ pub(crate) fn block_assign(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(),
     let var = if reg == cfg::EXITED {
         fx.exited_var
     } else {
-        let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
+        let Some(&(var, _)) = fx.regs.get(reg) else {
             return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
         };
         Some(var)
@@ -928,10 +930,11 @@ pub(crate) fn block_assign(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(),
 /// The condition of the two-way branch that ends block `block`.
 pub(crate) fn branch_condition(e: &mut Emitter, fx: &mut Fx, block: usize) -> Result<Word, Diagnostic> {
     let span = fx.cfg.blocks[block].term_span;
-    match fx.cfg.blocks[block].term.clone() {
-        Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, &pred, negated, span),
-        Terminator::Dispatch { reg, value, .. } => {
-            let op = ast::Operand::Name { span, name: reg, component: None };
+    let graph = fx.cfg;
+    match &graph.blocks[block].term {
+        &Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, pred, negated, span),
+        &Terminator::Dispatch { ref reg, value, .. } => {
+            let op = ast::Operand::Name { span, name: reg.to_string(), component: None };
             let v = super::values::get(e, fx, &op, K::Int(32), false)?;
             let k = e.c_u32(value);
             let bt = e.t_bool();
