@@ -133,18 +133,26 @@ fn collect_calls(stmts: &[Statement], out: &mut Vec<CallSite>) {
 /// Whether any of `names` is used as a value (its address taken), rather
 /// than only as the base of a `[name+offset]` address.
 fn names_used_as_values(stmts: &[Statement], names: &FxHashSet<&str>) -> bool {
-    fn operand(o: &ast::Operand, names: &FxHashSet<&str>) -> bool {
+    // Register names (most operands) start with `%`: look them up only when
+    // a name of the set does too.
+    let percent = names.iter().any(|n| n.starts_with('%'));
+    fn operand(o: &ast::Operand, names: &FxHashSet<&str>, percent: bool) -> bool {
         match o {
-            ast::Operand::Name { name, .. } => names.contains(name.as_str()),
-            ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().any(|x| operand(x, names)),
+            ast::Operand::Name { name, .. } => {
+                (percent || !name.starts_with('%')) && names.contains(name.as_str())
+            }
+            ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().any(|x| operand(x, names, percent)),
             _ => false,
         }
     }
-    stmts.iter().any(|s| match s {
-        Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names)),
-        Statement::Block(b) => names_used_as_values(b, names),
-        _ => false,
-    })
+    fn walk(stmts: &[Statement], names: &FxHashSet<&str>, percent: bool) -> bool {
+        stmts.iter().any(|s| match s {
+            Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names, percent)),
+            Statement::Block(b) => walk(b, names, percent),
+            _ => false,
+        })
+    }
+    !names.is_empty() && walk(stmts, names, percent)
 }
 
 /// Whether any instruction of the body has one of these opcodes.

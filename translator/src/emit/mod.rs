@@ -71,11 +71,35 @@ pub(crate) enum TyKey {
     Struct(Vec<Word>),
 }
 
+/// Slots of [`Emitter::scalars`].
+const SCALAR_SLOTS: usize = 9;
+
+/// The slot of a scalar type in [`Emitter::scalars`] (the types most asked
+/// for, looked up without hashing).
+fn scalar_slot(k: &TyKey) -> Option<usize> {
+    Some(match k {
+        TyKey::Void => 0,
+        TyKey::Bool => 1,
+        TyKey::Int(8) => 2,
+        TyKey::Int(16) => 3,
+        TyKey::Int(32) => 4,
+        TyKey::Int(64) => 5,
+        TyKey::Float(16) => 6,
+        TyKey::Float(32) => 7,
+        TyKey::Float(64) => 8,
+        _ => return None,
+    })
+}
+
 /// Module-wide emission state.
 pub(crate) struct Emitter<'o> {
     pub b: Builder,
     pub opts: &'o Options,
     types: FxHashMap<TyKey, Word>,
+    /// The scalar types already made, by [`scalar_slot`] (0: not yet).
+    scalars: [Word; SCALAR_SLOTS],
+    /// Pointer types already made: (storage class, pointee) → id.
+    pointers: FxHashMap<(u32, Word), Word>,
     consts: FxHashMap<(Word, u64), Word>,
     caps: BTreeSet<u32>,
     pub glsl: Word,
@@ -131,6 +155,17 @@ impl<'o> Emitter<'o> {
     }
 
     pub fn ty(&mut self, k: TyKey) -> Word {
+        let slot = scalar_slot(&k);
+        if let Some(s) = slot {
+            if self.scalars[s] != 0 {
+                return self.scalars[s];
+            }
+        }
+        if let TyKey::Ptr(sc, t) = k {
+            if let Some(&w) = self.pointers.get(&(sc as u32, t)) {
+                return w;
+            }
+        }
         if let Some(&w) = self.types.get(&k) {
             return w;
         }
@@ -164,7 +199,15 @@ impl<'o> Emitter<'o> {
             TyKey::Func(r, p) => self.b.type_function(*r, p.clone()),
             TyKey::Struct(m) => self.b.type_struct(m.clone()),
         };
-        self.types.insert(k, w);
+        match (slot, &k) {
+            (Some(s), _) => self.scalars[s] = w,
+            (None, &TyKey::Ptr(sc, t)) => {
+                self.pointers.insert((sc as u32, t), w);
+            }
+            _ => {
+                self.types.insert(k, w);
+            }
+        }
         w
     }
 
@@ -241,6 +284,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         b,
         opts,
         types: FxHashMap::default(),
+        scalars: [0; SCALAR_SLOTS],
+        pointers: FxHashMap::default(),
         consts: FxHashMap::default(),
         caps: BTreeSet::new(),
         glsl: 0,
