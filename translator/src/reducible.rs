@@ -30,8 +30,7 @@ pub fn run(cfg: &mut Cfg) -> Vec<String> {
         return regs;
     }
     // The entry must not be part of a cycle: give it a fresh, empty entry.
-    let has_pred = (0..cfg.blocks.len()).any(|b| cfg.successors(b).contains(&0));
-    if has_pred {
+    if entry_has_predecessor(cfg) {
         let old = cfg.blocks[0].clone();
         let moved = cfg.blocks.len();
         cfg.blocks.push(old);
@@ -49,6 +48,12 @@ pub fn run(cfg: &mut Cfg) -> Vec<String> {
     let all: BTreeSet<BlockId> = (1..cfg.blocks.len()).collect();
     fix(cfg, &all, &mut regs);
     regs
+}
+
+/// Whether a block branches to the entry block (which [`run`] then
+/// replaces by a fresh one). Otherwise `run` leaves a reducible CFG as it is.
+pub fn entry_has_predecessor(cfg: &Cfg) -> bool {
+    (0..cfg.blocks.len()).any(|b| cfg.successors(b).contains(&0))
 }
 
 fn retarget(t: &mut Terminator, from: BlockId, to: BlockId) {

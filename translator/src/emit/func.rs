@@ -333,14 +333,26 @@ pub(crate) fn plan_function<'a>(
     let mut callees = Vec::new();
     collect_calls(body, &mut callees);
     let mut cfg = cfg::run(body, !is_entry)?;
-    for r in crate::reducible::run(&mut cfg) {
-        regs.push(&r, ScalarType::U32);
-    }
-    let span_of = |b: usize| -> Span {
+    fn span_in(cfg: &Cfg, b: usize) -> Span {
         let blk = &cfg.blocks[b];
         blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
+    }
+    // `reducible` changes only a CFG whose entry has predecessors or that
+    // is irreducible (which `structurize` reports): try without it first.
+    let direct = if crate::reducible::entry_has_predecessor(&cfg) {
+        None
+    } else {
+        structurize::run(&cfg, &|b| span_in(&cfg, b)).ok()
     };
-    let regions = structurize::run(&cfg, &span_of)?;
+    let regions = match direct {
+        Some(regions) => regions,
+        None => {
+            for r in crate::reducible::run(&mut cfg) {
+                regs.push(&r, ScalarType::U32);
+            }
+            structurize::run(&cfg, &|b| span_in(&cfg, b))?
+        }
+    };
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
     let wide_atomics = has_wide_shared_atomics(body);
     let uses_stack = uses_opcode(body, &["alloca", "stacksave", "stackrestore"]);
