@@ -426,11 +426,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         .iter()
         .map(|f| {
             f.body.as_ref().map(|b| {
-                let outer: Vec<String> = f
+                let outer: Vec<&str> = f
                     .params
                     .iter()
                     .chain(f.returns.iter())
-                    .flat_map(|d| d.names.iter().map(|n| n.name.clone()))
+                    .flat_map(|d| d.names.iter().map(|n| n.name.as_str()))
                     .collect();
                 crate::scope::run(b, &outer)
             })
