@@ -682,13 +682,23 @@ pub(crate) fn emit_function(
     e.b.begin_block(None).map_err(internal)?;
     let mut regs = FxHashMap::with_capacity_and_hasher(plan.regs.len() + 1, Default::default());
     let uniform = e.uniform_fns.contains(&plan.func.name);
+    // The pointer type and initializer of the previous register's kind
+    // (registers of one declaration come one after another).
+    let mut last: Option<(K, Word, Option<Word>)> = None;
     for (name, t) in plan.regs.iter() {
         let k = storage_kind(t);
-        let ty = e.kty(k);
-        let pt = e.t_ptr(spirv::StorageClass::Function, ty);
-        // In uniform mode inactive invocations compute with registers they
-        // never wrote: give them defined values, never undef or poison.
-        let init = if uniform { Some(e.zero(k)) } else { None };
+        let (pt, init) = match last {
+            Some((lk, pt, init)) if lk == k => (pt, init),
+            _ => {
+                let ty = e.kty(k);
+                let pt = e.t_ptr(spirv::StorageClass::Function, ty);
+                // In uniform mode inactive invocations compute with registers they
+                // never wrote: give them defined values, never undef or poison.
+                let init = if uniform { Some(e.zero(k)) } else { None };
+                last = Some((k, pt, init));
+                (pt, init)
+            }
+        };
         let v = e.b.variable(pt, None, spirv::StorageClass::Function, init);
         regs.insert(name, (v, k));
     }
