@@ -122,8 +122,10 @@ impl Builder {
     }
 
     /// The module's words (header, sections in the order of the SPIR-V
-    /// logical layout, functions).
-    pub fn assemble(&self) -> Vec<u32> {
+    /// logical layout, functions). The functions' words are moved into the
+    /// result (the largest part, not copied to a new vector); the builder
+    /// keeps the other sections.
+    pub fn assemble(&mut self) -> Vec<u32> {
         let sections = [
             &self.capabilities,
             &self.extensions,
@@ -133,16 +135,16 @@ impl Builder {
             &self.execution_modes,
             &self.annotations,
             &self.globals,
-            &self.functions,
         ];
-        let n = 5 + sections.iter().map(|s| s.len()).sum::<usize>();
-        let mut out = Vec::with_capacity(n);
+        let mut head = Vec::with_capacity(5 + sections.iter().map(|s| s.len()).sum::<usize>());
         // Magic, version, generator (rspirv's registered tool id, kept so
         // that the output is unchanged), bound, schema.
-        out.extend([spirv::MAGIC_NUMBER, self.version, 0x000f_0000, self.next_id, 0]);
+        head.extend([spirv::MAGIC_NUMBER, self.version, 0x000f_0000, self.next_id, 0]);
         for s in sections {
-            out.extend_from_slice(s);
+            head.extend_from_slice(s);
         }
+        let mut out = std::mem::take(&mut self.functions);
+        out.splice(0..0, head);
         out
     }
 
