@@ -188,12 +188,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                                 "'brx.idx' needs an index register and a .branchtargets list",
                             ));
                         };
-                        Pending::Indexed(
-                            i.guard.as_ref().map(|g| (&*g.name, g.negated)),
-                            &**idx,
-                            &**list,
-                            i.span,
-                        )
+                        Pending::Indexed(i.guard.as_ref().map(|g| (&*g.name, g.negated)), idx, list, i.span)
                     }
                     "bra" => {
                         let target = match i.operands.first() {
@@ -215,12 +210,9 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                         None => Pending::Exit(i.span, TRAPPED),
                     },
                     op => match &i.guard {
-                        Some(g) => Pending::CondReturn(
-                            &g.name,
-                            g.negated,
-                            i.span,
-                            (in_func && op == "exit").then_some(1),
-                        ),
+                        Some(g) => {
+                            Pending::CondReturn(&g.name, g.negated, i.span, (in_func && op == "exit").then_some(1))
+                        }
                         None if in_func && op == "exit" => Pending::Exit(i.span, 1),
                         None => Pending::Return,
                     },
@@ -352,13 +344,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                 }
             }
         };
-        blocks.push(BasicBlock {
-            label: r.label,
-            insts: r.insts,
-            term,
-            term_span: r.span,
-            assign: None,
-        });
+        blocks.push(BasicBlock { label: r.label, insts: r.insts, term, term_span: r.span, assign: None });
     }
     blocks.extend(extra);
     // A fallthrough past the last block (conditional branch at the very end) returns.

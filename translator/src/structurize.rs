@@ -155,8 +155,7 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
     for (i, b) in rpo.iter().enumerate() {
         rpo_index[*b] = i;
     }
-    let (pred_list, pred_start) =
-        rows(n, succs.iter().enumerate().flat_map(|(b, ss)| ss.iter().map(move |&s| (s, b))));
+    let (pred_list, pred_start) = rows(n, succs.iter().enumerate().flat_map(|(b, ss)| ss.iter().map(move |&s| (s, b))));
     let preds = |b: BlockId| &pred_list[pred_start[b]..pred_start[b + 1]];
     // Cooper, Harvey, Kennedy: "A Simple, Fast Dominance Algorithm".
     let mut idom = vec![usize::MAX; n];

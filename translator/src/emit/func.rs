@@ -138,9 +138,7 @@ fn names_used_as_values(stmts: &[Statement], names: &FxHashSet<&str>) -> bool {
     let percent = names.iter().any(|n| n.starts_with('%'));
     fn operand(o: &ast::Operand, names: &FxHashSet<&str>, percent: bool) -> bool {
         match o {
-            ast::Operand::Name { name, .. } => {
-                (percent || !name.starts_with('%')) && names.contains(name.as_str())
-            }
+            ast::Operand::Name { name, .. } => (percent || !name.starts_with('%')) && names.contains(name.as_str()),
             ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().any(|x| operand(x, names, percent)),
             _ => false,
         }
@@ -709,11 +707,7 @@ pub(crate) fn emit_function(
     let linear = super::warp::linear_index(e).map_err(|d| vec![d])?;
     let mut fx = Fx {
         regs,
-        params: plan
-            .info
-            .as_ref()
-            .map(|i| i.params.iter().map(|p| (p.name.as_str(), p)).collect())
-            .unwrap_or_default(),
+        params: plan.info.as_ref().map(|i| i.params.iter().map(|p| (p.name.as_str(), p)).collect()).unwrap_or_default(),
         passing: vars.passing,
         shared: &plan.shared,
         local: &plan.local,
@@ -962,11 +956,11 @@ pub(crate) fn branch_condition(e: &mut Emitter, fx: &mut Fx, block: usize) -> Re
     let span = fx.cfg.blocks[block].term_span;
     let graph = fx.cfg;
     match &graph.blocks[block].term {
-        &Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, pred, negated, span),
-        &Terminator::Dispatch { ref reg, value, .. } => {
+        Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, pred, *negated, span),
+        Terminator::Dispatch { reg, value, .. } => {
             let op = ast::Operand::Name { span, name: reg.to_string(), component: None };
             let v = super::values::get(e, fx, &op, K::Int(32), false)?;
-            let k = e.c_u32(value);
+            let k = e.c_u32(*value);
             let bt = e.t_bool();
             e.b.i_equal(bt, None, v, k).map_err(internal1)
         }

@@ -51,8 +51,8 @@ use crate::diag::{Diagnostic, Span};
 use crate::fxhash::FxHashMap;
 use crate::{layout, Options, TargetEnv};
 use rspirv::dr::Operand;
-use spv::Builder;
 use rspirv::spirv::{self, Capability, Word};
+use spv::Builder;
 use std::collections::{BTreeSet, HashMap};
 
 pub(crate) use values::K;

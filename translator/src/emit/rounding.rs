@@ -28,11 +28,11 @@
 //! which is what NVIDIA GPUs produce for every NaN result: they keep no
 //! payloads in single precision), all ones below the sign for the others.
 
+use super::func::internal1;
 use super::inst::{ext, glsl};
 use super::Emitter;
 use crate::ast::Instruction;
 use crate::diag::Diagnostic;
-use super::func::internal1;
 use rspirv::spirv::{Op, Word};
 
 /// The result of emitting one value.

@@ -428,7 +428,13 @@ impl Builder {
     }
 
     /// `OpExtInst` with id operands.
-    pub fn ext_inst_ids(&mut self, result_type: Word, extension_set: Word, instruction: Word, args: &[Word]) -> BuildResult<Word> {
+    pub fn ext_inst_ids(
+        &mut self,
+        result_type: Word,
+        extension_set: Word,
+        instruction: Word,
+        args: &[Word],
+    ) -> BuildResult<Word> {
         let id = self.id();
         self.at_end()?;
         let start = self.body.len();
@@ -752,6 +758,7 @@ macro_rules! id_ops {
         impl Builder {
             $(
                 #[inline]
+                #[allow(clippy::too_many_arguments)] // as many as the instruction has operands
                 pub fn $name(&mut self, result_type: Word, result_id: Option<Word>, $($arg: Word),*) -> BuildResult<Word> {
                     self.op(Op::$op, result_type, result_id, &[$($arg),*])
                 }

@@ -143,9 +143,7 @@ impl Emitter<'_> {
 
     /// The label of the block being emitted (for `OpPhi` operands).
     pub fn current_label(&mut self) -> Result<Word, Diagnostic> {
-        self.b
-            .selected_label()
-            .ok_or_else(|| Diagnostic::error(Span::default(), "internal error: no current block"))
+        self.b.selected_label().ok_or_else(|| Diagnostic::error(Span::default(), "internal error: no current block"))
     }
 
     /// Combine two 32-bit words into a 64-bit integer.
