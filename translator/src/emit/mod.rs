@@ -1,4 +1,4 @@
-//! Pass 4: structured functions → SPIR-V (rspirv).
+//! Pass 4: structured functions → SPIR-V (written by [`spv::Builder`]).
 //!
 //! One module per PTX module, one `GLCompute` entry point per `.entry`.
 //! State spaces follow the launch ABI in [`crate::abi`] and
