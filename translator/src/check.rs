@@ -125,6 +125,8 @@ struct Scope {
     /// The lengths of the prefixes in `ranges` (bit `len.min(63)`): a split
     /// of a name whose prefix has none of them is not looked up.
     range_lens: u64,
+    /// The same for the names in `names`.
+    name_lens: u64,
 }
 
 /// The bit of [`Scope::range_lens`] for a prefix of `len` bytes.
@@ -282,6 +284,7 @@ impl Checker {
                 }
                 None => {
                     scope.names.insert(n.name.clone(), var);
+                    scope.name_lens |= len_bit(n.name.len());
                 }
             }
         }
@@ -289,8 +292,10 @@ impl Checker {
 
     fn lookup(&self, name: &str) -> Option<Var> {
         for s in self.scopes.iter().rev() {
-            if let Some(v) = s.names.get(name) {
-                return Some(*v);
+            if s.name_lens & len_bit(name.len()) != 0 {
+                if let Some(v) = s.names.get(name) {
+                    return Some(*v);
+                }
             }
             if s.ranges.is_empty() {
                 continue;
