@@ -161,10 +161,7 @@ impl Builder {
 
     pub fn select_block(&mut self, idx: Option<usize>) -> BuildResult<()> {
         match idx {
-            Some(i) if !self.in_function => {
-                let _ = i;
-                Err(Error::DetachedBlock)
-            }
+            Some(_) if !self.in_function => Err(Error::DetachedBlock),
             Some(i) if i >= self.labels.len() => Err(Error::BlockNotFound),
             _ => {
                 self.selected_block = idx;
@@ -309,8 +306,8 @@ impl Builder {
         Ok(())
     }
 
-    /// Append `words` (already started with `head(op, 0)` at `start`) and
-    /// then operands, patching the word count.
+    /// Append `operands` to the instruction begun at `start` (its first word
+    /// `head(op, 0)`) and patch its word count.
     fn with_operands(&mut self, start: usize, operands: impl IntoIterator<Item = Operand>) {
         for o in operands {
             o.assemble_into(&mut self.body);
