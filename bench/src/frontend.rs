@@ -51,26 +51,50 @@ fn status_kb(field: &str) -> Option<u64> {
     s.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The CPU time this thread has run (user and kernel, nanoseconds; Linux's
+/// `/proc/thread-self/schedstat`): unlike the wall time, it does not count
+/// the time spent waiting for a core on a loaded machine.
+fn cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// What [`measure`] measured: wall time, CPU time, peak memory growth.
+struct Measured {
+    wall: Duration,
+    cpu: Option<Duration>,
+    mem: Option<u64>,
+}
+
 /// Time of `f` and how far it raised the peak resident set (bytes).
-fn measure<T>(f: impl FnOnce() -> T) -> (T, Duration, Option<u64>) {
+fn measure<T>(f: impl FnOnce() -> T) -> (T, Measured) {
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let before = status_kb("VmRSS:");
+    let cpu_before = cpu_ns();
     let start = Instant::now();
     let out = f();
-    let t = start.elapsed();
-    let grew = match (reset, before, status_kb("VmHWM:")) {
+    let wall = start.elapsed();
+    let cpu = match (cpu_before, cpu_ns()) {
+        (Some(a), Some(b)) => Some(Duration::from_nanos(b.saturating_sub(a))),
+        _ => None,
+    };
+    let mem = match (reset, before, status_kb("VmHWM:")) {
         (true, Some(b), Some(p)) => Some(p.saturating_sub(b) * 1024),
         _ => None,
     };
-    (out, t, grew)
+    (out, Measured { wall, cpu, mem })
 }
 
 fn report(what: &str, bytes: usize, t: Duration, mem: Option<u64>) {
-    let mbs = bytes as f64 / t.as_secs_f64() / 1e6;
-    let mem = mem.map_or("peak memory unknown".to_string(), |m| {
+    report_cpu(what, bytes, &Measured { wall: t, cpu: None, mem });
+}
+
+fn report_cpu(what: &str, bytes: usize, m: &Measured) {
+    let mbs = bytes as f64 / m.wall.as_secs_f64() / 1e6;
+    let mem = m.mem.map_or("peak memory unknown".to_string(), |m| {
         format!("peak +{} MiB ({:.1}x input)", m >> 20, m as f64 / bytes as f64)
     });
-    println!("  {what:<28} {:>8.3} s  {mbs:>7.1} MB/s  {mem}", t.as_secs_f64());
+    let cpu = m.cpu.map_or(String::new(), |c| format!("  (CPU time {:.1} MB/s)", bytes as f64 / c.as_secs_f64() / 1e6));
+    println!("  {what:<28} {:>8.3} s  {mbs:>7.1} MB/s  {mem}{cpu}", m.wall.as_secs_f64());
 }
 
 /// The steps measured, each in a process of its own (so that one step's
@@ -108,22 +132,22 @@ pub fn measure_step(step: &str) -> Result<(), Box<dyn Error>> {
     let n = src.len();
     match step {
         "parse" => {
-            let (r, t, m) = measure(|| ptxvk_translator::parse::run(&src).map(|m| m.items.len()));
+            let (r, m) = measure(|| ptxvk_translator::parse::run(&src).map(|m| m.items.len()));
             r.map_err(|d| format!("parse: {d:?}"))?;
-            report("parse (AST)", n, t, m);
+            report_cpu("parse (AST)", n, &m);
         }
         "check" => {
-            let (r, t, m) = measure(|| ptxvk_translator::check_syntax(&src, "big.ptx"));
+            let (r, m) = measure(|| ptxvk_translator::check_syntax(&src, "big.ptx"));
             r.map_err(|d| d.to_string())?;
-            report("parse + check (--parse-only)", n, t, m);
+            report_cpu("parse + check (--parse-only)", n, &m);
         }
         _ => {
             let options = ptxvk_translator::Options::default();
-            let (r, t, m) = measure(|| ptxvk_translator::translate(&src, "big.ptx", &options).map(|t| t.spirv.len()));
+            let (r, m) = measure(|| ptxvk_translator::translate(&src, "big.ptx", &options).map(|t| t.spirv.len()));
             let words = r.map_err(|d| d.to_string())?;
-            report("full translation", n, t, m);
+            report_cpu("full translation", n, &m);
             println!("  ({} bytes of SPIR-V)", words * 4);
-            println!("#time {}", t.as_secs_f64());
+            println!("#time {}", m.wall.as_secs_f64());
         }
     }
     Ok(())

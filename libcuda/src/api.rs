@@ -9,9 +9,11 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
+use crate::capture as cap;
 use crate::context as ctx;
 use crate::device as dev;
 use crate::ffi::{c_str, write_opt, write_out, CUdevice, CUdeviceptr, Handle};
+use crate::graph::{self as gr, EdgeData};
 use crate::launch;
 use crate::library as lib;
 use crate::link;
@@ -454,7 +456,7 @@ exports! {
     /// `cuStreamGetDevice`.
     raw fn cuStreamGetDevice(hstream: Handle, device: *mut CUdevice) | cuStreamGetDevice_ptsz => stream::stream_get_device;
     /// `cuStreamIsCapturing`.
-    raw fn cuStreamIsCapturing(hstream: Handle, status: *mut c_int) | cuStreamIsCapturing_ptsz => stream::stream_is_capturing;
+    raw fn cuStreamIsCapturing(hstream: Handle, status: *mut c_int) | cuStreamIsCapturing_ptsz => cap::is_capturing;
     /// `cuStreamWaitEvent`.
     safe fn cuStreamWaitEvent(hstream: Handle, event: Handle, flags: c_uint) | cuStreamWaitEvent_ptsz => stream::stream_wait_event;
     /// `cuStreamAddCallback`.
@@ -474,6 +476,180 @@ exports! {
     safe fn cuEventSynchronize(event: Handle) => stream::event_synchronize;
     /// `cuEventElapsedTime` (and `_v2`, same signature).
     raw fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) | cuEventElapsedTime_v2 => stream::event_elapsed_time;
+
+    /// `cuStreamBeginCapture_v2`.
+    safe fn cuStreamBeginCapture_v2(hstream: Handle, mode: c_int) | cuStreamBeginCapture_v2_ptsz => cap::begin_capture;
+    /// `cuStreamBeginCapture` (CUDA 10.0, global mode).
+    safe fn cuStreamBeginCapture(hstream: Handle) | cuStreamBeginCapture_ptsz => cap::begin_capture_v1;
+    /// `cuStreamBeginCaptureToGraph`.
+    raw fn cuStreamBeginCaptureToGraph(hstream: Handle, graph: Handle, deps: *const Handle, edge_data: *const EdgeData, n: usize, mode: c_int) | cuStreamBeginCaptureToGraph_ptsz => cap::begin_capture_to_graph;
+    /// `cuStreamEndCapture`.
+    raw fn cuStreamEndCapture(hstream: Handle, ph_graph: *mut Handle) | cuStreamEndCapture_ptsz => cap::end_capture;
+    /// `cuStreamGetCaptureInfo_v3`.
+    raw fn cuStreamGetCaptureInfo_v3(hstream: Handle, status: *mut c_int, id: *mut u64, graph: *mut Handle, deps: *mut *const Handle, edge_data: *mut *const EdgeData, n: *mut usize) | cuStreamGetCaptureInfo_v3_ptsz => cap::get_capture_info;
+    /// `cuStreamGetCaptureInfo_v2`.
+    raw fn cuStreamGetCaptureInfo_v2(hstream: Handle, status: *mut c_int, id: *mut u64, graph: *mut Handle, deps: *mut *const Handle, n: *mut usize) | cuStreamGetCaptureInfo_v2_ptsz => cap::get_capture_info_v2;
+    /// `cuStreamGetCaptureInfo` (CUDA 10.1).
+    raw fn cuStreamGetCaptureInfo(hstream: Handle, status: *mut c_int, id: *mut u64) | cuStreamGetCaptureInfo_ptsz => cap::get_capture_info_v1;
+    /// `cuStreamUpdateCaptureDependencies_v2`.
+    raw fn cuStreamUpdateCaptureDependencies_v2(hstream: Handle, deps: *const Handle, edge_data: *const EdgeData, n: usize, flags: c_uint) | cuStreamUpdateCaptureDependencies_v2_ptsz => cap::update_capture_dependencies;
+    /// `cuStreamUpdateCaptureDependencies` (CUDA 11.3).
+    raw fn cuStreamUpdateCaptureDependencies(hstream: Handle, deps: *const Handle, n: usize, flags: c_uint) | cuStreamUpdateCaptureDependencies_ptsz => cap::update_capture_dependencies_v1;
+    /// `cuThreadExchangeStreamCaptureMode`.
+    raw fn cuThreadExchangeStreamCaptureMode(mode: *mut c_int) => cap::thread_exchange_mode;
+
+    /// `cuGraphCreate`.
+    raw fn cuGraphCreate(ph_graph: *mut Handle, flags: c_uint) => gr::graph_create;
+    /// `cuGraphDestroy`.
+    safe fn cuGraphDestroy(graph: Handle) => gr::graph_destroy;
+    /// `cuGraphGetId`.
+    raw fn cuGraphGetId(graph: Handle, id: *mut c_uint) => gr::graph_get_id;
+    /// `cuGraphAddKernelNode_v2`.
+    raw fn cuGraphAddKernelNode_v2(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, params: *const gr::KernelNodeParams) => gr::add_kernel_node;
+    /// `cuGraphAddKernelNode` (CUDA 10 parameters).
+    raw fn cuGraphAddKernelNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, params: *const gr::KernelNodeParamsV1) => gr::add_kernel_node_v1;
+    /// `cuGraphAddMemcpyNode`.
+    raw fn cuGraphAddMemcpyNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, copy: *const mem::Memcpy3D, context: Handle) => gr::add_memcpy_node;
+    /// `cuGraphAddMemsetNode`.
+    raw fn cuGraphAddMemsetNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, params: *const gr::MemsetNodeParams, context: Handle) => gr::add_memset_node;
+    /// `cuGraphAddHostNode`.
+    raw fn cuGraphAddHostNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, params: *const gr::HostNodeParams) => gr::add_host_node;
+    /// `cuGraphAddEmptyNode`.
+    raw fn cuGraphAddEmptyNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize) => gr::add_empty_node;
+    /// `cuGraphAddEventRecordNode`.
+    raw fn cuGraphAddEventRecordNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, event: Handle) => gr::add_event_record_node;
+    /// `cuGraphAddEventWaitNode`.
+    raw fn cuGraphAddEventWaitNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, event: Handle) => gr::add_event_wait_node;
+    /// `cuGraphAddChildGraphNode`.
+    raw fn cuGraphAddChildGraphNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, child: Handle) => gr::add_child_graph_node;
+    /// `cuGraphAddDependencies_v2`.
+    raw fn cuGraphAddDependencies_v2(graph: Handle, from: *const Handle, to: *const Handle, edge_data: *const EdgeData, n: usize) => gr::add_dependencies;
+    /// `cuGraphAddDependencies` (CUDA 10).
+    raw fn cuGraphAddDependencies(graph: Handle, from: *const Handle, to: *const Handle, n: usize) => gr::add_dependencies_v1;
+    /// `cuGraphRemoveDependencies_v2`.
+    raw fn cuGraphRemoveDependencies_v2(graph: Handle, from: *const Handle, to: *const Handle, edge_data: *const EdgeData, n: usize) => gr::remove_dependencies;
+    /// `cuGraphRemoveDependencies` (CUDA 10).
+    raw fn cuGraphRemoveDependencies(graph: Handle, from: *const Handle, to: *const Handle, n: usize) => gr::remove_dependencies_v1;
+    /// `cuGraphGetNodes`.
+    raw fn cuGraphGetNodes(graph: Handle, nodes: *mut Handle, n: *mut usize) => gr::get_nodes;
+    /// `cuGraphGetRootNodes`.
+    raw fn cuGraphGetRootNodes(graph: Handle, nodes: *mut Handle, n: *mut usize) => gr::get_root_nodes;
+    /// `cuGraphGetEdges_v2`.
+    raw fn cuGraphGetEdges_v2(graph: Handle, from: *mut Handle, to: *mut Handle, edge_data: *mut EdgeData, n: *mut usize) => gr::get_edges;
+    /// `cuGraphGetEdges` (CUDA 10).
+    raw fn cuGraphGetEdges(graph: Handle, from: *mut Handle, to: *mut Handle, n: *mut usize) => gr::get_edges_v1;
+    /// `cuGraphNodeGetDependencies_v2`.
+    raw fn cuGraphNodeGetDependencies_v2(node: Handle, deps: *mut Handle, edge_data: *mut EdgeData, n: *mut usize) => gr::node_get_dependencies;
+    /// `cuGraphNodeGetDependencies` (CUDA 10).
+    raw fn cuGraphNodeGetDependencies(node: Handle, deps: *mut Handle, n: *mut usize) => gr::node_get_dependencies_v1;
+    /// `cuGraphNodeGetDependentNodes_v2`.
+    raw fn cuGraphNodeGetDependentNodes_v2(node: Handle, nodes: *mut Handle, edge_data: *mut EdgeData, n: *mut usize) => gr::node_get_dependent_nodes;
+    /// `cuGraphNodeGetDependentNodes` (CUDA 10).
+    raw fn cuGraphNodeGetDependentNodes(node: Handle, nodes: *mut Handle, n: *mut usize) => gr::node_get_dependent_nodes_v1;
+    /// `cuGraphNodeGetType`.
+    raw fn cuGraphNodeGetType(node: Handle, ty: *mut c_int) => gr::node_get_type;
+    /// `cuGraphDestroyNode`.
+    safe fn cuGraphDestroyNode(node: Handle) => gr::destroy_node;
+    /// `cuGraphKernelNodeGetParams_v2`.
+    raw fn cuGraphKernelNodeGetParams_v2(node: Handle, params: *mut gr::KernelNodeParams) => gr::kernel_node_get_params;
+    /// `cuGraphKernelNodeGetParams` (CUDA 10 parameters).
+    raw fn cuGraphKernelNodeGetParams(node: Handle, params: *mut gr::KernelNodeParamsV1) => gr::kernel_node_get_params_v1;
+    /// `cuGraphKernelNodeSetParams_v2`.
+    raw fn cuGraphKernelNodeSetParams_v2(node: Handle, params: *const gr::KernelNodeParams) => gr::kernel_node_set_params;
+    /// `cuGraphKernelNodeSetParams` (CUDA 10 parameters).
+    raw fn cuGraphKernelNodeSetParams(node: Handle, params: *const gr::KernelNodeParamsV1) => gr::kernel_node_set_params_v1;
+    /// `cuGraphMemcpyNodeGetParams`.
+    raw fn cuGraphMemcpyNodeGetParams(node: Handle, params: *mut mem::Memcpy3D) => gr::memcpy_node_get_params;
+    /// `cuGraphMemcpyNodeSetParams`.
+    raw fn cuGraphMemcpyNodeSetParams(node: Handle, params: *const mem::Memcpy3D) => gr::memcpy_node_set_params;
+    /// `cuGraphMemsetNodeGetParams`.
+    raw fn cuGraphMemsetNodeGetParams(node: Handle, params: *mut gr::MemsetNodeParams) => gr::memset_node_get_params;
+    /// `cuGraphMemsetNodeSetParams`.
+    raw fn cuGraphMemsetNodeSetParams(node: Handle, params: *const gr::MemsetNodeParams) => gr::memset_node_set_params;
+    /// `cuGraphHostNodeGetParams`.
+    raw fn cuGraphHostNodeGetParams(node: Handle, params: *mut gr::HostNodeParams) => gr::host_node_get_params;
+    /// `cuGraphHostNodeSetParams`.
+    raw fn cuGraphHostNodeSetParams(node: Handle, params: *const gr::HostNodeParams) => gr::host_node_set_params;
+    /// `cuGraphChildGraphNodeGetGraph`.
+    raw fn cuGraphChildGraphNodeGetGraph(node: Handle, ph_graph: *mut Handle) => gr::child_graph_node_get_graph;
+    /// `cuGraphEventRecordNodeGetEvent`.
+    raw fn cuGraphEventRecordNodeGetEvent(node: Handle, event: *mut Handle) => gr::event_record_node_get_event;
+    /// `cuGraphEventRecordNodeSetEvent`.
+    safe fn cuGraphEventRecordNodeSetEvent(node: Handle, event: Handle) => gr::event_record_node_set_event;
+    /// `cuGraphEventWaitNodeGetEvent`.
+    raw fn cuGraphEventWaitNodeGetEvent(node: Handle, event: *mut Handle) => gr::event_wait_node_get_event;
+    /// `cuGraphEventWaitNodeSetEvent`.
+    safe fn cuGraphEventWaitNodeSetEvent(node: Handle, event: Handle) => gr::event_wait_node_set_event;
+    /// `cuGraphClone`.
+    raw fn cuGraphClone(ph_clone: *mut Handle, graph: Handle) => gr::graph_clone;
+    /// `cuGraphNodeFindInClone`.
+    raw fn cuGraphNodeFindInClone(ph_node: *mut Handle, original: Handle, clone: Handle) => gr::node_find_in_clone;
+    /// `cuGraphInstantiateWithFlags`.
+    raw fn cuGraphInstantiateWithFlags(ph_exec: *mut Handle, graph: Handle, flags: u64) => gr::instantiate_with_flags;
+    /// `cuGraphInstantiate` / `cuGraphInstantiate_v2` (CUDA 10/11 signature with a log buffer).
+    raw fn cuGraphInstantiate_v2(ph_exec: *mut Handle, graph: Handle, err_node: *mut Handle, log: *mut c_char, size: usize) | cuGraphInstantiate => gr::instantiate_v1;
+    /// `cuGraphInstantiateWithParams`.
+    raw fn cuGraphInstantiateWithParams(ph_exec: *mut Handle, graph: Handle, params: *mut gr::InstantiateParams) | cuGraphInstantiateWithParams_ptsz => gr::instantiate_with_params;
+    /// `cuGraphExecDestroy`.
+    safe fn cuGraphExecDestroy(exec: Handle) => gr::exec_destroy;
+    /// `cuGraphExecGetFlags`.
+    raw fn cuGraphExecGetFlags(exec: Handle, flags: *mut u64) => gr::exec_get_flags;
+    /// `cuGraphLaunch`.
+    safe fn cuGraphLaunch(exec: Handle, hstream: Handle) | cuGraphLaunch_ptsz => gr::graph_launch;
+    /// `cuGraphUpload`.
+    safe fn cuGraphUpload(exec: Handle, hstream: Handle) | cuGraphUpload_ptsz => gr::graph_upload;
+    /// `cuGraphExecKernelNodeSetParams_v2`.
+    raw fn cuGraphExecKernelNodeSetParams_v2(exec: Handle, node: Handle, params: *const gr::KernelNodeParams) => gr::exec_kernel_node_set_params;
+    /// `cuGraphExecKernelNodeSetParams` (CUDA 10 parameters).
+    raw fn cuGraphExecKernelNodeSetParams(exec: Handle, node: Handle, params: *const gr::KernelNodeParamsV1) => gr::exec_kernel_node_set_params_v1;
+    /// `cuGraphExecMemcpyNodeSetParams`.
+    raw fn cuGraphExecMemcpyNodeSetParams(exec: Handle, node: Handle, params: *const mem::Memcpy3D, context: Handle) => gr::exec_memcpy_node_set_params;
+    /// `cuGraphExecMemsetNodeSetParams`.
+    raw fn cuGraphExecMemsetNodeSetParams(exec: Handle, node: Handle, params: *const gr::MemsetNodeParams, context: Handle) => gr::exec_memset_node_set_params;
+    /// `cuGraphExecHostNodeSetParams`.
+    raw fn cuGraphExecHostNodeSetParams(exec: Handle, node: Handle, params: *const gr::HostNodeParams) => gr::exec_host_node_set_params;
+    /// `cuGraphExecChildGraphNodeSetParams`.
+    safe fn cuGraphExecChildGraphNodeSetParams(exec: Handle, node: Handle, child: Handle) => gr::exec_child_graph_node_set_params;
+    /// `cuGraphExecEventRecordNodeSetEvent`.
+    safe fn cuGraphExecEventRecordNodeSetEvent(exec: Handle, node: Handle, event: Handle) => gr::exec_event_record_node_set_event;
+    /// `cuGraphExecEventWaitNodeSetEvent`.
+    safe fn cuGraphExecEventWaitNodeSetEvent(exec: Handle, node: Handle, event: Handle) => gr::exec_event_wait_node_set_event;
+    /// `cuGraphNodeSetEnabled`.
+    safe fn cuGraphNodeSetEnabled(exec: Handle, node: Handle, enabled: c_uint) => gr::node_set_enabled;
+    /// `cuGraphNodeGetEnabled`.
+    raw fn cuGraphNodeGetEnabled(exec: Handle, node: Handle, enabled: *mut c_uint) => gr::node_get_enabled;
+    /// `cuGraphExecUpdate_v2`.
+    raw fn cuGraphExecUpdate_v2(exec: Handle, graph: Handle, info: *mut gr::UpdateResultInfo) => gr::exec_update;
+    /// `cuGraphExecUpdate` (CUDA 10.2 signature).
+    raw fn cuGraphExecUpdate(exec: Handle, graph: Handle, err_node: *mut Handle, result: *mut c_int) => gr::exec_update_v1;
+    /// `cuGraphAddNode_v2` (and `_v3`, same signature).
+    raw fn cuGraphAddNode_v2(ph: *mut Handle, graph: Handle, deps: *const Handle, edge_data: *const EdgeData, n: usize, params: *mut gr::GraphNodeParams) | cuGraphAddNode_v3 => gr::add_node_params;
+    /// `cuGraphAddNode` (CUDA 12.2, no edge data).
+    raw fn cuGraphAddNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, params: *mut gr::GraphNodeParams) => gr::add_node_params_v1;
+    /// `cuGraphNodeSetParams` (and `_v2`, same signature).
+    raw fn cuGraphNodeSetParams(node: Handle, params: *mut gr::GraphNodeParams) | cuGraphNodeSetParams_v2 => gr::node_set_params;
+    /// `cuGraphNodeGetParams`.
+    raw fn cuGraphNodeGetParams(node: Handle, params: *mut gr::GraphNodeParams) => gr::node_get_params;
+    /// `cuGraphExecNodeSetParams`.
+    raw fn cuGraphExecNodeSetParams(exec: Handle, node: Handle, params: *mut gr::GraphNodeParams) => gr::exec_node_set_params;
+    /// `cuGraphKernelNodeSetAttribute`.
+    raw fn cuGraphKernelNodeSetAttribute(node: Handle, attr: c_int, value: *const [u64; 8]) => gr::kernel_node_set_attribute;
+    /// `cuGraphKernelNodeGetAttribute`.
+    raw fn cuGraphKernelNodeGetAttribute(node: Handle, attr: c_int, value: *mut [u64; 8]) => gr::kernel_node_get_attribute;
+    /// `cuGraphKernelNodeCopyAttributes`.
+    safe fn cuGraphKernelNodeCopyAttributes(dst: Handle, src: Handle) => gr::kernel_node_copy_attributes;
+    /// `cuGraphDebugDotPrint`.
+    raw fn cuGraphDebugDotPrint(graph: Handle, path: *const c_char, flags: c_uint) => gr::debug_dot_print;
+    /// `cuUserObjectCreate`.
+    raw fn cuUserObjectCreate(out: *mut Handle, ptr: *mut c_void, destroy: stream::HostFn, initial: c_uint, flags: c_uint) => gr::user_object_create;
+    /// `cuUserObjectRetain`.
+    safe fn cuUserObjectRetain(obj: Handle, count: c_uint) => gr::user_object_retain;
+    /// `cuUserObjectRelease`.
+    safe fn cuUserObjectRelease(obj: Handle, count: c_uint) => gr::user_object_release;
+    /// `cuGraphRetainUserObject`.
+    safe fn cuGraphRetainUserObject(graph: Handle, obj: Handle, count: c_uint, flags: c_uint) => gr::graph_retain_user_object;
+    /// `cuGraphReleaseUserObject`.
+    safe fn cuGraphReleaseUserObject(graph: Handle, obj: Handle, count: c_uint) => gr::graph_release_user_object;
 
     /// `cuTensorMapEncodeTiled`.
     raw fn cuTensorMapEncodeTiled(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, box_dim: *const u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tmap::encode_tiled;
@@ -676,6 +852,33 @@ mod tests {
         assert_eq!(symbol("cuStreamSynchronize", 12000, 0), Some("cuStreamSynchronize"));
         // No per-thread variant: the plain one.
         assert_eq!(symbol("cuMemAlloc", 12000, 2), Some("cuMemAlloc_v2"));
+    }
+
+    #[test]
+    fn graph_and_capture_entry_points_are_implemented() {
+        let names = [
+            ("cuGraphAddKernelNode", "cuGraphAddKernelNode_v2"),
+            ("cuGraphKernelNodeGetParams", "cuGraphKernelNodeGetParams_v2"),
+            ("cuGraphExecKernelNodeSetParams", "cuGraphExecKernelNodeSetParams_v2"),
+            ("cuGraphInstantiate", "cuGraphInstantiate_v2"),
+            ("cuGraphInstantiateWithFlags", "cuGraphInstantiateWithFlags"),
+            ("cuGraphInstantiateWithParams", "cuGraphInstantiateWithParams"),
+            ("cuGraphExecUpdate", "cuGraphExecUpdate_v2"),
+            ("cuGraphGetEdges", "cuGraphGetEdges_v2"),
+            ("cuGraphAddDependencies", "cuGraphAddDependencies_v2"),
+            ("cuStreamBeginCapture", "cuStreamBeginCapture_v2"),
+            ("cuStreamEndCapture", "cuStreamEndCapture"),
+            ("cuStreamGetCaptureInfo", "cuStreamGetCaptureInfo_v3"),
+            ("cuThreadExchangeStreamCaptureMode", "cuThreadExchangeStreamCaptureMode"),
+        ];
+        for (name, want) in names {
+            assert_eq!(symbol(name, 12080, 0), Some(want), "{name}");
+            assert!(IMPLEMENTED_NAMES.contains(&want), "{want} is a stub");
+        }
+        assert_eq!(symbol("cuGraphLaunch", 12000, 2), Some("cuGraphLaunch_ptsz"));
+        assert_eq!(symbol("cuStreamGetCaptureInfo", 11030, 0), Some("cuStreamGetCaptureInfo_v2"));
+        assert_eq!(symbol("cuGraphAddKernelNode", 11080, 0), Some("cuGraphAddKernelNode"));
+        assert!(IMPLEMENTED_NAMES.contains(&"cuGraphAddKernelNode"));
     }
 
     #[test]

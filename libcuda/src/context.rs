@@ -287,7 +287,9 @@ pub unsafe fn ctx_get_device_v2(device: *mut CUdevice, ctx: Handle) -> CuResult<
 
 /// `cuCtxSynchronize_v2(CUcontext ctx)`: NULL means current.
 pub fn ctx_synchronize_v2(ctx: Handle) -> CuResult<()> {
-    given_or_current(ctx)?.runtime.synchronize()?;
+    let c = given_or_current(ctx)?;
+    crate::capture::check_unsafe_call()?;
+    c.runtime.synchronize()?;
     Ok(())
 }
 
@@ -516,6 +518,7 @@ pub unsafe fn ctx_get_api_version(ctx: Handle, version: *mut c_uint) -> CuResult
 /// `cuCtxSynchronize()`: waits for all work of the current context.
 pub fn ctx_synchronize() -> CuResult<()> {
     let ctx = current()?;
+    crate::capture::check_unsafe_call()?;
     ctx.runtime.synchronize()?;
     Ok(())
 }

@@ -3,10 +3,13 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
+use crate::capture;
 use crate::context;
 use crate::driver;
 use crate::ffi::{bytes, read_in, write_opt, write_out, Handle};
+use crate::graph::{KernelNode, NodeKind};
 use crate::library::resolve_function;
 use crate::module::FunctionObj;
 use crate::result::{CuError, CuResult};
@@ -286,8 +289,39 @@ pub unsafe fn launch_kernel(
     context::current()?;
     let f = resolve_function(hfunc)?;
     stream::check(hstream)?;
+    let (grid, block) = ([grid_x, grid_y, grid_z], [block_x, block_y, block_z]);
     // SAFETY: forwarded caller contract.
-    unsafe { launch(&f, [grid_x, grid_y, grid_z], [block_x, block_y, block_z], shared_mem_bytes, kernel_params, extra) }
+    if unsafe { capture_launch(&f, hfunc, grid, block, shared_mem_bytes, hstream, kernel_params, extra) }? {
+        return Ok(());
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { launch(&f, grid, block, shared_mem_bytes, kernel_params, extra) }
+}
+
+/// On a capturing stream, adds the launch as a kernel node (parameter
+/// values copied now) and returns `true`.
+///
+/// # Safety
+/// As [`launch_kernel`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn capture_launch(
+    f: &Arc<FunctionObj>,
+    hfunc: Handle,
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared_mem_bytes: c_uint,
+    hstream: Handle,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult<bool> {
+    let is_function = crate::module::FUNCTIONS.get(hfunc).is_some();
+    let (func, kern) = if is_function { (hfunc as usize, 0) } else { (0, hfunc as usize) };
+    capture::capture_node(hstream, || {
+        // SAFETY: forwarded caller contract.
+        let node =
+            unsafe { KernelNode::new(f.clone(), func, kern, grid, block, shared_mem_bytes, kernel_params, extra) }?;
+        Ok(NodeKind::Kernel(node))
+    })
 }
 
 /// Checks a launch configuration and queues it.
@@ -302,6 +336,18 @@ unsafe fn launch(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CuResult<()> {
+    check_config(f, grid, block, shared_mem_bytes)?;
+    // SAFETY: forwarded caller contract.
+    let args = unsafe { collect_args(f, kernel_params, extra) }?;
+    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    let packed = f.function.pack_params(&refs)?;
+    f.context.runtime.launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
+    Ok(())
+}
+
+/// "CUDA_ERROR_INVALID_VALUE" unless the grid, block and dynamic shared
+/// memory are within the device's and the function's limits.
+pub fn check_config(f: &FunctionObj, grid: [c_uint; 3], block: [c_uint; 3], shared_mem_bytes: c_uint) -> CuResult<()> {
     if grid.contains(&0) || block.contains(&0) {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE
             .because(format!("zero grid or block dimension: grid {grid:?}, block {block:?}")));
@@ -323,6 +369,20 @@ unsafe fn launch(
              (raise it with cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))"
         )));
     }
+    Ok(())
+}
+
+/// Copies of the parameter values from exactly one of `kernelParams` and
+/// `extra` ("CUDA_ERROR_INVALID_VALUE" if both are given), one per
+/// parameter the entry declares.
+///
+/// # Safety
+/// As [`launch_kernel`].
+pub unsafe fn collect_args(
+    f: &FunctionObj,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult<Vec<Vec<u8>>> {
     let args = match (kernel_params.is_null(), extra.is_null()) {
         (false, false) => {
             return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("both kernelParams and extra are given"));
@@ -332,7 +392,21 @@ unsafe fn launch(
         // SAFETY: forwarded caller contract (NULL is handled inside).
         _ => unsafe { args_from_kernel_params(f, kernel_params) }?,
     };
-    let packed = f.function.pack_params(&args)?;
+    Ok(args.into_iter().map(<[u8]>::to_vec).collect())
+}
+
+/// Queues a launch whose parameter values were copied by [`collect_args`]
+/// (a graph's kernel node), after checking the configuration again.
+pub fn launch_copied(
+    f: &FunctionObj,
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared_mem_bytes: c_uint,
+    args: &[Vec<u8>],
+) -> CuResult<()> {
+    check_config(f, grid, block, shared_mem_bytes)?;
+    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    let packed = f.function.pack_params(&refs)?;
     f.context.runtime.launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
     Ok(())
 }
@@ -404,6 +478,12 @@ pub unsafe fn launch_kernel_ex(
             id if (0..=LAST_LAUNCH_ATTRIBUTE).contains(&id) => {}
             id => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown launch attribute {id}"))),
         }
+    }
+    // SAFETY: forwarded caller contract.
+    if unsafe {
+        capture_launch(&f, hfunc, cfg.grid, cfg.block, cfg.shared_mem_bytes, cfg.stream, kernel_params, extra)
+    }? {
+        return Ok(());
     }
     // SAFETY: forwarded caller contract.
     unsafe { launch(&f, cfg.grid, cfg.block, cfg.shared_mem_bytes, kernel_params, extra) }

@@ -10,7 +10,8 @@
 //! - Implementations by concern, each validating its arguments and handles
 //!   first: [`device`], [`context`], [`module`] (with [`jit`] options and
 //!   [`fatbin`] containers), [`link`], [`library`], [`memory`], [`launch`],
-//!   [`stream`] (streams and events), [`tensor_map`].
+//!   [`stream`] (streams and events), [`graph`] (CUDA graphs) and
+//!   [`capture`] (stream capture), [`tensor_map`].
 //! - Shared plumbing: [`result`] (`CUresult` codes), [`ffi`] (checked pointer
 //!   access), [`handles`] (registries of live objects), [`driver`] (global
 //!   state).
@@ -28,11 +29,13 @@
 //! all generated from `cuda-api.tsv` (see `build.rs`).
 
 pub mod api;
+pub mod capture;
 pub mod context;
 pub mod device;
 pub mod driver;
 pub mod fatbin;
 pub mod ffi;
+pub mod graph;
 pub mod handles;
 pub mod jit;
 pub mod launch;

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::capture;
 use crate::context::{self, ContextObj, CONTEXTS};
 use crate::driver;
 use crate::ffi::{bytes, bytes_mut, read_in, write_opt, write_out, CUdeviceptr, Handle};
+use crate::graph::{CopyNode, MemsetNode, NodeKind};
 use crate::handles::handle_of;
 use crate::result::{CuError, CuResult};
 use crate::stream;
@@ -24,6 +26,7 @@ use crate::stream;
 /// `dptr` is NULL or writable.
 pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult<()> {
     let ctx = context::current()?;
+    capture::check_unsafe_call()?;
     if dptr.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dptr is NULL"));
     }
@@ -53,6 +56,7 @@ fn owner_of(current: &std::sync::Arc<ContextObj>, addr: u64) -> Option<std::sync
 /// that is not the start of a live allocation is `CUDA_ERROR_INVALID_VALUE`.
 pub fn mem_free(dptr: CUdeviceptr) -> CuResult<()> {
     let ctx = context::current()?;
+    capture::check_unsafe_call()?;
     if dptr == 0 {
         return Ok(());
     }
@@ -105,6 +109,17 @@ pub unsafe fn mem_get_address_range(pbase: *mut CUdeviceptr, psize: *mut usize, 
 /// # Safety
 /// `src` is NULL or readable for `n` bytes.
 pub unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, n: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { memcpy_htod_impl(dst, src, n) }
+}
+
+/// [`memcpy_htod`] without the stream capture checks.
+///
+/// # Safety
+/// As [`memcpy_htod`].
+unsafe fn memcpy_htod_impl(dst: CUdeviceptr, src: *const c_void, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     // SAFETY: forwarded caller contract.
     let data = unsafe { bytes(src, n) }?;
@@ -120,6 +135,17 @@ pub unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, n: usize) -> CuR
 /// # Safety
 /// `dst` is NULL or writable for `n` bytes.
 pub unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { memcpy_dtoh_impl(dst, src, n) }
+}
+
+/// [`memcpy_dtoh`] without the stream capture checks.
+///
+/// # Safety
+/// As [`memcpy_dtoh`].
+unsafe fn memcpy_dtoh_impl(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     // SAFETY: forwarded caller contract.
     let out = unsafe { bytes_mut(dst, n) }?;
@@ -131,6 +157,13 @@ pub unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CuRes
 
 /// `cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)`.
 pub fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    memcpy_dtod_impl(dst, src, n)
+}
+
+/// [`memcpy_dtod`] without the stream capture checks.
+fn memcpy_dtod_impl(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     if n > 0 {
         ctx.runtime.copy_dtod(dst, src, n as u64)?;
@@ -145,8 +178,20 @@ pub fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()>
 /// As [`memcpy_htod`].
 pub unsafe fn memcpy_htod_async(dst: CUdeviceptr, src: *const c_void, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
+    let copy = Memcpy3D::linear(CU_MEMORYTYPE_DEVICE, 0, dst, CU_MEMORYTYPE_HOST, src as usize, 0, n);
+    if capture_copy(s, copy)? {
+        return Ok(());
+    }
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy_htod(dst, src, n) }
+    unsafe { memcpy_htod_impl(dst, src, n) }
+}
+
+/// Adds `copy` to the capture of `s` if it captures (checked like `cuMemcpy3D`).
+fn capture_copy(s: Handle, copy: Memcpy3D) -> CuResult<bool> {
+    capture::capture_node(s, || {
+        check_memcpy_3d(&copy)?;
+        Ok(NodeKind::Memcpy(CopyNode(copy)))
+    })
 }
 
 /// `cuMemcpyDtoHAsync_v2`: as [`memcpy_dtoh`], after checking the stream.
@@ -155,18 +200,33 @@ pub unsafe fn memcpy_htod_async(dst: CUdeviceptr, src: *const c_void, n: usize, 
 /// As [`memcpy_dtoh`].
 pub unsafe fn memcpy_dtoh_async(dst: *mut c_void, src: CUdeviceptr, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
+    let copy = Memcpy3D::linear(CU_MEMORYTYPE_HOST, dst as usize, 0, CU_MEMORYTYPE_DEVICE, 0, src, n);
+    if capture_copy(s, copy)? {
+        return Ok(());
+    }
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy_dtoh(dst, src, n) }
+    unsafe { memcpy_dtoh_impl(dst, src, n) }
 }
 
 /// `cuMemcpyDtoDAsync_v2`: as [`memcpy_dtod`], after checking the stream.
 pub fn memcpy_dtod_async(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    memcpy_dtod(dst, src, n)
+    let copy = Memcpy3D::linear(CU_MEMORYTYPE_DEVICE, 0, dst, CU_MEMORYTYPE_DEVICE, 0, src, n);
+    if capture_copy(s, copy)? {
+        return Ok(());
+    }
+    memcpy_dtod_impl(dst, src, n)
 }
 
 /// `cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n)`.
 pub fn memset_d8(dst: CUdeviceptr, value: u8, n: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    memset_d8_impl(dst, value, n)
+}
+
+/// [`memset_d8`] without the stream capture checks.
+fn memset_d8_impl(dst: CUdeviceptr, value: u8, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     if n > 0 {
         ctx.runtime.memset_d8(dst, value, n as u64)?;
@@ -178,6 +238,13 @@ pub fn memset_d8(dst: CUdeviceptr, value: u8, n: usize) -> CuResult<()> {
 /// `cuMemsetD16_v2(CUdeviceptr dst, unsigned short us, size_t n)`:
 /// "CUDA_ERROR_INVALID_VALUE" unless `dst` is 2-byte aligned.
 pub fn memset_d16(dst: CUdeviceptr, value: u16, n: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    memset_d16_impl(dst, value, n)
+}
+
+/// [`memset_d16`] without the stream capture checks.
+fn memset_d16_impl(dst: CUdeviceptr, value: u16, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     if dst & 1 != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("cuMemsetD16 needs a 2-byte aligned address"));
@@ -192,6 +259,13 @@ pub fn memset_d16(dst: CUdeviceptr, value: u16, n: usize) -> CuResult<()> {
 /// `cuMemsetD32_v2(CUdeviceptr dst, unsigned int ui, size_t n)`:
 /// "CUDA_ERROR_INVALID_VALUE" unless `dst` is 4-byte aligned.
 pub fn memset_d32(dst: CUdeviceptr, value: u32, n: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    memset_d32_impl(dst, value, n)
+}
+
+/// [`memset_d32`] without the stream capture checks.
+fn memset_d32_impl(dst: CUdeviceptr, value: u32, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     if dst & 3 != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("cuMemsetD32 needs a 4-byte aligned address"));
@@ -206,19 +280,41 @@ pub fn memset_d32(dst: CUdeviceptr, value: u32, n: usize) -> CuResult<()> {
 /// `cuMemsetD8Async`.
 pub fn memset_d8_async(dst: CUdeviceptr, value: u8, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    memset_d8(dst, value, n)
+    if capture_memset(s, dst, 0, u32::from(value), 1, n, 1)? {
+        return Ok(());
+    }
+    memset_d8_impl(dst, value, n)
 }
 
 /// `cuMemsetD16Async`.
 pub fn memset_d16_async(dst: CUdeviceptr, value: u16, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    memset_d16(dst, value, n)
+    if capture_memset(s, dst, 0, u32::from(value), 2, n, 1)? {
+        return Ok(());
+    }
+    memset_d16_impl(dst, value, n)
 }
 
 /// `cuMemsetD32Async`.
 pub fn memset_d32_async(dst: CUdeviceptr, value: u32, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    memset_d32(dst, value, n)
+    if capture_memset(s, dst, 0, value, 4, n, 1)? {
+        return Ok(());
+    }
+    memset_d32_impl(dst, value, n)
+}
+
+/// Adds a memset to the capture of `s` if it captures.
+fn capture_memset(
+    s: Handle,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u32,
+    elem: u32,
+    w: usize,
+    h: usize,
+) -> CuResult<bool> {
+    capture::capture_node(s, || Ok(NodeKind::Memset(MemsetNode::new(dst, pitch, value, elem, w, h)?)))
 }
 
 /// `CU_MEMORYTYPE_HOST`.
@@ -497,16 +593,27 @@ fn is_device(ctx: &ContextObj, addr: u64) -> bool {
 /// Whichever of `dst` and `src` is not device memory is host memory valid
 /// for `n` bytes.
 pub unsafe fn memcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { memcpy_impl(dst, src, n) }
+}
+
+/// [`memcpy`] without the stream capture checks.
+///
+/// # Safety
+/// As [`memcpy`].
+unsafe fn memcpy_impl(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
     if n == 0 {
         return Ok(());
     }
     match (is_device(&ctx, dst), is_device(&ctx, src)) {
-        (true, true) => memcpy_dtod(dst, src, n),
+        (true, true) => memcpy_dtod_impl(dst, src, n),
         // SAFETY: `src` is host memory readable for `n` bytes per the caller.
-        (true, false) => unsafe { memcpy_htod(dst, src as *const c_void, n) },
+        (true, false) => unsafe { memcpy_htod_impl(dst, src as *const c_void, n) },
         // SAFETY: `dst` is host memory writable for `n` bytes per the caller.
-        (false, true) => unsafe { memcpy_dtoh(dst as *mut c_void, src, n) },
+        (false, true) => unsafe { memcpy_dtoh_impl(dst as *mut c_void, src, n) },
         (false, false) => {
             if dst == 0 || src == 0 {
                 return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("NULL pointer"));
@@ -526,8 +633,12 @@ pub unsafe fn memcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<(
 /// As [`memcpy`].
 pub unsafe fn memcpy_async(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
+    let copy = Memcpy3D::linear(CU_MEMORYTYPE_UNIFIED, 0, dst, CU_MEMORYTYPE_UNIFIED, 0, src, n);
+    if capture_copy(s, copy)? {
+        return Ok(());
+    }
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy(dst, src, n) }
+    unsafe { memcpy_impl(dst, src, n) }
 }
 
 /// One side of a 2D/3D copy.
@@ -664,6 +775,17 @@ pub struct Memcpy2D {
 /// # Safety
 /// `copy` is NULL or readable; its host pointers cover the rows it names.
 pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { memcpy_2d_impl(copy) }
+}
+
+/// [`memcpy_2d`] without the stream capture checks.
+///
+/// # Safety
+/// As [`memcpy_2d`].
+unsafe fn memcpy_2d_impl(copy: *const Memcpy2D) -> CuResult<()> {
     let ctx = context::current()?;
     // SAFETY: forwarded caller contract.
     let c = unsafe { read_in(copy) }?;
@@ -682,7 +804,12 @@ pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CuResult<()> {
 pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, s: Handle) -> CuResult<()> {
     stream::check(s)?;
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy_2d(copy) }
+    let c = unsafe { read_in(copy) }?;
+    if capture_copy(s, Memcpy3D::from_2d(&c))? {
+        return Ok(());
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { memcpy_2d_impl(copy) }
 }
 
 /// `CUDA_MEMCPY3D`.
@@ -721,9 +848,108 @@ pub struct Memcpy3D {
 /// # Safety
 /// `copy` is NULL or readable; its host pointers cover the rows it names.
 pub unsafe fn memcpy_3d(copy: *const Memcpy3D) -> CuResult<()> {
-    let ctx = context::current()?;
+    context::current()?;
+    capture::check_unsafe_call()?;
     // SAFETY: forwarded caller contract.
     let c = unsafe { read_in(copy) }?;
+    // SAFETY: forwarded caller contract.
+    unsafe { run_memcpy_3d(&c) }
+}
+
+impl Memcpy3D {
+    /// A linear copy of `n` bytes between two endpoints (host address or device address per type).
+    pub fn linear(
+        dst_type: u32,
+        dst_host: usize,
+        dst_dev: CUdeviceptr,
+        src_type: u32,
+        src_host: usize,
+        src_dev: CUdeviceptr,
+        n: usize,
+    ) -> Memcpy3D {
+        Memcpy3D {
+            src_x: 0,
+            src_y: 0,
+            src_z: 0,
+            src_lod: 0,
+            src_type,
+            src_host: src_host as *const c_void,
+            src_device: src_dev,
+            src_array: std::ptr::null_mut(),
+            reserved0: std::ptr::null_mut(),
+            src_pitch: 0,
+            src_height: 0,
+            dst_x: 0,
+            dst_y: 0,
+            dst_z: 0,
+            dst_lod: 0,
+            dst_type,
+            dst_host: dst_host as *mut c_void,
+            dst_device: dst_dev,
+            dst_array: std::ptr::null_mut(),
+            reserved1: std::ptr::null_mut(),
+            dst_pitch: 0,
+            dst_height: 0,
+            width: n,
+            height: 1,
+            depth: 1,
+        }
+    }
+
+    /// The 3D form of a 2D copy.
+    pub fn from_2d(c: &Memcpy2D) -> Memcpy3D {
+        let mut m = Memcpy3D::linear(
+            c.dst_type,
+            c.dst_host as usize,
+            c.dst_device,
+            c.src_type,
+            c.src_host as usize,
+            c.src_device,
+            c.width,
+        );
+        m.src_x = c.src_x;
+        m.src_y = c.src_y;
+        m.src_array = c.src_array;
+        m.src_pitch = c.src_pitch;
+        m.dst_x = c.dst_x;
+        m.dst_y = c.dst_y;
+        m.dst_array = c.dst_array;
+        m.dst_pitch = c.dst_pitch;
+        m.height = c.height;
+        m
+    }
+}
+
+/// Checks a copy for a graph node: reserved fields, known memory types,
+/// no CUDA arrays, no NULL endpoints.
+pub fn check_memcpy_3d(c: &Memcpy3D) -> CuResult<()> {
+    if !c.reserved0.is_null() || !c.reserved1.is_null() || c.src_lod != 0 || c.dst_lod != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("reserved fields must be NULL and LODs 0"));
+    }
+    for (kind, host, device) in
+        [(c.src_type, c.src_host as usize, c.src_device), (c.dst_type, c.dst_host as usize, c.dst_device)]
+    {
+        let null = match kind {
+            CU_MEMORYTYPE_HOST => host == 0,
+            CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED => device == 0,
+            CU_MEMORYTYPE_ARRAY => {
+                return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("CUDA arrays are not supported"));
+            }
+            other => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUmemorytype {other}"))),
+        };
+        if null {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("copy endpoint pointer is NULL"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs a `cuMemcpy3D` copy (no stream capture checks).
+///
+/// # Safety
+/// The copy's host pointers cover the rows it names.
+pub unsafe fn run_memcpy_3d(c: &Memcpy3D) -> CuResult<()> {
+    let ctx = context::current()?;
     if !c.reserved0.is_null() || !c.reserved1.is_null() || c.src_lod != 0 || c.dst_lod != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("reserved fields must be NULL and LODs 0"));
     }
@@ -762,7 +988,12 @@ pub unsafe fn memcpy_3d(copy: *const Memcpy3D) -> CuResult<()> {
 pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, s: Handle) -> CuResult<()> {
     stream::check(s)?;
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy_3d(copy) }
+    let c = unsafe { read_in(copy) }?;
+    if capture_copy(s, c)? {
+        return Ok(());
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { run_memcpy_3d(&c) }
 }
 
 /// Fills `height` rows of `width` elements at `dst` (rows `pitch` bytes
@@ -791,35 +1022,65 @@ fn memset_2d(dst: CUdeviceptr, pitch: usize, pattern: &[u8], width: usize, heigh
 
 /// `cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)`.
 pub fn memset_d2d8(dst: CUdeviceptr, pitch: usize, value: u8, width: usize, height: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    memset_d2d8_impl(dst, pitch, value, width, height)
+}
+
+/// [`memset_d2d8`] without the stream capture checks.
+pub fn memset_d2d8_impl(dst: CUdeviceptr, pitch: usize, value: u8, width: usize, height: usize) -> CuResult<()> {
     memset_2d(dst, pitch, &[value], width, height)
 }
 
 /// `cuMemsetD2D16_v2(...)`.
 pub fn memset_d2d16(dst: CUdeviceptr, pitch: usize, value: u16, width: usize, height: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    memset_d2d16_impl(dst, pitch, value, width, height)
+}
+
+/// [`memset_d2d16`] without the stream capture checks.
+pub fn memset_d2d16_impl(dst: CUdeviceptr, pitch: usize, value: u16, width: usize, height: usize) -> CuResult<()> {
     memset_2d(dst, pitch, &value.to_le_bytes(), width, height)
 }
 
 /// `cuMemsetD2D32_v2(...)`.
 pub fn memset_d2d32(dst: CUdeviceptr, pitch: usize, value: u32, width: usize, height: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    memset_d2d32_impl(dst, pitch, value, width, height)
+}
+
+/// [`memset_d2d32`] without the stream capture checks.
+pub fn memset_d2d32_impl(dst: CUdeviceptr, pitch: usize, value: u32, width: usize, height: usize) -> CuResult<()> {
     memset_2d(dst, pitch, &value.to_le_bytes(), width, height)
 }
 
 /// `cuMemsetD2D8Async(...)`.
 pub fn memset_d2d8_async(dst: CUdeviceptr, pitch: usize, v: u8, w: usize, h: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    memset_d2d8(dst, pitch, v, w, h)
+    if capture_memset(s, dst, pitch, u32::from(v), 1, w, h)? {
+        return Ok(());
+    }
+    memset_d2d8_impl(dst, pitch, v, w, h)
 }
 
 /// `cuMemsetD2D16Async(...)`.
 pub fn memset_d2d16_async(dst: CUdeviceptr, pitch: usize, v: u16, w: usize, h: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    memset_d2d16(dst, pitch, v, w, h)
+    if capture_memset(s, dst, pitch, u32::from(v), 2, w, h)? {
+        return Ok(());
+    }
+    memset_d2d16_impl(dst, pitch, v, w, h)
 }
 
 /// `cuMemsetD2D32Async(...)`.
 pub fn memset_d2d32_async(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: usize, s: Handle) -> CuResult<()> {
     stream::check(s)?;
-    memset_d2d32(dst, pitch, v, w, h)
+    if capture_memset(s, dst, pitch, v, 4, w, h)? {
+        return Ok(());
+    }
+    memset_d2d32_impl(dst, pitch, v, w, h)
 }
 
 /// What `cuPointerGetAttribute` knows about an address.

@@ -16,9 +16,11 @@ use std::ffi::{c_float, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::capture;
 use crate::context::{self, ContextObj};
 use crate::driver;
 use crate::ffi::{write_out, CUdevice, Handle};
+use crate::graph::{HostNode, NodeKind};
 use crate::handles::{handle_of, Registry};
 use crate::result::{CUresult, CuError, CuResult};
 
@@ -111,20 +113,32 @@ pub fn stream_destroy(stream: Handle) -> CuResult<()> {
     let obj = STREAMS
         .remove(stream)
         .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{stream:p} is not a live stream")))?;
+    capture::forget(stream, std::ptr::null_mut());
     obj.context.runtime.synchronize()?;
     Ok(())
 }
 
-/// `cuStreamSynchronize(CUstream hStream)`.
+/// `cuStreamSynchronize(CUstream hStream)`: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+/// on a capturing stream (the capture is invalidated).
 pub fn stream_synchronize(stream: Handle) -> CuResult<()> {
-    context_of(stream)?.runtime.synchronize()?;
+    let ctx = context_of(stream)?;
+    capture::check_sync(stream)?;
+    ctx.runtime.synchronize()?;
     Ok(())
 }
 
-/// `cuStreamQuery(CUstream hStream)`: reports completion after waiting, so
-/// it never says `CUDA_ERROR_NOT_READY`.
+/// `cuStreamQuery(CUstream hStream)`: "CUDA_ERROR_NOT_READY" while work
+/// queued before the call has not finished (without waiting; the work is
+/// submitted if it was still being batched). All streams share one queue,
+/// so this is the device's work.
 pub fn stream_query(stream: Handle) -> CuResult<()> {
-    stream_synchronize(stream)
+    let ctx = context_of(stream)?;
+    capture::check_sync(stream)?;
+    if ctx.runtime.is_done(ctx.runtime.work_mark())? {
+        Ok(())
+    } else {
+        Err(CuError::CUDA_ERROR_NOT_READY.because("work queued on the device has not finished"))
+    }
 }
 
 /// `cuStreamGetFlags(CUstream hStream, unsigned int *flags)`: 0 for the
@@ -202,17 +216,6 @@ pub unsafe fn stream_get_device(stream: Handle, device: *mut CUdevice) -> CuResu
     unsafe { write_out(device, ctx.device.ordinal) }
 }
 
-/// `cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)`:
-/// never capturing (graphs are not supported).
-///
-/// # Safety
-/// `status` is NULL or writable.
-pub unsafe fn stream_is_capturing(stream: Handle, status: *mut c_int) -> CuResult<()> {
-    context_of(stream)?;
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(status, 0) }
-}
-
 /// `cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)`:
 /// satisfied by the single in-order queue once both handles are checked.
 pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<()> {
@@ -221,6 +224,7 @@ pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResu
     if flags & !1 != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown wait flags {flags:#x}")));
     }
+    capture::wait_event(stream, event, flags)?;
     Ok(())
 }
 
@@ -236,6 +240,9 @@ pub type StreamCallback = Option<unsafe extern "C" fn(Handle, CUresult, *mut c_v
 /// `f` is NULL or a function that may be called with `user_data`.
 pub unsafe fn launch_host_func(stream: Handle, f: HostFn, user_data: *mut c_void) -> CuResult<()> {
     let ctx = context_of(stream)?;
+    if capture::capture_node(stream, || Ok(NodeKind::Host(HostNode::new(f, user_data)?)))? {
+        return Ok(());
+    }
     let f = f.ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("fn is NULL"))?;
     ctx.runtime.synchronize()?;
     // SAFETY: the caller's host function, called as the driver API documents.
@@ -266,6 +273,8 @@ pub unsafe fn stream_add_callback(
     flags: c_uint,
 ) -> CuResult<()> {
     let ctx = context_of(stream)?;
+    // Stream callbacks cannot be captured (host functions can).
+    capture::check_sync(stream)?;
     let cb = callback.ok_or_else(|| CuError::CUDA_ERROR_INVALID_VALUE.because("callback is NULL"))?;
     if flags != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("flags must be 0"));
@@ -287,6 +296,8 @@ pub struct EventObj {
     pub flags: c_uint,
     /// When the work before its last record finished.
     recorded: Mutex<Option<ptxvk_runtime::Timestamp>>,
+    /// The runtime's work mark at the last record (see `Context::work_mark`).
+    mark: AtomicU64,
 }
 
 /// `CU_EVENT_DISABLE_TIMING`.
@@ -317,7 +328,7 @@ pub unsafe fn event_create(ph_event: *mut Handle, flags: c_uint) -> CuResult<()>
     if flags & !EVENT_FLAGS != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown event flags {flags:#x}")));
     }
-    let h = EVENTS.insert(Arc::new(EventObj { context, flags, recorded: Mutex::new(None) }));
+    let h = EVENTS.insert(Arc::new(EventObj { context, flags, recorded: Mutex::new(None), mark: AtomicU64::new(0) }));
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(ph_event, h) }
 }
@@ -327,40 +338,64 @@ pub fn event_destroy(event: Handle) -> CuResult<()> {
     driver::driver()?;
     EVENTS
         .remove(event)
-        .map(|_| ())
-        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{event:p} is not a live event")))
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{event:p} is not a live event")))?;
+    capture::forget(std::ptr::null_mut(), event);
+    Ok(())
 }
 
 /// `cuEventRecord(CUevent hEvent, CUstream hStream)`: "CUDA_ERROR_INVALID_HANDLE"
-/// if the stream and event belong to different contexts.
+/// if the stream and event belong to different contexts. In a capturing
+/// stream the event marks the capture point (see [`capture::record_event`]).
 pub fn event_record(event: Handle, stream: Handle) -> CuResult<()> {
+    event_record_with_flags(event, stream, 0)
+}
+
+/// Records `event` on `stream` now (no capture).
+pub fn record_now(event: Handle, stream: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
     let ctx = context_of(stream)?;
     if ctx.device.ordinal != ev.context.device.ordinal {
         return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("the event and the stream are on different devices"));
     }
     let t = ctx.runtime.record_timestamp()?;
+    ev.mark.store(ctx.runtime.work_mark(), Ordering::Relaxed);
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     Ok(())
 }
 
 /// `cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)`.
 pub fn event_record_with_flags(event: Handle, stream: Handle, flags: c_uint) -> CuResult<()> {
+    lookup_event(event)?;
+    context_of(stream)?;
     if flags & !1 != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown record flags {flags:#x}")));
     }
-    event_record(event, stream)
+    if capture::record_event(event, stream, flags)? {
+        return Ok(());
+    }
+    record_now(event, stream)
 }
 
-/// `cuEventQuery(CUevent hEvent)`: waits for the recorded work, so it
-/// always reports it finished.
+/// `cuEventQuery(CUevent hEvent)`: "CUDA_ERROR_NOT_READY" while the work
+/// recorded before the event has not finished (the query does not wait, but
+/// submits that work if it was still being batched, so polling ends).
 pub fn event_query(event: Handle) -> CuResult<()> {
-    event_synchronize(event)
+    let ev = lookup_event(event)?;
+    capture::check_event_not_captured(event)?;
+    if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+        return Ok(());
+    }
+    if ev.context.runtime.is_done(ev.mark.load(Ordering::Relaxed))? {
+        Ok(())
+    } else {
+        Err(CuError::CUDA_ERROR_NOT_READY.because("the work recorded before the event has not finished"))
+    }
 }
 
 /// `cuEventSynchronize(CUevent hEvent)`: waits for the context's queued work.
 pub fn event_synchronize(event: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
+    capture::check_event_not_captured(event)?;
     if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
         ev.context.runtime.synchronize()?;
     }
@@ -399,7 +434,9 @@ pub unsafe fn event_elapsed_time(ms: *mut c_float, start: Handle, end: Handle) -
 pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
     let c = context::lookup(ctx)?;
     let ev = lookup_event(event)?;
+    capture::check_context_event(ctx, event)?;
     let t = c.runtime.record_timestamp()?;
+    ev.mark.store(c.runtime.work_mark(), Ordering::Relaxed);
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     Ok(())
 }
@@ -407,5 +444,6 @@ pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
 /// `cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent)`: satisfied by the in-order queue.
 pub fn ctx_wait_event(ctx: Handle, event: Handle) -> CuResult<()> {
     context::lookup(ctx)?;
-    lookup_event(event).map(|_| ())
+    lookup_event(event)?;
+    capture::check_context_event(ctx, event)
 }

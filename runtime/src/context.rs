@@ -296,6 +296,19 @@ impl Context {
         self.0.check_traps()
     }
 
+    /// A point in the command stream after the work queued so far, for
+    /// [`Context::is_done`].
+    pub fn work_mark(&self) -> u64 {
+        self.0.lock().stream.mark()
+    }
+
+    /// Whether the work queued before `mark` (from [`Context::work_mark`])
+    /// has finished. Never waits; work still being batched is submitted so
+    /// that polling makes progress. Failures of that work (a trap) are reported by the next synchronisation.
+    pub fn is_done(&self, mark: u64) -> Result<bool> {
+        self.0.lock().stream.poll(mark)
+    }
+
     /// Queues a timestamp behind the work queued so far: the device's clock
     /// when that work has finished (`vkCmdWriteTimestamp`), or, on devices
     /// whose queue has no timestamps, the host clock after waiting for it.

@@ -25,6 +25,11 @@ pub(crate) struct Stream {
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
     recording: bool,
+    /// A batch was submitted without waiting for it ([`Stream::submit`]).
+    in_flight: bool,
+    /// Batches submitted and batches completed so far.
+    submitted: u64,
+    completed: u64,
     commands: u32,
     keep_alive: Vec<KeepAlive>,
     /// Staging memory used by the batch being recorded.
@@ -83,6 +88,9 @@ impl Stream {
             cmd,
             fence,
             recording: false,
+            in_flight: false,
+            submitted: 0,
+            completed: 0,
             commands: 0,
             keep_alive: Vec::new(),
             arena: UploadArena::default(),
@@ -98,9 +106,42 @@ impl Stream {
         }
     }
 
-    /// Whether commands are recorded but not yet submitted.
+    /// Whether commands are recorded but not yet completed.
     pub(crate) fn has_pending(&self) -> bool {
-        self.recording
+        self.recording || self.in_flight
+    }
+
+    /// The batch the work queued so far belongs to: that work has finished
+    /// once [`Stream::completed`] reaches it.
+    pub(crate) fn mark(&self) -> u64 {
+        if self.recording {
+            self.submitted + 1
+        } else {
+            self.submitted
+        }
+    }
+
+    /// Whether the work up to `mark` has finished, without waiting: a batch
+    /// in flight is checked, and a batch still being recorded is submitted
+    /// so that the work makes progress (it is not finished at this call).
+    pub(crate) fn poll(&mut self, mark: u64) -> Result<bool> {
+        self.check()?;
+        if self.completed >= mark {
+            return Ok(true);
+        }
+        if self.in_flight {
+            // SAFETY: the fence belongs to this stream.
+            let signaled = unsafe { self.device.raw.get_fence_status(self.fence) }.map_err(map_queue)?;
+            if signaled {
+                self.wait_in_flight()?;
+                return Ok(self.completed >= mark);
+            }
+            return Ok(false);
+        }
+        if self.recording {
+            self.submit()?;
+        }
+        Ok(false)
     }
 
     /// Submits early when the batch is large; call before staging memory for a command.
@@ -115,9 +156,13 @@ impl Stream {
     /// that orders it behind the previous command.
     pub(crate) fn begin_command(&mut self) -> Result<vk::CommandBuffer> {
         self.check()?;
+        if !self.recording && self.in_flight {
+            // The command buffer is still in use by the batch in flight.
+            self.wait_in_flight()?;
+        }
         let d = &self.device.raw;
         if !self.recording {
-            // SAFETY: the previous batch has completed (flush waited for it),
+            // SAFETY: the previous batch has completed (flush or wait_in_flight waited for it),
             // so the pool's command buffer may be reset and re-recorded.
             unsafe {
                 d.reset_command_pool(self.pool, vk::CommandPoolResetFlags::empty()).map_err(map_create)?;
@@ -160,24 +205,58 @@ impl Stream {
     /// Submits the recorded batch and waits for it.
     pub(crate) fn flush(&mut self) -> Result<()> {
         self.check()?;
-        if !self.recording {
+        if self.recording {
+            self.submit()?;
+        }
+        if !self.in_flight {
             return Ok(());
         }
+        let result = self.wait_in_flight();
+        // Nothing is queued or in flight now: the staging memory is free.
+        self.arena.reset();
+        result
+    }
+
+    /// Submits the recorded batch without waiting for it.
+    fn submit(&mut self) -> Result<()> {
         self.recording = false;
         self.commands = 0;
-        let result = self.submit_and_wait();
-        // The batch is over (or failed): release what it used.
-        self.keep_alive.clear();
-        self.arena.reset();
-        if let Err(e) = &result {
-            if matches!(e, Error::LaunchFailed(_)) {
-                self.failed = Some(e.clone());
+        let result = self.submit_batch();
+        match &result {
+            Ok(()) => {
+                self.in_flight = true;
+                self.submitted += 1;
+            }
+            Err(e) => {
+                // Not submitted: the batch is lost; release what it used.
+                self.keep_alive.clear();
+                self.arena.reset();
+                self.fail_if_launch(e);
             }
         }
         result
     }
 
-    fn submit_and_wait(&mut self) -> Result<()> {
+    /// Waits for the batch in flight and releases what it used (but not
+    /// the staging arena, which a batch being prepared may already use).
+    fn wait_in_flight(&mut self) -> Result<()> {
+        self.in_flight = false;
+        let result = self.wait_batch();
+        self.completed = self.submitted;
+        self.keep_alive.clear();
+        if let Err(e) = &result {
+            self.fail_if_launch(e);
+        }
+        result
+    }
+
+    fn fail_if_launch(&mut self, e: &Error) {
+        if matches!(e, Error::LaunchFailed(_)) {
+            self.failed = Some(e.clone());
+        }
+    }
+
+    fn submit_batch(&mut self) -> Result<()> {
         let d = &self.device.raw;
         let to_host = vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
@@ -198,6 +277,15 @@ impl Stream {
             );
             d.end_command_buffer(self.cmd).map_err(map_create)?;
             d.queue_submit(self.device.queue, &submit, self.fence).map_err(map_queue)?;
+        }
+        Ok(())
+    }
+
+    fn wait_batch(&mut self) -> Result<()> {
+        let d = &self.device.raw;
+        // SAFETY: the fence belongs to this stream and was submitted with
+        // the batch in flight; the queue is used only under the context lock.
+        unsafe {
             let waited = d.wait_for_fences(&[self.fence], true, u64::MAX).map_err(map_queue);
             if let Err(e) = waited {
                 // Do not reuse resources the device may still touch.

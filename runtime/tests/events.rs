@@ -45,3 +45,55 @@ fn timestamps_measure_queued_work() {
     assert!((0.0..wall_ms + 1000.0).contains(&span), "{span}");
     assert_clean(&ctx);
 }
+
+/// [`Context::work_mark`] / [`Context::is_done`] (`cuEventQuery`,
+/// `cuStreamQuery`): not done while the work is queued, done after polling
+/// alone (the first poll submits the batch), and the results are there.
+#[test]
+fn work_marks_poll_without_waiting() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/data_loop.ptx"), "data_loop.ptx").unwrap();
+    let f = m.function("collatz_steps").unwrap();
+    let n = 1usize << 14;
+    let input: Vec<u8> = (0..n as u32).flat_map(|v| (v | 0x7000_0001).to_le_bytes()).collect();
+    let din = ctx.alloc(input.len() as u64).unwrap();
+    let dout = ctx.alloc(input.len() as u64).unwrap();
+    ctx.copy_htod(din, &input).unwrap();
+    ctx.memset_d32(dout, 0xDEAD_BEEF, n as u64).unwrap();
+    ctx.synchronize().unwrap();
+    let idle = ctx.work_mark();
+    assert!(ctx.is_done(idle).unwrap(), "nothing queued: done");
+
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as u32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n / 256) as u32, 1, 1], [256, 1, 1], 0, &params).unwrap();
+    let mark = ctx.work_mark();
+    assert!(mark > idle);
+    assert!(!ctx.is_done(mark).unwrap(), "queued work is not done at the first poll");
+    // Work queued after the mark waits for the batch in flight, then goes
+    // into a new batch; the mark is done without another synchronisation.
+    ctx.memset_d32(din, 0, 1).unwrap();
+    let later = ctx.work_mark();
+    assert!(later > mark);
+    assert!(ctx.is_done(mark).unwrap(), "the submitted batch finished before new work was recorded");
+    let mut polls = 0u64;
+    while !ctx.is_done(later).unwrap() {
+        polls += 1;
+        assert!(polls < 100_000_000, "polling never finished");
+    }
+    let mut out = vec![0u8; input.len()];
+    ctx.copy_dtoh(&mut out, dout).unwrap();
+    // CPU reference: Collatz steps to <= 1, at most 1000, wrapping.
+    let steps = |mut x: u32| {
+        let mut s = 0u32;
+        while x > 1 && s < 1000 {
+            x = if x & 1 == 1 { x.wrapping_mul(3).wrapping_add(1) } else { x / 2 };
+            s += 1;
+        }
+        s
+    };
+    for i in 0..n {
+        let got = u32::from_le_bytes([out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]]);
+        assert_eq!(got, steps(i as u32 | 0x7000_0001), "element {i}");
+    }
+    assert_clean(&ctx);
+}

@@ -75,6 +75,7 @@ on_both_apis! {
     types_mix => run_types_mix;
     numba_saxpy => run_numba_saxpy;
     array_elements => run_array_elements;
+    scope_shadow => run_scope_shadow;
 }
 
 /// Reads back an output buffer of `count` elements plus [`GUARD`] bytes and
@@ -386,4 +387,20 @@ fn run_array_elements(gpu: &mut dyn Gpu) -> Result<()> {
     // &big[3] - &big[0].
     let want: [u64; 10] = [30, 8, 400, 16, 77, 40, 4, 40, 14, 24];
     check_output(gpu, "array_elements out", out, count, &want)
+}
+
+/// A `.local` array in a nested block that shadows the function's array of
+/// the same name (hand-written `scope_shadow.ptx`): inside the block,
+/// `buf+4`, `buf[2]` and `buf+12` (addresses taken with `mov`) are the
+/// inner array's elements, outside it the outer array's.
+fn run_scope_shadow(gpu: &mut dyn Gpu) -> Result<()> {
+    let k = gpu.load_fixture("scope_shadow.ptx", "scope_shadow")?;
+    let count = 6;
+    let out = gpu.alloc_poisoned(count * 4 + GUARD)?;
+    gpu.launch(k, [1, 1, 1], [32, 1, 1], 0, &[&arg(out)])?;
+    gpu.synchronize()?;
+    // Inner buf[1], buf[2], buf[3] after the store of 99 through `buf+12`;
+    // outer buf[1], buf[2], buf[3] (the inner stores did not reach them).
+    let want: [u32; 6] = [21, 22, 99, 11, 12, 13];
+    check_output(gpu, "scope_shadow out", out, count, &want)
 }

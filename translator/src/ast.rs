@@ -8,6 +8,16 @@
 //! reported with its name and line rather than rejected by the grammar.
 
 use crate::diag::Span;
+pub use crate::short_str::Str;
+use smallvec::SmallVec;
+
+/// An instruction's modifiers: a vector that holds up to three in place
+/// (nearly all instructions have fewer).
+pub type Modifiers = SmallVec<[Str; 3]>;
+
+/// An instruction's operands: a vector that holds up to three in place
+/// (the few with more, `mad`, `fma`, `selp`, allocate).
+pub type Operands = SmallVec<[Operand; 3]>;
 
 /// A whole PTX module.
 #[derive(Clone, Debug, Default)]
@@ -297,7 +307,7 @@ pub enum InitTerm {
 #[derive(Clone, Debug)]
 pub enum Statement {
     /// `name:`
-    Label(Span, String),
+    Label(Span, Str),
     /// A local declaration.
     Decl(VarDecl),
     /// An instruction.
@@ -328,7 +338,7 @@ pub struct Guard {
     /// Negated (`@!p`).
     pub negated: bool,
     /// Predicate register name.
-    pub name: String,
+    pub name: Str,
 }
 
 /// An instruction in the ISA's generic form.
@@ -341,11 +351,11 @@ pub struct Instruction {
     /// Span of the opcode with its modifiers.
     pub opcode_span: Span,
     /// The base opcode (`ld`).
-    pub opcode: String,
+    pub opcode: Str,
     /// Modifiers without dots, in order (`["global", "nc", "f32"]`).
-    pub modifiers: Vec<String>,
+    pub modifiers: Modifiers,
     /// Operands.
-    pub operands: Vec<Operand>,
+    pub operands: Operands,
     /// The typed form, filled in by [`crate::check`] (`None` before the
     /// check, or when the instruction did not decode).
     pub decoded: Option<crate::isa::Decoded>,
@@ -354,7 +364,7 @@ pub struct Instruction {
 impl Instruction {
     /// The full mnemonic as written (`ld.global.nc.f32`).
     pub fn mnemonic(&self) -> String {
-        let mut s = self.opcode.clone();
+        let mut s = self.opcode.to_string();
         for m in &self.modifiers {
             s.push('.');
             s.push_str(m);
@@ -377,7 +387,7 @@ pub enum Operand {
         /// Span.
         span: Span,
         /// Name.
-        name: String,
+        name: Str,
         /// `.x`/`.y`/`.z`/`.w`.
         component: Option<u8>,
     },
@@ -391,7 +401,7 @@ pub enum Operand {
     Address(Span, Address),
     /// `[tensorMap, {c0, c1, ...}]`: a tensor-map address with tensor
     /// coordinates (`cp.async.bulk.tensor`, `prefetch.tensor`).
-    TensorAddress(Span, Address, Vec<Operand>),
+    TensorAddress(Span, Box<Address>, Vec<Operand>),
     /// `{a, b, ...}`
     Vector(Span, Vec<Operand>),
     /// `(a, b, ...)` (call arguments)
@@ -411,12 +421,12 @@ pub enum Operand {
         /// The operand selected from.
         base: Box<Operand>,
         /// The selector without its dot (`b0`, `h10`, `unified`).
-        selector: String,
+        selector: Str,
     },
     /// `-a` (video `vmad` operands).
     Neg(Span, Box<Operand>),
     /// `var+imm` / `var-imm`: the address of a variable plus a constant.
-    SymbolOffset(Span, String, i64),
+    SymbolOffset(Span, Str, i64),
     /// `var[imm]`: element `imm` of an array variable (6.4.2), as the scanner
     /// reads it. The check pass replaces it (it knows the element size): by
     /// an [`Operand::Address`] where the instruction takes an address
@@ -424,7 +434,7 @@ pub enum Operand {
     /// [`Operand::SymbolOffset`] (`mov.u64 rd, a[1]`: the element's address).
     /// The index counts elements of the array's scalar type (for a `.v2
     /// .u32` array, 4 bytes each, as `ptxas` does).
-    ArrayElement(Span, String, i64),
+    ArrayElement(Span, Str, i64),
 }
 
 /// A floating-point immediate.
@@ -465,7 +475,7 @@ impl Operand {
 #[derive(Clone, Debug)]
 pub struct Address {
     /// Base register or variable (absent for `[imm]`).
-    pub base: Option<(Span, String)>,
+    pub base: Option<(Span, Str)>,
     /// Constant byte offset.
     pub offset: i64,
 }

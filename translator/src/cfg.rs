@@ -175,7 +175,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
     for &s in &flat {
         match s {
             Statement::Label(span, name) => {
-                raws.push(Raw { label: Some(name.as_str()), insts: Vec::new(), end: None, span: *span });
+                raws.push(Raw { label: Some(&**name), insts: Vec::new(), end: None, span: *span });
             }
             Statement::Inst(i) if is_control(i) => {
                 let end = match i.opcode.as_str() {

@@ -186,7 +186,7 @@ fn collect_labels(stmts: &[Statement], out: &mut Map<()>) {
     for s in stmts {
         match s {
             Statement::Label(_, n) => {
-                out.insert(n.clone(), ());
+                out.insert(n.to_string(), ());
             }
             Statement::Prototype(_, n, _) => {
                 out.insert(n.clone(), ());

@@ -43,6 +43,7 @@ pub mod layout;
 pub mod parse;
 pub mod reducible;
 pub mod scope;
+pub mod short_str;
 pub mod structurize;
 pub mod tma;
 

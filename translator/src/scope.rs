@@ -8,7 +8,7 @@
 //! treat a function's names as one flat namespace. Parameterized register
 //! declarations (`%r<4>`) that need renaming are expanded into single names.
 
-use crate::ast::{Address, Instruction, Operand, Statement, VarDecl, VarName};
+use crate::ast::{Address, Instruction, Operand, Statement, Str, VarDecl, VarName};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
@@ -152,9 +152,7 @@ fn lookup(stack: &[HashMap<String, String>], name: &str) -> Option<String> {
 fn rename_inst(i: &Instruction, stack: &[HashMap<String, String>]) -> Instruction {
     let mut i = i.clone();
     if let Some(g) = &mut i.guard {
-        if let Some(n) = lookup(stack, &g.name) {
-            g.name = n;
-        }
+        rename(&mut g.name, stack);
     }
     for op in &mut i.operands {
         rename_operand(op, stack);
@@ -162,38 +160,38 @@ fn rename_inst(i: &Instruction, stack: &[HashMap<String, String>]) -> Instructio
     i
 }
 
+fn rename(name: &mut Str, stack: &[HashMap<String, String>]) {
+    if let Some(n) = lookup(stack, name) {
+        *name = n.into();
+    }
+}
+
 fn rename_operand(op: &mut Operand, stack: &[HashMap<String, String>]) {
     match op {
-        Operand::Name { name, .. } => {
-            if let Some(n) = lookup(stack, name) {
-                *name = n;
-            }
+        Operand::Name { name, .. }
+        | Operand::Address(_, Address { base: Some((_, name)), .. })
+        | Operand::SymbolOffset(_, name, _)
+        | Operand::ArrayElement(_, name, _) => rename(name, stack),
+        Operand::Not(_, inner) | Operand::Neg(_, inner) | Operand::Select { base: inner, .. } => {
+            rename_operand(inner, stack)
         }
-        Operand::Not(_, inner) => rename_operand(inner, stack),
         Operand::Pair(_, a, b) => {
             rename_operand(a, stack);
             rename_operand(b, stack);
         }
-        Operand::Vector(_, v) | Operand::List(_, v) => {
+        Operand::Vector(_, v) | Operand::List(_, v) | Operand::Bracket(_, v) => {
             for o in v {
                 rename_operand(o, stack);
             }
         }
-        Operand::Address(_, Address { base: Some((_, name)), .. }) => {
-            if let Some(n) = lookup(stack, name) {
-                *name = n;
-            }
-        }
         Operand::TensorAddress(_, a, coords) => {
             if let Some((_, name)) = &mut a.base {
-                if let Some(n) = lookup(stack, name) {
-                    *name = n;
-                }
+                rename(name, stack);
             }
             for o in coords {
                 rename_operand(o, stack);
             }
         }
-        _ => {}
+        Operand::Address(_, Address { base: None, .. }) | Operand::Int(..) | Operand::Float(..) | Operand::Sink(_) => {}
     }
 }

@@ -100,7 +100,7 @@ fn append_library(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
 
 /// Whether an instruction belongs to this pass.
 fn handled(i: &Instruction) -> bool {
-    let m = |k: usize| i.modifiers.get(k).map(String::as_str);
+    let m = |k: usize| i.modifiers.get(k).map(|s| s.as_str());
     match i.opcode.as_str() {
         "mbarrier" => true,
         "cp" => m(0) == Some("async") && matches!(m(1), Some("bulk") | Some("mbarrier")),
@@ -131,9 +131,9 @@ impl Out<'_> {
             span: self.orig.span,
             guard: self.orig.guard.clone(),
             opcode_span: self.orig.opcode_span,
-            opcode: opcode.to_string(),
-            modifiers: mods.iter().map(|s| s.to_string()).collect(),
-            operands,
+            opcode: opcode.into(),
+            modifiers: mods.iter().map(|s| Str::new(s)).collect(),
+            operands: operands.into(),
             // Made after the check: not decoded.
             decoded: None,
         }));
@@ -146,7 +146,7 @@ impl Out<'_> {
         if !rets.is_empty() {
             ops.push(Operand::List(span, rets));
         }
-        ops.push(Operand::Name { span, name: format!("{PREFIX}{name}"), component: None });
+        ops.push(Operand::Name { span, name: format!("{PREFIX}{name}").into(), component: None });
         ops.push(Operand::List(span, args));
         self.inst("call", &[], ops);
     }
@@ -194,14 +194,15 @@ impl Rewriter {
             names: vec![VarName { span, name: name.clone(), count: None, dims: Vec::new() }],
             init: None,
         });
-        Operand::Name { span, name, component: None }
+        Operand::Name { span, name: name.into(), component: None }
     }
 
     /// The value of address operand `a` as an integer of `ty` (u32 for
     /// shared addresses, u64 for global ones).
     fn addr(&mut self, out: &mut Out, op: &Operand, ty: ScalarType) -> Result<Operand, Diagnostic> {
         let (span, a) = match op {
-            Operand::Address(s, a) | Operand::TensorAddress(s, a, _) => (*s, a),
+            Operand::Address(s, a) => (*s, a),
+            Operand::TensorAddress(s, a, _) => (*s, &**a),
             other => return Err(Diagnostic::error(other.span(), "expected an address operand [...]")),
         };
         let Some((bspan, base)) = &a.base else {
@@ -228,7 +229,7 @@ impl Rewriter {
             // lavapipe, fatal in the divergent code where they usually sit.
             "fence" => {}
             "mbarrier" => self.mbarrier(&mut out)?,
-            "cp" if i.modifiers.get(1).map(String::as_str) == Some("mbarrier") => {
+            "cp" if i.modifiers.get(1).map(|s| s.as_str()) == Some("mbarrier") => {
                 // cp.async.mbarrier.arrive{.noinc}: the cp.async copies are
                 // already complete, so the arrive happens now; without .noinc
                 // the pending count is first raised by one, which cancels it.
@@ -255,7 +256,7 @@ impl Rewriter {
     fn mbarrier(&mut self, out: &mut Out) -> Result<(), Diagnostic> {
         let i = out.orig;
         let s = i.span;
-        let kind = i.modifiers.first().map(String::as_str).unwrap_or("");
+        let kind = i.modifiers.first().map(|s| s.as_str()).unwrap_or("");
         let nocomplete = int(s, i.has("noComplete") as i128);
         match kind {
             "init" => {
@@ -307,7 +308,7 @@ impl Rewriter {
     fn bulk(&mut self, out: &mut Out, reduce: bool) -> Result<(), Diagnostic> {
         let i = out.orig;
         let s = i.span;
-        let m: Vec<&str> = i.modifiers.iter().map(String::as_str).collect();
+        let m: Vec<&str> = i.modifiers.iter().map(|s| s.as_str()).collect();
         // cp.async.bulk.X / cp.reduce.async.bulk.X: the modifiers after "bulk".
         let Some(pos) = m.iter().position(|x| *x == "bulk") else {
             return Err(unsupported(i, "unknown form"));
@@ -425,7 +426,7 @@ impl Rewriter {
 }
 
 fn is_reduce(i: &Instruction) -> bool {
-    i.opcode == "cp" && i.modifiers.first().map(String::as_str) == Some("reduce")
+    i.opcode == "cp" && i.modifiers.first().map(|s| s.as_str()) == Some("reduce")
 }
 
 /// The reduction operation code of `cp.reduce...` (0 for a plain copy).

@@ -151,7 +151,7 @@ fn module_level_syntax() {
     assert!(matches!(&insts[6].operands[1], Operand::Address(_, Address { offset: 8, .. })));
     let Operand::Vector(_, v) = &insts[7].operands[0] else { panic!("vector destination") };
     assert!(matches!(v[3], Operand::Sink(_)));
-    assert_eq!(insts[7].modifiers, vec!["global", "v4", "u32"]);
+    assert_eq!(insts[7].modifiers.as_slice(), ["global", "v4", "u32"]);
     assert!(matches!(&insts[8].operands[1], Operand::Address(_, Address { offset: -4, .. })));
     assert!(matches!(&insts[10].operands[1], Operand::Address(_, Address { base: None, offset: 0x100 })));
     assert!(matches!(&insts[11].operands[0], Operand::Pair(..)));
@@ -247,7 +247,7 @@ fn array_element_operands() {
     );
     let insts = checked_instructions(&src);
     let addr = |i: usize, op: usize| match &insts[i].operands[op] {
-        Operand::Address(_, a) => (a.base.as_ref().map(|(_, n)| n.clone()).unwrap_or_default(), a.offset),
+        Operand::Address(_, a) => (a.base.as_ref().map(|(_, n)| n.to_string()).unwrap_or_default(), a.offset),
         other => panic!("instruction {i}: expected an address, got {other:?}"),
     };
     assert_eq!(addr(0, 1), ("b".to_string(), 24));
@@ -256,7 +256,7 @@ fn array_element_operands() {
     assert_eq!(addr(3, 1), ("tbl".to_string(), 12));
     assert_eq!(addr(4, 0), ("b".to_string(), 16));
     let sym = |i: usize| match &insts[i].operands[1] {
-        Operand::SymbolOffset(_, n, off) => (n.clone(), *off),
+        Operand::SymbolOffset(_, n, off) => (n.to_string(), *off),
         other => panic!("instruction {i}: expected a symbol offset, got {other:?}"),
     };
     assert_eq!(sym(5), ("b".to_string(), 8));

@@ -97,8 +97,8 @@ def test_driver_program():
     check("bad free -> INVALID_VALUE", err == R.CUDA_ERROR_INVALID_VALUE)
     err, = cu.cuStreamSynchronize(cu.CUstream(0xBAD0))
     check("bad stream -> INVALID_HANDLE", err == R.CUDA_ERROR_INVALID_HANDLE)
-    err, _ = cu.cuGraphCreate(0)
-    check("graphs -> NOT_SUPPORTED", err == R.CUDA_ERROR_NOT_SUPPORTED)
+    err, _ = cu.cuArrayCreate(cu.CUDA_ARRAY_DESCRIPTOR())
+    check("CUDA arrays -> NOT_SUPPORTED", err == R.CUDA_ERROR_NOT_SUPPORTED)
 
     ok(cu.cuEventDestroy(start))
     ok(cu.cuEventDestroy(end))
@@ -154,6 +154,111 @@ def test_nvrtc_program_with_cuda_core():
         dy.close(stream)
 
 
+def test_cuda_core_graph_builder():
+    """cuda.core's GraphBuilder: stream capture split into two streams and
+    joined (the forked stream is destroyed before the capture ends), a host
+    callback, upload, three launches with new inputs."""
+    from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+
+    dev = Device()
+    dev.set_current()
+    stream = dev.create_stream()
+    code = r"""
+    extern "C" __global__ void axpy(float a, const float* x, float* y, unsigned n) {
+        unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }
+    """
+    arch = "".join(str(v) for v in dev.compute_capability)
+    prog = Program(code, code_type="c++", options=ProgramOptions(std="c++17", arch="compute_" + arch))
+    kernel = prog.compile("ptx").get_kernel("axpy")
+    n = 3001
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(n).astype(np.float32)
+    dx, dy, dz = (dev.allocate(x.nbytes, stream=stream) for _ in range(3))
+    s = int(stream.handle)
+    ok(cu.cuMemcpyHtoDAsync(int(dx.handle), x.ctypes.data, x.nbytes, s))
+    config = LaunchConfig(grid=(n + 127) // 128, block=128)
+    calls = []
+    builder = dev.create_graph_builder().begin_building("global")
+    left, right = builder.split(2)
+    launch(left, config, kernel, np.float32(2.0), dx, dy, np.uint32(n))  # y = 2x + y
+    # Powers of two: the products are exact, fused or not.
+    launch(right, config, kernel, np.float32(4.0), dx, dz, np.uint32(n))  # z = 4x + z
+    builder = type(builder).join(left, right)
+    launch(builder, config, kernel, np.float32(1.0), dz, dy, np.uint32(n))  # y = z + y
+    builder.callback(lambda: calls.append(1))
+    graph = builder.end_building().complete()
+    graph.upload(stream)
+    for r in range(3):
+        y = rng.standard_normal(n).astype(np.float32)
+        z = rng.standard_normal(n).astype(np.float32)
+        ok(cu.cuMemcpyHtoDAsync(int(dy.handle), y.ctypes.data, x.nbytes, s))
+        ok(cu.cuMemcpyHtoDAsync(int(dz.handle), z.ctypes.data, x.nbytes, s))
+        graph.launch(stream)
+        out = np.full(n, np.nan, np.float32)
+        ok(cu.cuMemcpyDtoHAsync(out.ctypes.data, int(dy.handle), x.nbytes, s))
+        stream.sync()
+        want = (np.float32(4) * x + z) + (np.float32(2) * x + y)
+        check("graph builder run %d" % r, np.array_equal(out, want) and len(calls) == r + 1)
+    graph.close()
+    for d in (dx, dy, dz):
+        d.close(stream)
+
+
+def test_cuda_core_graph_definition():
+    """cuda.core's GraphDefinition (explicit nodes through cuGraphAddNode and
+    friends): memset, kernel, device copy, join, host callback, DOT output."""
+    from cuda.core import Device, LaunchConfig, Program, ProgramOptions
+    from cuda.core.graph import GraphDefinition
+
+    dev = Device()
+    dev.set_current()
+    stream = dev.create_stream()
+    code = r"""
+    extern "C" __global__ void axpy(float a, const float* x, float* y, unsigned n) {
+        unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }
+    """
+    arch = "".join(str(v) for v in dev.compute_capability)
+    prog = Program(code, code_type="c++", options=ProgramOptions(std="c++17", arch="compute_" + arch))
+    kernel = prog.compile("ptx").get_kernel("axpy")
+    n = 2001
+    rng = np.random.default_rng(9)
+    dx, dy, dz = (dev.allocate(n * 4, stream=stream) for _ in range(3))
+    s = int(stream.handle)
+    config = LaunchConfig(grid=(n + 127) // 128, block=128)
+    calls = []
+    g = GraphDefinition()
+    zero = g.memset(dy, np.uint32(0), n)  # y = 0
+    k = zero.launch(config, kernel, np.float32(2.0), dx, dy, np.uint32(n))  # y = 2x
+    copy = k.memcpy(dz, dy, n * 4)  # z = y
+    done = copy.join(g.empty())
+    done.callback(lambda: calls.append(1))
+    check("definition has 6 nodes", len(g.nodes()) == 6)
+    graph = g.instantiate()
+    for r in range(3):
+        x = rng.standard_normal(n).astype(np.float32)
+        ok(cu.cuMemcpyHtoDAsync(int(dx.handle), x.ctypes.data, x.nbytes, s))
+        poison = np.full(n, np.nan, np.float32)
+        ok(cu.cuMemcpyHtoDAsync(int(dz.handle), poison.ctypes.data, x.nbytes, s))
+        graph.launch(stream)
+        out = np.empty(n, np.float32)
+        ok(cu.cuMemcpyDtoHAsync(out.ctypes.data, int(dz.handle), x.nbytes, s))
+        stream.sync()
+        check("graph definition run %d" % r, np.array_equal(out, np.float32(2) * x) and len(calls) == r + 1)
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ptxvk_graph_definition_%d.dot" % os.getpid())
+    g.debug_dot_print(path)
+    with open(path) as f:
+        dot = f.read()
+    os.remove(path)
+    check("DOT output names the kernel", "axpy" in dot and dot.count("->") == 5)
+    graph.close()
+    for d in (dx, dy, dz):
+        d.close(stream)
+
+
 def test_occupancy_and_launch_ex():
     ok(cu.cuInit(0))
     dev = ok(cu.cuDeviceGet(0))
@@ -195,3 +300,117 @@ def test_occupancy_and_launch_ex():
     ok(cu.cuModuleUnload(module))
     ok(cu.cuDevicePrimaryCtxRelease(dev))
     ok(cu.cuCtxSetCurrent(cu.CUcontext(0)))
+
+
+def test_graphs():
+    """A graph built with cuGraphAdd*Node and the same work captured from a
+    stream, each launched several times with new inputs; kernel parameters
+    changed in the executable graph."""
+    ok(cu.cuInit(0))
+    dev = ok(cu.cuDeviceGet(0))
+    ctx = ok(cu.cuDevicePrimaryCtxRetain(dev))
+    ok(cu.cuCtxSetCurrent(ctx))
+    with open(PTX, "rb") as f:
+        module = ok(cu.cuModuleLoadData(f.read() + b"\0"))
+    func = ok(cu.cuModuleGetFunction(module, b"vadd_f32"))
+    stream = ok(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    n = 4099
+    rng = np.random.default_rng(11)
+    a = np.zeros(n, np.float32)
+    b = np.zeros(n, np.float32)
+    out = np.zeros(n, np.float32)
+    da, db, dc = (ok(cu.cuMemAlloc(n * 4)) for _ in range(3))
+
+    def kernel_args(count):
+        vals = [np.array([int(da)], np.uint64), np.array([int(db)], np.uint64), np.array([int(dc)], np.uint64),
+                np.array([count], np.uint32)]
+        return vals, np.array([v.ctypes.data for v in vals], np.uint64)
+
+    def node_params(params):
+        p = cu.CUDA_KERNEL_NODE_PARAMS()
+        p.func = func
+        p.gridDimX, p.gridDimY, p.gridDimZ = (n + 127) // 128, 1, 1
+        p.blockDimX, p.blockDimY, p.blockDimZ = 128, 1, 1
+        p.sharedMemBytes = 0
+        p.kernelParams = params.ctypes.data
+        return p
+
+    def copy(dst_type, dst, src_type, src):
+        c = cu.CUDA_MEMCPY3D()
+        c.dstMemoryType, c.srcMemoryType = dst_type, src_type
+        if dst_type == cu.CUmemorytype.CU_MEMORYTYPE_HOST:
+            c.dstHost = dst
+        else:
+            c.dstDevice = dst
+        if src_type == cu.CUmemorytype.CU_MEMORYTYPE_HOST:
+            c.srcHost = src
+        else:
+            c.srcDevice = src
+        c.WidthInBytes, c.Height, c.Depth = n * 4, 1, 1
+        return c
+
+    def run(exec_, count, what):
+        a[:] = rng.standard_normal(n)
+        b[:] = rng.standard_normal(n)
+        out[:] = np.float32(-7.5)
+        ok(cu.cuMemsetD32(dc, 0x7FC00000, n))
+        ok(cu.cuGraphLaunch(exec_, stream))
+        ok(cu.cuStreamSynchronize(stream))
+        want = (a + b)[:count]
+        rest = np.isnan(out[count:]).all()
+        check(what, np.array_equal(out[:count], want) and rest)
+
+    host = cu.CUmemorytype.CU_MEMORYTYPE_HOST
+    device = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
+    graph = ok(cu.cuGraphCreate(0))
+    ca = ok(cu.cuGraphAddMemcpyNode(graph, None, 0, copy(device, da, host, a.ctypes.data), ctx))
+    cb = ok(cu.cuGraphAddMemcpyNode(graph, None, 0, copy(device, db, host, b.ctypes.data), ctx))
+    vals, params = kernel_args(n)
+    k = ok(cu.cuGraphAddKernelNode(graph, [ca, cb], 2, node_params(params)))
+    del vals, params  # the node holds copies
+    ok(cu.cuGraphAddMemcpyNode(graph, [k], 1, copy(host, out.ctypes.data, device, dc), ctx))
+    nodes, count = ok(cu.cuGraphGetNodes(graph, 8))
+    check("graph has 4 nodes", count == 4)
+    check("kernel node type", ok(cu.cuGraphNodeGetType(k)) == cu.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL)
+    exec_ = ok(cu.cuGraphInstantiate(graph, 0))
+    for _ in range(3):
+        run(exec_, n, "explicit graph: c = a + b")
+    vals, params = kernel_args(n // 3)
+    ok(cu.cuGraphExecKernelNodeSetParams(exec_, k, node_params(params)))
+    run(exec_, n // 3, "exec node params: first third")
+    ok(cu.cuGraphExecDestroy(exec_))
+    ok(cu.cuGraphDestroy(graph))
+
+    ok(cu.cuStreamBeginCapture(stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
+    status = ok(cu.cuStreamIsCapturing(stream))
+    check("stream is capturing", status == cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    ok(cu.cuMemcpyHtoDAsync(da, a.ctypes.data, n * 4, stream))
+    ok(cu.cuMemcpyHtoDAsync(db, b.ctypes.data, n * 4, stream))
+    vals, params = kernel_args(n)
+    ok(cu.cuLaunchKernel(func, (n + 127) // 128, 1, 1, 128, 1, 1, 0, stream, params.ctypes.data, 0))
+    ok(cu.cuMemcpyDtoHAsync(out.ctypes.data, dc, n * 4, stream))
+    err = cu.cuStreamSynchronize(stream)[0]
+    check("synchronize while capturing fails", err == R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+    err, g = cu.cuStreamEndCapture(stream)
+    check("invalidated capture", err == R.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+
+    ok(cu.cuStreamBeginCapture(stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
+    ok(cu.cuMemcpyHtoDAsync(da, a.ctypes.data, n * 4, stream))
+    ok(cu.cuMemcpyHtoDAsync(db, b.ctypes.data, n * 4, stream))
+    ok(cu.cuLaunchKernel(func, (n + 127) // 128, 1, 1, 128, 1, 1, 0, stream, params.ctypes.data, 0))
+    ok(cu.cuMemcpyDtoHAsync(out.ctypes.data, dc, n * 4, stream))
+    info = cu.cuStreamGetCaptureInfo(stream)
+    check("capture info", info[0] == R.CUDA_SUCCESS and info[-1] == 1)
+    g = ok(cu.cuStreamEndCapture(stream))
+    _, count = ok(cu.cuGraphGetNodes(g, 8))
+    check("captured graph has 4 nodes", count == 4)
+    exec_ = ok(cu.cuGraphInstantiate(g, 0))
+    for _ in range(3):
+        run(exec_, n, "captured graph: c = a + b")
+    ok(cu.cuGraphExecDestroy(exec_))
+    ok(cu.cuGraphDestroy(g))
+    for d in (da, db, dc):
+        ok(cu.cuMemFree(d))
+    ok(cu.cuStreamDestroy(stream))
+    ok(cu.cuModuleUnload(module))
+    ok(cu.cuDevicePrimaryCtxRelease(dev))

@@ -23,10 +23,10 @@ fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
 /// `cp.async...`.
 pub(crate) fn cp_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
     let m = &inst.modifiers;
-    if m.first().map(String::as_str) != Some("async") {
+    if m.first().map(|s| s.as_str()) != Some("async") {
         return Err(unsupported(inst, "only cp.async is supported"));
     }
-    match m.get(1).map(String::as_str) {
+    match m.get(1).map(|s| s.as_str()) {
         Some("commit_group") | Some("wait_group") | Some("wait_all") => return Ok(()),
         Some("ca") | Some("cg") => {}
         Some("bulk") => return Err(unsupported(inst, "bulk and tensor copies are not supported yet")),

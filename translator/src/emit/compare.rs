@@ -154,7 +154,7 @@ fn set_form(inst: &Instruction) -> Result<SetForm<'_>, Diagnostic> {
         .iter()
         .find(|m| CMPS.contains(&m.as_str()) && !m.is_empty())
         .ok_or_else(|| Diagnostic::error(inst.opcode_span, "set needs a comparison operator"))?
-        .clone();
+        .to_string();
     let bool_op = ["and", "or", "xor"].into_iter().find(|b| inst.has(b));
     let (d, a, b, pc) = match (inst.operands.as_slice(), bool_op) {
         ([d, a, b], None) => (d, a, b, None),

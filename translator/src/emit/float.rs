@@ -1043,7 +1043,7 @@ pub(crate) fn testp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarT
     let abs = ext(e, ft, glsl::FABS, &[v])?;
     let minn = if bits == 64 { e.c_f64(f64::MIN_POSITIVE) } else { e.c_f32(f32::MIN_POSITIVE) };
     let z = e.c_float(bits, 0.0);
-    let r = match inst.modifiers.first().map(String::as_str) {
+    let r = match inst.modifiers.first().map(|s| s.as_str()) {
         Some("finite") => {
             let bad = or(e, nan, inf)?;
             not(e, bad)?

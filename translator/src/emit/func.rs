@@ -121,7 +121,7 @@ fn collect_calls(stmts: &[Statement], out: &mut Vec<CallSite>) {
                         Some(ast::Operand::List(_, a)) => a.len(),
                         _ => 0,
                     };
-                    out.push(CallSite { target: name.clone(), span: *span, args, rets });
+                    out.push(CallSite { target: name.to_string(), span: *span, args, rets });
                 }
             }
             Statement::Block(b) => collect_calls(b, out),
@@ -958,7 +958,7 @@ pub(crate) fn branch_condition(e: &mut Emitter, fx: &mut Fx, block: usize) -> Re
     match &graph.blocks[block].term {
         Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, pred, *negated, span),
         Terminator::Dispatch { reg, value, .. } => {
-            let op = ast::Operand::Name { span, name: reg.to_string(), component: None };
+            let op = ast::Operand::Name { span, name: (&**reg).into(), component: None };
             let v = super::values::get(e, fx, &op, K::Int(32), false)?;
             let k = e.c_u32(*value);
             let bt = e.t_bool();

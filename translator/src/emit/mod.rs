@@ -730,7 +730,7 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
     fn operand(o: &ast::Operand, funcs: &HashMap<String, u32>, out: &mut BTreeSet<String>) {
         match o {
             ast::Operand::Name { name, .. } if funcs.contains_key(name.as_str()) => {
-                out.insert(name.clone());
+                out.insert(name.to_string());
             }
             ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().for_each(|x| operand(x, funcs, out)),
             _ => {}

@@ -15,8 +15,8 @@
 //! accept is parsed by the grammar's `param_list` rule in the same way.
 
 use super::{
-    apply_word, convert_error, instruction, labelled, param_decl, parse_int, var_decl, with_base, PtxParser, Rule,
-    MAX_NESTING, MAX_SYNTAX_ERRORS,
+    apply_word, convert_error, instruction, labelled, param_decl, parse_int, var_decl, with_base, Origin, PtxParser,
+    Rule, MAX_NESTING, MAX_SYNTAX_ERRORS,
 };
 use crate::ast::{StateSpace, Statement, VarDecl, VarName};
 use crate::diag::{Diagnostic, Span};
@@ -25,10 +25,10 @@ use pest::Parser;
 /// The statements of a body token (`{ ... }`) that starts at byte `base`
 /// of the source; bad statements are reported in `errors` and left out.
 pub(super) fn statements(text: &str, base: u32, errors: &mut Vec<Diagnostic>) -> Vec<Statement> {
-    let mut c = Cursor { text, b: text.as_bytes(), pos: 1, base };
-    // About one statement per `;` (fewer for nested blocks): no regrowing
-    // of a large vector.
-    let guess = memchr::memchr_iter(b';', text.as_bytes()).count() + 1;
+    let mut c = Cursor { text, b: text.as_bytes(), pos: 1, base, origin: Origin::of(text) };
+    // About one statement per `;` or label `:` (fewer for nested blocks):
+    // no regrowing of a large vector.
+    let guess = memchr::memchr2_iter(b';', b':', text.as_bytes()).count() + 1;
     let out = c.block(Vec::with_capacity(guess), errors);
     if c.pos < text.len() {
         // A `}` the scanner took for the body's end (one inside a string).
@@ -41,7 +41,7 @@ pub(super) fn statements(text: &str, base: u32, errors: &mut Vec<Diagnostic>) ->
 /// The declarations of a parameter-list token (`( ... )`) that starts at
 /// byte `base` of the source.
 pub(super) fn params(text: &str, base: u32) -> Result<Vec<VarDecl>, Diagnostic> {
-    let mut c = Cursor { text, b: text.as_bytes(), pos: 1, base };
+    let mut c = Cursor { text, b: text.as_bytes(), pos: 1, base, origin: Origin::of(text) };
     if let Some(v) = c.param_list() {
         return Ok(v);
     }
@@ -93,6 +93,8 @@ struct Cursor<'a> {
     b: &'a [u8],
     pos: usize,
     base: u32,
+    /// Where `text` lies in the shared copy of the source.
+    origin: Origin,
 }
 
 impl<'a> Cursor<'a> {
@@ -105,7 +107,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// Whitespace and comments (an unterminated `/*` is left in place).
+    #[inline(always)]
     fn ws(&mut self) {
+        if self.b.get(self.pos).is_some_and(|&c| c > b' ' && c != b'/') {
+            return;
+        }
+        self.ws_slow();
+    }
+
+    #[inline(never)]
+    fn ws_slow(&mut self) {
         while let Some(c) = self.peek() {
             match c {
                 b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
@@ -181,7 +192,7 @@ impl<'a> Cursor<'a> {
             ty: crate::ast::ScalarType::B8,
             ptr: None,
             other_attrs: Vec::new(),
-            names: Vec::new(),
+            names: Vec::with_capacity(1),
             init: None,
         };
         let (mut have_type, mut after_ptr) = (false, false);
@@ -342,7 +353,10 @@ impl<'a> Cursor<'a> {
                             self.by_grammar(&mut out, errors);
                         } else {
                             self.pos = colon;
-                            out.push(Statement::Label(self.span(start, colon), name.to_string()));
+                            out.push(Statement::Label(
+                                self.span(start, colon),
+                                self.origin.str(start, start + name.len()),
+                            ));
                         }
                     } else if c.is_ascii_alphabetic() {
                         self.pos = start;
@@ -384,8 +398,14 @@ impl<'a> Cursor<'a> {
             return;
         };
         self.pos = end + 1;
-        match super::inst::scan(&self.text[start..end], self.base + start as u32) {
-            Ok(i) => out.push(Statement::Inst(i)),
+        match super::inst::scan_into(
+            &self.text[start..end],
+            self.base + start as u32,
+            &self.origin.copy,
+            self.origin.off + start,
+            out,
+        ) {
+            Ok(()) => {}
             Err(e) => push_error(errors, e),
         }
     }

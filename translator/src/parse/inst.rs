@@ -26,13 +26,33 @@
 //! offending token and what was expected, with its span.
 
 use super::{parse_float, parse_int};
-use crate::ast::{Address, Guard, Instruction, Operand};
+use crate::ast::{Address, Guard, Instruction, Modifiers, Operand, Operands, Statement, Str};
 use crate::diag::{Diagnostic, Span};
+use std::sync::Arc;
 
 /// Scan one instruction; `text` starts at byte `base` of the source.
-pub fn scan(text: &str, base: u32) -> Result<Instruction, Diagnostic> {
-    let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base, depth: 0 };
-    s.instruction()
+/// Names are taken from `copy`, a copy of the source in which `text` starts
+/// at byte `off` (see [`super::Origin`]).
+pub(super) fn scan(text: &str, base: u32, copy: &Arc<String>, off: usize) -> Result<Instruction, Diagnostic> {
+    let mut out = Vec::with_capacity(1);
+    scan_into(text, base, copy, off, &mut out)?;
+    match out.pop() {
+        Some(Statement::Inst(i)) => Ok(i),
+        _ => Err(Diagnostic::error(Span { start: base, end: base + 1 }, "internal error: no instruction scanned")),
+    }
+}
+
+/// [`scan`], pushing the instruction to `out` (built in place there, not
+/// moved through return values: an instruction is 300 bytes).
+pub(super) fn scan_into(
+    text: &str,
+    base: u32,
+    copy: &Arc<String>,
+    off: usize,
+    out: &mut Vec<Statement>,
+) -> Result<(), Diagnostic> {
+    let mut s = Scanner { b: text.as_bytes(), text, pos: 0, base, depth: 0, copy, off };
+    s.instruction(out)
 }
 
 struct Scanner<'a> {
@@ -43,6 +63,9 @@ struct Scanner<'a> {
     /// Brackets open around the current operand (at most
     /// [`super::MAX_NESTING`]: the scanner recurses on them).
     depth: usize,
+    /// Where `text` lies in the shared copy of the source.
+    copy: &'a Arc<String>,
+    off: usize,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -75,11 +98,29 @@ impl<'a> Scanner<'a> {
         Span { start: self.base + start as u32, end: self.base + end as u32 }
     }
 
+    /// `text[start..end]`, shared with the source.
+    fn str(&self, start: usize, end: usize) -> Str {
+        Str::slice(self.copy, self.off + start, self.off + end)
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.pos).copied()
     }
 
+    /// Whitespace and comments; the common case, none or one space before
+    /// a name, inline.
+    #[inline(always)]
     fn ws(&mut self) {
+        match self.b.get(self.pos) {
+            Some(&c) if c > b' ' && c != b'/' => {}
+            Some(b' ') if self.b.get(self.pos + 1).is_some_and(|&c| c > b' ' && c != b'/') => self.pos += 1,
+            None => {}
+            _ => self.ws_slow(),
+        }
+    }
+
+    #[inline(never)]
+    fn ws_slow(&mut self) {
         while let Some(c) = self.peek() {
             match c {
                 b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
@@ -120,16 +161,16 @@ impl<'a> Scanner<'a> {
         Diagnostic::error(self.span(start, end.max(start + 1)), msg)
     }
 
-    fn ident(&mut self) -> Option<&'a str> {
+    fn ident(&mut self) -> Option<Str> {
         let start = self.pos;
         if !self.peek().is_some_and(is_ident_start) {
             return None;
         }
         self.pos = ident_end(self.b, self.pos + 1);
-        Some(&self.text[start..self.pos])
+        Some(self.str(start, self.pos))
     }
 
-    fn instruction(&mut self) -> Result<Instruction, Diagnostic> {
+    fn instruction(&mut self, out: &mut Vec<Statement>) -> Result<(), Diagnostic> {
         self.ws();
         let start = self.pos;
         let mut guard = None;
@@ -142,7 +183,7 @@ impl<'a> Scanner<'a> {
                 self.ws();
             }
             let Some(name) = self.ident() else { return Err(self.expected("a predicate after '@'")) };
-            guard = Some(Guard { span: self.span(start, self.pos), negated, name: name.to_string() });
+            guard = Some(Guard { span: self.span(start, self.pos), negated, name });
             self.ws();
         }
         let op_start = self.pos;
@@ -152,10 +193,8 @@ impl<'a> Scanner<'a> {
         while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
             self.pos += 1;
         }
-        let opcode = self.text[op_start..self.pos].to_string();
-        // Sized up front: `Vec::push` on an empty vector goes through a
-        // slower growth path.
-        let mut modifiers = if self.peek() == Some(b'.') { Vec::with_capacity(4) } else { Vec::new() };
+        let opcode = self.str(op_start, self.pos);
+        let mut modifiers = Modifiers::new();
         while self.peek() == Some(b'.') {
             let m_start = self.pos + 1;
             self.pos += 1;
@@ -165,7 +204,7 @@ impl<'a> Scanner<'a> {
             if self.pos == m_start {
                 return Err(self.expected("a modifier after '.'"));
             }
-            modifiers.push(self.text[m_start..self.pos].to_string());
+            modifiers.push(self.str(m_start, self.pos));
         }
         let opcode_span = self.span(op_start, self.pos);
         let mut end = self.pos;
@@ -173,7 +212,7 @@ impl<'a> Scanner<'a> {
             return Err(self.expected("whitespace after the opcode"));
         }
         self.ws();
-        let mut operands = if self.pos < self.b.len() { Vec::with_capacity(4) } else { Vec::new() };
+        let mut operands = Operands::new();
         if self.pos < self.b.len() {
             loop {
                 operands.push(self.operand()?);
@@ -189,7 +228,9 @@ impl<'a> Scanner<'a> {
                 }
             }
         }
-        Ok(Instruction { span: self.span(start, end), guard, opcode_span, opcode, modifiers, operands, decoded: None })
+        let span = self.span(start, end);
+        out.push(Statement::Inst(Instruction { span, guard, opcode_span, opcode, modifiers, operands, decoded: None }));
+        Ok(())
     }
 
     /// A list of operands up to `close`; the opening bracket is consumed.
@@ -301,17 +342,16 @@ impl<'a> Scanner<'a> {
             if component.is_some() || selector {
                 self.pos = e;
                 let span = self.span(start, self.pos);
-                let base = Operand::Name { span, name: name.to_string(), component };
                 return Ok(if selector {
-                    let base = Operand::Name { span, name: name.to_string(), component: None };
-                    Operand::Select { span, base: Box::new(base), selector: suffix.to_string() }
+                    let base = Operand::Name { span, name, component: None };
+                    Operand::Select { span, base: Box::new(base), selector: self.str(s, e) }
                 } else {
-                    base
+                    Operand::Name { span, name, component }
                 });
             }
             return Err(self.expected("a vector component (.x, .y, .z, .w) or a selector"));
         }
-        Ok(Operand::Name { span: self.span(start, self.pos), name: name.to_string(), component: None })
+        Ok(Operand::Name { span: self.span(start, self.pos), name, component: None })
     }
 
     fn name_operand(&mut self) -> Result<Operand, Diagnostic> {
@@ -381,7 +421,7 @@ impl<'a> Scanner<'a> {
         self.ws();
         let q_start = self.pos;
         let Some(q) = self.ident() else { return Err(self.expected("a predicate after '|'")) };
-        let q = Operand::Name { span: self.span(q_start, self.pos), name: q.to_string(), component: None };
+        let q = Operand::Name { span: self.span(q_start, self.pos), name: q, component: None };
         Ok(Operand::Pair(self.span(start, self.pos), Box::new(first), Box::new(q)))
     }
 
@@ -464,7 +504,7 @@ impl<'a> Scanner<'a> {
                     op = Operand::Select {
                         span: self.span(start, self.pos),
                         base: Box::new(op),
-                        selector: "unified".into(),
+                        selector: self.str(self.pos - 7, self.pos),
                     };
                 }
                 return Ok(op);
@@ -480,7 +520,7 @@ impl<'a> Scanner<'a> {
                     self.ws();
                     if self.peek() == Some(b']') {
                         self.pos += 1;
-                        return Ok(Operand::TensorAddress(self.span(start, self.pos), addr, coords));
+                        return Ok(Operand::TensorAddress(self.span(start, self.pos), Box::new(addr), coords));
                     }
                 }
                 self.pos = save;
@@ -503,7 +543,7 @@ impl<'a> Scanner<'a> {
         match self.peek() {
             Some(c) if is_ident_start(c) => {
                 let name = self.ident().unwrap_or_default();
-                base = Some((self.span(first, self.pos), name.to_string()));
+                base = Some((self.span(first, self.pos), name));
             }
             Some(b'-' | b'0'..=b'9') => offset = self.int_literal()?,
             _ => return Err(self.expected("an address")),
@@ -530,7 +570,7 @@ impl<'a> Scanner<'a> {
                             if sign == b'-' {
                                 return Err(Diagnostic::error(span, "an address cannot subtract a register"));
                             }
-                            base = Some((span, name.to_string()));
+                            base = Some((span, name));
                         }
                         Some(b'-' | b'0'..=b'9') => {
                             let v = self.int_literal()?;

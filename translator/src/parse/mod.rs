@@ -13,6 +13,7 @@ use crate::diag::{Diagnostic, Span};
 use pest::iterators::Pair;
 use pest::Parser;
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 mod body;
 mod inst;
@@ -29,6 +30,37 @@ thread_local! {
     /// The [`Skeleton`] shifts of the chunk being built (empty while text
     /// parsed on its own is built).
     static SHIFTS: RefCell<Vec<(u32, u32)>> = const { RefCell::new(Vec::new()) };
+    /// The source being parsed: the address range of the caller's text and
+    /// the shared copy of it that the AST's names are ranges of.
+    static SOURCE: RefCell<Option<(usize, usize, Arc<String>)>> = const { RefCell::new(None) };
+}
+
+/// Where a text being scanned lies in a shared copy of it (`text[i]` is
+/// `copy[off + i]`), so that its names are [`Str`] ranges of the copy
+/// rather than allocations of their own.
+struct Origin {
+    copy: Arc<String>,
+    off: usize,
+}
+
+impl Origin {
+    /// The origin of `text`: the copy of the source when `text` is part of
+    /// the source being parsed (its addresses lie in the source's), else a
+    /// copy of `text` (text made while recovering from errors).
+    fn of(text: &str) -> Origin {
+        let p = text.as_ptr() as usize;
+        let found = SOURCE.with(|s| {
+            let s = s.borrow();
+            let (lo, hi, copy) = s.as_ref()?;
+            (p >= *lo && p + text.len() <= *hi).then(|| Origin { copy: copy.clone(), off: p - lo })
+        });
+        found.unwrap_or_else(|| Origin { copy: Arc::new(text.to_string()), off: 0 })
+    }
+
+    /// `text[start..end]` as a [`Str`].
+    fn str(&self, start: usize, end: usize) -> Str {
+        Str::slice(&self.copy, self.off + start, self.off + end)
+    }
 }
 
 /// Run `f` with the spans of pairs taken from byte `base` of the source
@@ -80,6 +112,19 @@ const RECOVERY_BUDGET: usize = 8;
 /// times. Returns the module (when every chunk parsed in the end) and every
 /// error.
 pub fn run_recovering(source: &str) -> (Option<Module>, Vec<Diagnostic>) {
+    if source.len() > MAX_INPUT {
+        let msg = format!("input too large ({} MiB; the limit is {} MiB)", source.len() >> 20, MAX_INPUT >> 20);
+        return (None, vec![Diagnostic::error(Span::default(), msg)]);
+    }
+    let lo = source.as_ptr() as usize;
+    let this = Some((lo, lo + source.len(), Arc::new(source.to_string())));
+    let outer = SOURCE.with(|s| s.replace(this));
+    let out = parse_source(source);
+    SOURCE.with(|s| s.replace(outer));
+    out
+}
+
+fn parse_source(source: &str) -> (Option<Module>, Vec<Diagnostic>) {
     if source.len() > MAX_INPUT {
         let msg = format!("input too large ({} MiB; the limit is {} MiB)", source.len() >> 20, MAX_INPUT >> 20);
         return (None, vec![Diagnostic::error(Span::default(), msg)]);
@@ -921,7 +966,7 @@ fn labelled(p: P) -> Statement {
     let span = span_of(&p);
     let mut it = p.into_inner();
     let name = it.next().map(|i| i.as_str().to_string()).unwrap_or_default();
-    let Some(tail) = it.next() else { return Statement::Label(span, name) };
+    let Some(tail) = it.next() else { return Statement::Label(span, Str::from(name)) };
     match tail.as_rule() {
         Rule::proto_tail => {
             let rest = tail.into_inner().next().map(|r| r.as_str().trim().to_string()).unwrap_or_default();
@@ -943,5 +988,6 @@ fn labelled(p: P) -> Statement {
 
 fn instruction(p: P) -> Result<Instruction, Diagnostic> {
     let span = span_of(&p);
-    inst::scan(p.as_str(), span.start)
+    let origin = Origin::of(p.as_str());
+    inst::scan(p.as_str(), span.start, &origin.copy, origin.off)
 }
