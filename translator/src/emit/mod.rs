@@ -336,7 +336,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         Ok(x) => x,
         Err(d) => return Err(vec![d]),
     };
-    let function_names: std::collections::HashSet<&str> = module
+    let function_names: crate::fxhash::FxHashSet<&str> = module
         .items
         .iter()
         .filter_map(|i| match i {
@@ -344,19 +344,25 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             _ => None,
         })
         .collect();
-    if module.items.iter().any(
-        |i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(|b| uses_trap(b, &function_names))),
-    ) {
+    let mut used = Uses::default();
+    for item in &module.items {
+        if let ModuleItem::Function(f) = item {
+            if let Some(body) = f.body.as_deref() {
+                uses(body, &function_names, &mut used);
+            }
+        }
+    }
+    if used.trap {
         let off = data_bytes.div_ceil(8) * 8;
         e.trap_offset = Some(off);
         data_bytes = off + 8;
     }
-    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_printf))) {
+    if used.printf {
         let off = data_bytes.div_ceil(8) * 8;
         e.printf_offset = Some(off);
         data_bytes = off + 8;
     }
-    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_heap))) {
+    if used.heap {
         let off = data_bytes.div_ceil(8) * 8;
         e.heap_offset = Some(off);
         data_bytes = off + 8;
@@ -748,39 +754,48 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
     }
 }
 
-fn uses_trap(stmts: &[ast::Statement], functions: &std::collections::HashSet<&str>) -> bool {
-    stmts.iter().any(|s| match s {
-        // `alloca` traps when the stack overflows; a failed assert traps; an
-        // indirect call (its target is not a function of the module) traps
-        // when the pointer names no function it may call.
-        ast::Statement::Inst(i) => {
-            i.opcode == "trap"
-                || i.opcode == "alloca"
-                || call::system_call(i, &[printf::ASSERTFAIL]).is_some()
-                || (i.opcode == "call"
-                    && matches!(
+/// What the module's code uses that needs a word of module data.
+#[derive(Default)]
+struct Uses {
+    /// The trap word: `trap`; `alloca` (traps when the stack overflows); a
+    /// failed assert; an indirect call (its target is not a function of the
+    /// module: traps when the pointer names no function it may call).
+    trap: bool,
+    /// The printf FIFO: `vprintf` or `__assertfail`.
+    printf: bool,
+    /// The device heap: `malloc` or `free`.
+    heap: bool,
+}
+
+/// Add what `stmts` use to `u` (one pass over the body for all three).
+fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u: &mut Uses) {
+    for s in stmts {
+        match s {
+            ast::Statement::Inst(i) => match i.opcode.as_str() {
+                "trap" | "alloca" => u.trap = true,
+                "call" => {
+                    match call::system_call(i, &[printf::ASSERTFAIL, printf::VPRINTF, heap::MALLOC, heap::FREE]) {
+                        Some(printf::ASSERTFAIL) => {
+                            u.trap = true;
+                            u.printf = true;
+                        }
+                        Some(printf::VPRINTF) => u.printf = true,
+                        Some(_) => u.heap = true,
+                        None => {}
+                    }
+                    // The target (the first operand that is not a list) is
+                    // not a function of the module: an indirect call.
+                    if matches!(
                         i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..))),
                         Some(ast::Operand::Name { name, .. }) if !functions.contains(name.as_str())
-                    ))
+                    ) {
+                        u.trap = true;
+                    }
+                }
+                _ => {}
+            },
+            ast::Statement::Block(b) => uses(b, functions, u),
+            _ => {}
         }
-        ast::Statement::Block(b) => uses_trap(b, functions),
-        _ => false,
-    })
-}
-
-/// Whether a function calls `vprintf` or `__assertfail` (both write the printf FIFO).
-fn uses_heap(stmts: &[ast::Statement]) -> bool {
-    stmts.iter().any(|s| match s {
-        ast::Statement::Inst(i) => call::system_call(i, &[heap::MALLOC, heap::FREE]).is_some(),
-        ast::Statement::Block(b) => uses_heap(b),
-        _ => false,
-    })
-}
-
-fn uses_printf(stmts: &[ast::Statement]) -> bool {
-    stmts.iter().any(|s| match s {
-        ast::Statement::Inst(i) => call::system_call(i, &[printf::VPRINTF, printf::ASSERTFAIL]).is_some(),
-        ast::Statement::Block(b) => uses_printf(b),
-        _ => false,
-    })
+    }
 }
