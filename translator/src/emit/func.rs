@@ -107,24 +107,46 @@ pub(crate) struct CallSite {
     pub rets: usize,
 }
 
-fn collect_calls(stmts: &[Statement], out: &mut Vec<CallSite>) {
+/// What [`plan_function`] needs from every instruction of a body, found in
+/// one pass.
+#[derive(Default)]
+struct BodyScan {
+    /// The calls.
+    calls: Vec<CallSite>,
+    /// 64-bit `atom`/`red` on `.shared` or generic addresses.
+    wide_shared_atomics: bool,
+    /// `alloca`, `stacksave` or `stackrestore`.
+    uses_stack: bool,
+}
+
+fn scan_body(stmts: &[Statement], out: &mut BodyScan) {
     for s in stmts {
         match s {
-            Statement::Inst(i) if i.opcode == "call" => {
-                let ops = i.operands.as_slice();
-                let (rets, rest) = match ops.first() {
-                    Some(ast::Operand::List(_, r)) => (r.len(), &ops[1..]),
-                    _ => (0, ops),
-                };
-                if let Some(ast::Operand::Name { name, span, .. }) = rest.first() {
-                    let args = match rest.get(1) {
-                        Some(ast::Operand::List(_, a)) => a.len(),
-                        _ => 0,
+            Statement::Inst(i) => match i.opcode.as_str() {
+                "call" => {
+                    let ops = i.operands.as_slice();
+                    let (rets, rest) = match ops.first() {
+                        Some(ast::Operand::List(_, r)) => (r.len(), &ops[1..]),
+                        _ => (0, ops),
                     };
-                    out.push(CallSite { target: name.to_string(), span: *span, args, rets });
+                    if let Some(ast::Operand::Name { name, span, .. }) = rest.first() {
+                        let args = match rest.get(1) {
+                            Some(ast::Operand::List(_, a)) => a.len(),
+                            _ => 0,
+                        };
+                        out.calls.push(CallSite { target: name.to_string(), span: *span, args, rets });
+                    }
                 }
-            }
-            Statement::Block(b) => collect_calls(b, out),
+                "atom" | "red" => {
+                    let wide = i.modifiers.iter().filter_map(|m| ScalarType::from_name(m)).any(|t| t.size() == 8);
+                    let other_space =
+                        i.modifiers.iter().any(|m| matches!(m.as_str(), "global" | "local" | "param" | "const"));
+                    out.wide_shared_atomics |= wide && !other_space;
+                }
+                "alloca" | "stacksave" | "stackrestore" => out.uses_stack = true,
+                _ => {}
+            },
+            Statement::Block(b) => scan_body(b, out),
             _ => {}
         }
     }
@@ -151,28 +173,6 @@ fn names_used_as_values(stmts: &[Statement], names: &FxHashSet<&str>) -> bool {
         })
     }
     !names.is_empty() && walk(stmts, names, percent)
-}
-
-/// Whether any instruction of the body has one of these opcodes.
-fn uses_opcode(stmts: &[Statement], opcodes: &[&str]) -> bool {
-    stmts.iter().any(|s| match s {
-        Statement::Inst(i) => opcodes.contains(&i.opcode.as_str()),
-        Statement::Block(b) => uses_opcode(b, opcodes),
-        _ => false,
-    })
-}
-
-/// 64-bit `atom`/`red` on `.shared` or generic addresses.
-fn has_wide_shared_atomics(stmts: &[Statement]) -> bool {
-    stmts.iter().any(|s| match s {
-        Statement::Inst(i) if i.opcode == "atom" || i.opcode == "red" => {
-            let wide = i.modifiers.iter().filter_map(|m| ScalarType::from_name(m)).any(|t| t.size() == 8);
-            let other_space = i.modifiers.iter().any(|m| matches!(m.as_str(), "global" | "local" | "param" | "const"));
-            wide && !other_space
-        }
-        Statement::Block(b) => has_wide_shared_atomics(b),
-        _ => false,
-    })
 }
 
 /// Most registers one function may declare.
@@ -328,8 +328,9 @@ pub(crate) fn plan_function<'a>(
     } else {
         None
     };
-    let mut callees = Vec::new();
-    collect_calls(body, &mut callees);
+    let mut scan = BodyScan::default();
+    scan_body(body, &mut scan);
+    let BodyScan { calls: callees, wide_shared_atomics: wide_atomics, uses_stack } = scan;
     let mut cfg = cfg::run(body, !is_entry)?;
     fn span_in(cfg: &Cfg, b: usize) -> Span {
         let blk = &cfg.blocks[b];
@@ -352,8 +353,6 @@ pub(crate) fn plan_function<'a>(
         }
     };
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
-    let wide_atomics = has_wide_shared_atomics(body);
-    let uses_stack = uses_opcode(body, &["alloca", "stacksave", "stackrestore"]);
     Ok(Plan {
         func: f,
         may_exit,
