@@ -161,7 +161,7 @@ fn to_int(v: impl TryInto<c_int>) -> c_int {
 /// The value of `CUdevice_attribute` `attrib` (numbering of `cuda.h`).
 ///
 /// Limits come from the Vulkan device; features this library does not offer
-/// (textures, concurrent managed access, cooperative launch, ...) report 0; other
+/// (textures, concurrent managed access, multi-device cooperative launch, ...) report 0; other
 /// properties that Vulkan does not expose report typical values of an sm_80
 /// part. An attribute number outside the known range is
 /// `CUDA_ERROR_INVALID_VALUE`.
@@ -211,12 +211,13 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         82 => 65536,                             // MAX_REGISTERS_PER_MULTIPROCESSOR
         83 => c_int::from(d.runtime()?.supports_managed()), // MANAGED_MEMORY
         87 => 2,                                 // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
+        95 => c_int::from(info.cooperative_launch), // COOPERATIVE_LAUNCH
         97 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         106 => 32,                               // MAX_BLOCKS_PER_MULTIPROCESSOR
         126 => 1,                                // MEM_SYNC_DOMAIN_COUNT
         131 | 134 => -1,                         // NUMA_ID, HOST_NUMA_ID
-        // Texture and surface limits, managed/host memory, cooperative and
-        // cluster launch, memory pools, IPC, VMM, ...: not offered.
+        // Texture and surface limits, managed/host memory, multi-device
+        // cooperative and cluster launch, memory pools, IPC, VMM, ...: not offered.
         _ => 0,
     };
     Ok(v)

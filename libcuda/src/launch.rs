@@ -295,7 +295,16 @@ pub unsafe fn launch_kernel(
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    unsafe { launch(&f, grid, block, shared_mem_bytes, kernel_params, extra) }
+    unsafe { launch(&f, grid, block, shared_mem_bytes, kernel_params, extra, false) }
+}
+
+/// A cooperative launch on a capturing stream: "CUDA_ERROR_NOT_SUPPORTED"
+/// (graph kernel nodes here are not cooperative); nothing otherwise.
+fn refuse_cooperative_capture(hstream: Handle) -> CuResult<()> {
+    capture::capture_node(hstream, || {
+        Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("cooperative launches cannot be captured into a graph"))
+    })
+    .map(|_| ())
 }
 
 /// On a capturing stream, adds the launch as a kernel node (parameter
@@ -335,13 +344,25 @@ unsafe fn launch(
     shared_mem_bytes: c_uint,
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
+    cooperative: bool,
 ) -> CuResult<()> {
     check_config(f, grid, block, shared_mem_bytes)?;
     // SAFETY: forwarded caller contract.
     let args = unsafe { collect_args(f, kernel_params, extra) }?;
     let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     let packed = f.function.pack_params(&refs)?;
-    f.context.runtime.launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
+    if cooperative {
+        let dev = f.context.runtime.info();
+        if !dev.cooperative_launch && grid.iter().map(|&g| u64::from(g)).product::<u64>() > 1 {
+            return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because(
+                "cooperative launches of more than one block are not supported on this device (Vulkan does not \
+                 promise that its workgroups run at once)",
+            ));
+        }
+        f.context.runtime.launch_cooperative(&f.function, grid, block, shared_mem_bytes, &packed)?;
+    } else {
+        f.context.runtime.launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
+    }
     Ok(())
 }
 
@@ -442,9 +463,11 @@ const LAST_LAUNCH_ATTRIBUTE: c_int = 32;
 /// `cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void
 /// **kernelParams, void **extra)`: a `CUkernel` is accepted for `f`.
 /// Attributes are checked: a cluster larger than one block is
-/// `CUDA_ERROR_NOT_SUPPORTED` (there are no clusters here); the others
-/// (cooperative, priority, access policy, programmatic serialisation, ...)
-/// need nothing, since launches run one after another.
+/// `CUDA_ERROR_NOT_SUPPORTED` (there are no clusters here); a nonzero
+/// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE` makes it a cooperative launch (see
+/// [`launch_cooperative_kernel`]); the others (priority, access policy,
+/// programmatic serialisation, ...) need nothing, since launches run one
+/// after another.
 ///
 /// # Safety
 /// `config` is NULL or readable, with `numAttrs` readable attributes; the
@@ -463,6 +486,7 @@ pub unsafe fn launch_kernel_ex(
     if cfg.num_attrs > 0 && cfg.attrs.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("config->attrs is NULL with numAttrs > 0"));
     }
+    let mut cooperative = false;
     for i in 0..cfg.num_attrs as usize {
         // SAFETY: `numAttrs` readable attributes, per the caller.
         let a = unsafe { cfg.attrs.add(i).read_unaligned() };
@@ -474,22 +498,30 @@ pub unsafe fn launch_kernel_ex(
                         .because(format!("thread block clusters ({dims:?}) are not supported")));
                 }
             }
-            LAUNCH_ATTRIBUTE_COOPERATIVE => {}
+            LAUNCH_ATTRIBUTE_COOPERATIVE => cooperative = a.value[0] as u32 != 0,
             id if (0..=LAST_LAUNCH_ATTRIBUTE).contains(&id) => {}
             id => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown launch attribute {id}"))),
         }
     }
     // SAFETY: forwarded caller contract.
-    if unsafe {
+    if cooperative {
+        refuse_cooperative_capture(cfg.stream)?;
+    } else if unsafe {
         capture_launch(&f, hfunc, cfg.grid, cfg.block, cfg.shared_mem_bytes, cfg.stream, kernel_params, extra)
     }? {
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    unsafe { launch(&f, cfg.grid, cfg.block, cfg.shared_mem_bytes, kernel_params, extra) }
+    unsafe { launch(&f, cfg.grid, cfg.block, cfg.shared_mem_bytes, kernel_params, extra, cooperative) }
 }
 
-/// `cuLaunchCooperativeKernel(...)`: as `cuLaunchKernel` without `extra`.
+/// `cuLaunchCooperativeKernel(...)`: as `cuLaunchKernel` without `extra`,
+/// and the kernel may synchronise its grid (`this_grid().sync()`). Every
+/// block must run at once: more blocks than
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor` x `multiProcessorCount`
+/// is `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`. Devices without
+/// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH` accept one-block grids only
+/// (`CUDA_ERROR_NOT_SUPPORTED` otherwise).
 ///
 /// # Safety
 /// As [`launch_kernel`].
@@ -506,22 +538,13 @@ pub unsafe fn launch_cooperative_kernel(
     hstream: Handle,
     kernel_params: *mut *mut c_void,
 ) -> CuResult<()> {
+    context::current()?;
+    let f = resolve_function(hfunc)?;
+    stream::check(hstream)?;
+    let (grid, block) = ([grid_x, grid_y, grid_z], [block_x, block_y, block_z]);
+    refuse_cooperative_capture(hstream)?;
     // SAFETY: forwarded caller contract.
-    unsafe {
-        launch_kernel(
-            hfunc,
-            grid_x,
-            grid_y,
-            grid_z,
-            block_x,
-            block_y,
-            block_z,
-            shared_mem_bytes,
-            hstream,
-            kernel_params,
-            std::ptr::null_mut(),
-        )
-    }
+    unsafe { launch(&f, grid, block, shared_mem_bytes, kernel_params, std::ptr::null_mut(), true) }
 }
 
 /// `cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)`.
@@ -595,7 +618,17 @@ fn blocks_per_sm(f: &FunctionObj, block_size: c_int, dynamic_smem: usize) -> CuR
     let by_threads = MAX_THREADS_PER_SM / (warps * 32);
     let smem = u64::from(f.function.info().static_shared_bytes) + dynamic_smem as u64;
     let by_smem = u64::from(info.max_shared_bytes).checked_div(smem).map_or(MAX_BLOCKS_PER_SM, to_int);
-    Ok(by_threads.min(by_smem).clamp(0, MAX_BLOCKS_PER_SM))
+    // A device with known co-residency (llvmpipe: a "multiprocessor" is a
+    // thread of its pool, which runs one workgroup at a time) holds
+    // `coresident_workgroups / multiprocessor_count` blocks per
+    // multiprocessor, so that this times the multiprocessor count bounds a
+    // cooperative launch exactly.
+    let most = if info.cooperative_launch {
+        to_int(u64::from(info.coresident_workgroups) / u64::from(info.multiprocessor_count.max(1))).max(1)
+    } else {
+        MAX_BLOCKS_PER_SM
+    };
+    Ok(by_threads.min(by_smem).clamp(0, most))
 }
 
 /// Threads per multiprocessor reported by the device attributes.

@@ -199,6 +199,7 @@ impl From<ptxvk_runtime::Error> for CuError {
             E::InvalidPtx(_) => CuError::CUDA_ERROR_INVALID_PTX,
             E::NotFound(_) => CuError::CUDA_ERROR_NOT_FOUND,
             E::LaunchOutOfResources(_) => CuError::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+            E::CooperativeLaunchTooLarge(_) => CuError::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
             E::Unsupported(_) => CuError::CUDA_ERROR_NOT_SUPPORTED,
             E::NoDevice => CuError::CUDA_ERROR_NO_DEVICE,
             E::LaunchFailed(_) => CuError::CUDA_ERROR_LAUNCH_FAILED,

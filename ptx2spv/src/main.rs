@@ -84,11 +84,23 @@ struct Cli {
     /// has shaderDenormPreserveFloat32/64).
     #[arg(long = "denorm-preserve", default_value_t = false)]
     denorm_preserve: bool,
+    /// Declare the SignedZeroInfNanPreserve execution mode for f16, f32 and
+    /// f64 (the device has shaderSignedZeroInfNanPreserveFloat16/32/64).
+    #[arg(long = "signed-zero-inf-nan", default_value_t = false)]
+    signed_zero_inf_nan: bool,
+    /// Hide float +0.0 constants behind an opaque zero, so that llvmpipe
+    /// cannot fold x + 0.0 to x or x * 0.0 to 0.0.
+    #[arg(long = "zero-operand-workaround", default_value_t = false)]
+    zero_operand_workaround: bool,
     /// Drop memory semantics: relaxed atomics, no code for `membar`/`fence`
     /// (for llvmpipe, which ends invocations that execute memory semantics
     /// while others of the workgroup have diverged or exited).
     #[arg(long = "no-memory-semantics", default_value_t = false)]
     no_memory_semantics: bool,
+    /// Copies of each spin-wait loop's body per iteration (for llvmpipe,
+    /// whose loop limiter ends long waits; 0 or 1 leaves loops alone).
+    #[arg(long = "unroll-spin-loops", default_value_t = 0)]
+    unroll_spin_loops: u32,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -151,7 +163,12 @@ fn run(cli: Cli) -> Result<(), String> {
         },
         denorm_preserve_f32: cli.denorm_preserve,
         denorm_preserve_f64: cli.denorm_preserve,
+        signed_zero_inf_nan_f32: cli.signed_zero_inf_nan,
+        signed_zero_inf_nan_f64: cli.signed_zero_inf_nan,
+        signed_zero_inf_nan_f16: cli.signed_zero_inf_nan,
+        zero_operand_workaround: cli.zero_operand_workaround,
         memory_semantics: !cli.no_memory_semantics,
+        unroll_spin_loops: cli.unroll_spin_loops,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

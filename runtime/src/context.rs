@@ -33,6 +33,9 @@ struct State {
     timestamps: Timestamps,
     /// The device heap of kernels' `malloc` (see [`abi::heap`]).
     heap: HeapState,
+    /// The grid workspace of cooperative launches (see [`abi::grid`]),
+    /// created at the first one.
+    grid: Option<Arc<Buffer>>,
 }
 
 /// The device heap of a context.
@@ -135,6 +138,7 @@ impl Context {
                 printf: PrintfState { fifo: None, limit: abi::printf::DEFAULT_FIFO_BYTES, capture: None },
                 timestamps: Timestamps::default(),
                 heap: HeapState { buffer: None, limit: abi::heap::DEFAULT_HEAP_BYTES },
+                grid: None,
             }),
             info: device.info.clone(),
             device,
@@ -286,7 +290,23 @@ impl Context {
         dynamic_shared_bytes: u32,
         params: &[u8],
     ) -> Result<()> {
-        self.0.launch(f, grid, block, dynamic_shared_bytes, params)
+        self.0.launch(f, grid, block, dynamic_shared_bytes, params, false)
+    }
+
+    /// Queues a cooperative launch (CUDA's `cuLaunchCooperativeKernel`): as
+    /// [`Context::launch`], and the kernel may synchronise its grid (see
+    /// `ptxvk_translator::abi::grid`). Every block must run at once:
+    /// [`Error::CooperativeLaunchTooLarge`] when the grid has more blocks
+    /// than [`DeviceInfo::coresident_workgroups`].
+    pub fn launch_cooperative(
+        &self,
+        f: &Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_shared_bytes: u32,
+        params: &[u8],
+    ) -> Result<()> {
+        self.0.launch(f, grid, block, dynamic_shared_bytes, params, true)
     }
 
     /// Waits for all queued work. A kernel that executed `trap` makes this
@@ -415,6 +435,14 @@ impl ContextInner {
                 self.lock().stream.fail(err.clone());
                 return Err(err);
             }
+            if w & abi::printf::TRAP_GRID_SYNC != 0 {
+                let err = Error::LaunchFailed(format!(
+                    "kernel {kernel}: a grid synchronisation timed out (its blocks did not all arrive; on lavapipe \
+                     the loop limiter ends a long wait)"
+                ));
+                self.lock().stream.fail(err.clone());
+                return Err(err);
+            }
             if w != 0 {
                 let err = Error::LaunchFailed(format!("kernel {kernel} executed trap"));
                 self.lock().stream.fail(err.clone());
@@ -533,6 +561,37 @@ impl ContextInner {
         let addr = buffer.address;
         st.heap.buffer = Some(Arc::new(buffer));
         Ok(addr)
+    }
+
+    /// Queues the zeroing of the context's grid workspace (creating it the
+    /// first time) and returns its address.
+    fn grid_workspace(&self, st: &mut State) -> Result<u64> {
+        let buffer = match &st.grid {
+            Some(b) => b.clone(),
+            None => {
+                let b = Arc::new(Buffer::new(
+                    &self.device,
+                    abi::grid::BYTES,
+                    DEVICE_USAGE,
+                    MemoryLocation::GpuOnly,
+                    16,
+                    "ptxvk grid workspace",
+                )?);
+                st.grid = Some(b.clone());
+                b
+            }
+        };
+        st.stream.maybe_flush()?;
+        let cmd = st.stream.begin_command()?;
+        // SAFETY: `cmd` is recording; both ranges lie inside the buffer, which
+        // the stream keeps alive until the batch completes.
+        unsafe {
+            self.device.raw.cmd_fill_buffer(cmd, buffer.raw, 0, 4, abi::grid::BYTES as u32);
+            self.device.raw.cmd_fill_buffer(cmd, buffer.raw, abi::grid::BARRIER, 4, 0);
+        }
+        let address = buffer.address;
+        st.stream.keep(buffer);
+        Ok(address)
     }
 
     /// Formats and prints the records in the printf FIFO and empties it.
@@ -778,7 +837,13 @@ impl ContextInner {
             warp_path,
             denorm_preserve_f32: self.info.denorm_preserve_f32,
             denorm_preserve_f64: self.info.denorm_preserve_f64,
+            signed_zero_inf_nan_f32: self.info.signed_zero_inf_nan_f32,
+            signed_zero_inf_nan_f64: self.info.signed_zero_inf_nan_f64,
+            signed_zero_inf_nan_f16: self.info.signed_zero_inf_nan_f16,
+            zero_operand_workaround: self.info.driver_name == "llvmpipe",
             memory_semantics: self.info.driver_name != "llvmpipe",
+            // llvmpipe's loop limiter ends a spin-wait after 65535 polls.
+            unroll_spin_loops: if self.info.driver_name == "llvmpipe" { 64 } else { 0 },
         }
     }
 
@@ -844,6 +909,7 @@ impl ContextInner {
         block: [u32; 3],
         dynamic_shared_bytes: u32,
         params: &[u8],
+        cooperative: bool,
     ) -> Result<()> {
         if !Arc::ptr_eq(&f.module.device, &self.device) {
             return Err(Error::InvalidValue(format!("{} belongs to another context", f.name())));
@@ -871,6 +937,16 @@ impl ContextInner {
             }
         }
         let threads = block.iter().map(|&b| b as u64).product::<u64>();
+        if cooperative {
+            let blocks = grid.iter().map(|&g| g as u64).product::<u64>();
+            let most = info.coresident_workgroups as u64;
+            if blocks > most {
+                return Err(Error::CooperativeLaunchTooLarge(format!(
+                    "cooperative launch of {}: {blocks} blocks, but at most {most} run at once on this device",
+                    entry.name
+                )));
+            }
+        }
         if threads > info.max_threads_per_block as u64 {
             return Err(Error::InvalidValue(format!(
                 "launch of {}: {threads} threads per block exceed the device's {}",
@@ -945,6 +1021,12 @@ impl ContextInner {
             let heap = self.malloc_heap(&mut st)?;
             if f.module.heap_slot.swap(heap, Ordering::Relaxed) != heap {
                 self.copy_htod_locked(&mut st, data.address + off, &heap.to_le_bytes())?;
+            }
+        }
+        if let (Some(off), Some(data)) = (f.module.info.grid_offset, &f.module.data) {
+            let ws = if cooperative { self.grid_workspace(&mut st)? } else { 0 };
+            if f.module.grid_slot.swap(ws, Ordering::Relaxed) != ws {
+                self.copy_htod_locked(&mut st, data.address + off, &ws.to_le_bytes())?;
             }
         }
         let (pipeline, layout) = f.module.pipeline(&key)?;

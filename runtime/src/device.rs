@@ -89,6 +89,15 @@ pub struct DeviceInfo {
     /// Best guess at the number of multiprocessors (`VK_NV_shader_sm_builtins`,
     /// the host's thread count for CPU devices, else a guess).
     pub multiprocessor_count: u32,
+    /// Workgroups of one dispatch that are known to run at the same time,
+    /// each making progress while the others spin (what a cooperative launch
+    /// needs, see `ptxvk_translator::abi::grid`): llvmpipe's compute thread
+    /// pool size ([`llvmpipe_threads`]); 1 on other devices, where Vulkan
+    /// promises nothing.
+    pub coresident_workgroups: u32,
+    /// Whether cooperative launches are offered: on devices whose
+    /// [`DeviceInfo::coresident_workgroups`] is known (llvmpipe).
+    pub cooperative_launch: bool,
     /// PCI location, when `VK_EXT_pci_bus_info` is available.
     pub pci: Option<PciBusInfo>,
     /// Whether translated modules emulate a fused multiply-add (the driver's
@@ -103,6 +112,13 @@ pub struct DeviceInfo {
     /// kept. Without it the driver's default applies (lavapipe reports
     /// false for both yet keeps subnormals in add, sub, mul, div and sqrt).
     pub denorm_preserve_f64: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat32`: modules ask for IEEE signed
+    /// zeros, infinities and NaNs in f32 arithmetic.
+    pub signed_zero_inf_nan_f32: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat64`: the same for f64.
+    pub signed_zero_inf_nan_f64: bool,
+    /// `shaderSignedZeroInfNanPreserveFloat16`: the same for f16.
+    pub signed_zero_inf_nan_f16: bool,
     /// Subnormal f32 results survive `mul`/`add` as modules are compiled
     /// for this device (a probe kernel at context creation; `true` before).
     pub keeps_f32_subnormals: bool,
@@ -527,14 +543,20 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         .max()
         .unwrap_or(0);
     let max_threads = limits.max_compute_work_group_invocations.min(limits.max_compute_work_group_size[0]) / 32 * 32;
+    let driver_name = p12.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+    let lp_threads =
+        (driver_name == "llvmpipe").then(|| llvmpipe_threads(cpus, std::env::var("LP_NUM_THREADS").ok().as_deref()));
     let multiprocessor_count = if avail.sm_builtins && psm.shader_sm_count > 0 {
         psm.shader_sm_count
+    } else if let Some(n) = lp_threads {
+        n
     } else if candidate.device_type == DeviceType::Cpu {
-        std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
+        cpus
     } else {
         16
     };
-    let driver_name = p12.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let coresident_workgroups = lp_threads.unwrap_or(1);
     let warp_paths = crate::warp::possible(&crate::warp::SubgroupFacts {
         default_size: p11.subgroup_size,
         stages: p11.subgroup_supported_stages,
@@ -581,6 +603,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         warp_paths,
         total_memory,
         multiprocessor_count,
+        coresident_workgroups,
+        cooperative_launch: lp_threads.is_some(),
         pci: avail.pci.then_some(PciBusInfo {
             domain: ppci.pci_domain,
             bus: ppci.pci_bus,
@@ -591,6 +615,9 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_f64: on(e.core.shader_float64),
         denorm_preserve_f32: on(p12.shader_denorm_preserve_float32),
         denorm_preserve_f64: on(p12.shader_denorm_preserve_float64),
+        signed_zero_inf_nan_f32: on(p12.shader_signed_zero_inf_nan_preserve_float32),
+        signed_zero_inf_nan_f64: on(p12.shader_signed_zero_inf_nan_preserve_float64),
+        signed_zero_inf_nan_f16: on(p12.shader_signed_zero_inf_nan_preserve_float16),
         keeps_f32_subnormals: true,
         keeps_f64_subnormals: true,
         supports_i64: on(e.core.shader_int64),
@@ -638,3 +665,23 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         instance,
     }))
 }
+
+/// llvmpipe's (lavapipe's) compute thread pool, which runs each workgroup of
+/// a dispatch to completion on one thread and gives the next workgroup to
+/// whichever thread is free: that many workgroups run at once. Mesa sizes
+/// the pool to the number of CPUs (no pool, the workgroups run one after
+/// another, with one CPU), `LP_NUM_THREADS` overriding, at most
+/// [`LLVMPIPE_MAX_THREADS`]. Counted here as at most `cpus` (the CPUs this
+/// process may use), since threads beyond those only take turns with the
+/// spinning ones (measured in `docs/cooperative.md`), and at least 1.
+pub fn llvmpipe_threads(cpus: u32, lp_num_threads: Option<&str>) -> u32 {
+    let pool = match lp_num_threads.map(|v| v.trim().parse::<u32>()) {
+        Some(Ok(n)) => n,
+        _ => cpus,
+    };
+    pool.min(LLVMPIPE_MAX_THREADS).min(cpus).max(1)
+}
+
+/// Mesa's `LP_MAX_THREADS` (the bound of the compute thread pool), at its
+/// smallest across the Mesa releases that ship lavapipe.
+pub const LLVMPIPE_MAX_THREADS: u32 = 16;

@@ -23,6 +23,9 @@ pub enum Error {
     /// A launch asks for more threads, shared memory or registers than the device has.
     #[error("launch out of resources: {0}")]
     LaunchOutOfResources(String),
+    /// A cooperative launch has more blocks than can run at once.
+    #[error("cooperative launch too large: {0}")]
+    CooperativeLaunchTooLarge(String),
     /// The device or the runtime lacks a feature the request needs.
     #[error("unsupported: {0}")]
     Unsupported(String),

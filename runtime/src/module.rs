@@ -34,6 +34,10 @@ pub(crate) struct ModuleInner {
     /// The device heap address last written to the module data (see
     /// [`ModuleInfo::heap_offset`]); 0 before the first launch.
     pub(crate) heap_slot: AtomicU64,
+    /// The grid workspace address last written to the module data (see
+    /// [`ModuleInfo::grid_offset`]); 0 before the first launch and after a
+    /// launch that is not cooperative.
+    pub(crate) grid_slot: AtomicU64,
 }
 
 impl ModuleInner {
@@ -69,6 +73,7 @@ impl ModuleInner {
             warp_path,
             printf_slot: AtomicU64::new(0),
             heap_slot: AtomicU64::new(0),
+            grid_slot: AtomicU64::new(0),
         })
     }
 

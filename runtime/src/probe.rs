@@ -53,7 +53,7 @@ fn run_probe(ctx: &ContextInner) -> Result<u32> {
     let out = ctx.alloc(4)?;
     let result = (|| {
         let params = f.pack_params(&[&out.to_le_bytes(), &A_BITS.to_le_bytes(), &C.to_le_bytes()])?;
-        ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params)?;
+        ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params, false)?;
         let mut bytes = [0u8; 4];
         ctx.copy_dtoh(&mut bytes, out)?;
         Ok(u32::from_le_bytes(bytes))
@@ -93,7 +93,7 @@ pub(crate) fn keeps_subnormals(ctx: &ContextInner) -> (bool, bool) {
                 &c.to_le_bytes(),
                 &d.to_le_bytes(),
             ])?;
-            ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params)?;
+            ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params, false)?;
             let mut bytes = [0u8; 24];
             ctx.copy_dtoh(&mut bytes, out)?;
             let w = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());

@@ -37,6 +37,7 @@ fn load(ctx: &Context) -> Module {
         trap_offset: None,
         printf_offset: None,
         heap_offset: None,
+        grid_offset: None,
     };
     ctx.load_spirv(&spirv, info).unwrap()
 }

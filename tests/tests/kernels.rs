@@ -74,6 +74,7 @@ on_both_apis! {
     big_grid => run_big_grid;
     types_mix => run_types_mix;
     numba_saxpy => run_numba_saxpy;
+    numba_signed_zero => run_numba_signed_zero;
     array_elements => run_array_elements;
     scope_shadow => run_scope_shadow;
 }
@@ -324,6 +325,54 @@ fn run_types_mix(gpu: &mut dyn Gpu) -> Result<()> {
     check_output(gpu, "types_mix ol", dol, 2 * threads, &ol)?;
     check_output(gpu, "types_mix o8", do8, threads, &o8)?;
     check_output(gpu, "types_mix o16", do16, threads, &o16)
+}
+
+/// numba's `signed_zero(out, x)`: `v * 0.0`, `v + 0.0`, `0.0 - v` and
+/// `math.sin(v)` (libdevice, which adds a literal `+0.0`) on signed zeros,
+/// infinities, NaN and random values. llvmpipe folds `x + 0.0` to `x` and
+/// `x * 0.0` to `0.0` unless the translator hides the constant.
+fn run_numba_signed_zero(gpu: &mut dyn Gpu) -> Result<()> {
+    let mut rng = SplitMix64(0x5EED_0009);
+    let mut x = vec![-0.0f32, 0.0, -1.0, 1.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-30, -1e-30, -1e-40];
+    x.extend((0..990).map(|_| rng.f32_normal(-10, 10)));
+    let n = x.len();
+    let canon = |v: f32| if v.is_nan() { f32::from_bits(0x7fff_ffff) } else { v };
+    let want: Vec<f32> = x.iter().flat_map(|&v| [canon(v * 0.0), canon(v + 0.0), canon(0.0 - v)]).collect();
+
+    let ptx = ptxvk_tests::fixture("numba_signed_zero.ptx")?;
+    let entries = ptx_entry_names(&ptx);
+    assert_eq!(entries.len(), 1, "numba_signed_zero.ptx entries: {entries:?}");
+    let k = gpu.load_kernel(&ptx, "numba_signed_zero.ptx", &entries[0])?;
+    let dx = gpu.upload(&x)?;
+    let dout = gpu.alloc_poisoned(4 * n * 4 + GUARD)?;
+    // meminfo, parent, nitems, itemsize, data, shape[0], strides[0]
+    let array = |data: u64, len: usize| -> Vec<Vec<u8>> {
+        vec![arg(0u64), arg(0u64), arg(len as i64), arg(4i64), arg(data), arg(len as i64), arg(4i64)]
+    };
+    let mut args = array(dout, 4 * n);
+    args.extend(array(dx, n));
+    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    gpu.launch(k, [(n as u32).div_ceil(128), 1, 1], [128, 1, 1], 0, &args)?;
+    gpu.synchronize()?;
+    let bytes = gpu.copy_dtoh(dout, 4 * n * 4 + GUARD)?;
+    let got: Vec<f32> = from_bytes(&bytes[..4 * n * 4]);
+    let what = format!("{} API: numba signed_zero", gpu.api());
+    let arith: Vec<f32> = got.chunks(4).flat_map(|c| [c[0], c[1], c[2]]).collect();
+    assert_bits_eq(&format!("{what} (v*0, v+0, 0-v)"), &arith, &want);
+    // sin: exact where libdevice is (zeros, tiny values, inf, NaN), else
+    // within 2 ulp of the correctly rounded value.
+    for (i, &v) in x.iter().enumerate() {
+        let s = got[4 * i + 3];
+        let r = (v as f64).sin() as f32;
+        if !v.is_finite() || v.abs() < 1e-20 {
+            assert_eq!(s.to_bits(), canon(r).to_bits(), "{what}: sin({v:e}) = {s:e}, expected {r:e}");
+        } else {
+            let ulp = (s.to_bits() as i64 - r.to_bits() as i64).abs();
+            assert!(s.signum() == r.signum() && ulp <= 2, "{what}: sin({v:e}) = {s:e}, expected {r:e}");
+        }
+    }
+    assert_poisoned(&what, &bytes[4 * n * 4..]);
+    Ok(())
 }
 
 /// numba's `saxpy(out, a, x, y)`: `out[i] = a.mul_add(x[i], y[i])` (f32), each

@@ -198,6 +198,11 @@ pub struct ModuleInfo {
     /// device address of the context's device heap (see [`heap`]) before
     /// launching a kernel of the module.
     pub heap_offset: Option<u64>,
+    /// When a kernel of the module synchronises its grid (see [`grid`]): the
+    /// byte offset in the module data buffer of a 64-bit word the runtime
+    /// sets before every launch of a kernel of the module: the device address
+    /// of a zeroed grid workspace on a cooperative launch, 0 on other launches.
+    pub grid_offset: Option<u64>,
 }
 
 /// # The device heap (`malloc` and `free` in kernels)
@@ -310,6 +315,42 @@ pub mod printf {
     pub const TRAP_TRAP: u32 = 1;
     /// Trap word bit set by a failed `assert`.
     pub const TRAP_ASSERT: u32 = 2;
+    /// Trap word bit set by a grid synchronisation whose blocks did not all
+    /// arrive in time (see [`super::grid`]).
+    pub const TRAP_GRID_SYNC: u32 = 4;
+}
+
+/// # Grid synchronisation (cooperative launches)
+///
+/// A cooperative launch (`cuLaunchCooperativeKernel`, or `cuLaunchKernelEx`
+/// with `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`) of a kernel whose module has a
+/// [`ModuleInfo::grid_offset`] gets a grid workspace: [`grid::BYTES`] bytes
+/// of device memory the runtime zeroes before the launch, whose address it
+/// stores in the module data word. Layout (little-endian, NVIDIA's, which
+/// nvcc's inline `grid.sync()` relies on):
+///
+/// | offset | type | meaning |
+/// |-------:|------|---------|
+/// | 0 | u32 | size of the workspace in bytes |
+/// | [`grid::BARRIER`] | u32 | the barrier word |
+///
+/// Each block arrives by adding 1 to the barrier word, block (0, 0, 0) by
+/// adding `0x8000_0001 - nblocks`; once all arrived the word's top bit has
+/// flipped, which is what waiting blocks watch for.
+///
+/// Every block of a cooperative launch must be running at once: the runtime
+/// refuses a launch of more blocks than the device is known to run at once
+/// (`CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`).
+pub mod grid {
+    /// Bytes of the grid workspace.
+    pub const BYTES: u64 = 8;
+    /// Byte offset of the barrier word.
+    pub const BARRIER: u64 = 4;
+    /// Rounds of the translator's spin loop before a grid sync gives up and
+    /// sets [`super::printf::TRAP_GRID_SYNC`] (each round polls the barrier
+    /// word 64 times; a device driver may end the loop sooner, as lavapipe's
+    /// loop limiter does after 65535 iterations of all loops of a thread).
+    pub const SPIN_ROUNDS: u32 = 1 << 20;
 }
 
 /// Generic addresses of `.shared` memory: `SHARED_WINDOW | offset`.

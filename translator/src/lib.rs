@@ -44,6 +44,7 @@ pub mod parse;
 pub mod reducible;
 pub mod scope;
 pub mod short_str;
+pub mod spin;
 pub mod structurize;
 pub mod tma;
 
@@ -137,6 +138,20 @@ pub struct Options {
     /// The same for 64-bit floats (`shaderDenormPreserveFloat64`; PTX never
     /// flushes f64 subnormals).
     pub denorm_preserve_f64: bool,
+    /// The device has `shaderSignedZeroInfNanPreserveFloat32`: entry points
+    /// declare the `SignedZeroInfNanPreserve` execution mode for 32-bit
+    /// floats. Without it a driver may assume no operand or result is a
+    /// signed zero, infinity or NaN, and fold `x * 0.0` to `0.0` or
+    /// `x + 0.0` to `x` (PTX arithmetic is IEEE 754 in every width).
+    pub signed_zero_inf_nan_f32: bool,
+    /// The same for 64-bit floats (`shaderSignedZeroInfNanPreserveFloat64`).
+    pub signed_zero_inf_nan_f64: bool,
+    /// The same for 16-bit floats (`shaderSignedZeroInfNanPreserveFloat16`).
+    pub signed_zero_inf_nan_f16: bool,
+    /// Hide float `+0.0` constants from the driver behind an opaque zero:
+    /// llvmpipe (lavapipe) returns `x` for `x + 0.0` and `0.0` for `x * 0.0`
+    /// and `0.0 / x` whatever the float controls say (see `emit/zero.rs`).
+    pub zero_operand_workaround: bool,
     /// Atomics and fences carry their memory semantics (acquire, release,
     /// acquire-release) into SPIR-V. Off for llvmpipe (lavapipe), where an
     /// atomic or barrier with memory semantics, executed while other
@@ -145,6 +160,10 @@ pub struct Options {
     /// nothing (llvmpipe's atomics are locked x86 instructions, which order
     /// memory themselves, and a workgroup's subgroups run on one host thread).
     pub memory_semantics: bool,
+    /// Copies of the body of each spin-wait loop per iteration (see
+    /// [`spin`]); below 2, loops are left as they are. For drivers that end
+    /// loops after a number of iterations (llvmpipe: 64).
+    pub unroll_spin_loops: u32,
 }
 
 impl Default for Options {
@@ -158,7 +177,12 @@ impl Default for Options {
             warp_path: WarpPath::Emulated,
             denorm_preserve_f32: false,
             denorm_preserve_f64: false,
+            signed_zero_inf_nan_f32: false,
+            signed_zero_inf_nan_f64: false,
+            signed_zero_inf_nan_f16: false,
+            zero_operand_workaround: false,
             memory_semantics: true,
+            unroll_spin_loops: 0,
         }
     }
 }
@@ -178,6 +202,7 @@ pub struct Translation {
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
     let mut module = front_end(source, file_name)?;
     tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    spin::run(&mut module, options.unroll_spin_loops);
     let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;
     Ok(Translation { spirv, info })
 }

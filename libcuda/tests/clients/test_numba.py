@@ -4,8 +4,10 @@ Every kernel runs on the device the shim picks (lavapipe in CI) and is checked
 against numpy on the host. Inputs are random with fixed seeds; outputs are
 poisoned first so an element a kernel failed to write is caught.
 """
+import cmath
 import math
 
+import cffi
 import numpy as np
 import pytest
 from numba import cuda, float32, float64, int32, int64, uint32
@@ -377,6 +379,119 @@ def test_complex():
     np.testing.assert_allclose(out.copy_to_host(), a * b + 1j, rtol=1e-15, atol=1e-15)
 
 
+def same_bits(got, want):
+    """Equal values with equal signs of zero, NaN where NaN (any payload)."""
+    got, want = np.asarray(got), np.asarray(want)
+    nan = np.isnan(want)
+    return (np.array_equal(np.isnan(got), nan) and np.array_equal(got[~nan], want[~nan])
+            and np.array_equal(np.signbit(got[~nan]), np.signbit(want[~nan])))
+
+
+@cuda.jit
+def zero_operands(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = v * 0.0
+        out[i, 1] = v + 0.0
+        out[i, 2] = 0.0 - v
+        out[i, 3] = math.sin(v)
+        out[i, 4] = math.tan(v)
+        out[i, 5] = math.sinh(v) if abs(v) < 1 else v
+
+
+SPECIALS = [-0.0, 0.0, -1.0, 1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_signed_zeros_inf_nan(dtype):
+    """IEEE results of arithmetic with a +0.0 literal and of libdevice on
+    signed zeros: llvmpipe folds x + 0.0 to x and x * 0.0 to 0.0 unless the
+    translator hides the constant, which made sin(-0.0) +0.0 and
+    sin(-inf) 0.0 (libdevice's __nv_sinf adds a literal +0.0)."""
+    x = np.array(SPECIALS, dtype)
+    out = poisoned((x.size, 6), dtype)
+    zero_operands[1, 32](cuda.to_device(x), out)
+    got = out.copy_to_host()
+    zero = dtype(0.0)
+    with np.errstate(invalid="ignore"):
+        want_exact = [x * zero, x + zero, zero - x]
+        want_sin = np.sin(x)
+        want_tan = np.tan(x)
+    for k, want in enumerate(want_exact):
+        assert same_bits(got[:, k], want), (k, x, got[:, k], want)
+    # sin/tan/sinh of zeros, tiny values, inf and NaN are exact in libdevice.
+    exact = ~np.isfinite(x) | (np.abs(x) < 1e-20)
+    assert same_bits(got[exact, 3], want_sin[exact]), (x, got[:, 3])
+    assert same_bits(got[exact, 4], want_tan[exact]), (x, got[:, 4])
+    assert same_bits(got[np.abs(x) < 1e-20, 5], x[np.abs(x) < 1e-20])
+    np.testing.assert_allclose(got[~exact, 3], want_sin[~exact], rtol=1e-6)
+
+
+@cuda.jit
+def complex_funcs(z, out):
+    i = cuda.grid(1)
+    if i < z.size:
+        v = z[i]
+        out[i, 0] = cmath.exp(v)
+        out[i, 1] = cmath.sin(v)
+        out[i, 2] = cmath.cos(v)
+        out[i, 3] = cmath.sinh(v)
+        out[i, 4] = cmath.cosh(v)
+        out[i, 5] = cmath.rect(v.real, v.imag)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_signed_zeros(dtype):
+    """numba-cuda's TestCMath cases that failed on llvmpipe: the signs of
+    zero parts of exp, sin, cos, sinh, cosh and rect at signed zeros (CPython's
+    cmath is the reference, as in numba's own test)."""
+    parts = [-0.0, 0.0, 1.0, -1.5]
+    z = np.array([complex(a, b) for a in parts for b in parts], dtype)
+    out = cuda.device_array((z.size, 6), dtype)
+    complex_funcs[1, 32](cuda.to_device(z), out)
+    got = out.copy_to_host()
+    funcs = [cmath.exp, cmath.sin, cmath.cos, cmath.sinh, cmath.cosh, lambda w: cmath.rect(w.real, w.imag)]
+    want = np.array([[f(complex(w)) for f in funcs] for w in z], dtype)
+    rtol = 1e-5 if dtype == np.complex64 else 1e-13
+    for part in (np.real, np.imag):
+        g, w = part(got), part(want)
+        zero = w == 0
+        assert np.array_equal(g[zero], w[zero]) and np.array_equal(np.signbit(g[zero]), np.signbit(w[zero])), \
+            (z, g, w)
+        np.testing.assert_allclose(g[~zero], w[~zero], rtol=rtol, atol=0)
+
+
+# numba-cuda declares a C-ABI function returning void as returning a .b64
+# value; the linker puts an adapter between the two modules.
+STORE_CABI = cuda.CUSource("""
+extern "C" __device__ void store_twice(int *p, int v) { p[0] = v; p[1] = v + 1; }
+extern "C" __device__ int plus_seven(int v) { return v + 7; }
+""")
+store_twice = cuda.declare_device("store_twice", "void(CPointer(int32), int32)", link=STORE_CABI, abi="c")
+plus_seven = cuda.declare_device("plus_seven", "int32(int32)", link=STORE_CABI, abi="c")
+
+
+ffi = cffi.FFI()
+
+
+@cuda.jit
+def call_cabi(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        store_twice(ffi.from_buffer(out[2 * i:]), plus_seven(x[i]))
+
+
+def test_declare_device_c_abi_void():
+    """A void C-ABI device function (declared by numba with a return value)
+    and an int one, both linked from CUDA C++ source."""
+    x = rng(40).integers(-1000, 1000, 300).astype(np.int32)
+    out = poisoned(2 * x.size, np.int32)
+    call_cabi[(x.size + 63) // 64, 64](cuda.to_device(x), out)
+    want = np.stack([x + 7, x + 8], axis=1).reshape(-1)
+    assert np.array_equal(out.copy_to_host(), want)
+
+
 # --- warp intrinsics ---------------------------------------------------------
 
 @cuda.jit
@@ -507,3 +622,51 @@ def test_managed_memory():
     saxpy[(n + 127) // 128, 128](np.float32(2.0), x, x, out)
     cuda.synchronize()
     assert np.array_equal(out, np.float32(2.0) * x + x)
+
+
+# --- cooperative launch and grid-wide synchronisation -------------------------
+
+@cuda.jit
+def grid_rows(m):
+    """Row r from row r-1 read backwards: each thread reads what another block
+    wrote before the previous grid sync."""
+    col = cuda.grid(1)
+    g = cuda.cg.this_grid()
+    cols = m.shape[1]
+    for r in range(1, m.shape[0]):
+        if col < cols:
+            m[r, col] = m[r - 1, cols - 1 - col] * 3 + col
+        g.sync()
+
+
+@pytest.mark.parametrize("block,rows", [(32, 40), (96, 150), (256, 300)])
+def test_grid_sync(block, rows):
+    """this_grid().sync() (cudaCGSynchronize, linked from libcudadevrt) at the
+    largest cooperative grid the device reports, which must all run at once."""
+    sig = (int32[:, ::1],)
+    k = cuda.jit(sig)(grid_rows.py_func)
+    overload = k.overloads[sig]
+    grid = overload.max_cooperative_grid_blocks(block)
+    assert grid >= 1
+    assert overload.cooperative
+    cols = grid * block - 3
+    first = rng(40 + block).integers(-1000, 1000, cols, dtype=np.int32)
+    host = np.full((rows, cols), np.iinfo(np.int32).max - 7, np.int32)
+    host[0] = first
+    want = host.copy()
+    for r in range(1, rows):
+        want[r] = want[r - 1][::-1] * np.int32(3) + np.arange(cols, dtype=np.int32)
+    d = cuda.to_device(host)
+    k[grid, block](d)
+    np.testing.assert_array_equal(d.copy_to_host(), want)
+
+
+def test_grid_sync_too_large():
+    """One block more than max_cooperative_grid_blocks is refused (numba checks
+    it against the occupancy and multiprocessor count the driver reports)."""
+    sig = (int32[:, ::1],)
+    k = cuda.jit(sig)(grid_rows.py_func)
+    grid = k.overloads[sig].max_cooperative_grid_blocks(64)
+    d = cuda.to_device(np.zeros((2, (grid + 1) * 64), np.int32))
+    with pytest.raises(ValueError, match="exceeds the limit"):
+        k[grid + 1, 64](d)

@@ -103,6 +103,7 @@ driver_api! {
     fn cuMemsetD16_v2(u64, u16, usize);
     fn cuMemsetD32_v2(u64, u32, usize);
     fn cuLaunchKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void);
+    fn cuLaunchCooperativeKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void);
     fn cuStreamCreate(*mut Handle, c_uint);
     fn cuStreamDestroy_v2(Handle);
     fn cuStreamSynchronize(Handle);

@@ -43,6 +43,8 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Opt
             super::printf::ASSERTFAIL => return super::printf::assertfail(e, fx, inst, rets, args),
             super::heap::MALLOC => return super::heap::malloc(e, fx, inst, rets, args),
             super::heap::FREE => return super::heap::free(e, fx, inst, rets, args),
+            super::grid::GET_INTRINSIC_HANDLE => return super::grid::intrinsic_handle(e, fx, inst, rets, args),
+            super::grid::SYNCHRONIZE => return super::grid::synchronize(e, fx, inst, rets, args, active),
             _ => {}
         }
         return Err(Diagnostic::error(*span, format!("call to '{name}', which has no definition in this module")));

@@ -986,7 +986,7 @@ pub(crate) fn trap_now(e: &mut Emitter, fx: &mut Fx, resume: Word, bits: u32) ->
 
 /// `trap`: set `bits` in the module's trap word (the runtime reports the
 /// launch failed; see [`crate::abi::printf::TRAP_TRAP`]).
-fn set_trap_word(e: &mut Emitter, bits: u32) -> Result<(), Diagnostic> {
+pub(crate) fn set_trap_word(e: &mut Emitter, bits: u32) -> Result<(), Diagnostic> {
     let (Some(base), Some(off)) = (e.spec_global_address, e.trap_offset) else {
         return Err(Diagnostic::error(Span::default(), "internal error: trap word missing"));
     };

@@ -33,6 +33,7 @@ mod compare;
 mod cvt;
 mod float;
 mod func;
+mod grid;
 mod half;
 mod heap;
 mod inst;
@@ -44,6 +45,7 @@ mod stack;
 mod uniform;
 mod values;
 mod warp;
+mod zero;
 
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
 use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSpace};
@@ -130,6 +132,9 @@ pub(crate) struct Emitter<'o> {
     /// Byte offset of the device heap's address word in module data, when a
     /// kernel calls `malloc` or `free`.
     pub heap_offset: Option<u64>,
+    /// Byte offset of the grid workspace's address word in module data, when
+    /// a kernel synchronises its grid (see [`grid`]).
+    pub grid_offset: Option<u64>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
@@ -302,6 +307,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         trap_offset: None,
         printf_offset: None,
         heap_offset: None,
+        grid_offset: None,
         spec_wg_x: 0,
         uniform_fns: BTreeSet::new(),
         warp: warp::Globals::default(),
@@ -365,6 +371,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     if used.heap {
         let off = data_bytes.div_ceil(8) * 8;
         e.heap_offset = Some(off);
+        data_bytes = off + 8;
+    }
+    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_grid))) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.grid_offset = Some(off);
         data_bytes = off + 8;
     }
     for g in &globals {
@@ -569,6 +580,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     // Keep subnormals where the device can be asked to (SPIR-V 1.4 float
     // controls): f32 always (`.ftz` flushes explicitly), f64 when used.
     let uses_f64 = e.caps.contains(&(Capability::Float64 as u32));
+    let uses_f16 = e.caps.contains(&(Capability::Float16 as u32));
     let widths: Vec<u32> = [(32, opts.denorm_preserve_f32), (64, opts.denorm_preserve_f64 && uses_f64)]
         .into_iter()
         .filter_map(|(w, on)| on.then_some(w))
@@ -581,7 +593,29 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             }
         }
     }
-    let words = e.b.assemble();
+    // PTX arithmetic keeps signed zeros, infinities and NaNs; without this
+    // mode drivers may fold `x * 0.0` to `0.0` or `x + 0.0` to `x`.
+    let widths: Vec<u32> = [
+        (16, opts.signed_zero_inf_nan_f16 && uses_f16),
+        (32, opts.signed_zero_inf_nan_f32),
+        (64, opts.signed_zero_inf_nan_f64 && uses_f64),
+    ]
+    .into_iter()
+    .filter_map(|(w, on)| on.then_some(w))
+    .collect();
+    if !widths.is_empty() {
+        e.cap(Capability::SignedZeroInfNanPreserve);
+        for &fid in &entry_fids {
+            for &w in &widths {
+                e.b.execution_mode(fid, spirv::ExecutionMode::SignedZeroInfNanPreserve, [w]);
+            }
+        }
+    }
+    let zeros = if e.opts.zero_operand_workaround { zero::prepare(&mut e) } else { None };
+    let mut words = e.b.assemble();
+    if let Some(z) = zeros {
+        words = zero::hide_zero_constants(words, &z);
+    }
     Ok((
         words,
         ModuleInfo {
@@ -591,6 +625,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             trap_offset: e.trap_offset,
             printf_offset: e.printf_offset,
             heap_offset: e.heap_offset,
+            grid_offset: e.grid_offset,
         },
     ))
 }
@@ -758,7 +793,7 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
 #[derive(Default)]
 struct Uses {
     /// The trap word: `trap`; `alloca` (traps when the stack overflows); a
-    /// failed assert; an indirect call (its target is not a function of the
+    /// failed assert; `cudaCGSynchronize`; an indirect call (its target is not a function of the
     /// module: traps when the pointer names no function it may call).
     trap: bool,
     /// The printf FIFO: `vprintf` or `__assertfail`.
@@ -774,13 +809,16 @@ fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u:
             ast::Statement::Inst(i) => match i.opcode.as_str() {
                 "trap" | "alloca" => u.trap = true,
                 "call" => {
-                    match call::system_call(i, &[printf::ASSERTFAIL, printf::VPRINTF, heap::MALLOC, heap::FREE]) {
+                    let names = [printf::ASSERTFAIL, printf::VPRINTF, heap::MALLOC, heap::FREE, grid::SYNCHRONIZE];
+                    match call::system_call(i, &names) {
                         Some(printf::ASSERTFAIL) => {
                             u.trap = true;
                             u.printf = true;
                         }
                         Some(printf::VPRINTF) => u.printf = true,
-                        Some(_) => u.heap = true,
+                        Some(heap::MALLOC | heap::FREE) => u.heap = true,
+                        // A grid sync that cannot be honoured traps (see `grid`).
+                        Some(_) => u.trap = true,
                         None => {}
                     }
                     // The target (the first operand that is not a list) is
@@ -797,5 +835,27 @@ fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u:
             ast::Statement::Block(b) => uses(b, functions, u),
             _ => {}
         }
+    }
+}
+
+/// Whether a function synchronises its grid: calls the device runtime's
+/// cooperative-groups entry points or reads `%envreg1`/`%envreg2` (nvcc's
+/// inline grid sync), see [`grid`].
+fn uses_grid(stmts: &[ast::Statement]) -> bool {
+    stmts.iter().any(|s| match s {
+        ast::Statement::Inst(i) => {
+            call::system_call(i, &[grid::GET_INTRINSIC_HANDLE, grid::SYNCHRONIZE]).is_some()
+                || i.operands.iter().any(reads_grid_envreg)
+        }
+        ast::Statement::Block(b) => uses_grid(b),
+        _ => false,
+    })
+}
+
+fn reads_grid_envreg(op: &ast::Operand) -> bool {
+    match op {
+        ast::Operand::Name { name, .. } => name == "%envreg1" || name == "%envreg2",
+        ast::Operand::List(_, l) => l.iter().any(reads_grid_envreg),
+        _ => false,
     }
 }

@@ -112,7 +112,7 @@ pub(crate) fn is_collective(inst: &Instruction, path: WarpPath, uniform: &BTreeS
     match inst.opcode.as_str() {
         "bar" | "barrier" if !inst.has("warp") => true,
         _ if is_warp_op(inst) => path == WarpPath::Emulated,
-        "call" => called(inst).is_some_and(|n| uniform.contains(n)),
+        "call" => called(inst).is_some_and(|n| uniform.contains(n) || n == super::grid::SYNCHRONIZE),
         _ => false,
     }
 }

@@ -234,6 +234,10 @@ impl Emitter<'_> {
                 }
             },
             "%nsmid" => self.c_u32(1),
+            "%envreg1" | "%envreg2" => match super::grid::envreg(self, fx, name, span)? {
+                Some(v) => v,
+                None => return Ok(None),
+            },
             "%lanemask_eq" | "%lanemask_lt" | "%lanemask_le" | "%lanemask_gt" | "%lanemask_ge" => {
                 let m = self.c_u32(31);
                 let lane = self.bin_u32(Op::BitwiseAnd, l, m)?;
@@ -250,16 +254,23 @@ impl Emitter<'_> {
                     _ => self.b.not(u32t, None, lt).map_err(internal1)?,
                 }
             }
-            "%clock" | "%clock64" => {
+            // `%globaltimer` (nanoseconds in CUDA) reads the same clock: it
+            // counts nanoseconds on lavapipe (llvmpipe reads the host's
+            // monotonic time), the device's own units elsewhere.
+            "%clock" | "%clock64" | "%globaltimer" | "%globaltimer_lo" | "%globaltimer_hi" => {
                 self.cap(spirv::Capability::ShaderClockKHR);
                 self.b.extension("SPV_KHR_shader_clock");
                 let u64t = self.t_int(64);
                 let scope = self.c_u32(spirv::Scope::Subgroup as u32);
                 let v = self.b.read_clock_khr(u64t, None, scope).map_err(internal1)?;
-                if name == "%clock" {
-                    self.b.u_convert(u32t, None, v).map_err(internal1)?
-                } else {
-                    return Ok(Some((v, K::Int(64))));
+                match name {
+                    "%clock" | "%globaltimer_lo" => self.b.u_convert(u32t, None, v).map_err(internal1)?,
+                    "%globaltimer_hi" => {
+                        let k32 = self.c_int(64, 32);
+                        let hi = self.b.shift_right_logical(u64t, None, v, k32).map_err(internal1)?;
+                        self.b.u_convert(u32t, None, hi).map_err(internal1)?
+                    }
+                    _ => return Ok(Some((v, K::Int(64)))),
                 }
             }
             _ => return Ok(None),

@@ -202,7 +202,7 @@ pub(crate) fn read(e: &mut Emitter, fx: &Fx, lanes: Lanes, i: Word) -> Result<Wo
 }
 
 /// A function-local variable (declared in the function's first block).
-fn func_var(e: &mut Emitter, ty: Word) -> Result<Word, Diagnostic> {
+pub(crate) fn func_var(e: &mut Emitter, ty: Word) -> Result<Word, Diagnostic> {
     let pt = e.t_ptr(StorageClass::Function, ty);
     e.b.entry_variable(pt, None).map_err(internal1)
 }

@@ -1,0 +1,323 @@
+//! Unrolling of spin-wait loops, for drivers that bound loops.
+//!
+//! llvmpipe (lavapipe) ends every loop of an invocation once the loops of
+//! that invocation have together run 65535 iterations (its "loop limiter",
+//! one counter per invocation for the whole kernel; measured in
+//! `docs/cooperative.md`). A thread that waits for another one by polling
+//! memory (nvcc's inline `grid.sync()`, an mbarrier wait) then gets 65535
+//! polls in all, a fraction of a millisecond, before it goes on too early.
+//!
+//! [`run`] copies the body of each *spin loop* `unroll` times inside one
+//! iteration, each copy followed by the loop's exit test, so a wait lasts
+//! `unroll` times longer before the limiter ends it. A spin loop here is a
+//! single basic block that branches back to its own label,
+//!
+//! ```text
+//! L:  body (no labels, branches or collectives)
+//!     @p bra L;
+//! ```
+//!
+//! whose body reads global (or generic) memory that another thread writes:
+//! an `ld` marked `.volatile`, `.relaxed` or `.acquire`, an `atom`, an
+//! mbarrier test. When
+//! the body only reads memory (see [`reads_only`]) it becomes
+//!
+//! ```text
+//! L:  body; body; ... body;  (unroll times)
+//!     @p bra L;
+//! ```
+//!
+//! (the thread may read once more after the condition held, as a slower
+//! thread would); otherwise, at most [`MAX_COPIES_WITH_EXITS`] copies,
+//!
+//! ```text
+//! L:  body; @!p bra L_spin_exit;  (copies - 1 times)
+//!     body; @p bra L;
+//! L_spin_exit:
+//! ```
+//!
+//! which runs the same instructions in the same order.
+
+use crate::ast::{Function, Guard, Instruction, Module, ModuleItem, Operand, Statement};
+
+/// Most instructions in the body of a loop that [`run`] unrolls.
+const MAX_BODY: usize = 16;
+
+/// Most copies of a body that writes memory, such as a compare-and-swap
+/// retry loop or a spin lock (each copy is followed by an exit test, and
+/// long chains of those are slow for llvmpipe to compile: about 1 s for 64).
+const MAX_COPIES_WITH_EXITS: usize = 16;
+
+/// Most instructions of an unrolled loop: bodies are copied fewer times
+/// than asked where they would exceed it.
+const MAX_UNROLLED: usize = 4096;
+
+/// Unrolls the spin loops of every function `unroll` times (nothing when
+/// `unroll` is below 2).
+pub fn run(module: &mut Module, unroll: u32) {
+    if unroll < 2 {
+        return;
+    }
+    for item in &mut module.items {
+        if let ModuleItem::Function(Function { body: Some(body), .. }) = item {
+            rewrite(body, unroll, &mut 0);
+        }
+    }
+}
+
+fn rewrite(stmts: &mut Vec<Statement>, unroll: u32, counter: &mut u32) {
+    for s in stmts.iter_mut() {
+        if let Statement::Block(b) = s {
+            rewrite(b, unroll, counter);
+        }
+    }
+    let mut i = 0;
+    while i < stmts.len() {
+        let Some((label, end, back, guard)) = spin_loop(stmts, i) else {
+            i += 1;
+            continue;
+        };
+        let body: Vec<Statement> = stmts[i + 1..end].to_vec();
+        let copies = (unroll as usize).min(MAX_UNROLLED / (body.len() + 1)).max(2);
+        let exit = format!("{label}_spin_exit{counter}");
+        *counter += 1;
+        let mut out: Vec<Statement> = Vec::new();
+        if body.iter().all(reads_only) {
+            // Only reads: the copies need no exit tests of their own. The
+            // polls become atomic adds of 0, which a driver's compiler cannot
+            // merge into one load as it may merge the copies of a volatile
+            // `ld` (llvmpipe does).
+            let polled: Vec<Statement> = body.iter().map(as_atomic_poll).collect();
+            for _ in 0..copies {
+                out.extend(polled.iter().cloned());
+            }
+            out.push(Statement::Inst(back.clone()));
+            let n = out.len();
+            stmts.splice(i + 1..=end, out);
+            i += 1 + n;
+            continue;
+        }
+        let copies = copies.min(MAX_COPIES_WITH_EXITS);
+        for _ in 1..copies {
+            out.extend(body.iter().cloned());
+            let mut leave = back.clone();
+            leave.guard = Some(Guard { negated: !guard.negated, ..guard.clone() });
+            leave.operands =
+                [Operand::Name { span: back.span, name: exit.as_str().into(), component: None }].into_iter().collect();
+            out.push(Statement::Inst(leave));
+        }
+        out.extend(body);
+        out.push(Statement::Inst(back.clone()));
+        out.push(Statement::Label(back.span, exit.into()));
+        let n = out.len();
+        stmts.splice(i + 1..=end, out);
+        i += 1 + n;
+    }
+}
+
+/// If a spin loop starts with the label at `stmts[i]`: its label, the index
+/// of its back branch, the branch and its guard.
+fn spin_loop(stmts: &[Statement], i: usize) -> Option<(String, usize, Instruction, Guard)> {
+    let Statement::Label(_, label) = &stmts[i] else { return None };
+    let mut reads_shared_memory = false;
+    for (k, s) in stmts.iter().enumerate().skip(i + 1).take(MAX_BODY + 1) {
+        let Statement::Inst(inst) = s else { return None };
+        if inst.opcode == "bra" {
+            let to_label = matches!(inst.operands.as_slice(), [Operand::Name { name, .. }] if name == label);
+            let guard = inst.guard.clone().filter(|_| to_label && reads_shared_memory)?;
+            return Some((label.to_string(), k, inst.clone(), guard));
+        }
+        if !plain(inst) {
+            return None;
+        }
+        reads_shared_memory |= polls(inst);
+    }
+    None
+}
+
+/// An instruction that may be repeated inside a spin loop: no control
+/// transfer, no collective or warp operation, nothing that names labels.
+fn plain(inst: &Instruction) -> bool {
+    !matches!(
+        inst.opcode.as_str(),
+        "bra"
+            | "brx"
+            | "call"
+            | "ret"
+            | "exit"
+            | "trap"
+            | "bar"
+            | "barrier"
+            | "alloca"
+            | "vote"
+            | "shfl"
+            | "match"
+            | "redux"
+            | "activemask"
+            | "elect"
+            | "wgmma"
+            | "mma"
+            | "setmaxnreg"
+    ) && !inst.operands.iter().any(|o| matches!(o, Operand::List(..)))
+}
+
+/// A polling `ld` (`.volatile`, `.relaxed` or `.acquire`, of one 32- or
+/// 64-bit integer) as the equivalent `atom` that adds 0 (`or` 0 for bit
+/// types); other statements as they are.
+fn as_atomic_poll(s: &Statement) -> Statement {
+    let Statement::Inst(inst) = s else { return s.clone() };
+    if inst.opcode != "ld" || !polls(inst) || inst.operands.len() != 2 {
+        return s.clone();
+    }
+    let mut modifiers = crate::ast::Modifiers::new();
+    let mut op = None;
+    for m in &inst.modifiers {
+        match m.as_str() {
+            "volatile" => {}
+            "relaxed" | "acquire" | "gpu" | "sys" | "cta" | "global" => modifiers.push(m.clone()),
+            "u32" | "s32" | "u64" => op = Some(("add", m.as_str())),
+            "b32" | "b64" => op = Some(("or", m.as_str())),
+            _ => return s.clone(),
+        }
+    }
+    let Some((op, ty)) = op else { return s.clone() };
+    // `atom` takes `.relaxed`/`.acquire` only with a scope.
+    if !modifiers.iter().any(|m| matches!(m.as_str(), "gpu" | "sys" | "cta")) {
+        modifiers.retain(|m| !matches!(m.as_str(), "relaxed" | "acquire"));
+    }
+    modifiers.push(op.into());
+    modifiers.push(ty.into());
+    let mut atom = inst.clone();
+    atom.opcode = "atom".into();
+    atom.modifiers = modifiers;
+    atom.operands.push(Operand::Int(inst.span, 0));
+    atom.decoded = None;
+    Statement::Inst(atom)
+}
+
+/// Whether a body statement has no effect besides its destination
+/// registers: then running it again after the exit condition held only
+/// reads memory once more, as a slower thread would, and the copies need
+/// no exit tests of their own. Memory is only read (`ld`, an mbarrier
+/// test); no `st`, `atom`, `red`, copies, fences or arrivals.
+fn reads_only(s: &Statement) -> bool {
+    let Statement::Inst(inst) = s else { return false };
+    match inst.opcode.as_str() {
+        "mbarrier" => inst.has("test_wait") || inst.has("try_wait"),
+        "st"
+        | "atom"
+        | "red"
+        | "cp"
+        | "membar"
+        | "fence"
+        | "prefetch"
+        | "prefetchu"
+        | "discard"
+        | "applypriority"
+        | "stmatrix"
+        | "tensormap"
+        | "sust"
+        | "sured"
+        | "nanosleep"
+        | "pmevent"
+        | "multimem"
+        | "griddepcontrol"
+        | "tcgen05"
+        | "clusterlaunchcontrol"
+        | "brkpt" => false,
+        _ => true,
+    }
+}
+
+/// Whether `inst` reads memory another thread may be writing. Not
+/// `.shared` memory: the threads that write it are of the same workgroup,
+/// which on llvmpipe run after the spinning one (up to its next barrier),
+/// so unrolling would only make such a hopeless wait longer.
+fn polls(inst: &Instruction) -> bool {
+    if inst.has("shared") {
+        return false;
+    }
+    match inst.opcode.as_str() {
+        "ld" => inst.has("volatile") || inst.has("relaxed") || inst.has("acquire"),
+        "atom" => true,
+        "mbarrier" => inst.has("test_wait") || inst.has("try_wait"),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body_of(src: &str, unroll: u32) -> Vec<String> {
+        let mut m = crate::parse::run(src).expect("parses");
+        run(&mut m, unroll);
+        let ModuleItem::Function(Function { body: Some(b), .. }) = &m.items[0] else { panic!("no function") };
+        b.iter()
+            .filter(|s| !matches!(s, Statement::Decl(_)))
+            .map(|s| match s {
+                Statement::Label(_, l) => format!("{l}:"),
+                Statement::Inst(i) => {
+                    let g = i.guard.as_ref().map(|g| format!("@{}{} ", if g.negated { "!" } else { "" }, g.name));
+                    format!("{}{}", g.unwrap_or_default(), i.mnemonic())
+                }
+                _ => "?".into(),
+            })
+            .collect()
+    }
+
+    const SPIN: &str = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 a)\n{\n\
+        .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<2>;\nld.param.u64 %rd1, [a];\n\
+        L: ld.acquire.gpu.u32 %r1, [%rd1]; setp.eq.s32 %p1, %r1, 0; @%p1 bra L;\nret;\n}\n";
+
+    #[test]
+    fn unrolls_a_reading_spin_loop() {
+        let b = body_of(SPIN, 3);
+        let want = [
+            "ld.param.u64",
+            "L:",
+            "atom.acquire.gpu.add.u32",
+            "setp.eq.s32",
+            "atom.acquire.gpu.add.u32",
+            "setp.eq.s32",
+            "atom.acquire.gpu.add.u32",
+            "setp.eq.s32",
+            "@%p1 bra",
+            "ret",
+        ];
+        assert_eq!(b, want);
+    }
+
+    #[test]
+    fn unrolls_an_atomic_spin_loop_with_exit_tests() {
+        let cas = SPIN.replace("ld.acquire.gpu.u32 %r1, [%rd1]", "atom.global.cas.b32 %r1, [%rd1], 0, 1");
+        let b = body_of(&cas, 3);
+        let want = [
+            "ld.param.u64",
+            "L:",
+            "atom.global.cas.b32",
+            "setp.eq.s32",
+            "@!%p1 bra",
+            "atom.global.cas.b32",
+            "setp.eq.s32",
+            "@!%p1 bra",
+            "atom.global.cas.b32",
+            "setp.eq.s32",
+            "@%p1 bra",
+            "L_spin_exit0:",
+            "ret",
+        ];
+        assert_eq!(b, want);
+    }
+
+    #[test]
+    fn leaves_other_loops_alone() {
+        let plain_load = SPIN.replace("ld.acquire.gpu.u32", "ld.global.u32");
+        assert_eq!(body_of(&plain_load, 4).len(), 6);
+        let with_barrier = SPIN.replace("setp.eq.s32 %p1", "bar.sync 0; setp.eq.s32 %p1");
+        assert_eq!(body_of(&with_barrier, 4).len(), 7);
+        let shared = SPIN.replace("ld.acquire.gpu.u32", "ld.volatile.shared.u32");
+        assert_eq!(body_of(&shared, 4).len(), 6);
+        assert_eq!(body_of(SPIN, 1).len(), 6);
+    }
+}
