@@ -12,21 +12,25 @@
 
 use crate::ast::{Instruction, Operand, Statement};
 use crate::diag::{Diagnostic, Span};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Index of a basic block.
 pub type BlockId = usize;
 
 /// How a basic block ends.
+///
+/// Names are borrowed from the function body (or, for registers the
+/// passes make, owned).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Terminator {
+pub enum Terminator<'a> {
     /// Unconditional jump.
     Branch(BlockId),
     /// `@p bra` (or `@!p bra` with `negated`): to `taken` when the guard
     /// holds, otherwise to `fallthrough`.
     CondBranch {
         /// Predicate register name.
-        pred: String,
+        pred: &'a str,
         /// `@!p`.
         negated: bool,
         /// Target when the guard holds.
@@ -39,8 +43,8 @@ pub enum Terminator {
     /// Made by [`crate::reducible`]: to `taken` when the 32-bit register
     /// `reg` equals `value`, otherwise to `fallthrough`.
     Dispatch {
-        /// A register the pass declares.
-        reg: String,
+        /// A register the pass declares (or `brx.idx`'s index register).
+        reg: Cow<'a, str>,
         /// The value tested.
         value: u32,
         /// Target when equal.
@@ -54,16 +58,16 @@ pub enum Terminator {
 #[derive(Clone, Debug)]
 pub struct BasicBlock<'a> {
     /// Label naming the block, if any.
-    pub label: Option<String>,
+    pub label: Option<&'a str>,
     /// Straight-line instructions.
     pub insts: Vec<&'a Instruction>,
     /// How the block ends.
-    pub term: Terminator,
+    pub term: Terminator<'a>,
     /// Span of the terminating instruction (or of the label).
     pub term_span: Span,
     /// Made by [`crate::reducible`]: set a 32-bit register to a value
     /// before the instructions.
-    pub assign: Option<(String, u32)>,
+    pub assign: Option<(Cow<'a, str>, u32)>,
 }
 
 /// A function's control-flow graph.
@@ -73,30 +77,61 @@ pub struct Cfg<'a> {
     pub blocks: Vec<BasicBlock<'a>>,
 }
 
+/// The successors of a block (at most two; a slice through `Deref`, no
+/// allocation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Succs {
+    ids: [BlockId; 2],
+    len: usize,
+}
+
+impl std::ops::Deref for Succs {
+    type Target = [BlockId];
+    fn deref(&self) -> &[BlockId] {
+        &self.ids[..self.len]
+    }
+}
+
+impl IntoIterator for Succs {
+    type Item = BlockId;
+    type IntoIter = std::iter::Take<std::array::IntoIter<BlockId, 2>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.ids.into_iter().take(self.len)
+    }
+}
+
+impl<'s> IntoIterator for &'s Succs {
+    type Item = &'s BlockId;
+    type IntoIter = std::slice::Iter<'s, BlockId>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.ids[..self.len].iter()
+    }
+}
+
 impl Cfg<'_> {
     /// Successors of a block.
-    pub fn successors(&self, b: BlockId) -> Vec<BlockId> {
+    pub fn successors(&self, b: BlockId) -> Succs {
         match &self.blocks[b].term {
-            Terminator::Branch(t) => vec![*t],
+            Terminator::Branch(t) => Succs { ids: [*t, 0], len: 1 },
             Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. } => {
                 if taken == fallthrough {
-                    vec![*taken]
+                    Succs { ids: [*taken, 0], len: 1 }
                 } else {
-                    vec![*taken, *fallthrough]
+                    Succs { ids: [*taken, *fallthrough], len: 2 }
                 }
             }
-            Terminator::Return => vec![],
+            Terminator::Return => Succs { ids: [0, 0], len: 0 },
         }
     }
 }
 
-enum Pending {
-    Branch(String, Span),
+enum Pending<'a> {
+    Branch(&'a str, Span),
     /// `brx.idx index, list` (with an optional guard).
-    Indexed(Option<(String, bool)>, String, String, Span),
-    CondBranch(String, bool, String, Span),
+    Indexed(Option<(&'a str, bool)>, &'a str, &'a str, Span),
+    CondBranch(&'a str, bool, &'a str, Span),
     Return,
-    CondReturn(String, bool, Span, Option<u32>),
+    CondReturn(&'a str, bool, Span, Option<u32>),
     Exit(Span, u32),
 }
 
@@ -131,16 +166,16 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
 
     // First, split into raw blocks with symbolic successors.
     struct Raw<'a> {
-        label: Option<String>,
+        label: Option<&'a str>,
         insts: Vec<&'a Instruction>,
-        end: Option<Pending>,
+        end: Option<Pending<'a>>,
         span: Span,
     }
     let mut raws: Vec<Raw> = vec![Raw { label: None, insts: Vec::new(), end: None, span: Span::default() }];
     for &s in &flat {
         match s {
             Statement::Label(span, name) => {
-                raws.push(Raw { label: Some(name.to_string()), insts: Vec::new(), end: None, span: *span });
+                raws.push(Raw { label: Some(&**name), insts: Vec::new(), end: None, span: *span });
             }
             Statement::Inst(i) if is_control(i) => {
                 let end = match i.opcode.as_str() {
@@ -153,16 +188,11 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                                 "'brx.idx' needs an index register and a .branchtargets list",
                             ));
                         };
-                        Pending::Indexed(
-                            i.guard.as_ref().map(|g| (g.name.to_string(), g.negated)),
-                            idx.to_string(),
-                            list.to_string(),
-                            i.span,
-                        )
+                        Pending::Indexed(i.guard.as_ref().map(|g| (&*g.name, g.negated)), idx, list, i.span)
                     }
                     "bra" => {
                         let target = match i.operands.first() {
-                            Some(Operand::Name { name, .. }) => name.to_string(),
+                            Some(Operand::Name { name, .. }) => &**name,
                             _ => {
                                 return Err(Diagnostic::error(
                                     i.span,
@@ -171,21 +201,18 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                             }
                         };
                         match &i.guard {
-                            Some(g) => Pending::CondBranch(g.name.to_string(), g.negated, target, i.span),
+                            Some(g) => Pending::CondBranch(&g.name, g.negated, target, i.span),
                             None => Pending::Branch(target, i.span),
                         }
                     }
                     "trap" => match &i.guard {
-                        Some(g) => Pending::CondReturn(g.name.to_string(), g.negated, i.span, Some(TRAPPED)),
+                        Some(g) => Pending::CondReturn(&g.name, g.negated, i.span, Some(TRAPPED)),
                         None => Pending::Exit(i.span, TRAPPED),
                     },
                     op => match &i.guard {
-                        Some(g) => Pending::CondReturn(
-                            g.name.to_string(),
-                            g.negated,
-                            i.span,
-                            (in_func && op == "exit").then_some(1),
-                        ),
+                        Some(g) => {
+                            Pending::CondReturn(&g.name, g.negated, i.span, (in_func && op == "exit").then_some(1))
+                        }
                         None if in_func && op == "exit" => Pending::Exit(i.span, 1),
                         None => Pending::Return,
                     },
@@ -213,17 +240,17 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
             lists.insert(name.as_str(), targets);
         }
     }
-    let mut by_label: HashMap<&str, usize> = HashMap::new();
+    let mut by_label: crate::fxhash::FxHashMap<&str, usize> = Default::default();
     for (idx, r) in raws.iter().enumerate() {
-        if let Some(l) = &r.label {
-            by_label.insert(l.as_str(), idx);
+        if let Some(l) = r.label {
+            by_label.insert(l, idx);
         }
     }
     let n = raws.len();
     // Extra blocks for conditional returns: index n + k.
     let mut blocks: Vec<BasicBlock> = Vec::with_capacity(n + 4);
     let mut extra: Vec<BasicBlock> = Vec::new();
-    for (idx, r) in raws.iter().enumerate() {
+    for (idx, r) in raws.into_iter().enumerate() {
         let next = idx + 1;
         let lookup = |name: &str, span: Span| -> Result<usize, Diagnostic> {
             by_label
@@ -241,14 +268,14 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
             }
             Some(Pending::Branch(t, span)) => Terminator::Branch(lookup(t, *span)?),
             Some(Pending::CondBranch(p, neg, t, span)) => Terminator::CondBranch {
-                pred: p.clone(),
+                pred: p,
                 negated: *neg,
                 taken: lookup(t, *span)?,
                 fallthrough: if next < n { next } else { usize::MAX },
             },
             Some(Pending::Return) => Terminator::Return,
             Some(Pending::Indexed(guard, idx, list, span)) => {
-                let Some(targets) = lists.get(list.as_str()) else {
+                let Some(targets) = lists.get(list) else {
                     return Err(Diagnostic::error(
                         *span,
                         format!("'{list}' is not a .branchtargets list of this function"),
@@ -269,7 +296,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                         label: None,
                         insts: Vec::new(),
                         term: Terminator::Dispatch {
-                            reg: idx.clone(),
+                            reg: Cow::Borrowed(idx),
                             value: k as u32,
                             taken: t,
                             fallthrough: next_target,
@@ -282,7 +309,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                 match guard {
                     None => Terminator::Branch(next_target),
                     Some((p, neg)) => Terminator::CondBranch {
-                        pred: p.clone(),
+                        pred: p,
                         negated: *neg,
                         taken: next_target,
                         fallthrough: if next < n { next } else { usize::MAX },
@@ -296,7 +323,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                     insts: Vec::new(),
                     term: Terminator::Return,
                     term_span: *span,
-                    assign: Some((EXITED.to_string(), *value)),
+                    assign: Some((Cow::Borrowed(EXITED), *value)),
                 });
                 Terminator::Branch(ret_block)
             }
@@ -307,23 +334,17 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                     insts: Vec::new(),
                     term: Terminator::Return,
                     term_span: *span,
-                    assign: exit.map(|v| (EXITED.to_string(), v)),
+                    assign: exit.map(|v| (Cow::Borrowed(EXITED), v)),
                 });
                 Terminator::CondBranch {
-                    pred: p.clone(),
+                    pred: p,
                     negated: *neg,
                     taken: ret_block,
                     fallthrough: if next < n { next } else { usize::MAX },
                 }
             }
         };
-        blocks.push(BasicBlock {
-            label: r.label.clone(),
-            insts: r.insts.clone(),
-            term,
-            term_span: r.span,
-            assign: None,
-        });
+        blocks.push(BasicBlock { label: r.label, insts: r.insts, term, term_span: r.span, assign: None });
     }
     blocks.extend(extra);
     // A fallthrough past the last block (conditional branch at the very end) returns.
@@ -370,11 +391,11 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
         stack.extend(cfg.successors(b));
     }
     let mut remap = vec![usize::MAX; cfg.blocks.len()];
-    let mut out = Vec::new();
-    for (i, b) in cfg.blocks.iter().enumerate() {
+    let mut out = Vec::with_capacity(cfg.blocks.len());
+    for (i, b) in cfg.blocks.into_iter().enumerate() {
         if reach[i] {
             remap[i] = out.len();
-            out.push(b.clone());
+            out.push(b);
         }
     }
     for b in out.iter_mut() {

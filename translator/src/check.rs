@@ -122,6 +122,16 @@ struct Scope {
     names: Map<Var>,
     /// Parameterized registers `%r<N>`: prefix → (N, var).
     ranges: Map<(u32, Var)>,
+    /// The lengths of the prefixes in `ranges` (bit `len.min(63)`): a split
+    /// of a name whose prefix has none of them is not looked up.
+    range_lens: u64,
+    /// The same for the names in `names`.
+    name_lens: u64,
+}
+
+/// The bit of [`Scope::range_lens`] for a prefix of `len` bytes.
+fn len_bit(len: usize) -> u64 {
+    1 << len.min(63)
 }
 
 struct Checker {
@@ -137,10 +147,17 @@ type CacheEntry = (String, Vec<u16>, Decoded);
 
 /// Whether `mnemonic` (`ld.global.u32`) is the instruction's opcode and modifiers.
 fn mnemonic_is(mnemonic: &str, inst: &ast::Instruction) -> bool {
-    let mut parts = mnemonic.split('.');
-    parts.next() == Some(inst.opcode.as_str())
-        && inst.modifiers.iter().all(|m| parts.next() == Some(m.as_str()))
-        && parts.next().is_none()
+    // The opcode and each `.modifier` in turn (none of them contains a '.').
+    let Some(mut rest) = mnemonic.strip_prefix(&*inst.opcode) else {
+        return false;
+    };
+    for m in &inst.modifiers {
+        match rest.strip_prefix('.').and_then(|r| r.strip_prefix(&**m)) {
+            Some(r) => rest = r,
+            None => return false,
+        }
+    }
+    rest.is_empty()
 }
 
 /// What decoding sees of an operand: its kind and element count.
@@ -263,9 +280,11 @@ impl Checker {
             match n.count {
                 Some(c) => {
                     scope.ranges.insert(n.name.clone(), (c, var));
+                    scope.range_lens |= len_bit(n.name.len());
                 }
                 None => {
                     scope.names.insert(n.name.clone(), var);
+                    scope.name_lens |= len_bit(n.name.len());
                 }
             }
         }
@@ -273,8 +292,10 @@ impl Checker {
 
     fn lookup(&self, name: &str) -> Option<Var> {
         for s in self.scopes.iter().rev() {
-            if let Some(v) = s.names.get(name) {
-                return Some(*v);
+            if s.name_lens & len_bit(name.len()) != 0 {
+                if let Some(v) = s.names.get(name) {
+                    return Some(*v);
+                }
             }
             if s.ranges.is_empty() {
                 continue;
@@ -283,7 +304,7 @@ impl Checker {
             let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
             for k in 1..=digits {
                 let (prefix, index) = name.split_at(name.len() - k);
-                if index.len() > 1 && index.starts_with('0') {
+                if (index.len() > 1 && index.starts_with('0')) || s.range_lens & len_bit(prefix.len()) == 0 {
                     continue;
                 }
                 if let (Some((count, var)), Ok(i)) = (s.ranges.get(prefix), index.parse::<u64>()) {

@@ -39,9 +39,14 @@ impl Hasher for Fx {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
+            // The tail as a little-endian word padded with zeros, byte by
+            // byte: a `copy_from_slice` of a variable length is a `memcpy`
+            // call, which cost more than the rest of hashing a short name.
+            let mut w = 0u64;
+            for (i, &b) in rest.iter().enumerate() {
+                w |= u64::from(b) << (8 * i);
+            }
+            self.add(w);
         }
     }
     #[inline]

@@ -19,7 +19,8 @@
 //! 6. [`reducible`]: irreducible cycles get a single entry (edge multiplexing);
 //! 7. [`structurize`]: the CFG → nested `Block`/`Loop`/`If` regions;
 //! 8. [`layout`]: byte layouts of parameters and variables;
-//! 9. `emit`: regions and instructions → SPIR-V with rspirv, state spaces
+//! 9. `emit`: regions and instructions → SPIR-V words (its own module writer,
+//!    `emit/spv.rs`, with rspirv's types and enums), state spaces
 //!    mapped as the launch ABI in [`abi`] says.
 //!
 //! Errors are [`Diagnostic`]s with spans, rendered once at the boundary

@@ -19,6 +19,7 @@
 
 use crate::cfg::{BasicBlock, BlockId, Cfg, Terminator};
 use crate::diag::Span;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Make `cfg` reducible. Returns the names of the 32-bit registers it
@@ -29,8 +30,7 @@ pub fn run(cfg: &mut Cfg) -> Vec<String> {
         return regs;
     }
     // The entry must not be part of a cycle: give it a fresh, empty entry.
-    let has_pred = (0..cfg.blocks.len()).any(|b| cfg.successors(b).contains(&0));
-    if has_pred {
+    if entry_has_predecessor(cfg) {
         let old = cfg.blocks[0].clone();
         let moved = cfg.blocks.len();
         cfg.blocks.push(old);
@@ -48,6 +48,12 @@ pub fn run(cfg: &mut Cfg) -> Vec<String> {
     let all: BTreeSet<BlockId> = (1..cfg.blocks.len()).collect();
     fix(cfg, &all, &mut regs);
     regs
+}
+
+/// Whether a block branches to the entry block (which [`run`] then
+/// replaces by a fresh one). Otherwise `run` leaves a reducible CFG as it is.
+pub fn entry_has_predecessor(cfg: &Cfg) -> bool {
+    (0..cfg.blocks.len()).any(|b| cfg.successors(b).contains(&0))
 }
 
 fn retarget(t: &mut Terminator, from: BlockId, to: BlockId) {
@@ -104,7 +110,7 @@ fn fix(cfg: &mut Cfg, nodes: &BTreeSet<BlockId>, regs: &mut Vec<String>) {
                     label: None,
                     insts: Vec::new(),
                     term: Terminator::Dispatch {
-                        reg: reg.clone(),
+                        reg: Cow::Owned(reg.clone()),
                         value: i as u32 + 1,
                         taken: entries[i],
                         fallthrough,
@@ -126,7 +132,7 @@ fn fix(cfg: &mut Cfg, nodes: &BTreeSet<BlockId>, regs: &mut Vec<String>) {
                         insts: Vec::new(),
                         term: Terminator::Branch(first),
                         term_span: Span::default(),
-                        assign: Some((reg.clone(), k as u32 + 1)),
+                        assign: Some((Cow::Owned(reg.clone()), k as u32 + 1)),
                     });
                     retarget(&mut cfg.blocks[p].term, h, edge);
                     if set.contains(&p) {
@@ -162,9 +168,9 @@ fn sccs(cfg: &Cfg, nodes: &BTreeSet<BlockId>) -> Vec<Vec<BlockId>> {
         stack.push(root);
         on_stack[root] = true;
         while let Some(&(v, i)) = work.last() {
-            let succ: Vec<BlockId> = cfg.successors(v).into_iter().filter(|s| nodes.contains(s)).collect();
-            if i < succ.len() {
-                let w = succ[i];
+            let succ = cfg.successors(v);
+            let mut succ = succ.iter().copied().filter(|s| nodes.contains(s));
+            if let Some(w) = succ.nth(i) {
                 if let Some(top) = work.last_mut() {
                     top.1 += 1;
                 }

@@ -15,11 +15,11 @@ use std::collections::{HashMap, HashSet};
 /// Rename the declarations of a function body. `outer` holds names visible
 /// from outside the body (parameters). A body without declarations in nested
 /// blocks has nothing to rename and is returned as it is (no copy).
-pub fn run<'a>(body: &'a [Statement], outer: &[String]) -> Cow<'a, [Statement]> {
+pub fn run<'a>(body: &'a [Statement], outer: &[&str]) -> Cow<'a, [Statement]> {
     if !nested_decls(body, false) {
         return Cow::Borrowed(body);
     }
-    let mut used = Used { names: outer.iter().cloned().collect(), ranges: HashMap::new() };
+    let mut used = Used { names: outer.iter().map(|s| s.to_string()).collect(), ranges: HashMap::new() };
     // Names declared at the top level of the body are the function's own;
     // parameterized registers stay ranges (`%r<1000000>` is one entry).
     for st in body {

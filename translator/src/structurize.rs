@@ -97,8 +97,36 @@ struct Analysis {
     idom: Vec<usize>,
     is_loop_header: Vec<bool>,
     is_merge: Vec<bool>,
-    /// Dominator-tree children, sorted by RPO.
-    children: Vec<Vec<BlockId>>,
+    /// Dominator-tree children, sorted by RPO: those of `b` are
+    /// `children[child_start[b]..child_start[b + 1]]`.
+    children: Vec<BlockId>,
+    child_start: Vec<usize>,
+}
+
+impl Analysis {
+    fn children(&self, b: BlockId) -> &[BlockId] {
+        &self.children[self.child_start[b]..self.child_start[b + 1]]
+    }
+}
+
+/// Lists per block in one vector (compressed rows): `pairs` are (block,
+/// item), pushed in the order wanted within each block's list. Returns the
+/// items and each block's start (`n + 1` entries).
+fn rows(n: usize, pairs: impl Iterator<Item = (BlockId, BlockId)> + Clone) -> (Vec<BlockId>, Vec<usize>) {
+    let mut start = vec![0usize; n + 1];
+    for (b, _) in pairs.clone() {
+        start[b + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut items = vec![0; start[n]];
+    for (b, x) in pairs {
+        items[fill[b]] = x;
+        fill[b] += 1;
+    }
+    (items, start)
 }
 
 fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Result<Analysis, Diagnostic> {
@@ -108,7 +136,7 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
     let mut state = vec![0u8; n]; // 0 new, 1 on stack, 2 done
     let mut stack: Vec<(BlockId, usize)> = vec![(0, 0)];
     state[0] = 1;
-    let succs: Vec<Vec<BlockId>> = (0..n).map(|b| cfg.successors(b)).collect();
+    let succs: Vec<crate::cfg::Succs> = (0..n).map(|b| cfg.successors(b)).collect();
     while let Some((b, i)) = stack.pop() {
         if i < succs[b].len() {
             stack.push((b, i + 1));
@@ -127,12 +155,8 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
     for (i, b) in rpo.iter().enumerate() {
         rpo_index[*b] = i;
     }
-    let mut preds: Vec<Vec<BlockId>> = vec![Vec::new(); n];
-    for (b, ss) in succs.iter().enumerate() {
-        for &s in ss {
-            preds[s].push(b);
-        }
-    }
+    let (pred_list, pred_start) = rows(n, succs.iter().enumerate().flat_map(|(b, ss)| ss.iter().map(move |&s| (s, b))));
+    let preds = |b: BlockId| &pred_list[pred_start[b]..pred_start[b + 1]];
     // Cooper, Harvey, Kennedy: "A Simple, Fast Dominance Algorithm".
     let mut idom = vec![usize::MAX; n];
     idom[0] = 0;
@@ -141,7 +165,7 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
         changed = false;
         for &b in rpo.iter().skip(1) {
             let mut new = usize::MAX;
-            for &p in &preds[b] {
+            for &p in preds(b) {
                 if idom[p] == usize::MAX {
                     continue;
                 }
@@ -196,10 +220,7 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
         }
     }
     let is_merge: Vec<bool> = forward_preds.iter().map(|&c| c >= 2).collect();
-    let mut children = vec![Vec::new(); n];
-    for &b in rpo.iter().skip(1) {
-        children[idom[b]].push(b);
-    }
+    let (children, child_start) = rows(n, rpo.iter().skip(1).map(|&b| (idom[b], b)));
     let mut exit_of = vec![None; n];
     if exits == LoopExits::Outside {
         // Natural loops, outer headers first (a header precedes the loops it encloses in RPO).
@@ -207,11 +228,11 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
             let mut in_loop = vec![false; n];
             in_loop[h] = true;
             let mut stack: Vec<BlockId> =
-                preds[h].iter().copied().filter(|&p| rpo_index[p] >= rpo_index[h] && dominates(h, p)).collect();
+                preds(h).iter().copied().filter(|&p| rpo_index[p] >= rpo_index[h] && dominates(h, p)).collect();
             while let Some(b) = stack.pop() {
                 if !in_loop[b] {
                     in_loop[b] = true;
-                    stack.extend(preds[b].iter().copied().filter(|&p| rpo_index[p] != usize::MAX));
+                    stack.extend(preds(b).iter().copied().filter(|&p| rpo_index[p] != usize::MAX));
                 }
             }
             for &c in rpo.iter().skip(1) {
@@ -221,7 +242,7 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
             }
         }
     }
-    Ok(Analysis { rpo_index, exit_of, idom, is_loop_header, is_merge, children })
+    Ok(Analysis { rpo_index, exit_of, idom, is_loop_header, is_merge, children, child_start })
 }
 
 /// Structurize a CFG. `span_of` gives a block's source position for diagnostics.
@@ -241,7 +262,7 @@ pub fn run_with(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) 
 fn do_tree(cfg: &Cfg, a: &Analysis, x: BlockId, out: &mut Vec<Region>) {
     // Merge children, outermost (highest RPO) first.
     let mut merges: Vec<BlockId> =
-        a.children[x].iter().copied().filter(|&c| a.is_merge[c] && a.exit_of[c].is_none()).collect();
+        a.children(x).iter().copied().filter(|&c| a.is_merge[c] && a.exit_of[c].is_none()).collect();
     merges.sort_by_key(|&c| std::cmp::Reverse(a.rpo_index[c]));
     if a.is_loop_header[x] {
         let mut exits: Vec<BlockId> = (0..a.exit_of.len()).filter(|&c| a.exit_of[c] == Some(x)).collect();
@@ -318,7 +339,7 @@ pub fn render(cfg: &Cfg, regions: &[Region]) -> String {
 }
 
 fn block_name(cfg: &Cfg, b: BlockId) -> String {
-    cfg.blocks[b].label.clone().unwrap_or_else(|| format!("b{b}"))
+    cfg.blocks[b].label.map_or_else(|| format!("b{b}"), str::to_string)
 }
 
 fn render_into(cfg: &Cfg, regions: &[Region], depth: usize, s: &mut String) {

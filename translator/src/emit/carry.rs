@@ -15,7 +15,7 @@ use super::values::{get, set, K};
 use super::Emitter;
 use crate::ast::{Instruction, ScalarType};
 use crate::diag::Diagnostic;
-use rspirv::dr::{InsertPoint, Operand as SOp};
+
 use rspirv::spirv::{self, Op, Word};
 
 /// The register-map key of the carry flag (contains a space: never a PTX name).
@@ -29,18 +29,8 @@ fn cc_var(e: &mut Emitter, fx: &mut Fx) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     let pt = e.t_ptr(spirv::StorageClass::Function, u32t);
     let zero = e.c_u32(0);
-    let id = e.b.id();
-    let inst = rspirv::dr::Instruction::new(
-        Op::Variable,
-        Some(pt),
-        Some(id),
-        vec![SOp::StorageClass(spirv::StorageClass::Function), SOp::IdRef(zero)],
-    );
-    let here = e.b.selected_block();
-    e.b.select_block(Some(0)).map_err(internal1)?;
-    e.b.insert_into_block(InsertPoint::Begin, inst).map_err(internal1)?;
-    e.b.select_block(here).map_err(internal1)?;
-    fx.regs.insert(CC_KEY.to_string(), (id, K::Int(32)));
+    let id = e.b.entry_variable(pt, Some(zero)).map_err(internal1)?;
+    fx.regs.insert(CC_KEY, (id, K::Int(32)));
     Ok(id)
 }
 

@@ -48,12 +48,42 @@ pub(crate) struct Plan<'a> {
     shared: HashMap<String, Placed>,
     local: HashMap<String, Placed>,
     local_bytes: u32,
-    regs: Vec<(String, ScalarType, Span)>,
+    regs: Regs,
     pub cfg: Cfg<'a>,
     pub regions: Vec<Region>,
     /// The regions for workgroup-uniform emission (loop exits outside loops,
-    /// see [`structurize::LoopExits`]).
+    /// see [`structurize::LoopExits`]), made by [`Plan::plan_uniform`] for
+    /// the functions that run in that mode.
     pub uniform_regions: Vec<Region>,
+}
+
+/// A function's registers: their names one after another in one string
+/// (`%r<N>` declares N of them: one allocation per function, not per
+/// register), each with its end in `names` and its type.
+#[derive(Default)]
+struct Regs {
+    names: String,
+    ends: Vec<(usize, ScalarType)>,
+}
+
+impl Regs {
+    fn push(&mut self, name: &str, ty: ScalarType) {
+        self.names.push_str(name);
+        self.ends.push((self.names.len(), ty));
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, ScalarType)> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |&(end, ty)| {
+            let name = &self.names[start..end];
+            start = end;
+            (name, ty)
+        })
+    }
 }
 
 fn collect_decls<'a>(stmts: &'a [Statement], out: &mut Vec<&'a ast::VarDecl>) {
@@ -77,24 +107,46 @@ pub(crate) struct CallSite {
     pub rets: usize,
 }
 
-fn collect_calls(stmts: &[Statement], out: &mut Vec<CallSite>) {
+/// What [`plan_function`] needs from every instruction of a body, found in
+/// one pass.
+#[derive(Default)]
+struct BodyScan {
+    /// The calls.
+    calls: Vec<CallSite>,
+    /// 64-bit `atom`/`red` on `.shared` or generic addresses.
+    wide_shared_atomics: bool,
+    /// `alloca`, `stacksave` or `stackrestore`.
+    uses_stack: bool,
+}
+
+fn scan_body(stmts: &[Statement], out: &mut BodyScan) {
     for s in stmts {
         match s {
-            Statement::Inst(i) if i.opcode == "call" => {
-                let ops = i.operands.as_slice();
-                let (rets, rest) = match ops.first() {
-                    Some(ast::Operand::List(_, r)) => (r.len(), &ops[1..]),
-                    _ => (0, ops),
-                };
-                if let Some(ast::Operand::Name { name, span, .. }) = rest.first() {
-                    let args = match rest.get(1) {
-                        Some(ast::Operand::List(_, a)) => a.len(),
-                        _ => 0,
+            Statement::Inst(i) => match i.opcode.as_str() {
+                "call" => {
+                    let ops = i.operands.as_slice();
+                    let (rets, rest) = match ops.first() {
+                        Some(ast::Operand::List(_, r)) => (r.len(), &ops[1..]),
+                        _ => (0, ops),
                     };
-                    out.push(CallSite { target: name.to_string(), span: *span, args, rets });
+                    if let Some(ast::Operand::Name { name, span, .. }) = rest.first() {
+                        let args = match rest.get(1) {
+                            Some(ast::Operand::List(_, a)) => a.len(),
+                            _ => 0,
+                        };
+                        out.calls.push(CallSite { target: name.to_string(), span: *span, args, rets });
+                    }
                 }
-            }
-            Statement::Block(b) => collect_calls(b, out),
+                "atom" | "red" => {
+                    let wide = i.modifiers.iter().filter_map(|m| ScalarType::from_name(m)).any(|t| t.size() == 8);
+                    let other_space =
+                        i.modifiers.iter().any(|m| matches!(m.as_str(), "global" | "local" | "param" | "const"));
+                    out.wide_shared_atomics |= wide && !other_space;
+                }
+                "alloca" | "stacksave" | "stackrestore" => out.uses_stack = true,
+                _ => {}
+            },
+            Statement::Block(b) => scan_body(b, out),
             _ => {}
         }
     }
@@ -103,40 +155,24 @@ fn collect_calls(stmts: &[Statement], out: &mut Vec<CallSite>) {
 /// Whether any of `names` is used as a value (its address taken), rather
 /// than only as the base of a `[name+offset]` address.
 fn names_used_as_values(stmts: &[Statement], names: &FxHashSet<&str>) -> bool {
-    fn operand(o: &ast::Operand, names: &FxHashSet<&str>) -> bool {
+    // Register names (most operands) start with `%`: look them up only when
+    // a name of the set does too.
+    let percent = names.iter().any(|n| n.starts_with('%'));
+    fn operand(o: &ast::Operand, names: &FxHashSet<&str>, percent: bool) -> bool {
         match o {
-            ast::Operand::Name { name, .. } => names.contains(name.as_str()),
-            ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().any(|x| operand(x, names)),
+            ast::Operand::Name { name, .. } => (percent || !name.starts_with('%')) && names.contains(name.as_str()),
+            ast::Operand::Vector(_, v) | ast::Operand::List(_, v) => v.iter().any(|x| operand(x, names, percent)),
             _ => false,
         }
     }
-    stmts.iter().any(|s| match s {
-        Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names)),
-        Statement::Block(b) => names_used_as_values(b, names),
-        _ => false,
-    })
-}
-
-/// Whether any instruction of the body has one of these opcodes.
-fn uses_opcode(stmts: &[Statement], opcodes: &[&str]) -> bool {
-    stmts.iter().any(|s| match s {
-        Statement::Inst(i) => opcodes.contains(&i.opcode.as_str()),
-        Statement::Block(b) => uses_opcode(b, opcodes),
-        _ => false,
-    })
-}
-
-/// 64-bit `atom`/`red` on `.shared` or generic addresses.
-fn has_wide_shared_atomics(stmts: &[Statement]) -> bool {
-    stmts.iter().any(|s| match s {
-        Statement::Inst(i) if i.opcode == "atom" || i.opcode == "red" => {
-            let wide = i.modifiers.iter().filter_map(|m| ScalarType::from_name(m)).any(|t| t.size() == 8);
-            let other_space = i.modifiers.iter().any(|m| matches!(m.as_str(), "global" | "local" | "param" | "const"));
-            wide && !other_space
-        }
-        Statement::Block(b) => has_wide_shared_atomics(b),
-        _ => false,
-    })
+    fn walk(stmts: &[Statement], names: &FxHashSet<&str>, percent: bool) -> bool {
+        stmts.iter().any(|s| match s {
+            Statement::Inst(i) => i.operands.iter().any(|o| operand(o, names, percent)),
+            Statement::Block(b) => walk(b, names, percent),
+            _ => false,
+        })
+    }
+    !names.is_empty() && walk(stmts, names, percent)
 }
 
 /// Most registers one function may declare.
@@ -157,7 +193,7 @@ fn push_decimal(s: &mut String, mut v: u32) {
     s.extend(digits[k..].iter().map(|&d| char::from(d)));
 }
 
-fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> Result<(), Diagnostic> {
+fn expand_regs(d: &ast::VarDecl, regs: &mut Regs) -> Result<(), Diagnostic> {
     if d.vector.is_some() || d.ty == ScalarType::B128 {
         return Err(Diagnostic::error(d.span, "vector and .b128 registers are not supported yet"));
     }
@@ -170,20 +206,20 @@ fn expand_regs(d: &ast::VarDecl, regs: &mut Vec<(String, ScalarType, Span)>) -> 
                         format!("more than {MAX_REGISTERS} registers in one function"),
                     ));
                 }
-                regs.reserve(c as usize);
+                regs.ends.reserve(c as usize);
+                regs.names.reserve((n.name.len() + 4) * c as usize);
                 for i in 0..c {
                     // `format!` costs more than the rest of a register's planning.
-                    let mut name = String::with_capacity(n.name.len() + 10);
-                    name.push_str(&n.name);
-                    push_decimal(&mut name, i);
-                    regs.push((name, d.ty, n.span));
+                    regs.names.push_str(&n.name);
+                    push_decimal(&mut regs.names, i);
+                    regs.ends.push((regs.names.len(), d.ty));
                 }
             }
             None => {
                 if !n.dims.is_empty() {
                     return Err(Diagnostic::error(n.span, "register arrays are not supported"));
                 }
-                regs.push((n.name.clone(), d.ty, n.span))
+                regs.push(&n.name, d.ty)
             }
         }
     }
@@ -200,7 +236,7 @@ pub(crate) fn plan_function<'a>(
     let is_entry = f.kind == ast::FunctionKind::Entry;
     let mut decls = Vec::new();
     collect_decls(body, &mut decls);
-    let mut regs = Vec::new();
+    let mut regs = Regs::default();
     let mut shared_static: Vec<(&ast::VarDecl, &ast::VarName)> = Vec::new();
     let mut shared_dynamic: Vec<(&ast::VarDecl, &ast::VarName)> = Vec::new();
     let mut locals = Vec::new();
@@ -220,7 +256,7 @@ pub(crate) fn plan_function<'a>(
             for d in list.iter() {
                 for n in &d.names {
                     if d.space == StateSpace::Reg {
-                        regs.push((n.name.clone(), d.ty, n.span));
+                        regs.push(&n.name, d.ty);
                         out.push(Formal::Reg { name: n.name.clone(), kind: storage_kind(d.ty) });
                     } else {
                         param_vars.push((d, n));
@@ -292,21 +328,31 @@ pub(crate) fn plan_function<'a>(
     } else {
         None
     };
-    let mut callees = Vec::new();
-    collect_calls(body, &mut callees);
+    let mut scan = BodyScan::default();
+    scan_body(body, &mut scan);
+    let BodyScan { calls: callees, wide_shared_atomics: wide_atomics, uses_stack } = scan;
     let mut cfg = cfg::run(body, !is_entry)?;
-    for r in crate::reducible::run(&mut cfg) {
-        regs.push((r, ScalarType::U32, f.span));
-    }
-    let span_of = |b: usize| -> Span {
+    fn span_in(cfg: &Cfg, b: usize) -> Span {
         let blk = &cfg.blocks[b];
         blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
+    }
+    // `reducible` changes only a CFG whose entry has predecessors or that
+    // is irreducible (which `structurize` reports): try without it first.
+    let direct = if crate::reducible::entry_has_predecessor(&cfg) {
+        None
+    } else {
+        structurize::run(&cfg, &|b| span_in(&cfg, b)).ok()
     };
-    let regions = structurize::run(&cfg, &span_of)?;
+    let regions = match direct {
+        Some(regions) => regions,
+        None => {
+            for r in crate::reducible::run(&mut cfg) {
+                regs.push(&r, ScalarType::U32);
+            }
+            structurize::run(&cfg, &|b| span_in(&cfg, b))?
+        }
+    };
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
-    let wide_atomics = has_wide_shared_atomics(body);
-    let uses_stack = uses_opcode(body, &["alloca", "stacksave", "stackrestore"]);
-    let uniform_regions = structurize::run_with(&cfg, &span_of, structurize::LoopExits::Outside)?;
     Ok(Plan {
         func: f,
         may_exit,
@@ -323,11 +369,23 @@ pub(crate) fn plan_function<'a>(
         regs,
         cfg,
         regions,
-        uniform_regions,
+        uniform_regions: Vec::new(),
     })
 }
 
 impl Plan<'_> {
+    /// Make [`Plan::uniform_regions`] (for a function that runs in
+    /// workgroup-uniform mode).
+    pub fn plan_uniform(&mut self) -> Result<(), Diagnostic> {
+        let cfg = &self.cfg;
+        let span_of = |b: usize| -> Span {
+            let blk = &cfg.blocks[b];
+            blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
+        };
+        self.uniform_regions = structurize::run_with(cfg, &span_of, structurize::LoopExits::Outside)?;
+        Ok(())
+    }
+
     /// Bytes of local memory (including `.param` variables).
     pub fn local_bytes(&self) -> u32 {
         self.local_bytes
@@ -446,11 +504,11 @@ pub(crate) struct UniformFx {
 
 /// Per-function emission state.
 pub(crate) struct Fx<'a> {
-    pub regs: FxHashMap<String, (Word, K)>,
-    pub params: FxHashMap<String, ParamInfo>,
+    pub regs: FxHashMap<&'a str, (Word, K)>,
+    pub params: FxHashMap<&'a str, &'a ParamInfo>,
     pub passing: ParamPassing,
-    pub shared: HashMap<String, Placed>,
-    pub local: HashMap<String, Placed>,
+    pub shared: &'a HashMap<String, Placed>,
+    pub local: &'a HashMap<String, Placed>,
     pub shared_var: Option<Word>,
     pub local_var: Option<Word>,
     /// Bytes of the local words of the entry (every frame and the stack).
@@ -587,12 +645,7 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
 
 /// `OpSpecConstantOp` (rspirv's builder takes no operands for it).
 fn spec_op(e: &mut Emitter, ty: Word, op: spirv::Op, args: &[Word]) -> Word {
-    let id = e.b.id();
-    let mut ops = vec![Operand::LiteralSpecConstantOpInteger(op)];
-    ops.extend(args.iter().map(|a| Operand::IdRef(*a)));
-    let inst = rspirv::dr::Instruction::new(spirv::Op::SpecConstantOp, Some(ty), Some(id), ops);
-    e.b.insert_types_global_values(rspirv::dr::InsertPoint::End, inst);
-    id
+    e.b.spec_constant_op(ty, op, args)
 }
 
 /// Emit an entry (`me` is `None`) or one entry's copy of a `.func`.
@@ -624,17 +677,27 @@ pub(crate) fn emit_function(
         }
     }
     e.b.begin_block(None).map_err(internal)?;
-    let mut regs = FxHashMap::default();
+    let mut regs = FxHashMap::with_capacity_and_hasher(plan.regs.len() + 1, Default::default());
     let uniform = e.uniform_fns.contains(&plan.func.name);
-    for (name, t, _span) in &plan.regs {
-        let k = storage_kind(*t);
-        let ty = e.kty(k);
-        let pt = e.t_ptr(spirv::StorageClass::Function, ty);
-        // In uniform mode inactive invocations compute with registers they
-        // never wrote: give them defined values, never undef or poison.
-        let init = if uniform { Some(e.zero(k)) } else { None };
+    // The pointer type and initializer of the previous register's kind
+    // (registers of one declaration come one after another).
+    let mut last: Option<(K, Word, Option<Word>)> = None;
+    for (name, t) in plan.regs.iter() {
+        let k = storage_kind(t);
+        let (pt, init) = match last {
+            Some((lk, pt, init)) if lk == k => (pt, init),
+            _ => {
+                let ty = e.kty(k);
+                let pt = e.t_ptr(spirv::StorageClass::Function, ty);
+                // In uniform mode inactive invocations compute with registers they
+                // never wrote: give them defined values, never undef or poison.
+                let init = if uniform { Some(e.zero(k)) } else { None };
+                last = Some((k, pt, init));
+                (pt, init)
+            }
+        };
         let v = e.b.variable(pt, None, spirv::StorageClass::Function, init);
-        regs.insert(name.clone(), (v, k));
+        regs.insert(name, (v, k));
     }
     let zero = e.c_u32(0);
     let pu = e.t_ptr(spirv::StorageClass::Function, u32t);
@@ -643,14 +706,10 @@ pub(crate) fn emit_function(
     let linear = super::warp::linear_index(e).map_err(|d| vec![d])?;
     let mut fx = Fx {
         regs,
-        params: plan
-            .info
-            .as_ref()
-            .map(|i| i.params.iter().map(|p| (p.name.clone(), p.clone())).collect())
-            .unwrap_or_default(),
+        params: plan.info.as_ref().map(|i| i.params.iter().map(|p| (p.name.as_str(), p)).collect()).unwrap_or_default(),
         passing: vars.passing,
-        shared: plan.shared.clone(),
-        local: plan.local.clone(),
+        shared: &plan.shared,
+        local: &plan.local,
         shared_var: vars.shared_var,
         local_var: vars.local_var,
         local_total: vars.local_total,
@@ -872,9 +931,11 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
 
 /// The register assignment [`crate::reducible`] or `exit` attached to block `b`.
 pub(crate) fn block_assign(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(), Diagnostic> {
-    let Some((reg, value)) = fx.cfg.blocks[b].assign.clone() else {
+    let graph = fx.cfg;
+    let Some((reg, value)) = &graph.blocks[b].assign else {
         return Ok(());
     };
+    let (reg, value) = (&**reg, *value);
     if reg == cfg::EXITED && value == cfg::TRAPPED {
         set_trap_word(e, crate::abi::printf::TRAP_TRAP)?;
     }
@@ -882,7 +943,7 @@ pub(crate) fn block_assign(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(),
     let var = if reg == cfg::EXITED {
         fx.exited_var
     } else {
-        let Some(&(var, _)) = fx.regs.get(reg.as_str()) else {
+        let Some(&(var, _)) = fx.regs.get(reg) else {
             return Err(Diagnostic::error(Span::default(), "internal error: dispatch register"));
         };
         Some(var)
@@ -897,12 +958,13 @@ pub(crate) fn block_assign(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(),
 /// The condition of the two-way branch that ends block `block`.
 pub(crate) fn branch_condition(e: &mut Emitter, fx: &mut Fx, block: usize) -> Result<Word, Diagnostic> {
     let span = fx.cfg.blocks[block].term_span;
-    match fx.cfg.blocks[block].term.clone() {
-        Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, &pred, negated, span),
+    let graph = fx.cfg;
+    match &graph.blocks[block].term {
+        Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, pred, *negated, span),
         Terminator::Dispatch { reg, value, .. } => {
-            let op = ast::Operand::Name { span, name: reg.into(), component: None };
+            let op = ast::Operand::Name { span, name: (&**reg).into(), component: None };
             let v = super::values::get(e, fx, &op, K::Int(32), false)?;
-            let k = e.c_u32(value);
+            let k = e.c_u32(*value);
             let bt = e.t_bool();
             e.b.i_equal(bt, None, v, k).map_err(internal1)
         }

@@ -9,7 +9,6 @@ use super::values::{get, kind_of, pred, set, K};
 use super::Emitter;
 use crate::ast::{Instruction, Operand, ScalarType};
 use crate::diag::Diagnostic;
-use rspirv::dr::Operand as SOp;
 use rspirv::spirv::{self, Op, Word};
 
 /// GLSL.std.450 instruction numbers used here.
@@ -62,15 +61,15 @@ fn operands<const N: usize>(inst: &Instruction) -> Result<&[Operand; N], Diagnos
 
 pub(crate) fn ext(e: &mut Emitter, t: Word, inst: u32, args: &[Word]) -> Result<Word, Diagnostic> {
     let glsl = e.glsl;
-    e.b.ext_inst(t, None, glsl, inst, args.iter().map(|a| SOp::IdRef(*a))).map_err(internal1)
+    e.b.ext_inst_ids(t, glsl, inst, args).map_err(internal1)
 }
 
 pub(crate) fn op2(e: &mut Emitter, op: Op, t: Word, a: Word, b: Word) -> Result<Word, Diagnostic> {
-    e.emit_inst(rspirv::dr::Instruction::new(op, Some(t), None, vec![SOp::IdRef(a), SOp::IdRef(b)]))
+    e.b.op(op, t, None, &[a, b]).map_err(internal1)
 }
 
 pub(crate) fn op1(e: &mut Emitter, op: Op, t: Word, a: Word) -> Result<Word, Diagnostic> {
-    e.emit_inst(rspirv::dr::Instruction::new(op, Some(t), None, vec![SOp::IdRef(a)]))
+    e.b.op(op, t, None, &[a]).map_err(internal1)
 }
 
 /// Emit one instruction (with its guard, if any).

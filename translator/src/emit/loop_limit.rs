@@ -192,7 +192,7 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
         Some(a) => {
             e.cap(Capability::GroupNonUniformVote);
             let scope = e.c_u32(Scope::Subgroup as u32);
-            let any = e.b.group_non_uniform_any(bt, None, scope, a).map_err(internal1)?;
+            let any = e.b.op(spirv::Op::GroupNonUniformAny, bt, None, &[scope, a]).map_err(internal1)?;
             let zero = e.c_u32(0);
             e.b.select(u32t, None, any, one, zero).map_err(internal1)?
         }
@@ -229,7 +229,7 @@ pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
     let p = slot(e, c)?;
     let scope = e.c_u32(Scope::Subgroup as u32);
     let sem = e.c_u32(0);
-    let old = e.b.atomic_u_max(u32t, None, p, scope, sem, n1).map_err(internal1)?;
+    let old = e.b.op(spirv::Op::AtomicUMax, u32t, None, &[p, scope, sem, n1]).map_err(internal1)?;
     let bt = e.t_bool();
     let ahead = e.b.u_greater_than(bt, None, n1, old).map_err(internal1)?;
     let m = e.b.select(u32t, None, ahead, n1, old).map_err(internal1)?;
@@ -270,7 +270,7 @@ pub(crate) fn branch(e: &mut Emitter, cond: Word, then_loops: u32, else_loops: u
         if loops == 0 {
             continue;
         }
-        let taken = e.b.group_non_uniform_any(bt, None, scope, arm).map_err(internal1)?;
+        let taken = e.b.op(spirv::Op::GroupNonUniformAny, bt, None, &[scope, arm]).map_err(internal1)?;
         let zero = e.c_u32(0);
         let idle = e.c_u32(loops);
         let cost = e.b.select(u32t, None, taken, zero, idle).map_err(internal1)?;

@@ -768,13 +768,7 @@ fn atom_core(
         _ => None,
     };
     if let Some(o) = native {
-        let i = rspirv::dr::Instruction::new(
-            o,
-            Some(it),
-            None,
-            vec![SOp::IdRef(ptr), SOp::IdRef(scope), SOp::IdRef(sem), SOp::IdRef(ib)],
-        );
-        return e.emit_inst(i);
+        return e.b.op(o, it, None, &[ptr, scope, sem, ib]).map_err(internal1);
     }
     if op == "cas" && shift.is_none() && !half {
         let ic = ic.ok_or_else(|| Diagnostic::error(inst.span, "atom.cas needs two operands"))?;
@@ -788,13 +782,7 @@ fn atom_core(
         let fp = e.t_ptr(StorageClass::PhysicalStorageBuffer, ft);
         let Addr::Global(addr) = a else { return Err(unreachable_addr()) };
         let p = e.b.convert_u_to_ptr(fp, None, addr).map_err(internal1)?;
-        let i = rspirv::dr::Instruction::new(
-            Op::AtomicFAddEXT,
-            Some(ft),
-            None,
-            vec![SOp::IdRef(p), SOp::IdRef(scope), SOp::IdRef(sem), SOp::IdRef(vb)],
-        );
-        let r = e.emit_inst(i)?;
+        let r = e.b.op(Op::AtomicFAddEXT, ft, None, &[p, scope, sem, vb]).map_err(internal1)?;
         return e.convert(r, K::Float(32), K::Int(32), false);
     }
     // Compare-and-swap loop on the containing word.

@@ -1,4 +1,4 @@
-//! Pass 4: structured functions → SPIR-V (rspirv).
+//! Pass 4: structured functions → SPIR-V (written by [`spv::Builder`]).
 //!
 //! One module per PTX module, one `GLCompute` entry point per `.entry`.
 //! State spaces follow the launch ABI in [`crate::abi`] and
@@ -41,6 +41,7 @@ mod loop_limit;
 mod mem;
 mod printf;
 mod rounding;
+mod spv;
 mod stack;
 mod uniform;
 mod values;
@@ -52,8 +53,9 @@ use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSp
 use crate::diag::{Diagnostic, Span};
 use crate::fxhash::FxHashMap;
 use crate::{layout, Options, TargetEnv};
-use rspirv::dr::{Builder, Operand};
+use rspirv::dr::Operand;
 use rspirv::spirv::{self, Capability, Word};
+use spv::Builder;
 use std::collections::{BTreeSet, HashMap};
 
 pub(crate) use values::K;
@@ -72,11 +74,35 @@ pub(crate) enum TyKey {
     Struct(Vec<Word>),
 }
 
+/// Slots of [`Emitter::scalars`].
+const SCALAR_SLOTS: usize = 9;
+
+/// The slot of a scalar type in [`Emitter::scalars`] (the types most asked
+/// for, looked up without hashing).
+fn scalar_slot(k: &TyKey) -> Option<usize> {
+    Some(match k {
+        TyKey::Void => 0,
+        TyKey::Bool => 1,
+        TyKey::Int(8) => 2,
+        TyKey::Int(16) => 3,
+        TyKey::Int(32) => 4,
+        TyKey::Int(64) => 5,
+        TyKey::Float(16) => 6,
+        TyKey::Float(32) => 7,
+        TyKey::Float(64) => 8,
+        _ => return None,
+    })
+}
+
 /// Module-wide emission state.
 pub(crate) struct Emitter<'o> {
     pub b: Builder,
     pub opts: &'o Options,
     types: FxHashMap<TyKey, Word>,
+    /// The scalar types already made, by [`scalar_slot`] (0: not yet).
+    scalars: [Word; SCALAR_SLOTS],
+    /// Pointer types already made: (storage class, pointee) → id.
+    pointers: FxHashMap<(u32, Word), Word>,
     consts: FxHashMap<(Word, u64), Word>,
     caps: BTreeSet<u32>,
     pub glsl: Word,
@@ -137,6 +163,17 @@ impl<'o> Emitter<'o> {
     }
 
     pub fn ty(&mut self, k: TyKey) -> Word {
+        let slot = scalar_slot(&k);
+        if let Some(s) = slot {
+            if self.scalars[s] != 0 {
+                return self.scalars[s];
+            }
+        }
+        if let TyKey::Ptr(sc, t) = k {
+            if let Some(&w) = self.pointers.get(&(sc as u32, t)) {
+                return w;
+            }
+        }
         if let Some(&w) = self.types.get(&k) {
             return w;
         }
@@ -170,7 +207,15 @@ impl<'o> Emitter<'o> {
             TyKey::Func(r, p) => self.b.type_function(*r, p.clone()),
             TyKey::Struct(m) => self.b.type_struct(m.clone()),
         };
-        self.types.insert(k, w);
+        match (slot, &k) {
+            (Some(s), _) => self.scalars[s] = w,
+            (None, &TyKey::Ptr(sc, t)) => {
+                self.pointers.insert((sc as u32, t), w);
+            }
+            _ => {
+                self.types.insert(k, w);
+            }
+        }
         w
     }
 
@@ -247,6 +292,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         b,
         opts,
         types: FxHashMap::default(),
+        scalars: [0; SCALAR_SLOTS],
+        pointers: FxHashMap::default(),
         consts: FxHashMap::default(),
         caps: BTreeSet::new(),
         glsl: 0,
@@ -299,7 +346,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         Ok(x) => x,
         Err(d) => return Err(vec![d]),
     };
-    let function_names: std::collections::HashSet<&str> = module
+    let function_names: crate::fxhash::FxHashSet<&str> = module
         .items
         .iter()
         .filter_map(|i| match i {
@@ -307,22 +354,28 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             _ => None,
         })
         .collect();
+    let mut used = Uses::default();
+    for item in &module.items {
+        if let ModuleItem::Function(f) = item {
+            if let Some(body) = f.body.as_deref() {
+                uses(body, &function_names, &mut used);
+            }
+        }
+    }
     // Counted loops trap when the loop limit is reached (any function may loop).
     let counts_loops =
         opts.loop_limit && module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.is_some()));
-    if counts_loops || module.items.iter().any(
-        |i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(|b| uses_trap(b, &function_names))),
-    ) {
+    if used.trap || counts_loops {
         let off = data_bytes.div_ceil(8) * 8;
         e.trap_offset = Some(off);
         data_bytes = off + 8;
     }
-    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_printf))) {
+    if used.printf {
         let off = data_bytes.div_ceil(8) * 8;
         e.printf_offset = Some(off);
         data_bytes = off + 8;
     }
-    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_heap))) {
+    if used.heap {
         let off = data_bytes.div_ceil(8) * 8;
         e.heap_offset = Some(off);
         data_bytes = off + 8;
@@ -397,11 +450,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         .iter()
         .map(|f| {
             f.body.as_ref().map(|b| {
-                let outer: Vec<String> = f
+                let outer: Vec<&str> = f
                     .params
                     .iter()
                     .chain(f.returns.iter())
-                    .flat_map(|d| d.names.iter().map(|n| n.name.clone()))
+                    .flat_map(|d| d.names.iter().map(|n| n.name.as_str()))
                     .collect();
                 crate::scope::run(b, &outer)
             })
@@ -449,6 +502,14 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         }
     }
     e.uniform_fns = uniform::functions(&plans, opts.warp_path);
+    // Workgroup-uniform functions are emitted from regions of their own.
+    for (name, plan) in plans.iter_mut() {
+        if e.uniform_fns.contains(name) {
+            if let Err(d) = plan.plan_uniform() {
+                errors.push(d);
+            }
+        }
+    }
     let any_uniform = !e.uniform_fns.is_empty();
     e.warp = warp::Globals::new(&mut e, any_uniform);
     // Created with the first entry that may loop: the validation layer adds
@@ -502,7 +563,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.scratch_var);
                 iface.extend(e.warp.interface());
                 iface.extend(e.loop_counter.iter().flat_map(|c| c.interface()));
-                e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name.clone(), iface);
+                e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name, iface);
                 entry_fids.push(fid);
             }
             Err(ds) => {
@@ -536,16 +597,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     }
     // Keep subnormals where the device can be asked to (SPIR-V 1.4 float
     // controls): f32 always (`.ftz` flushes explicitly), f64 when used.
-    let uses_f64 =
-        e.b.module_ref()
-            .capabilities
-            .iter()
-            .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float64))));
-    let uses_f16 =
-        e.b.module_ref()
-            .capabilities
-            .iter()
-            .any(|i| matches!(i.operands.first(), Some(rspirv::dr::Operand::Capability(Capability::Float16))));
+    let uses_f64 = e.caps.contains(&(Capability::Float64 as u32));
+    let uses_f16 = e.caps.contains(&(Capability::Float16 as u32));
     let widths: Vec<u32> = [(32, opts.denorm_preserve_f32), (64, opts.denorm_preserve_f64 && uses_f64)]
         .into_iter()
         .filter_map(|(w, on)| on.then_some(w))
@@ -576,13 +629,11 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             }
         }
     }
-    if e.opts.zero_operand_workaround {
-        zero::hide_zero_constants(&mut e);
+    let zeros = if e.opts.zero_operand_workaround { zero::prepare(&mut e) } else { None };
+    let mut words = e.b.assemble();
+    if let Some(z) = zeros {
+        words = zero::hide_zero_constants(words, &z);
     }
-    let words = {
-        use rspirv::binary::Assemble;
-        e.b.module().assemble()
-    };
     Ok((
         words,
         ModuleInfo {
@@ -757,33 +808,53 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
     }
 }
 
-fn uses_trap(stmts: &[ast::Statement], functions: &std::collections::HashSet<&str>) -> bool {
-    stmts.iter().any(|s| match s {
-        // `alloca` traps when the stack overflows; a failed assert traps; an
-        // indirect call (its target is not a function of the module) traps
-        // when the pointer names no function it may call.
-        ast::Statement::Inst(i) => {
-            i.opcode == "trap"
-                || i.opcode == "alloca"
-                || call::system_call(i, &[printf::ASSERTFAIL, grid::SYNCHRONIZE]).is_some()
-                || (i.opcode == "call"
-                    && matches!(
-                        i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..))),
-                        Some(ast::Operand::Name { name, .. }) if !functions.contains(name.as_str())
-                    ))
-        }
-        ast::Statement::Block(b) => uses_trap(b, functions),
-        _ => false,
-    })
+/// What the module's code uses that needs a word of module data.
+#[derive(Default)]
+struct Uses {
+    /// The trap word: `trap`; `alloca` (traps when the stack overflows); a
+    /// failed assert; `cudaCGSynchronize`; an indirect call (its target is not a function of the
+    /// module: traps when the pointer names no function it may call).
+    trap: bool,
+    /// The printf FIFO: `vprintf` or `__assertfail`.
+    printf: bool,
+    /// The device heap: `malloc` or `free`.
+    heap: bool,
 }
 
-/// Whether a function calls `vprintf` or `__assertfail` (both write the printf FIFO).
-fn uses_heap(stmts: &[ast::Statement]) -> bool {
-    stmts.iter().any(|s| match s {
-        ast::Statement::Inst(i) => call::system_call(i, &[heap::MALLOC, heap::FREE]).is_some(),
-        ast::Statement::Block(b) => uses_heap(b),
-        _ => false,
-    })
+/// Add what `stmts` use to `u` (one pass over the body for all three).
+fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u: &mut Uses) {
+    for s in stmts {
+        match s {
+            ast::Statement::Inst(i) => match i.opcode.as_str() {
+                "trap" | "alloca" => u.trap = true,
+                "call" => {
+                    let names = [printf::ASSERTFAIL, printf::VPRINTF, heap::MALLOC, heap::FREE, grid::SYNCHRONIZE];
+                    match call::system_call(i, &names) {
+                        Some(printf::ASSERTFAIL) => {
+                            u.trap = true;
+                            u.printf = true;
+                        }
+                        Some(printf::VPRINTF) => u.printf = true,
+                        Some(heap::MALLOC | heap::FREE) => u.heap = true,
+                        // A grid sync that cannot be honoured traps (see `grid`).
+                        Some(_) => u.trap = true,
+                        None => {}
+                    }
+                    // The target (the first operand that is not a list) is
+                    // not a function of the module: an indirect call.
+                    if matches!(
+                        i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..))),
+                        Some(ast::Operand::Name { name, .. }) if !functions.contains(name.as_str())
+                    ) {
+                        u.trap = true;
+                    }
+                }
+                _ => {}
+            },
+            ast::Statement::Block(b) => uses(b, functions, u),
+            _ => {}
+        }
+    }
 }
 
 /// Whether a function synchronises its grid: calls the device runtime's
@@ -806,12 +877,4 @@ fn reads_grid_envreg(op: &ast::Operand) -> bool {
         ast::Operand::List(_, l) => l.iter().any(reads_grid_envreg),
         _ => false,
     }
-}
-
-fn uses_printf(stmts: &[ast::Statement]) -> bool {
-    stmts.iter().any(|s| match s {
-        ast::Statement::Inst(i) => call::system_call(i, &[printf::VPRINTF, printf::ASSERTFAIL]).is_some(),
-        ast::Statement::Block(b) => uses_printf(b),
-        _ => false,
-    })
 }

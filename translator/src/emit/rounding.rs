@@ -28,11 +28,11 @@
 //! which is what NVIDIA GPUs produce for every NaN result: they keep no
 //! payloads in single precision), all ones below the sign for the others.
 
+use super::func::internal1;
 use super::inst::{ext, glsl};
 use super::Emitter;
 use crate::ast::Instruction;
 use crate::diag::Diagnostic;
-use rspirv::dr::Operand as SOp;
 use rspirv::spirv::{Op, Word};
 
 /// The result of emitting one value.
@@ -127,7 +127,7 @@ impl Fmt {
 
 /// Emit one instruction with the given operands.
 pub(crate) fn o(e: &mut Emitter, op: Op, t: Word, args: &[Word]) -> R {
-    e.emit_inst(rspirv::dr::Instruction::new(op, Some(t), None, args.iter().map(|&a| SOp::IdRef(a)).collect()))
+    e.b.op(op, t, None, args).map_err(internal1)
 }
 
 /// `c ? a : b`.

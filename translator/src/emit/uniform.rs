@@ -76,7 +76,6 @@ use crate::cfg::Cfg;
 use crate::diag::{Diagnostic, Span};
 use crate::structurize::{Region, Target};
 use crate::WarpPath;
-use rspirv::dr::Operand as SOp;
 use rspirv::spirv::{self, Op, Word};
 use std::collections::{BTreeSet, HashMap};
 
@@ -194,15 +193,7 @@ pub(crate) fn scratch_variable(e: &mut Emitter, per_invocation: u32, fixed: u32)
 /// `OpSpecConstantOp` on two 32-bit integer operands (module scope).
 fn spec_op(e: &mut Emitter, op: Op, a: Word, b: Word) -> Word {
     let u32t = e.t_int(32);
-    let id = e.b.id();
-    let inst = rspirv::dr::Instruction::new(
-        Op::SpecConstantOp,
-        Some(u32t),
-        Some(id),
-        vec![SOp::LiteralSpecConstantOpInteger(op), SOp::IdRef(a), SOp::IdRef(b)],
-    );
-    e.b.module_mut().types_global_values.push(inst);
-    id
+    e.b.spec_constant_op(u32t, op, &[a, b])
 }
 
 /// Initialise the state: for an entry, padding invocations start as

@@ -143,10 +143,7 @@ impl Emitter<'_> {
 
     /// The label of the block being emitted (for `OpPhi` operands).
     pub fn current_label(&mut self) -> Result<Word, Diagnostic> {
-        self.b
-            .selected_block()
-            .and_then(|i| self.b.module_ref().functions.last().and_then(|f| f.blocks.get(i)).and_then(|b| b.label_id()))
-            .ok_or_else(|| Diagnostic::error(Span::default(), "internal error: no current block"))
+        self.b.selected_label().ok_or_else(|| Diagnostic::error(Span::default(), "internal error: no current block"))
     }
 
     /// Combine two 32-bit words into a 64-bit integer.
@@ -161,16 +158,7 @@ impl Emitter<'_> {
 
     fn bin_u32(&mut self, op: spirv::Op, a: Word, b: Word) -> Result<Word, Diagnostic> {
         let t = self.t_int(32);
-        let inst = rspirv::dr::Instruction::new(op, Some(t), None, vec![SOp::IdRef(a), SOp::IdRef(b)]);
-        self.emit_inst(inst)
-    }
-
-    /// Append an instruction with a fresh result id.
-    pub fn emit_inst(&mut self, mut inst: rspirv::dr::Instruction) -> Result<Word, Diagnostic> {
-        let id = self.b.id();
-        inst.result_id = Some(id);
-        self.b.insert_into_block(rspirv::dr::InsertPoint::End, inst).map_err(internal1)?;
-        Ok(id)
+        self.b.op(op, t, None, &[a, b]).map_err(internal1)
     }
 
     /// A special register's value and kind, or `None` when `name` is not one.

@@ -43,7 +43,7 @@ use crate::ast::{Instruction, Operand, ScalarType};
 use crate::diag::{Diagnostic, Span};
 use crate::WarpPath;
 use rspirv::dr::Operand as SOp;
-use rspirv::spirv::{self, Capability, Op, Scope, StorageClass, Word};
+use rspirv::spirv::{self, Capability, Scope, StorageClass, Word};
 
 /// Module-scope variables of warp and uniform-mode emission (created before
 /// any function, since a variable created inside one lands in it).
@@ -204,14 +204,7 @@ pub(crate) fn read(e: &mut Emitter, fx: &Fx, lanes: Lanes, i: Word) -> Result<Wo
 /// A function-local variable (declared in the function's first block).
 pub(crate) fn func_var(e: &mut Emitter, ty: Word) -> Result<Word, Diagnostic> {
     let pt = e.t_ptr(StorageClass::Function, ty);
-    let id = e.b.id();
-    let inst =
-        rspirv::dr::Instruction::new(Op::Variable, Some(pt), Some(id), vec![SOp::StorageClass(StorageClass::Function)]);
-    let current = e.b.selected_block();
-    e.b.select_block(Some(0)).map_err(internal1)?;
-    e.b.insert_into_block(rspirv::dr::InsertPoint::Begin, inst).map_err(internal1)?;
-    e.b.select_block(current).map_err(internal1)?;
-    Ok(id)
+    e.b.entry_variable(pt, None).map_err(internal1)
 }
 
 /// The body of [`fold_lanes`]: lane index and current accumulators in, new

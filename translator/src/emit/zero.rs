@@ -21,45 +21,61 @@
 //! Only drivers that need it get it ([`crate::Options::zero_operand_workaround`]).
 
 use super::Emitter;
+use rspirv::binary::Assemble;
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 use std::collections::HashMap;
 
-/// Replaces every use of a float `+0.0` constant inside functions by an
-/// opaque zero of the same type (see the module docs).
-pub(crate) fn hide_zero_constants(e: &mut Emitter) {
-    let m = e.b.module_ref();
-    let float_types: HashMap<Word, u32> = m
-        .types_global_values
+/// What the rewrite needs from the emitter, taken before the module is
+/// assembled.
+pub(crate) struct Prepared {
+    /// Float `+0.0` constant id -> its float type.
+    zeros: HashMap<Word, Word>,
+    u32t: Word,
+    c31: Word,
+    /// The `LocalInvocationIndex` input.
+    index_var: Word,
+}
+
+/// The float `+0.0` constants of the module (every constant goes through
+/// the emitter's constant cache), and the `u32` type and the constant 31
+/// the rewrite uses (made now, when there are zeros, so that they are
+/// declared with the other constants); `None` when there is no such zero.
+pub(crate) fn prepare(e: &mut Emitter) -> Option<Prepared> {
+    // The float types made so far (the scalar slots of Float(16|32|64)).
+    let float_types: Vec<Word> = e.scalars[6..9].iter().copied().filter(|&t| t != 0).collect();
+    let zeros: HashMap<Word, Word> = e
+        .consts
         .iter()
-        .filter(|i| i.class.opcode == Op::TypeFloat)
-        .filter_map(|i| match (i.result_id, i.operands.first()) {
-            (Some(id), Some(Operand::LiteralBit32(w))) => Some((id, *w)),
-            _ => None,
-        })
-        .collect();
-    // +0.0 constant id -> its float type.
-    let zeros: HashMap<Word, Word> = m
-        .types_global_values
-        .iter()
-        .filter_map(|i| {
-            let (id, ty) = (i.result_id?, i.result_type?);
-            let zero = match i.class.opcode {
-                Op::ConstantNull => true,
-                Op::Constant => matches!(i.operands.first(), Some(Operand::LiteralBit32(0) | Operand::LiteralBit64(0))),
-                _ => false,
-            };
-            (zero && float_types.contains_key(&ty)).then_some((id, ty))
-        })
+        .filter(|((t, v), _)| *v == 0 && float_types.contains(t))
+        .map(|(&(t, _), &id)| (id, t))
         .collect();
     if zeros.is_empty() {
-        return;
+        return None;
     }
     let u32t = e.t_int(32);
     let c31 = e.c_u32(31);
-    let index_var = e.local_index;
-    let mut functions = std::mem::take(&mut e.b.module_mut().functions);
-    for f in &mut functions {
+    Some(Prepared { zeros, u32t, c31, index_var: e.local_index })
+}
+
+/// Replaces every use of a float `+0.0` constant inside functions by an
+/// opaque zero of the same type (see the module docs), in the assembled
+/// module `words` (the module is loaded with rspirv, rewritten and
+/// assembled again; only drivers that need the workaround pay for it).
+pub(crate) fn hide_zero_constants(words: Vec<u32>, p: &Prepared) -> Vec<u32> {
+    let Ok(mut m) = rspirv::dr::load_words(&words) else {
+        // Our own output always loads; keep it as it is otherwise.
+        return words;
+    };
+    let Some(header) = m.header.as_mut() else { return words };
+    let mut next_id = header.bound;
+    let mut id = || {
+        let v = next_id;
+        next_id += 1;
+        v
+    };
+    let (zeros, u32t, c31, index_var) = (&p.zeros, p.u32t, p.c31, p.index_var);
+    for f in &mut m.functions {
         let uses_zero = |i: &Instruction| {
             i.class.opcode != Op::Variable
                 && i.operands.iter().any(|o| matches!(o, Operand::IdRef(id) if zeros.contains_key(id)))
@@ -69,7 +85,7 @@ pub(crate) fn hide_zero_constants(e: &mut Emitter) {
         }
         // Opaque zeros: index >> 31 as an integer, then one conversion per
         // float type used.
-        let (idx, bit) = (e.b.id(), e.b.id());
+        let (idx, bit) = (id(), id());
         let ref_ = |x: Word| Operand::IdRef(x);
         let mut head = vec![
             Instruction::new(Op::Load, Some(u32t), Some(idx), vec![ref_(index_var)]),
@@ -82,10 +98,10 @@ pub(crate) fn hide_zero_constants(e: &mut Emitter) {
                     continue;
                 }
                 for o in &mut i.operands {
-                    let Operand::IdRef(id) = o else { continue };
-                    let Some(&ty) = zeros.get(id) else { continue };
+                    let Operand::IdRef(x) = o else { continue };
+                    let Some(&ty) = zeros.get(x) else { continue };
                     let z = *opaque.entry(ty).or_insert_with(|| {
-                        let z = e.b.id();
+                        let z = id();
                         head.push(Instruction::new(Op::ConvertUToF, Some(ty), Some(z), vec![ref_(bit)]));
                         z
                     });
@@ -99,5 +115,8 @@ pub(crate) fn hide_zero_constants(e: &mut Emitter) {
             first.instructions.splice(at..at, head);
         }
     }
-    e.b.module_mut().functions = functions;
+    if let Some(h) = m.header.as_mut() {
+        h.bound = next_id;
+    }
+    m.assemble()
 }
