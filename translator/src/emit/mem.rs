@@ -979,10 +979,12 @@ fn cas_loop(
     let sem = e.c_u32(sem_bits);
     let got = e.b.atomic_compare_exchange(it, None, ptr, scope, sem, unequal, new, old).map_err(internal1)?;
     let done = e.b.i_equal(bt, None, got, old).map_err(internal1)?;
-    e.b.branch(cont).map_err(internal1)?;
-    e.b.begin_block(Some(cont)).map_err(internal1)?;
+    // Counted in the body: a selection in the continue block (what
+    // `check` emits) broke the values lanes leave the loop with on llvmpipe.
     let again = e.b.logical_not(bt, None, done).map_err(internal1)?;
     super::loop_limit::check(e, Some(again))?;
+    e.b.branch(cont).map_err(internal1)?;
+    e.b.begin_block(Some(cont)).map_err(internal1)?;
     e.b.branch_conditional(done, merge, header, []).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
     super::loop_limit::merged(e)?;
