@@ -22,6 +22,7 @@ pub mod code {
     pub const INVALID_PTX: u32 = 218;
     pub const FILE_NOT_FOUND: u32 = 301;
     pub const INVALID_HANDLE: u32 = 400;
+    pub const NOT_READY: u32 = 600;
     pub const UNSUPPORTED_LIMIT: u32 = 215;
     pub const PEER_ACCESS_UNSUPPORTED: u32 = 217;
     pub const HOST_MEMORY_ALREADY_REGISTERED: u32 = 712;
