@@ -4,6 +4,7 @@
 #define PTXVK_CLIENT_CHECK_H
 #include <cuda.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 static int checks;
@@ -32,5 +33,39 @@ static int checks;
     } while (0)
 
 #define OK(call) EXPECT(call, CUDA_SUCCESS)
+
+/* The whole file at `path`, NUL-terminated (its size with the NUL in *len
+ * when len is not NULL); exits 2 when it cannot be read. */
+static inline char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(2);
+    }
+    buf[n] = 0;
+    fclose(f);
+    if (len)
+        *len = (size_t)n + 1;
+    return buf;
+}
+
+#ifdef RNG_SEED
+/* xorshift: fixed-seed random inputs (RNG_SEED defined before including). */
+static uint32_t rng_state = RNG_SEED;
+static inline float next_float(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return (float)(int32_t)rng_state / 65536.0f;
+}
+#endif
 
 #endif

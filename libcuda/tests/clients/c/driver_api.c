@@ -18,35 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define RNG_SEED 0x9E3779B9u
 #include "check.h"
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "cannot read %s\n", path);
-        exit(2);
-    }
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
-/* xorshift: fixed-seed random inputs. */
-static uint32_t rng_state = 0x9E3779B9u;
-static float next_float(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return (float)(int32_t)rng_state / 65536.0f;
-}
 
 static CUfunction vadd;
 
@@ -138,7 +112,7 @@ int main(int argc, char **argv) {
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/vadd_f32.ptx", argv[1]);
-    char *ptx = read_file(path);
+    char *ptx = read_file(path, NULL);
     int count = -1;
     CUdevice dev;
     CUcontext ctx = NULL, cur = NULL;

@@ -16,27 +16,10 @@
 
 #include "check.h"
 
-static char *read_file(const char *dir, const char *name, size_t *len) {
+static char *read_in(const char *dir, const char *name, size_t *len) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "cannot read %s\n", path);
-        exit(2);
-    }
-    buf[n] = 0;
-    fclose(f);
-    if (len)
-        *len = (size_t)n + 1;
-    return buf;
+    return read_file(path, len);
 }
 
 static uint32_t rng_state = 0x2545F491u;
@@ -61,8 +44,8 @@ int main(int argc, char **argv) {
     }
     const char *dir = argv[1];
     size_t len_a, len_b;
-    char *ptx_a = read_file(dir, "link_a.ptx", &len_a);
-    char *ptx_b = read_file(dir, "link_b.ptx", &len_b);
+    char *ptx_a = read_in(dir, "link_a.ptx", &len_a);
+    char *ptx_b = read_in(dir, "link_b.ptx", &len_b);
 
     OK(cuInit(0));
     CUdevice dev;
