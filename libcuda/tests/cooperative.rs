@@ -7,9 +7,9 @@
 
 mod common;
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_int, c_void};
 
-use common::{check, code, init, ptx_image, Api, Ctx, Handle, Lcg};
+use common::{check, code, init, ptx_image, Api, Ctx, Handle, LaunchAttribute, LaunchConfig, Lcg};
 
 /// `CUDA_ERROR_LAUNCH_FAILED`.
 const LAUNCH_FAILED: u32 = 719;
@@ -23,24 +23,6 @@ const ATTR_COOPERATIVE_LAUNCH: c_int = 95;
 const LAUNCH_ATTRIBUTE_COOPERATIVE: c_int = 2;
 const POISON: i32 = 0x5A5A_5A5A;
 const BLOCK: u32 = 64;
-
-#[repr(C)]
-struct LaunchConfig {
-    grid: [c_uint; 3],
-    block: [c_uint; 3],
-    shared: c_uint,
-    stream: Handle,
-    attrs: *const LaunchAttribute,
-    num_attrs: c_uint,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct LaunchAttribute {
-    id: c_int,
-    pad: [u8; 4],
-    value: [u64; 8],
-}
 
 fn grid_rows(api: &Api) -> Handle {
     let image = ptx_image("grid_sync.ptx");

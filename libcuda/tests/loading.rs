@@ -4,10 +4,10 @@
 
 mod common;
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::PathBuf;
 
-use common::{check, code, init, ptx_image, Api, Ctx, Handle, Lcg};
+use common::{check, code, init, ptx_image, Api, Ctx, Handle, LaunchAttribute, LaunchConfig, Lcg};
 
 const CU_JIT_INFO_LOG_BUFFER: c_int = 3;
 const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
@@ -278,25 +278,6 @@ fn linker_ptx_inputs_and_errors() {
     check(api, cu!(api.cuLinkCreate_v2(0, null_opts, std::ptr::null_mut(), &mut s)), "create");
     assert_eq!(cu!(api.cuLinkComplete(s, &mut cubin, &mut size)), code::INVALID_VALUE);
     check(api, cu!(api.cuLinkDestroy(s)), "destroy");
-}
-
-/// `CUlaunchConfig` and `CUlaunchAttribute`.
-#[repr(C)]
-struct LaunchConfig {
-    grid: [c_uint; 3],
-    block: [c_uint; 3],
-    shared: c_uint,
-    stream: Handle,
-    attrs: *const LaunchAttribute,
-    num_attrs: c_uint,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct LaunchAttribute {
-    id: c_int,
-    pad: [u8; 4],
-    value: [u64; 8],
 }
 
 #[test]

@@ -289,3 +289,22 @@ pub fn ptx_image(name: &str) -> Vec<u8> {
     text.push(0);
     text
 }
+
+/// `CUlaunchConfig` and `CUlaunchAttribute`.
+#[repr(C)]
+pub struct LaunchConfig {
+    pub grid: [c_uint; 3],
+    pub block: [c_uint; 3],
+    pub shared: c_uint,
+    pub stream: Handle,
+    pub attrs: *const LaunchAttribute,
+    pub num_attrs: c_uint,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LaunchAttribute {
+    pub id: c_int,
+    pub pad: [u8; 4],
+    pub value: [u64; 8],
+}
