@@ -1567,7 +1567,7 @@ pub fn graph_launch(exec: Handle, hstream: Handle) -> CuResult<()> {
     if capture::capture_node(hstream, || Ok(NodeKind::Child(clone_graph(&e.graph, true, true))))? {
         return Ok(());
     }
-    run_graph(&e.graph, hstream)
+    stream::note_work(hstream, run_graph(&e.graph, hstream))
 }
 
 /// `cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)`: nothing to

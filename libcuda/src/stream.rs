@@ -3,7 +3,10 @@
 //! All work of a device runs in submission order on its one queue, so a
 //! `CUstream` only has to exist: work on different streams never overlaps,
 //! synchronising any stream waits for the whole device, and waiting on an
-//! event is already satisfied by that order. Host callbacks
+//! event is already satisfied by that order. A created stream remembers the
+//! point in that order after its last work ([`note_work`]), so that
+//! `cuStreamQuery` and an event recorded on it answer for that stream's
+//! work only, not for what other streams queued later. Host callbacks
 //! (`cuLaunchHostFunc`, `cuStreamAddCallback`) run on the calling thread
 //! once the work queued before them has finished.
 //!
@@ -41,6 +44,46 @@ pub struct StreamObj {
     pub priority: c_int,
     /// `cuStreamGetId`.
     pub id: u64,
+    /// The context its last work was queued in and the runtime's work mark
+    /// after it (`None`: no work yet).
+    last: Mutex<Option<(Arc<ContextObj>, u64)>>,
+}
+
+impl StreamObj {
+    /// The context and work mark after the stream's last work, if any.
+    fn last_work(&self) -> Option<(Arc<ContextObj>, u64)> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Records that `result`'s work was queued on `stream` in the current
+/// context: a created stream's query (and events recorded on it) then
+/// wait for the work up to here. Call after queueing; passes `result` on
+/// (also a failure, which may have queued part of its work). The default
+/// streams need nothing (they answer for all the context's work, which
+/// covers every stream that synchronises with them).
+pub fn note_work<T>(stream: Handle, result: CuResult<T>) -> CuResult<T> {
+    if !is_default(stream) {
+        if let (Some(s), Ok(ctx)) = (STREAMS.get(stream), context::current()) {
+            let mark = ctx.runtime.work_mark();
+            *s.last.lock().unwrap_or_else(|p| p.into_inner()) = Some((ctx, mark));
+        }
+    }
+    result
+}
+
+/// The context and work mark that work queued on `stream` so far has
+/// finished by: a created stream's last work, else (the default streams)
+/// all work queued in `ctx`.
+fn finish_mark(stream: Handle, ctx: &Arc<ContextObj>) -> (Arc<ContextObj>, u64) {
+    if is_default(stream) {
+        return (ctx.clone(), ctx.runtime.work_mark());
+    }
+    match STREAMS.get(stream).and_then(|s| s.last_work()) {
+        Some(last) => last,
+        // Nothing was ever queued on it: finished at once.
+        None => (ctx.clone(), 0),
+    }
 }
 
 /// Live streams.
@@ -102,7 +145,7 @@ pub unsafe fn stream_create_with_priority(ph_stream: *mut Handle, flags: c_uint,
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown stream flags {flags:#x}")));
     }
     let id = NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed);
-    let handle = STREAMS.insert(Arc::new(StreamObj { context, flags, priority: 0, id }));
+    let handle = STREAMS.insert(Arc::new(StreamObj { context, flags, priority: 0, id, last: Mutex::new(None) }));
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(ph_stream, handle) }
 }
@@ -128,16 +171,18 @@ pub fn stream_synchronize(stream: Handle) -> CuResult<()> {
 }
 
 /// `cuStreamQuery(CUstream hStream)`: "CUDA_ERROR_NOT_READY" while work
-/// queued before the call has not finished (without waiting; the work is
-/// submitted if it was still being batched). All streams share one queue,
-/// so this is the device's work.
+/// queued on the stream has not finished (without waiting; the work is
+/// submitted if it was still being batched). For a created stream that is
+/// its own work up to its last command; for the default streams all work
+/// queued in the context (the legacy stream waits for the others anyway).
 pub fn stream_query(stream: Handle) -> CuResult<()> {
     let ctx = context_of(stream)?;
     capture::check_sync(stream)?;
-    if ctx.runtime.is_done(ctx.runtime.work_mark())? {
+    let (ctx, mark) = finish_mark(stream, &ctx);
+    if ctx.runtime.is_done(mark)? {
         Ok(())
     } else {
-        Err(CuError::CUDA_ERROR_NOT_READY.because("work queued on the device has not finished"))
+        Err(CuError::CUDA_ERROR_NOT_READY.because("work queued on the stream has not finished"))
     }
 }
 
@@ -217,14 +262,30 @@ pub unsafe fn stream_get_device(stream: Handle, device: *mut CUdevice) -> CuResu
 }
 
 /// `cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)`:
-/// satisfied by the single in-order queue once both handles are checked.
+/// satisfied by the single in-order queue once both handles are checked;
+/// the stream's query then also waits for the event's work.
 pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResult<()> {
     context_of(stream)?;
     lookup_event(event)?;
     if flags & !1 != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown wait flags {flags:#x}")));
     }
-    capture::wait_event(stream, event, flags)?;
+    if capture::wait_event(stream, event, flags)? {
+        return Ok(());
+    }
+    // The stream's later work waits for the event's: until that finished,
+    // a query of the stream is not ready either.
+    let ev = lookup_event(event)?;
+    if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        if let Some(s) = STREAMS.get(stream) {
+            let mut last = s.last.lock().unwrap_or_else(|p| p.into_inner());
+            let mark = ev.mark.load(Ordering::Relaxed);
+            match last.as_mut() {
+                Some((c, m)) if c.device.ordinal == ev.context.device.ordinal => *m = (*m).max(mark),
+                _ => *last = Some((ev.context.clone(), mark)),
+            }
+        }
+    }
     Ok(())
 }
 
@@ -357,8 +418,12 @@ pub fn record_now(event: Handle, stream: Handle) -> CuResult<()> {
     if ctx.device.ordinal != ev.context.device.ordinal {
         return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("the event and the stream are on different devices"));
     }
+    // The event completes with the stream's work before it; its timestamp
+    // is queued behind all the device's work (one queue).
+    let (owner, mark) = finish_mark(stream, &ctx);
     let t = ctx.runtime.record_timestamp()?;
-    ev.mark.store(ctx.runtime.work_mark(), Ordering::Relaxed);
+    let mark = if owner.device.ordinal == ev.context.device.ordinal { mark } else { ctx.runtime.work_mark() };
+    ev.mark.store(mark, Ordering::Relaxed);
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     Ok(())
 }

@@ -240,18 +240,9 @@ fn streams_events_callbacks() {
     check(api, cu!(api.cuStreamGetCtx(s, &mut sctx)), "stream ctx");
     assert_eq!(sctx, _ctx.handle);
     assert_eq!(cu!(api.cuStreamCreate(&mut s, 4)), code::INVALID_VALUE, "bad flags");
-    // The device has one queue, shared by the contexts of the tests running
-    // beside this one: a query answers for all work queued on it (README,
-    // "Not yet"), so other tests' work may be pending; it must finish.
-    let mut q = cu!(api.cuStreamQuery(s));
-    for _ in 0..100_000 {
-        if q != code::NOT_READY {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_micros(100));
-        q = cu!(api.cuStreamQuery(s));
-    }
-    check(api, q, "query");
+    // Nothing was queued on it: finished, whatever other tests queue on the
+    // device's one queue meanwhile.
+    check(api, cu!(api.cuStreamQuery(s)), "query of a fresh stream");
 
     let (mut e0, mut e1, mut nt) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
     check(api, cu!(api.cuEventCreate(&mut e0, 0)), "event");
@@ -292,6 +283,69 @@ fn streams_events_callbacks() {
     assert_eq!(cu!(api.cuEventDestroy_v2(e0)), code::INVALID_HANDLE, "double destroy");
     check(api, cu!(api.cuStreamDestroy_v2(s)), "destroy stream");
     assert_eq!(cu!(api.cuStreamQuery(s)), code::INVALID_HANDLE, "destroyed stream");
+    check(api, cu!(api.cuMemFree_v2(d)), "free");
+}
+
+/// Polls `cuStreamQuery` until it stops answering `CUDA_ERROR_NOT_READY`.
+fn poll_stream(api: &Api, s: Handle) -> u32 {
+    let mut q = cu!(api.cuStreamQuery(s));
+    for _ in 0..200_000 {
+        if q != code::NOT_READY {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+        q = cu!(api.cuStreamQuery(s));
+    }
+    q
+}
+
+#[test]
+fn stream_queries_answer_for_their_own_work() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let (mut a, mut b): (Handle, Handle) = (std::ptr::null_mut(), std::ptr::null_mut());
+    check(api, cu!(api.cuStreamCreate(&mut a, 1)), "stream a");
+    check(api, cu!(api.cuStreamCreate(&mut b, 1)), "stream b");
+    let words = 4usize << 20;
+    let mut d = 0u64;
+    check(api, cu!(api.cuMemAlloc_v2(&mut d, words * 4)), "alloc");
+    let mut seed = 0x9e37_79b9_u32;
+    let mut fills = Vec::new();
+    for _ in 0..8 {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        fills.push(seed);
+        check(api, cu!(api.cuMemsetD32Async(d, seed, words, a)), "memset on a");
+    }
+    // b has no work of its own: ready while a's work is still queued.
+    check(api, cu!(api.cuStreamQuery(b)), "query of the idle stream b");
+    let (mut ea, mut eb) = (std::ptr::null_mut(), std::ptr::null_mut());
+    check(api, cu!(api.cuEventCreate(&mut ea, 2)), "event");
+    check(api, cu!(api.cuEventCreate(&mut eb, 2)), "event");
+    check(api, cu!(api.cuEventRecord(eb, b)), "record on b");
+    check(api, cu!(api.cuEventQuery(eb)), "an event on the idle stream b");
+    // Once b waits for a's event, b is ready only after a's work.
+    check(api, cu!(api.cuEventRecord(ea, a)), "record on a");
+    check(api, cu!(api.cuStreamWaitEvent(b, ea, 0)), "b waits for a");
+    check(api, poll_stream(api, b), "query of b after waiting for a");
+    check(api, cu!(api.cuStreamQuery(a)), "a finished before b");
+    check(api, cu!(api.cuEventQuery(ea)), "a's event");
+    let mut back = vec![0u32; words];
+    check(api, cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d, words * 4)), "read back");
+    let last = fills.last().copied().unwrap_or_default();
+    assert!(back.iter().all(|&w| w == last), "the last fill of a");
+    // A stream's query answers for its last work: poll it to the end.
+    check(api, cu!(api.cuMemsetD32Async(d, 5, words, b)), "memset on b");
+    check(api, poll_stream(api, b), "b's own work");
+    check(api, cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d, 16)), "read back");
+    assert_eq!(&back[..4], &[5; 4]);
+    for e in [ea, eb] {
+        check(api, cu!(api.cuEventDestroy_v2(e)), "destroy event");
+    }
+    for s in [a, b] {
+        check(api, cu!(api.cuStreamDestroy_v2(s)), "destroy stream");
+    }
     check(api, cu!(api.cuMemFree_v2(d)), "free");
 }
 

@@ -103,6 +103,7 @@ driver_api! {
     fn cuMemsetD8_v2(u64, u8, usize);
     fn cuMemsetD16_v2(u64, u16, usize);
     fn cuMemsetD32_v2(u64, u32, usize);
+    fn cuMemsetD32Async(u64, u32, usize, Handle);
     fn cuLaunchKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void);
     fn cuLaunchCooperativeKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void);
     fn cuStreamCreate(*mut Handle, c_uint);
