@@ -6,6 +6,7 @@
 //! contexts differ only in what they own (allocations, modules), which is
 //! released when they are destroyed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use ptxvk_runtime::{Context, DeviceDesc, DeviceSelector};
@@ -59,9 +60,42 @@ impl Device {
 
 static DRIVER: OnceLock<Result<Driver, (CuError, String)>> = OnceLock::new();
 
+/// Set in a child process forked after `cuInit` ran in its parent.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+extern "C" {
+    /// POSIX `pthread_atfork` (glibc).
+    fn pthread_atfork(
+        prepare: Option<unsafe extern "C" fn()>,
+        parent: Option<unsafe extern "C" fn()>,
+        child: Option<unsafe extern "C" fn()>,
+    ) -> i32;
+}
+
+/// Runs in the child after `fork`: only an atomic store (async-signal-safe).
+unsafe extern "C" fn forked_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+/// The error of every call in a child forked after `cuInit`, as NVIDIA's
+/// driver answers there (`cuInit` included): the child has copies of the
+/// parent's device objects but not the driver threads behind them (on
+/// lavapipe, llvmpipe's worker threads), so nothing of them may be used.
+/// Clients rely on it (numba reports "CUDA initialized before forking").
+fn forked_error() -> CuError {
+    CuError::CUDA_ERROR_NOT_INITIALIZED.because("the process was forked after cuInit: CUDA cannot be used in the child")
+}
+
 /// `cuInit`: enumerates devices once; later calls return the first answer.
 pub fn init() -> CuResult<()> {
+    if FORKED.load(Ordering::Relaxed) {
+        return Err(forked_error());
+    }
     let state = DRIVER.get_or_init(|| {
+        // SAFETY: registers a handler that only stores an atomic; called once.
+        // It fails only without memory (ENOMEM), when a child would just not
+        // be told; nothing else depends on it.
+        let _ = unsafe { pthread_atfork(None, None, Some(forked_child)) };
         let descs = ptxvk_runtime::enumerate_devices().map_err(|e| {
             let msg = e.to_string();
             (CuError::from(e), msg)
@@ -92,6 +126,9 @@ pub fn init() -> CuResult<()> {
 
 /// The driver state; `CUDA_ERROR_NOT_INITIALIZED` before a successful `cuInit`.
 pub fn driver() -> CuResult<&'static Driver> {
+    if FORKED.load(Ordering::Relaxed) {
+        return Err(forked_error());
+    }
     match DRIVER.get() {
         Some(Ok(d)) => Ok(d),
         Some(Err(_)) => Err(CuError::CUDA_ERROR_NOT_INITIALIZED.because("cuInit failed")),

@@ -670,3 +670,23 @@ def test_grid_sync_too_large():
     d = cuda.to_device(np.zeros((2, (grid + 1) * 64), np.int32))
     with pytest.raises(ValueError, match="exceeds the limit"):
         k[grid + 1, 64](d)
+
+
+# --- processes ------------------------------------------------------------------
+
+def test_fork_after_init_is_detected():
+    """A child forked after CUDA initialised cannot use it: the driver answers
+    CUDA_ERROR_NOT_INITIALIZED there and numba says why."""
+    import concurrent.futures
+    import multiprocessing as mp
+
+    from numba.cuda.cudadrv.error import CudaDriverError
+
+    cuda.current_context()
+    with concurrent.futures.ProcessPoolExecutor(mp_context=mp.get_context("fork")) as exe:
+        future = exe.submit(cuda.to_device, np.arange(4))
+    with pytest.raises(CudaDriverError, match="CUDA initialized before forking"):
+        future.result()
+    # The parent still works.
+    x = rng(40).standard_normal(1000).astype(np.float32)
+    assert np.array_equal(cuda.to_device(x).copy_to_host(), x)
