@@ -377,7 +377,7 @@ exports! {
     /// `cuMemHostGetDevicePointer_v2`.
     raw fn cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) => mem::mem_host_get_device_pointer;
     /// `cuMemHostRegister_v2`.
-    safe fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, flags: c_uint) | cuMemHostRegister => mem::mem_host_register;
+    raw fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, flags: c_uint) | cuMemHostRegister => mem::mem_host_register;
     /// `cuMemHostUnregister`.
     safe fn cuMemHostUnregister(p: *mut c_void) => mem::mem_host_unregister;
     /// `cuMemcpy` (unified addressing).

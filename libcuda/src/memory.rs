@@ -479,10 +479,27 @@ pub unsafe fn mem_host_get_device_pointer(pdptr: *mut CUdeviceptr, p: *mut c_voi
     unsafe { write_out(pdptr, r.device + (p as usize - start) as u64) }
 }
 
+/// `CU_MEMHOSTREGISTER_DEVICEMAP`.
+const MEMHOSTREGISTER_DEVICEMAP: c_uint = 0x2;
+/// `CU_MEMHOSTREGISTER_IOMEMORY`.
+const MEMHOSTREGISTER_IOMEMORY: c_uint = 0x4;
+/// `CU_MEMHOSTREGISTER_READ_ONLY`.
+const MEMHOSTREGISTER_READ_ONLY: c_uint = 0x8;
+
 /// `cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)`:
-/// recorded (copies from and to it work as from any host memory);
-/// `CU_MEMHOSTREGISTER_DEVICEMAP` and `_IOMEMORY` are `CUDA_ERROR_NOT_SUPPORTED`.
-pub fn mem_host_register(p: *mut c_void, bytesize: usize, flags: c_uint) -> CuResult<()> {
+/// recorded, so copies from and to it work as from any host memory; with
+/// `CU_MEMHOSTREGISTER_DEVICEMAP` its pages are also imported as device
+/// memory (`VK_EXT_external_memory_host`), so kernels reach the host memory
+/// through the address `cuMemHostGetDevicePointer` gives. On a device that
+/// cannot import host memory the failure is deferred to
+/// `cuMemHostGetDevicePointer`, as the documentation says. `_IOMEMORY`
+/// (a PCIe BAR of another device) is `CUDA_ERROR_NOT_SUPPORTED`, and so is
+/// `_READ_ONLY` where `CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED`
+/// is 0.
+///
+/// # Safety
+/// `p` is NULL or valid for `bytesize` bytes until `cuMemHostUnregister`.
+pub unsafe fn mem_host_register(p: *mut c_void, bytesize: usize, flags: c_uint) -> CuResult<()> {
     let ctx = context::current()?;
     if p.is_null() || bytesize == 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("p is NULL or bytesize is 0"));
@@ -490,9 +507,12 @@ pub fn mem_host_register(p: *mut c_void, bytesize: usize, flags: c_uint) -> CuRe
     if flags & !0xf != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown registration flags {flags:#x}")));
     }
-    if flags & 0x6 != 0 {
-        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
-            .because("host memory cannot be mapped into the device address space (DEVICEMAP / IOMEMORY)"));
+    if flags & MEMHOSTREGISTER_IOMEMORY != 0 {
+        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("I/O memory cannot be registered (IOMEMORY)"));
+    }
+    let can_import = ctx.runtime.info().host_import_alignment.is_some();
+    if flags & MEMHOSTREGISTER_READ_ONLY != 0 && !can_import {
+        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("this device cannot map host memory (READ_ONLY)"));
     }
     let start = p as usize;
     let end = start.checked_add(bytesize).ok_or(CuError::CUDA_ERROR_INVALID_VALUE)?;
@@ -502,12 +522,19 @@ pub fn mem_host_register(p: *mut c_void, bytesize: usize, flags: c_uint) -> CuRe
         return Err(CuError::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
             .because(format!("{p:p}..+{bytesize} overlaps registered or page-locked memory")));
     }
+    let device = if flags & MEMHOSTREGISTER_DEVICEMAP != 0 && can_import {
+        // SAFETY: the caller keeps the memory until it unregisters it, and
+        // unregistering drops the mapping first.
+        unsafe { ctx.runtime.register_host(p.cast(), bytesize as u64) }?
+    } else {
+        0
+    };
     let range = HostRange {
         size: bytesize,
         flags,
         context: handle_of(&ctx) as usize,
         allocated: false,
-        device: 0,
+        device,
         ordinal: ctx.device.ordinal,
     };
     map.insert(start, range);
@@ -515,12 +542,16 @@ pub fn mem_host_register(p: *mut c_void, bytesize: usize, flags: c_uint) -> CuRe
 }
 
 /// `cuMemHostUnregister(void *p)`: "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
-/// unless `p` is the start of a registered range.
+/// unless `p` is the start of a registered range. A mapped registration
+/// waits for queued work (which may still use the memory) and is unmapped.
 pub fn mem_host_unregister(p: *mut c_void) -> CuResult<()> {
     context::current()?;
     let mut map = host_memory();
-    match map.get(&(p as usize)) {
-        Some(r) if !r.allocated && r.device == 0 => {
+    match map.get(&(p as usize)).copied() {
+        Some(r) if !r.allocated => {
+            if r.device != 0 {
+                driver::device(r.ordinal)?.runtime()?.unregister_host(r.device)?;
+            }
             map.remove(&(p as usize));
             Ok(())
         }

@@ -314,3 +314,94 @@ fn vadd_f32_managed_memory() {
     }
     check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
 }
+
+/// Host memory registered with `CU_MEMHOSTREGISTER_DEVICEMAP`, at no page
+/// boundary: a kernel reads its inputs from and writes its result to the
+/// host memory itself, through `cuMemHostGetDevicePointer`'s addresses.
+#[test]
+fn vadd_f32_on_registered_host_memory() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let mut read_only = -1;
+    // CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED: the device maps host memory.
+    check(api, cu!(api.cuDeviceGetAttribute(&mut read_only, 113, 0)), "attribute");
+    let n = 10_007usize;
+    let mut rng = Lcg(0x0bad_cafe);
+    // One host buffer: a at element 3 (not page aligned), b after it, c last.
+    let mut host = vec![0f32; 3 * n + 64];
+    let (a0, b0, c0) = (3, 3 + n + 5, 3 + 2 * n + 11);
+    for i in 0..n {
+        host[a0 + i] = rng.next_f32();
+        host[b0 + i] = rng.next_f32();
+    }
+    let poison = f32::from_bits(u32::from_ne_bytes([POISON; 4]));
+    host[c0..].fill(poison);
+    let base = host.as_mut_ptr();
+    // SAFETY: offsets inside `host`, which outlives the registrations.
+    let (pa, pb, pc) = unsafe { (base.add(a0), base.add(b0), base.add(c0)) };
+    let devptr = |p: *mut f32| {
+        let mut d = 0u64;
+        check(api, cu!(api.cuMemHostGetDevicePointer_v2(&mut d, p.cast(), 0)), "device pointer");
+        d
+    };
+    if read_only != 1 {
+        // Without host import the registration is recorded, the mapping fails.
+        check(api, cu!(api.cuMemHostRegister_v2(pa.cast(), n * 4, 2)), "register");
+        let mut d = 0u64;
+        assert_eq!(cu!(api.cuMemHostGetDevicePointer_v2(&mut d, pa.cast(), 0)), code::INVALID_VALUE);
+        check(api, cu!(api.cuMemHostUnregister(pa.cast())), "unregister");
+        return;
+    }
+    // a read-only, b and c mapped (b's registration shares pages with a's and c's).
+    check(api, cu!(api.cuMemHostRegister_v2(pa.cast(), n * 4, 2 | 8)), "register a");
+    check(api, cu!(api.cuMemHostRegister_v2(pb.cast(), n * 4, 2)), "register b");
+    check(api, cu!(api.cuMemHostRegister_v2(pc.cast(), (n + 16) * 4, 2)), "register c");
+    assert_eq!(cu!(api.cuMemHostRegister_v2(pc.cast(), 4, 2)), code::HOST_MEMORY_ALREADY_REGISTERED);
+    assert_eq!(cu!(api.cuMemHostRegister_v2(pc.cast(), 4, 4)), code::NOT_SUPPORTED, "IOMEMORY");
+    let (mut da, mut db, mut dc) = (devptr(pa), devptr(pb), devptr(pc));
+    // SAFETY: one element into the registration of a.
+    let da1 = devptr(unsafe { pa.add(1) });
+    assert_eq!(da1, da + 4, "addresses inside a registration");
+
+    let module = load(api, "vadd_f32.ptx");
+    let f = function(api, module, "vadd_f32");
+    let mut pn = n as i32;
+    let mut params: [*mut c_void; 4] = [
+        (&mut da as *mut u64).cast(),
+        (&mut db as *mut u64).cast(),
+        (&mut dc as *mut u64).cast(),
+        (&mut pn as *mut i32).cast(),
+    ];
+    let grid = n.div_ceil(128) as u32;
+    let rc = cu!(api.cuLaunchKernel(
+        f,
+        grid,
+        1,
+        1,
+        128,
+        1,
+        1,
+        0,
+        std::ptr::null_mut(),
+        params.as_mut_ptr(),
+        std::ptr::null_mut()
+    ));
+    check(api, rc, "cuLaunchKernel");
+    check(api, cu!(api.cuCtxSynchronize()), "cuCtxSynchronize");
+    for i in 0..n {
+        let want = host[a0 + i] + host[b0 + i];
+        assert_eq!(host[c0 + i].to_bits(), want.to_bits(), "c[{i}]");
+    }
+    assert!(host[c0 + n..].iter().all(|x| x.to_bits() == poison.to_bits()), "elements past n were written");
+    // Copies reach the host memory through the device address too.
+    check(api, cu!(api.cuMemsetD32_v2(dc, 0x4040_0000, 8)), "memset through the mapping");
+    check(api, cu!(api.cuCtxSynchronize()), "sync");
+    assert!(host[c0..c0 + 8].iter().all(|&x| x == 3.0));
+
+    for p in [pa, pb, pc] {
+        check(api, cu!(api.cuMemHostUnregister(p.cast())), "unregister");
+    }
+    let mut d = 0u64;
+    assert_eq!(cu!(api.cuMemHostGetDevicePointer_v2(&mut d, pa.cast(), 0)), code::INVALID_VALUE, "unregistered");
+    check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
+}

@@ -191,6 +191,50 @@ impl Context {
         Ok(device)
     }
 
+    /// Makes `bytes` of the caller's host memory at `host` addressable by
+    /// the device (CUDA's `cuMemHostRegister` with `DEVICEMAP`): the pages
+    /// holding it are imported as device memory, and the device address of
+    /// `host` is returned. Copies and kernels then reach the host memory
+    /// itself; the host sees device writes after a synchronisation.
+    /// [`Error::Unsupported`] without `VK_EXT_external_memory_host`
+    /// ([`DeviceInfo::host_import_alignment`]). Undone by
+    /// [`Context::unregister_host`].
+    ///
+    /// # Safety
+    /// The memory stays allocated until `unregister_host` returns.
+    pub unsafe fn register_host(&self, host: *mut u8, bytes: u64) -> Result<u64> {
+        let align = self.0.info.host_import_alignment.ok_or_else(|| {
+            Error::Unsupported("this device cannot map host memory (no VK_EXT_external_memory_host)".into())
+        })?;
+        if host.is_null() || bytes == 0 {
+            return Err(Error::InvalidValue("host memory to register is NULL or empty".into()));
+        }
+        let start = host as u64 & !(align - 1);
+        let end = (host as u64).checked_add(bytes).and_then(|e| align_up(e, align)).ok_or(Error::OutOfMemory)?;
+        let size = end - start;
+        if size > self.0.info.max_buffer_size {
+            return Err(Error::OutOfMemory);
+        }
+        // SAFETY: whole pages around the caller's memory, which stays
+        // allocated until `unregister_host` (caller contract), and that
+        // waits for the device work before the buffer goes.
+        let buffer = unsafe { Buffer::import_host(&self.0.device, start as *mut u8, size) }?;
+        let base = buffer.address;
+        self.0.lock().table.insert_user(Arc::new(buffer), size);
+        Ok(base + (host as u64 - start))
+    }
+
+    /// Undoes [`Context::register_host`] for the device address it returned
+    /// (or any address inside the registration): waits for queued work,
+    /// since that may still use the host memory, then drops the mapping.
+    pub fn unregister_host(&self, addr: u64) -> Result<()> {
+        let (base, _) = self
+            .allocation_of(addr)
+            .ok_or_else(|| Error::InvalidValue(format!("{addr:#x} is not registered host memory")))?;
+        self.synchronize()?;
+        self.0.free(base)
+    }
+
     /// Whether [`Context::alloc_managed`] works on this device (probed once).
     pub fn supports_managed(&self) -> bool {
         *self.0.managed.get_or_init(|| match self.alloc_managed(4096) {

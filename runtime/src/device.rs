@@ -177,6 +177,10 @@ pub struct DeviceInfo {
     pub supports_maintenance4: bool,
     /// Whether the Khronos validation layer is active for this context.
     pub validation: bool,
+    /// `minImportedHostPointerAlignment` when host memory can be imported
+    /// as device memory (`VK_EXT_external_memory_host`): what
+    /// [`crate::Context::register_host`] needs; `None` without it.
+    pub host_import_alignment: Option<u64>,
 }
 
 /// The logical device with its queue and allocator. Every other Vulkan object
@@ -187,6 +191,10 @@ pub(crate) struct Device {
     pub(crate) queue_family: u32,
     pub(crate) info: DeviceInfo,
     allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// The physical device it was created on.
+    pub(crate) physical: vk::PhysicalDevice,
+    /// `VK_EXT_external_memory_host`'s functions, when enabled.
+    pub(crate) host_memory: Option<ash::ext::external_memory_host::Device>,
     /// Declared last: dropped after the device is destroyed.
     pub(crate) instance: Arc<Instance>,
 }
@@ -265,6 +273,7 @@ struct Available {
     pci: bool,
     sm_builtins: bool,
     portability_subset: bool,
+    host_memory: bool,
 }
 
 fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
@@ -289,6 +298,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         pci: has_ext(&exts, ash::ext::pci_bus_info::NAME),
         sm_builtins: has_ext(&exts, ash::nv::shader_sm_builtins::NAME),
         portability_subset: has_ext(&exts, ash::khr::portability_subset::NAME),
+        host_memory: has_ext(&exts, ash::ext::external_memory_host::NAME),
     };
 
     // ---- query features ----
@@ -327,6 +337,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     let mut ppci = vk::PhysicalDevicePCIBusInfoPropertiesEXT::default();
     let mut psm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
     let mut pm4 = vk::PhysicalDeviceMaintenance4Properties::default();
+    let mut phost = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
     let limits;
     {
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut p11).push_next(&mut p12);
@@ -344,6 +355,9 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         }
         if avail.sm_builtins {
             p2 = p2.push_next(&mut psm);
+        }
+        if avail.host_memory {
+            p2 = p2.push_next(&mut phost);
         }
         // SAFETY: as for the feature query.
         unsafe { raw_instance.get_physical_device_properties2(pd, &mut p2) };
@@ -470,6 +484,12 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     }
     if avail.portability_subset {
         ext_names.push(ash::khr::portability_subset::NAME.as_ptr());
+    }
+    // Host memory imported as device memory (cuMemHostRegister with
+    // DEVICEMAP); needs an alignment that is a power of two.
+    let use_host_memory = avail.host_memory && phost.min_imported_host_pointer_alignment.is_power_of_two();
+    if use_host_memory {
+        ext_names.push(ash::ext::external_memory_host::NAME.as_ptr());
     }
 
     // ---- queue ----
@@ -646,6 +666,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_subgroup_size_control: on(size_control),
         supports_maintenance4: on(maintenance4),
         validation: instance.validation,
+        host_import_alignment: use_host_memory.then_some(phost.min_imported_host_pointer_alignment),
     };
     log::info!(
         "ptxvk: using {} ({:?}, Vulkan {}, driver {}, subgroup size {}, {} warps)",
@@ -656,12 +677,15 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         info.subgroup_size,
         info.warp_path.name()
     );
+    let host_memory = use_host_memory.then(|| ash::ext::external_memory_host::Device::new(raw_instance, &raw));
     Ok(Arc::new(Device {
         raw,
         queue,
         queue_family,
         info,
         allocator: ManuallyDrop::new(Mutex::new(allocator)),
+        physical: pd,
+        host_memory,
         instance,
     }))
 }

@@ -33,6 +33,9 @@ pub(crate) struct Buffer {
     device: Arc<Device>,
     pub(crate) raw: vk::Buffer,
     allocation: Option<Allocation>,
+    /// Memory imported from host pages ([`Buffer::import_host`]), owned
+    /// by the buffer (null otherwise).
+    imported: vk::DeviceMemory,
     /// `vkGetBufferDeviceAddress` of the buffer.
     pub(crate) address: u64,
     /// Size of the `VkBuffer`.
@@ -44,6 +47,11 @@ impl Drop for Buffer {
         // SAFETY: the buffer was created by this object on `device`; whoever
         // records commands that use it keeps an `Arc` until they complete.
         unsafe { self.device.raw.destroy_buffer(self.raw, None) };
+        if self.imported != vk::DeviceMemory::null() {
+            // SAFETY: the memory was allocated by `import_host` for this
+            // buffer alone, which is destroyed above.
+            unsafe { self.device.raw.free_memory(self.imported, None) };
+        }
         if let Some(a) = self.allocation.take() {
             if let Err(e) = self.device.allocator().free(a) {
                 log::error!("freeing buffer memory failed: {e}");
@@ -83,7 +91,14 @@ impl Buffer {
         // SAFETY: valid create info; the buffer is destroyed in Drop (or below).
         let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
         // From here on `buffer` owns `raw` and cleans up on every error path.
-        let mut buffer = Buffer { device: device.clone(), raw, allocation: None, address: 0, size };
+        let mut buffer = Buffer {
+            device: device.clone(),
+            raw,
+            allocation: None,
+            imported: vk::DeviceMemory::null(),
+            address: 0,
+            size,
+        };
         // SAFETY: `raw` is a live buffer of this device.
         let mut requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
         requirements.alignment = requirements.alignment.max(align);
@@ -104,6 +119,83 @@ impl Buffer {
         bound.map_err(map_create)?;
         // SAFETY: the buffer has SHADER_DEVICE_ADDRESS usage and bound memory
         // allocated with VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT.
+        buffer.address =
+            unsafe { device.raw.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw)) };
+        Ok(buffer)
+    }
+
+    /// A buffer over `size` bytes of host memory at `host`, imported as
+    /// device memory (`VK_EXT_external_memory_host`): kernels and copies
+    /// reach those host pages through its device address. `host` and `size`
+    /// are multiples of the device's `minImportedHostPointerAlignment`.
+    ///
+    /// # Safety
+    /// The pages stay allocated, and are not unmapped, until the buffer is
+    /// dropped and the device work using it has completed.
+    pub(crate) unsafe fn import_host(device: &Arc<Device>, host: *mut u8, size: u64) -> Result<Buffer> {
+        let ext = device.host_memory.as_ref().ok_or_else(|| {
+            Error::Unsupported("this device cannot import host memory (no VK_EXT_external_memory_host)".into())
+        })?;
+        let handle = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(DEVICE_USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: valid create info; the buffer is destroyed in Drop (or below).
+        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
+        let mut buffer = Buffer {
+            device: device.clone(),
+            raw,
+            allocation: None,
+            imported: vk::DeviceMemory::null(),
+            address: 0,
+            size,
+        };
+        // SAFETY: `raw` is a live buffer of this device.
+        let requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
+        let mut host_props = vk::MemoryHostPointerPropertiesEXT::default();
+        // SAFETY: `host` is an aligned host pointer (caller contract); the
+        // extension is enabled on this device.
+        // (ash 0.38 has no wrapper for this command: the raw function pointer.)
+        let rc = unsafe {
+            (ext.fp().get_memory_host_pointer_properties_ext)(ext.device(), handle, host.cast(), &mut host_props)
+        };
+        if rc != vk::Result::SUCCESS {
+            return Err(Error::InvalidValue(format!(
+                "host memory at {host:p} cannot be imported by this device ({rc})"
+            )));
+        }
+        let types = requirements.memory_type_bits & host_props.memory_type_bits;
+        // SAFETY: the physical device belongs to the instance.
+        let mem = unsafe { device.instance.raw.get_physical_device_memory_properties(device.physical) };
+        let index = (0..mem.memory_type_count)
+            .filter(|&i| types & (1 << i) != 0)
+            .max_by_key(|&i| {
+                let f = mem.memory_types[i as usize].property_flags;
+                (f.contains(vk::MemoryPropertyFlags::HOST_COHERENT), f.contains(vk::MemoryPropertyFlags::HOST_VISIBLE))
+            })
+            .ok_or_else(|| Error::Unsupported("no memory type can hold imported host memory for a buffer".into()))?;
+        if requirements.size > size {
+            return Err(Error::Unsupported(format!(
+                "a buffer over {size} bytes of host memory needs {} bytes",
+                requirements.size
+            )));
+        }
+        let mut import = vk::ImportMemoryHostPointerInfoEXT::default().handle_type(handle).host_pointer(host.cast());
+        let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(size)
+            .memory_type_index(index)
+            .push_next(&mut import)
+            .push_next(&mut flags);
+        // SAFETY: `host` and `size` are aligned as the extension requires and
+        // the memory type is one the pointer's properties allow.
+        buffer.imported = unsafe { device.raw.allocate_memory(&alloc, None) }.map_err(map_create)?;
+        // SAFETY: the memory is new, large enough and of an allowed type.
+        unsafe { device.raw.bind_buffer_memory(raw, buffer.imported, 0) }.map_err(map_create)?;
+        // SAFETY: SHADER_DEVICE_ADDRESS usage, memory allocated with DEVICE_ADDRESS.
         buffer.address =
             unsafe { device.raw.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw)) };
         Ok(buffer)
