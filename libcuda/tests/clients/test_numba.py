@@ -568,6 +568,24 @@ def test_pinned_host_memory():
     assert np.array_equal(back, host + host)
 
 
+def test_mapped_numpy_array():
+    """`cuda.mapped` registers an existing numpy array with DEVICEMAP: the
+    kernel reads and writes the array's own host memory."""
+    n = 7_001
+    x = rng(41).standard_normal(n + 3).astype(np.float32)[3:]  # not page aligned
+    y = rng(42).standard_normal(n).astype(np.float32)
+    out = np.full(n, np.nan, dtype=np.float32)
+    with cuda.mapped(x, y, out) as (dx, dy, dout):
+        saxpy[(n + 127) // 128, 128](np.float32(-0.5), dx, dy, dout)
+        cuda.synchronize()
+        np.testing.assert_array_equal(out, np.float32(-0.5) * x + y)
+        # The host writes, the device reads the same memory.
+        x[:] = 2.0
+        saxpy[(n + 127) // 128, 128](np.float32(1.0), dx, dy, dout)
+        cuda.synchronize()
+    np.testing.assert_array_equal(out, np.float32(2.0) + y)
+
+
 def test_device_to_device_and_slices():
     x = rng(24).integers(0, 1 << 30, 5000).astype(np.int32)
     d = cuda.to_device(x)
