@@ -18,6 +18,7 @@ use crate::launch;
 use crate::library as lib;
 use crate::link;
 use crate::memory as mem;
+use crate::mempool as pool;
 use crate::module as modl;
 use crate::result::{error_name, error_string, guard, CUresult, CuError, CuResult};
 use crate::stream;
@@ -364,6 +365,38 @@ exports! {
     safe fn cuMemFree_v2(dptr: CUdeviceptr) => mem::mem_free;
     /// `cuMemGetInfo_v2`.
     raw fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) => mem::mem_get_info;
+    /// `cuMemAllocAsync`.
+    raw fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hstream: Handle) | cuMemAllocAsync_ptsz => pool::mem_alloc_async;
+    /// `cuMemAllocFromPoolAsync`.
+    raw fn cuMemAllocFromPoolAsync(dptr: *mut CUdeviceptr, bytesize: usize, mem_pool: Handle, hstream: Handle) | cuMemAllocFromPoolAsync_ptsz => pool::mem_alloc_from_pool_async;
+    /// `cuMemFreeAsync`.
+    safe fn cuMemFreeAsync(dptr: CUdeviceptr, hstream: Handle) | cuMemFreeAsync_ptsz => pool::mem_free_async;
+    /// `cuDeviceGetDefaultMemPool`.
+    raw fn cuDeviceGetDefaultMemPool(pool_out: *mut Handle, dev: CUdevice) => pool::device_get_default_mem_pool;
+    /// `cuDeviceGetMemPool`.
+    raw fn cuDeviceGetMemPool(mem_pool: *mut Handle, dev: CUdevice) => pool::device_get_mem_pool;
+    /// `cuDeviceSetMemPool`.
+    safe fn cuDeviceSetMemPool(dev: CUdevice, mem_pool: Handle) => pool::device_set_mem_pool;
+    /// `cuMemGetDefaultMemPool`.
+    raw fn cuMemGetDefaultMemPool(pool_out: *mut Handle, location: *const pool::MemLocation, alloc_type: c_int) => pool::mem_get_default_mem_pool;
+    /// `cuMemGetMemPool`.
+    raw fn cuMemGetMemPool(mem_pool: *mut Handle, location: *const pool::MemLocation, alloc_type: c_int) => pool::mem_get_mem_pool;
+    /// `cuMemSetMemPool`.
+    raw fn cuMemSetMemPool(location: *const pool::MemLocation, alloc_type: c_int, mem_pool: Handle) => pool::mem_set_mem_pool;
+    /// `cuMemPoolCreate`.
+    raw fn cuMemPoolCreate(mem_pool: *mut Handle, props: *const pool::MemPoolProps) => pool::mem_pool_create;
+    /// `cuMemPoolDestroy`.
+    safe fn cuMemPoolDestroy(mem_pool: Handle) => pool::mem_pool_destroy;
+    /// `cuMemPoolSetAttribute`.
+    raw fn cuMemPoolSetAttribute(mem_pool: Handle, attr: c_int, value: *mut c_void) => pool::mem_pool_set_attribute;
+    /// `cuMemPoolGetAttribute`.
+    raw fn cuMemPoolGetAttribute(mem_pool: Handle, attr: c_int, value: *mut c_void) => pool::mem_pool_get_attribute;
+    /// `cuMemPoolTrimTo`.
+    safe fn cuMemPoolTrimTo(mem_pool: Handle, min_bytes_to_keep: usize) => pool::mem_pool_trim_to;
+    /// `cuMemPoolSetAccess`.
+    raw fn cuMemPoolSetAccess(mem_pool: Handle, map: *const pool::MemAccessDesc, count: usize) => pool::mem_pool_set_access;
+    /// `cuMemPoolGetAccess`.
+    raw fn cuMemPoolGetAccess(flags: *mut c_int, mem_pool: Handle, location: *const pool::MemLocation) => pool::mem_pool_get_access;
     /// `cuMemGetAddressRange_v2`.
     raw fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr) => mem::mem_get_address_range;
     /// `cuMemAllocHost_v2`.

@@ -215,6 +215,7 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         97 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         99 => 1,                                 // HOST_REGISTER_SUPPORTED
         113 => c_int::from(d.runtime()?.info().host_import_alignment.is_some()), // READ_ONLY_HOST_REGISTER_SUPPORTED
+        115 => 1,                                // MEMORY_POOLS_SUPPORTED (mempool.rs)
         106 => 32,                               // MAX_BLOCKS_PER_MULTIPROCESSOR
         126 => 1,                                // MEM_SYNC_DOMAIN_COUNT
         131 | 134 => -1,                         // NUMA_ID, HOST_NUMA_ID

@@ -42,6 +42,7 @@ pub mod launch;
 pub mod library;
 pub mod link;
 pub mod memory;
+pub mod mempool;
 pub mod module;
 pub mod result;
 pub mod stream;

@@ -60,9 +60,12 @@ pub fn mem_free(dptr: CUdeviceptr) -> CuResult<()> {
     if dptr == 0 {
         return Ok(());
     }
-    let owner = owner_of(&ctx, dptr).ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} is not the start of a live allocation"))
-    })?;
+    let Some(owner) = owner_of(&ctx, dptr) else {
+        // Memory from cuMemAllocAsync may be freed here too.
+        return crate::mempool::free_pool_allocation(dptr).unwrap_or_else(|| {
+            Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} is not the start of a live allocation")))
+        });
+    };
     owner.runtime.free(dptr)?;
     owner.owned().allocations.remove(&dptr);
     Ok(())
@@ -1188,7 +1191,7 @@ unsafe fn write_pointer_attribute(
             (14, _) => write_out(data.cast::<u64>(), 0),
             // CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE.
             (16, _) => write_out(data.cast::<u32>(), 3),
-            (17, PointerKind::Device { .. }) => write_out(data.cast::<Handle>(), std::ptr::null_mut()),
+            (17, PointerKind::Device { base, .. }) => write_out(data.cast::<Handle>(), crate::mempool::pool_of(*base)),
             (21, PointerKind::Device { .. }) => write_out(data.cast::<u8>(), 0),
             _ => Err(na()),
         }

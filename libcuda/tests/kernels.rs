@@ -405,3 +405,138 @@ fn vadd_f32_on_registered_host_memory() {
     assert_eq!(cu!(api.cuMemHostGetDevicePointer_v2(&mut d, pa.cast(), 0)), code::INVALID_VALUE, "unregistered");
     check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
 }
+
+/// `CUmemPoolProps` as bytes: allocation type, handle types, location (type,
+/// id) and `maxSize`; the rest zero.
+fn pool_props(alloc_type: i32, handle_types: i32, location: [i32; 2], max_size: u64) -> [u8; 88] {
+    let mut p = [0u8; 88];
+    p[0..4].copy_from_slice(&alloc_type.to_ne_bytes());
+    p[4..8].copy_from_slice(&handle_types.to_ne_bytes());
+    p[8..12].copy_from_slice(&location[0].to_ne_bytes());
+    p[12..16].copy_from_slice(&location[1].to_ne_bytes());
+    p[24..32].copy_from_slice(&max_size.to_ne_bytes());
+    p
+}
+
+fn pool_u64(api: &Api, pool: Handle, attr: c_int) -> u64 {
+    let mut v = u64::MAX;
+    check(api, cu!(api.cuMemPoolGetAttribute(pool, attr, (&mut v as *mut u64).cast())), "pool attribute");
+    v
+}
+
+/// Stream-ordered allocation: `vadd_f32` on memory from `cuMemAllocAsync`
+/// (the default pool) and from a created pool, with the pools' accounting,
+/// current-pool switching, destruction with live allocations and the
+/// documented errors.
+#[test]
+fn vadd_f32_on_stream_ordered_allocations() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let mut supported = 0;
+    check(api, cu!(api.cuDeviceGetAttribute(&mut supported, 115, 0)), "MEMORY_POOLS_SUPPORTED");
+    assert_eq!(supported, 1);
+    let (mut default, mut current): (Handle, Handle) = (std::ptr::null_mut(), std::ptr::null_mut());
+    check(api, cu!(api.cuDeviceGetDefaultMemPool(&mut default, 0)), "default pool");
+    check(api, cu!(api.cuDeviceGetMemPool(&mut current, 0)), "current pool");
+    assert_eq!(default, current);
+    assert_eq!(cu!(api.cuDeviceGetDefaultMemPool(&mut current, 7)), code::INVALID_DEVICE);
+    assert_eq!(cu!(api.cuMemPoolDestroy(default)), code::INVALID_VALUE, "the default pool stays");
+
+    let mut s: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamCreate(&mut s, 1)), "stream");
+    let n = 20_011usize;
+    let mut rng = Lcg(0x51ab);
+    let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let used_before = pool_u64(api, default, 7);
+    let (mut da, mut db) = (0u64, 0u64);
+    check(api, cu!(api.cuMemAllocAsync(&mut da, n * 4, s)), "alloc a");
+    check(api, cu!(api.cuMemAllocAsync(&mut db, n * 4, s)), "alloc b");
+    assert_eq!(pool_u64(api, default, 7), used_before + 8 * n as u64, "USED_MEM_CURRENT");
+    assert!(pool_u64(api, default, 8) >= used_before + 8 * n as u64, "USED_MEM_HIGH");
+    let mut pool_of_a: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuPointerGetAttribute((&mut pool_of_a as *mut Handle).cast(), 17, da)), "MEMPOOL_HANDLE");
+    assert_eq!(pool_of_a, default);
+
+    // A pool of its own, made current: cuMemAllocAsync takes from it.
+    let props = pool_props(1, 0, [1, 0], 0);
+    let mut mine: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuMemPoolCreate(&mut mine, &props)), "create pool");
+    for (bad, rc) in [
+        (pool_props(2, 0, [1, 0], 0), code::NOT_SUPPORTED),
+        (pool_props(1, 1, [1, 0], 0), code::NOT_SUPPORTED),
+        (pool_props(1, 0, [1, 7], 0), code::INVALID_DEVICE),
+    ] {
+        let mut p: Handle = std::ptr::null_mut();
+        assert_eq!(cu!(api.cuMemPoolCreate(&mut p, &bad)), rc);
+    }
+    check(api, cu!(api.cuDeviceSetMemPool(0, mine)), "set current pool");
+    let mut dc = 0u64;
+    check(api, cu!(api.cuMemAllocAsync(&mut dc, (n + 16) * 4, s)), "alloc c");
+    check(api, cu!(api.cuPointerGetAttribute((&mut pool_of_a as *mut Handle).cast(), 17, dc)), "MEMPOOL_HANDLE");
+    assert_eq!(pool_of_a, mine);
+    assert_eq!(pool_u64(api, mine, 7), (n as u64 + 16) * 4);
+    let mut access = -1;
+    check(api, cu!(api.cuMemPoolGetAccess(&mut access, mine, &[1, 0])), "access");
+    assert_eq!(access, 3, "read-write for its device");
+    let mut threshold = u64::MAX;
+    check(api, cu!(api.cuMemPoolSetAttribute(mine, 4, (&mut threshold as *mut u64).cast())), "release threshold");
+    assert_eq!(pool_u64(api, mine, 4), u64::MAX);
+    let mut high = 5u64;
+    assert_eq!(cu!(api.cuMemPoolSetAttribute(mine, 8, (&mut high as *mut u64).cast())), code::INVALID_VALUE);
+
+    check(api, cu!(api.cuMemcpyHtoDAsync_v2(da, a.as_ptr().cast(), n * 4, s)), "upload a");
+    check(api, cu!(api.cuMemcpyHtoDAsync_v2(db, b.as_ptr().cast(), n * 4, s)), "upload b");
+    check(api, cu!(api.cuMemsetD32Async(dc, u32::from_ne_bytes([POISON; 4]), n + 16, s)), "poison");
+    let module = load(api, "vadd_f32.ptx");
+    let f = function(api, module, "vadd_f32");
+    let mut pn = n as i32;
+    let mut params: [*mut c_void; 4] = [
+        (&mut da as *mut u64).cast(),
+        (&mut db as *mut u64).cast(),
+        (&mut dc as *mut u64).cast(),
+        (&mut pn as *mut i32).cast(),
+    ];
+    let grid = n.div_ceil(256) as u32;
+    check(
+        api,
+        cu!(api.cuLaunchKernel(f, grid, 1, 1, 256, 1, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut())),
+        "launch",
+    );
+    // Freed in stream order: after the kernel that reads them.
+    check(api, cu!(api.cuMemFreeAsync(da, s)), "free a");
+    check(api, cu!(api.cuMemFreeAsync(db, s)), "free b");
+    assert_eq!(pool_u64(api, default, 7), used_before, "USED_MEM_CURRENT after the frees");
+    assert_eq!(cu!(api.cuMemFreeAsync(da, s)), code::INVALID_VALUE, "freed twice");
+    let mut c = vec![0u32; n + 16];
+    check(api, cu!(api.cuMemcpyDtoHAsync_v2(c.as_mut_ptr().cast(), dc, (n + 16) * 4, s)), "download");
+    check(api, cu!(api.cuStreamSynchronize(s)), "sync");
+    for i in 0..n {
+        assert_eq!(c[i], (a[i] + b[i]).to_bits(), "c[{i}]");
+    }
+    assert!(c[n..].iter().all(|&x| x == u32::from_ne_bytes([POISON; 4])), "elements past n were written");
+
+    // Destroyed with an allocation live: the device's current pool is the
+    // default again, the allocation stays usable until it is freed.
+    check(api, cu!(api.cuMemPoolDestroy(mine)), "destroy pool");
+    check(api, cu!(api.cuDeviceGetMemPool(&mut current, 0)), "current pool");
+    assert_eq!(current, default);
+    let mut v = 0u64;
+    assert_eq!(cu!(api.cuMemPoolGetAttribute(mine, 7, (&mut v as *mut u64).cast())), code::INVALID_VALUE);
+    check(api, cu!(api.cuMemcpyDtoHAsync_v2(c.as_mut_ptr().cast(), dc, 16, s)), "read after destroy");
+    check(api, cu!(api.cuStreamSynchronize(s)), "sync");
+    assert_eq!(c[0], (a[0] + b[0]).to_bits());
+    check(api, cu!(api.cuMemFree_v2(dc)), "cuMemFree of a pool allocation");
+
+    // maxSize is a limit.
+    let mut small: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuMemPoolCreate(&mut small, &pool_props(1, 0, [1, 0], 1 << 20))), "small pool");
+    let mut d = 0u64;
+    assert_eq!(cu!(api.cuMemAllocFromPoolAsync(&mut d, 2 << 20, small, s)), code::OUT_OF_MEMORY);
+    check(api, cu!(api.cuMemAllocFromPoolAsync(&mut d, 1 << 20, small, s)), "within maxSize");
+    check(api, cu!(api.cuMemPoolTrimTo(small, 0)), "trim");
+    check(api, cu!(api.cuMemFreeAsync(d, s)), "free");
+    check(api, cu!(api.cuMemPoolDestroy(small)), "destroy");
+    check(api, cu!(api.cuStreamDestroy_v2(s)), "destroy stream");
+    check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
+}

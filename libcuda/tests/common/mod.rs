@@ -16,6 +16,7 @@ pub mod code {
     pub const INVALID_VALUE: u32 = 1;
     pub const NOT_INITIALIZED: u32 = 3;
     pub const INVALID_DEVICE: u32 = 101;
+    pub const OUT_OF_MEMORY: u32 = 2;
     pub const INVALID_IMAGE: u32 = 200;
     pub const INVALID_CONTEXT: u32 = 201;
     pub const CONTEXT_IS_DESTROYED: u32 = 709;
@@ -104,6 +105,20 @@ driver_api! {
     fn cuMemsetD16_v2(u64, u16, usize);
     fn cuMemsetD32_v2(u64, u32, usize);
     fn cuMemsetD32Async(u64, u32, usize, Handle);
+    fn cuMemcpyHtoDAsync_v2(u64, *const c_void, usize, Handle);
+    fn cuMemcpyDtoHAsync_v2(*mut c_void, u64, usize, Handle);
+    fn cuMemAllocAsync(*mut u64, usize, Handle);
+    fn cuMemAllocFromPoolAsync(*mut u64, usize, Handle, Handle);
+    fn cuMemFreeAsync(u64, Handle);
+    fn cuDeviceGetDefaultMemPool(*mut Handle, c_int);
+    fn cuDeviceGetMemPool(*mut Handle, c_int);
+    fn cuDeviceSetMemPool(c_int, Handle);
+    fn cuMemPoolCreate(*mut Handle, *const [u8; 88]);
+    fn cuMemPoolDestroy(Handle);
+    fn cuMemPoolSetAttribute(Handle, c_int, *mut c_void);
+    fn cuMemPoolGetAttribute(Handle, c_int, *mut c_void);
+    fn cuMemPoolTrimTo(Handle, usize);
+    fn cuMemPoolGetAccess(*mut c_int, Handle, *const [c_int; 2]);
     fn cuLaunchKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void);
     fn cuLaunchCooperativeKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void);
     fn cuStreamCreate(*mut Handle, c_uint);
