@@ -5,7 +5,7 @@ mod common;
 
 use std::ffi::{c_int, c_void};
 
-use common::{check, code, init, ptx_image, Api, Ctx, Handle, Lcg};
+use common::{check, code, init, launch_vadd, ptx_image, Api, Ctx, Handle, Lcg};
 
 const POISON: u8 = 0xAB;
 /// `CU_LAUNCH_PARAM_BUFFER_POINTER` (`cuda.h`).
@@ -61,29 +61,7 @@ fn vadd_f32_kernel_params() {
     upload(api, db, &b);
     check(api, cu!(api.cuMemsetD8_v2(dc, POISON, (n + 16) * 4)), "poison");
 
-    let (mut pa, mut pb, mut pc, mut pn) = (da, db, dc, n as i32);
-    let mut params: [*mut c_void; 4] = [
-        (&mut pa as *mut u64).cast(),
-        (&mut pb as *mut u64).cast(),
-        (&mut pc as *mut u64).cast(),
-        (&mut pn as *mut i32).cast(),
-    ];
-    let block = 256u32;
-    let grid = n.div_ceil(block as usize) as u32;
-    let rc = cu!(api.cuLaunchKernel(
-        f,
-        grid,
-        1,
-        1,
-        block,
-        1,
-        1,
-        0,
-        std::ptr::null_mut(),
-        params.as_mut_ptr(),
-        std::ptr::null_mut()
-    ));
-    check(api, rc, "cuLaunchKernel");
+    check(api, launch_vadd(api, f, [da, db, dc], n, 256, std::ptr::null_mut()), "cuLaunchKernel");
     check(api, cu!(api.cuCtxSynchronize()), "cuCtxSynchronize");
 
     let c: Vec<u32> = download(api, dc, n + 16);
@@ -280,27 +258,7 @@ fn vadd_f32_managed_memory() {
     hc.fill(u32::from_ne_bytes([POISON; 4]));
     let module = load(api, "vadd_f32.ptx");
     let f = function(api, module, "vadd_f32");
-    let (mut pa, mut pb, mut pc, mut pn) = (da, db, dc, n as i32);
-    let mut params: [*mut c_void; 4] = [
-        (&mut pa as *mut u64).cast(),
-        (&mut pb as *mut u64).cast(),
-        (&mut pc as *mut u64).cast(),
-        (&mut pn as *mut i32).cast(),
-    ];
-    let rc = cu!(api.cuLaunchKernel(
-        f,
-        n.div_ceil(256) as u32,
-        1,
-        1,
-        256,
-        1,
-        1,
-        0,
-        std::ptr::null_mut(),
-        params.as_mut_ptr(),
-        std::ptr::null_mut()
-    ));
-    check(api, rc, "cuLaunchKernel");
+    check(api, launch_vadd(api, f, [da, db, dc], n, 256, std::ptr::null_mut()), "cuLaunchKernel");
     check(api, cu!(api.cuCtxSynchronize()), "cuCtxSynchronize");
     for i in 0..n {
         assert_eq!(hc[i], (a[i] + b[i]).to_bits(), "c[{i}]");
@@ -358,35 +316,14 @@ fn vadd_f32_on_registered_host_memory() {
     check(api, cu!(api.cuMemHostRegister_v2(pc.cast(), (n + 16) * 4, 2)), "register c");
     assert_eq!(cu!(api.cuMemHostRegister_v2(pc.cast(), 4, 2)), code::HOST_MEMORY_ALREADY_REGISTERED);
     assert_eq!(cu!(api.cuMemHostRegister_v2(pc.cast(), 4, 4)), code::NOT_SUPPORTED, "IOMEMORY");
-    let (mut da, mut db, mut dc) = (devptr(pa), devptr(pb), devptr(pc));
+    let (da, db, dc) = (devptr(pa), devptr(pb), devptr(pc));
     // SAFETY: one element into the registration of a.
     let da1 = devptr(unsafe { pa.add(1) });
     assert_eq!(da1, da + 4, "addresses inside a registration");
 
     let module = load(api, "vadd_f32.ptx");
     let f = function(api, module, "vadd_f32");
-    let mut pn = n as i32;
-    let mut params: [*mut c_void; 4] = [
-        (&mut da as *mut u64).cast(),
-        (&mut db as *mut u64).cast(),
-        (&mut dc as *mut u64).cast(),
-        (&mut pn as *mut i32).cast(),
-    ];
-    let grid = n.div_ceil(128) as u32;
-    let rc = cu!(api.cuLaunchKernel(
-        f,
-        grid,
-        1,
-        1,
-        128,
-        1,
-        1,
-        0,
-        std::ptr::null_mut(),
-        params.as_mut_ptr(),
-        std::ptr::null_mut()
-    ));
-    check(api, rc, "cuLaunchKernel");
+    check(api, launch_vadd(api, f, [da, db, dc], n, 128, std::ptr::null_mut()), "cuLaunchKernel");
     check(api, cu!(api.cuCtxSynchronize()), "cuCtxSynchronize");
     for i in 0..n {
         let want = host[a0 + i] + host[b0 + i];
@@ -490,19 +427,7 @@ fn vadd_f32_on_stream_ordered_allocations() {
     check(api, cu!(api.cuMemsetD32Async(dc, u32::from_ne_bytes([POISON; 4]), n + 16, s)), "poison");
     let module = load(api, "vadd_f32.ptx");
     let f = function(api, module, "vadd_f32");
-    let mut pn = n as i32;
-    let mut params: [*mut c_void; 4] = [
-        (&mut da as *mut u64).cast(),
-        (&mut db as *mut u64).cast(),
-        (&mut dc as *mut u64).cast(),
-        (&mut pn as *mut i32).cast(),
-    ];
-    let grid = n.div_ceil(256) as u32;
-    check(
-        api,
-        cu!(api.cuLaunchKernel(f, grid, 1, 1, 256, 1, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut())),
-        "launch",
-    );
+    check(api, launch_vadd(api, f, [da, db, dc], n, 256, s), "launch");
     // Freed in stream order: after the kernel that reads them.
     check(api, cu!(api.cuMemFreeAsync(da, s)), "free a");
     check(api, cu!(api.cuMemFreeAsync(db, s)), "free b");

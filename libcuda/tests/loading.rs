@@ -7,7 +7,7 @@ mod common;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::PathBuf;
 
-use common::{check, code, init, ptx_image, Api, Ctx, Handle, LaunchAttribute, LaunchConfig, Lcg};
+use common::{check, code, init, launch_vadd, ptx_image, Api, Ctx, Handle, LaunchAttribute, LaunchConfig, Lcg};
 
 const CU_JIT_INFO_LOG_BUFFER: c_int = 3;
 const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
@@ -41,28 +41,7 @@ fn run_vadd(api: &Api, f: Handle, n: usize) {
     }
     check(api, cu!(api.cuMemcpyHtoD_v2(da, a.as_ptr().cast(), n * 4)), "HtoD a");
     check(api, cu!(api.cuMemcpyHtoD_v2(db, b.as_ptr().cast(), n * 4)), "HtoD b");
-    let mut count = n as u32;
-    let mut params: [*mut c_void; 4] = [
-        (&mut da as *mut u64).cast(),
-        (&mut db as *mut u64).cast(),
-        (&mut dc as *mut u64).cast(),
-        (&mut count as *mut u32).cast(),
-    ];
-    let grid = n.div_ceil(128) as u32;
-    let rc = cu!(api.cuLaunchKernel(
-        f,
-        grid,
-        1,
-        1,
-        128,
-        1,
-        1,
-        0,
-        std::ptr::null_mut(),
-        params.as_mut_ptr(),
-        std::ptr::null_mut()
-    ));
-    check(api, rc, "cuLaunchKernel");
+    check(api, launch_vadd(api, f, [da, db, dc], n, 128, std::ptr::null_mut()), "cuLaunchKernel");
     let mut c = vec![0f32; n];
     check(api, cu!(api.cuMemcpyDtoH_v2(c.as_mut_ptr().cast(), dc, n * 4)), "DtoH");
     for i in 0..n {

@@ -88,17 +88,9 @@ impl Buffer {
             .size(size)
             .usage(usage | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
-        // SAFETY: valid create info; the buffer is destroyed in Drop (or below).
-        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
         // From here on `buffer` owns `raw` and cleans up on every error path.
-        let mut buffer = Buffer {
-            device: device.clone(),
-            raw,
-            allocation: None,
-            imported: vk::DeviceMemory::null(),
-            address: 0,
-            size,
-        };
+        let mut buffer = Buffer::unbound(device, &info, size)?;
+        let raw = buffer.raw;
         // SAFETY: `raw` is a live buffer of this device.
         let mut requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
         requirements.alignment = requirements.alignment.max(align);
@@ -124,6 +116,20 @@ impl Buffer {
         Ok(buffer)
     }
 
+    /// A new buffer without memory yet; dropping it destroys the buffer.
+    fn unbound(device: &Arc<Device>, info: &vk::BufferCreateInfo<'_>, size: u64) -> Result<Buffer> {
+        // SAFETY: a valid create info; the buffer is destroyed in Drop.
+        let raw = unsafe { device.raw.create_buffer(info, None) }.map_err(map_create)?;
+        Ok(Buffer {
+            device: device.clone(),
+            raw,
+            allocation: None,
+            imported: vk::DeviceMemory::null(),
+            address: 0,
+            size,
+        })
+    }
+
     /// A buffer over `size` bytes of host memory at `host`, imported as
     /// device memory (`VK_EXT_external_memory_host`): kernels and copies
     /// reach those host pages through its device address. `host` and `size`
@@ -143,16 +149,8 @@ impl Buffer {
             .usage(DEVICE_USAGE)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .push_next(&mut external);
-        // SAFETY: valid create info; the buffer is destroyed in Drop (or below).
-        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
-        let mut buffer = Buffer {
-            device: device.clone(),
-            raw,
-            allocation: None,
-            imported: vk::DeviceMemory::null(),
-            address: 0,
-            size,
-        };
+        let mut buffer = Buffer::unbound(device, &info, size)?;
+        let raw = buffer.raw;
         // SAFETY: `raw` is a live buffer of this device.
         let requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
         let mut host_props = vk::MemoryHostPointerPropertiesEXT::default();

@@ -283,6 +283,22 @@ impl Drop for Ctx {
     }
 }
 
+/// Launches `vadd_f32(a, b, c, n)` (`tests/data/vadd_f32.ptx`) through
+/// function handle `f` on `stream`, in blocks of `block` threads covering
+/// `n` elements; returns `cuLaunchKernel`'s result.
+pub fn launch_vadd(api: &Api, f: Handle, [a, b, c]: [u64; 3], n: usize, block: u32, stream: Handle) -> u32 {
+    let (mut a, mut b, mut c, mut n32) = (a, b, c, n as i32);
+    let mut params: [*mut c_void; 4] = [
+        (&mut a as *mut u64).cast(),
+        (&mut b as *mut u64).cast(),
+        (&mut c as *mut u64).cast(),
+        (&mut n32 as *mut i32).cast(),
+    ];
+    let grid = n.div_ceil(block as usize) as u32;
+    let no_extra: *mut *mut c_void = std::ptr::null_mut();
+    cu!(api.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, stream, params.as_mut_ptr(), no_extra))
+}
+
 /// Deterministic pseudo-random numbers (64-bit LCG, Knuth's MMIX constants).
 pub struct Lcg(pub u64);
 
