@@ -549,6 +549,20 @@ exports! {
     raw fn cuGraphAddHostNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, params: *const gr::HostNodeParams) => gr::add_host_node;
     /// `cuGraphAddEmptyNode`.
     raw fn cuGraphAddEmptyNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize) => gr::add_empty_node;
+    /// `cuGraphAddMemAllocNode`.
+    raw fn cuGraphAddMemAllocNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, params: *mut crate::graph_mem::MemAllocNodeParams) => gr::add_mem_alloc_node;
+    /// `cuGraphAddMemFreeNode`.
+    raw fn cuGraphAddMemFreeNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, dptr: CUdeviceptr) => gr::add_mem_free_node;
+    /// `cuGraphMemAllocNodeGetParams`.
+    raw fn cuGraphMemAllocNodeGetParams(node: Handle, out: *mut crate::graph_mem::MemAllocNodeParams) => gr::mem_alloc_node_get_params;
+    /// `cuGraphMemFreeNodeGetParams`.
+    raw fn cuGraphMemFreeNodeGetParams(node: Handle, out: *mut CUdeviceptr) => gr::mem_free_node_get_params;
+    /// `cuDeviceGetGraphMemAttribute`.
+    raw fn cuDeviceGetGraphMemAttribute(dev: CUdevice, attr: c_int, value: *mut c_void) => crate::graph_mem::device_get_graph_mem_attribute;
+    /// `cuDeviceSetGraphMemAttribute`.
+    raw fn cuDeviceSetGraphMemAttribute(dev: CUdevice, attr: c_int, value: *mut c_void) => crate::graph_mem::device_set_graph_mem_attribute;
+    /// `cuDeviceGraphMemTrim`.
+    safe fn cuDeviceGraphMemTrim(dev: CUdevice) => crate::graph_mem::device_graph_mem_trim;
     /// `cuGraphAddEventRecordNode`.
     raw fn cuGraphAddEventRecordNode(ph: *mut Handle, graph: Handle, deps: *const Handle, n: usize, event: Handle) => gr::add_event_record_node;
     /// `cuGraphAddEventWaitNode`.

@@ -159,6 +159,11 @@ fn check_legacy(t: &mut Table) -> CuResult<()> {
 /// returns `true`; `false` when the work should run now.
 /// "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED" on an invalidated capture.
 pub fn capture_node(stream: Handle, make: impl FnOnce() -> CuResult<NodeKind>) -> CuResult<bool> {
+    capture_node_in(stream, |_| make())
+}
+
+/// As [`capture_node`], with `make` given the graph being captured into.
+pub fn capture_node_in(stream: Handle, make: impl FnOnce(&GraphObj) -> CuResult<NodeKind>) -> CuResult<bool> {
     if ACTIVE.load(Ordering::Acquire) == 0 {
         return Ok(false);
     }
@@ -175,7 +180,7 @@ pub fn capture_node(stream: Handle, make: impl FnOnce() -> CuResult<NodeKind>) -
         return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.because("the capture sequence was invalidated"));
     }
     let (gh, g) = (seq.graph_handle, seq.graph.clone());
-    let kind = make()?;
+    let kind = make(&g)?;
     let h = graph::add_node(gh as Handle, &g, &deps, kind);
     if let Some(sc) = t.streams.get_mut(&(key(stream))) {
         sc.set_deps(vec![h as usize]);

@@ -25,6 +25,7 @@ use crate::capture;
 use crate::context;
 use crate::driver;
 use crate::ffi::{read_in, write_opt, write_out, CUdeviceptr, Handle};
+use crate::graph_mem;
 use crate::handles::{handle_of, Registry};
 use crate::launch;
 use crate::library::resolve_function;
@@ -49,6 +50,10 @@ pub const NODE_EMPTY: c_int = 5;
 pub const NODE_WAIT_EVENT: c_int = 6;
 /// `CU_GRAPH_NODE_TYPE_EVENT_RECORD`.
 pub const NODE_EVENT_RECORD: c_int = 7;
+/// `CU_GRAPH_NODE_TYPE_MEM_ALLOC`.
+pub const NODE_MEM_ALLOC: c_int = 10;
+/// `CU_GRAPH_NODE_TYPE_MEM_FREE`.
+pub const NODE_MEM_FREE: c_int = 11;
 
 /// `CUDA_KERNEL_NODE_PARAMS_v1`.
 #[repr(C)]
@@ -323,6 +328,11 @@ pub enum NodeKind {
     EventRecord(usize),
     /// `CU_GRAPH_NODE_TYPE_WAIT_EVENT`: the event's handle.
     EventWait(usize),
+    /// `CU_GRAPH_NODE_TYPE_MEM_ALLOC`: the memory (shared by the graph's
+    /// instantiation, whose node allocates at the same address).
+    MemAlloc(Arc<graph_mem::GraphAlloc>),
+    /// `CU_GRAPH_NODE_TYPE_MEM_FREE`: the address it frees.
+    MemFree(CUdeviceptr),
 }
 
 impl NodeKind {
@@ -337,6 +347,8 @@ impl NodeKind {
             NodeKind::Empty => NODE_EMPTY,
             NodeKind::EventWait(_) => NODE_WAIT_EVENT,
             NodeKind::EventRecord(_) => NODE_EVENT_RECORD,
+            NodeKind::MemAlloc(_) => NODE_MEM_ALLOC,
+            NodeKind::MemFree(_) => NODE_MEM_FREE,
         }
     }
 }
@@ -387,6 +399,34 @@ pub struct GraphObj {
 impl GraphObj {
     fn data(&self) -> MutexGuard<'_, GraphData> {
         self.data.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `cuGraphGetId`'s number.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The memory of its allocation nodes.
+    fn allocations(&self) -> Vec<Arc<graph_mem::GraphAlloc>> {
+        let d = self.data();
+        d.nodes
+            .iter()
+            .filter_map(|n| match &*n.kind() {
+                NodeKind::MemAlloc(a) => Some(a.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// "CUDA_ERROR_NOT_SUPPORTED" when the graph has allocation or free
+    /// nodes, for what such graphs do not allow (`what`): deleting nodes
+    /// and edges, cloning, embedding as a child graph.
+    fn refuse_memory_nodes(&self, what: &str) -> CuResult<()> {
+        let has = self.data().nodes.iter().any(|n| matches!(&*n.kind(), NodeKind::MemAlloc(_) | NodeKind::MemFree(_)));
+        if has {
+            return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because(format!("{what} a graph with memory nodes")));
+        }
+        Ok(())
     }
 }
 
@@ -558,7 +598,101 @@ pub fn graph_destroy(graph: Handle) -> CuResult<()> {
     capture::check_graph_not_capturing(graph)?;
     GRAPHS.remove(graph);
     forget_graph(&g);
+    drop(g);
+    graph_mem::sweep();
     Ok(())
+}
+
+/// `cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const
+/// CUgraphNode *dependencies, size_t numDependencies,
+/// CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)`: the memory is allocated now,
+/// at the address written to `nodeParams->dptr` (see `graph_mem.rs`).
+///
+/// # Safety
+/// Pointers as the driver API documents them.
+pub unsafe fn add_mem_alloc_node(
+    ph: *mut Handle,
+    graph: Handle,
+    deps: *const Handle,
+    n: usize,
+    params: *mut graph_mem::MemAllocNodeParams,
+) -> CuResult<()> {
+    let g = lookup_graph(graph)?;
+    // SAFETY: forwarded caller contract.
+    let mut p = unsafe { read_in(params) }?;
+    if ph.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("phGraphNode is NULL"));
+    }
+    // SAFETY: forwarded caller contract (checked before allocating).
+    let deps = unsafe { read_deps(graph, deps, n) }?;
+    // SAFETY: forwarded caller contract.
+    let a = unsafe { graph_mem::new_allocation(&p, g.id) }?;
+    p.dptr = a.dptr;
+    let h = add_node(graph, &g, &deps, NodeKind::MemAlloc(a));
+    // SAFETY: both checked; writable per the caller.
+    unsafe {
+        params.write_unaligned(p);
+        write_out(ph, h)
+    }
+}
+
+/// `cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const
+/// CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr)`.
+///
+/// # Safety
+/// Pointers as the driver API documents them.
+pub unsafe fn add_mem_free_node(
+    ph: *mut Handle,
+    graph: Handle,
+    deps: *const Handle,
+    n: usize,
+    dptr: CUdeviceptr,
+) -> CuResult<()> {
+    let g = lookup_graph(graph)?;
+    if ph.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("phGraphNode is NULL"));
+    }
+    // SAFETY: forwarded caller contract.
+    let deps = unsafe { read_deps(graph, deps, n) }?;
+    let d = graph_mem::new_free(dptr, g.id)?;
+    let h = add_node(graph, &g, &deps, NodeKind::MemFree(d));
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(ph, h) }
+}
+
+/// `cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS
+/// *params_out)`: `accessDescs` points to the node's own copy.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn mem_alloc_node_get_params(node: Handle, out: *mut graph_mem::MemAllocNodeParams) -> CuResult<()> {
+    let n = node_of_type(node, NODE_MEM_ALLOC)?;
+    let p = match &*n.kind() {
+        NodeKind::MemAlloc(a) => graph_mem::params_of(a),
+        _ => return Err(CuError::CUDA_ERROR_INVALID_VALUE),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, p) }
+}
+
+/// `cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn mem_free_node_get_params(node: Handle, out: *mut CUdeviceptr) -> CuResult<()> {
+    let n = node_of_type(node, NODE_MEM_FREE)?;
+    let d = match &*n.kind() {
+        NodeKind::MemFree(d) => *d,
+        _ => return Err(CuError::CUDA_ERROR_INVALID_VALUE),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, d) }
+}
+
+/// A node made while `stream` captures (`cuMemAllocAsync`, `cuMemFreeAsync`):
+/// its kind from `make`, which gets the id of the graph being captured.
+pub fn captured_memory_node(stream: Handle, make: impl FnOnce(u32) -> CuResult<NodeKind>) -> CuResult<bool> {
+    capture::capture_node_in(stream, |g| make(g.id))
 }
 
 /// `cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const
@@ -719,6 +853,7 @@ pub unsafe fn add_child_graph_node(
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("a graph cannot contain itself"));
     }
     lookup_graph(graph)?;
+    c.refuse_memory_nodes("embedding")?;
     let copy = clone_graph(&c, true, true);
     // SAFETY: forwarded caller contract.
     let r = unsafe { add(ph, graph, deps, n, NodeKind::Child(copy.clone())) };
@@ -889,6 +1024,7 @@ pub unsafe fn remove_dependencies(
     unsafe { check_edge_data(edge_data, n) }?;
     // SAFETY: forwarded caller contract.
     let pairs = unsafe { read_pairs(graph, from, to, n) }?;
+    g.refuse_memory_nodes("removing edges of")?;
     let mut data = g.data();
     if let Some(p) = pairs.iter().find(|p| !data.edges.contains(p)) {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("no edge {:#x} -> {:#x}", p.0, p.1)));
@@ -1078,6 +1214,7 @@ pub fn destroy_node(node: Handle) -> CuResult<()> {
     let n = lookup_node(node)?;
     let g = lookup_graph(n.graph as Handle)?;
     capture::check_graph_not_capturing(n.graph as Handle)?;
+    g.refuse_memory_nodes("deleting nodes of")?;
     {
         let mut d = g.data();
         d.nodes.retain(|x| handle_of(x) != node);
@@ -1313,6 +1450,7 @@ pub unsafe fn graph_clone(ph: *mut Handle, graph: Handle) -> CuResult<()> {
     if ph.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("phGraphClone is NULL"));
     }
+    g.refuse_memory_nodes("cloning")?;
     let c = clone_graph(&g, true, false);
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(ph, handle_of(&c)) }
@@ -1379,10 +1517,12 @@ fn check_acyclic(g: &GraphObj) -> Result<(), usize> {
     Ok(())
 }
 
-/// `CUDA_GRAPH_INSTANTIATE_FLAG_*` this library accepts: auto-free (no
-/// allocation nodes here, so nothing to free), upload, device launch
+/// `CUDA_GRAPH_INSTANTIATE_FLAG_*` this library accepts: auto-free (of
+/// allocations still live from the last launch), upload, device launch
 /// (refused), node priority.
 const INSTANTIATE_FLAGS: u64 = 0xf;
+/// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`.
+const INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH: u64 = 1;
 /// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`.
 const INSTANTIATE_FLAG_UPLOAD: u64 = 2;
 /// `CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`.
@@ -1410,6 +1550,17 @@ fn instantiate(graph: Handle, flags: u64) -> Result<Handle, (CuError, c_int, usi
     if let Err(node) = check_acyclic(&g) {
         let e = CuError::CUDA_ERROR_INVALID_VALUE.because("the graph has a cycle");
         return Err((e, INSTANTIATE_INVALID_STRUCTURE, node));
+    }
+    // "Only one instantiation of the graph may exist at any point in time"
+    // when it has allocation nodes (their memory is the instantiation's).
+    let allocs = g.allocations();
+    if let Some(first) = allocs.first() {
+        let taken = EXECS.all().iter().any(|(_, e)| e.graph.allocations().iter().any(|a| Arc::ptr_eq(a, first)));
+        if taken {
+            let e = CuError::CUDA_ERROR_NOT_SUPPORTED
+                .because("a graph with allocation nodes can have one executable graph at a time");
+            return Err((e, INSTANTIATE_ERROR, 0));
+        }
     }
     let copy = clone_graph(&g, false, false);
     Ok(EXECS.insert(Arc::new(ExecObj { graph: copy, flags, lock: Mutex::new(()) })))
@@ -1511,6 +1662,8 @@ pub fn exec_destroy(exec: Handle) -> CuResult<()> {
     let e = lookup_exec(exec)?;
     EXECS.remove(exec);
     forget_graph(&e.graph);
+    drop(e);
+    graph_mem::sweep();
     Ok(())
 }
 
@@ -1542,6 +1695,14 @@ fn run_node(kind: &NodeKind, stream: Handle) -> CuResult<()> {
         NodeKind::Empty => Ok(()),
         NodeKind::EventRecord(e) => stream::record_now(*e as Handle, stream),
         NodeKind::EventWait(e) => stream::lookup_event(*e as Handle).map(|_| ()),
+        NodeKind::MemAlloc(a) => {
+            graph_mem::run_alloc(a);
+            Ok(())
+        }
+        NodeKind::MemFree(d) => {
+            graph_mem::run_free(*d);
+            Ok(())
+        }
     }
 }
 
@@ -1564,9 +1725,14 @@ pub fn graph_launch(exec: Handle, hstream: Handle) -> CuResult<()> {
     let e = lookup_exec(exec)?;
     stream::check(hstream)?;
     let _serial = e.lock.lock().unwrap_or_else(|p| p.into_inner());
-    if capture::capture_node(hstream, || Ok(NodeKind::Child(clone_graph(&e.graph, true, true))))? {
+    let captured = capture::capture_node(hstream, || {
+        e.graph.refuse_memory_nodes("capturing the launch of")?;
+        Ok(NodeKind::Child(clone_graph(&e.graph, true, true)))
+    })?;
+    if captured {
         return Ok(());
     }
+    graph_mem::before_launch(&e.graph.allocations(), e.flags & INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH != 0)?;
     stream::note_work(hstream, run_graph(&e.graph, hstream))
 }
 
@@ -1734,6 +1900,8 @@ pub unsafe fn node_get_enabled(exec: Handle, node: Handle, out: *mut c_uint) -> 
 const UPDATE_TOPOLOGY_CHANGED: c_int = 2;
 /// `CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED`.
 const UPDATE_NODE_TYPE_CHANGED: c_int = 3;
+/// `CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED`.
+const UPDATE_NOT_SUPPORTED: c_int = 6;
 /// `CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE`.
 const UPDATE_UNSUPPORTED_FUNCTION_CHANGE: c_int = 7;
 
@@ -1793,6 +1961,11 @@ fn plan_update(old: &GraphObj, new: &GraphObj, plan: &mut UpdatePlan) -> Result<
                 return Err((UPDATE_UNSUPPORTED_FUNCTION_CHANGE, at));
             }
             (NodeKind::Child(x), NodeKind::Child(y)) => plan_update(x, y, plan)?,
+            // Memory nodes keep their allocation: updating cannot change them.
+            (NodeKind::MemAlloc(x), NodeKind::MemAlloc(y)) if !Arc::ptr_eq(x, y) => {
+                return Err((UPDATE_NOT_SUPPORTED, at));
+            }
+            (NodeKind::MemFree(x), NodeKind::MemFree(y)) if x != y => return Err((UPDATE_NOT_SUPPORTED, at)),
             _ => plan.push((o.clone(), nk, n.attrs().clone())),
         }
     }
@@ -2040,6 +2213,8 @@ fn dot_body(g: &GraphObj, out: &mut String, indent: &str) {
             NodeKind::Empty => "EMPTY".to_string(),
             NodeKind::EventRecord(e) => format!("EVENT_RECORD\\n{e:#x}"),
             NodeKind::EventWait(e) => format!("WAIT_EVENT\\n{e:#x}"),
+            NodeKind::MemAlloc(a) => format!("MEM_ALLOC\\n{} bytes at {:#x}", a.bytesize, a.dptr),
+            NodeKind::MemFree(d) => format!("MEM_FREE\\n{d:#x}"),
         };
         let _ = writeln!(out, "{indent}n{h:x} [shape=box label=\"{label}\"];");
         if let NodeKind::Child(c) = &kind {
@@ -2196,6 +2371,9 @@ unsafe fn kind_from_params(p: &GraphNodeParams) -> CuResult<NodeKind> {
                 NodeKind::EventRecord(e.event as usize)
             }
         }
+        NODE_MEM_ALLOC | NODE_MEM_FREE => {
+            return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("a memory node's parameters cannot be changed"))
+        }
         other => {
             return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because(format!("graph node type {other} is not supported")))
         }
@@ -2228,13 +2406,33 @@ pub unsafe fn add_node_params(
     // SAFETY: forwarded caller contract.
     unsafe { check_edge_data(edge_data, n) }?;
     // SAFETY: forwarded caller contract.
-    let p = unsafe { read_in(params) }?;
+    let mut p = unsafe { read_in(params) }?;
     if p.ty == NODE_GRAPH {
         // SAFETY: the type says the union holds child graph parameters.
         let c: ChildGraphNodeParams = unsafe { p.get() };
         if c.graph == graph {
             return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("a graph cannot contain itself"));
         }
+        lookup_graph(c.graph)?.refuse_memory_nodes("embedding")?;
+    }
+    if p.ty == NODE_MEM_ALLOC || p.ty == NODE_MEM_FREE {
+        if p.reserved0 != [0; 3] || p.reserved2 != 0 {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("reserved fields of CUgraphNodeParams must be zero"));
+        }
+        if p.ty == NODE_MEM_FREE {
+            // SAFETY: the type says the union holds the address.
+            let d: CUdeviceptr = unsafe { p.get() };
+            // SAFETY: forwarded caller contract.
+            return unsafe { add_mem_free_node(ph, graph, deps, n, d) };
+        }
+        // SAFETY: the type says the union holds allocation parameters.
+        let mut a: graph_mem::MemAllocNodeParams = unsafe { p.get() };
+        // SAFETY: forwarded caller contract.
+        unsafe { add_mem_alloc_node(ph, graph, deps, n, &mut a) }?;
+        p = GraphNodeParams::with(NODE_MEM_ALLOC, a);
+        // SAFETY: readable above; writable per the caller (dptr is an output).
+        unsafe { params.write_unaligned(p) };
+        return Ok(());
     }
     // SAFETY: forwarded caller contract.
     let kind = unsafe { kind_from_params(&p) }?;
@@ -2335,6 +2533,8 @@ pub unsafe fn node_get_params(node: Handle, params: *mut GraphNodeParams) -> CuR
         NodeKind::EventRecord(e) => {
             GraphNodeParams::with(NODE_EVENT_RECORD, EventNodeParams { event: *e as Handle, ctx })
         }
+        NodeKind::MemAlloc(a) => GraphNodeParams::with(NODE_MEM_ALLOC, graph_mem::params_of(a)),
+        NodeKind::MemFree(d) => GraphNodeParams::with(NODE_MEM_FREE, *d),
     };
     // SAFETY: forwarded caller contract.
     unsafe { write_out(params, p) }

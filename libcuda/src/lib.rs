@@ -36,6 +36,7 @@ pub mod driver;
 pub mod fatbin;
 pub mod ffi;
 pub mod graph;
+pub mod graph_mem;
 pub mod handles;
 pub mod jit;
 pub mod launch;

@@ -61,10 +61,14 @@ pub fn mem_free(dptr: CUdeviceptr) -> CuResult<()> {
         return Ok(());
     }
     let Some(owner) = owner_of(&ctx, dptr) else {
-        // Memory from cuMemAllocAsync may be freed here too.
-        return crate::mempool::free_pool_allocation(dptr).unwrap_or_else(|| {
-            Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} is not the start of a live allocation")))
-        });
+        // Memory from cuMemAllocAsync (or a graph's allocation node) may be
+        // freed here too.
+        return crate::mempool::free_pool_allocation(dptr)
+            .or_else(|| crate::graph_mem::free_outside(dptr))
+            .unwrap_or_else(|| {
+                Err(CuError::CUDA_ERROR_INVALID_VALUE
+                    .because(format!("{dptr:#x} is not the start of a live allocation")))
+            });
     };
     owner.runtime.free(dptr)?;
     owner.owned().allocations.remove(&dptr);

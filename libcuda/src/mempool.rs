@@ -9,16 +9,18 @@
 //! reserved memory is the memory in use, so `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`
 //! is kept and reported but never has anything to hold, and `cuMemPoolTrimTo`
 //! has nothing to release. Pools cannot be shared with other processes
-//! (`CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` is 0).
+//! (`CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES` is 0). While a
+//! stream captures, `cuMemAllocAsync` and `cuMemFreeAsync` add allocation
+//! and free nodes to the graph instead (`graph_mem.rs`).
 
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use crate::capture;
 use crate::driver;
 use crate::ffi::{read_in, write_out, CUdevice, CUdeviceptr, Handle};
+use crate::graph_mem::{self, MemAllocNodeParams};
 use crate::handles::Registry;
 use crate::result::{CuError, CuResult};
 use crate::stream;
@@ -51,6 +53,12 @@ pub struct MemPoolProps {
     gpu_direct_rdma_capable: u8,
     reserved: [u8; 53],
 }
+
+// SAFETY: the one pointer, `win32SecurityAttributes` (Windows only), is
+// required to be NULL and never dereferenced here: the value is plain data.
+unsafe impl Send for MemPoolProps {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for MemPoolProps {}
 
 /// `CUmemAccessDesc`.
 #[repr(C)]
@@ -250,6 +258,39 @@ pub unsafe fn mem_set_mem_pool(location: *const MemLocation, t: c_int, pool: Han
     device_set_mem_pool(dev, pool)
 }
 
+/// Checks pool properties (of a pool or a graph allocation node): pinned
+/// device memory of a real device without export handles; the device.
+pub fn check_pool_props(p: &MemPoolProps) -> CuResult<CUdevice> {
+    if p.alloc_type != ALLOCATION_TYPE_PINNED {
+        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
+            .because(format!("memory pools of allocation type {} (only pinned device memory)", p.alloc_type)));
+    }
+    if p.handle_types != 0 {
+        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
+            .because("memory pools cannot be shared with other processes (handleTypes must be 0)"));
+    }
+    if !p.win32_security_attributes.is_null() || p.reserved.iter().any(|&b| b != 0) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("win32SecurityAttributes and reserved must be 0"));
+    }
+    device_location(&p.location)
+}
+
+/// Checks one access descriptor for memory of device `owner`: read-write for
+/// the owner itself, none for others (there is no peer access).
+pub fn check_access(d: &MemAccessDesc, owner: CUdevice) -> CuResult<()> {
+    let dev = device_location(&d.location)?;
+    if !(0..=ACCESS_READWRITE).contains(&d.flags) || d.flags == 2 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("access flags {}", d.flags)));
+    }
+    if dev == owner && d.flags != ACCESS_READWRITE {
+        return Err(CuError::CUDA_ERROR_INVALID_DEVICE.because("the memory's own device keeps read-write access"));
+    }
+    if dev != owner && d.flags != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_DEVICE.because("peer access to another device's memory"));
+    }
+    Ok(())
+}
+
 /// `cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)`:
 /// pinned device memory without export handles; other allocation types,
 /// host locations and shareable handles are `CUDA_ERROR_NOT_SUPPORTED`.
@@ -263,18 +304,7 @@ pub unsafe fn mem_pool_create(pool: *mut Handle, props: *const MemPoolProps) -> 
     }
     // SAFETY: forwarded caller contract.
     let p = unsafe { read_in(props) }?;
-    if p.alloc_type != ALLOCATION_TYPE_PINNED {
-        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
-            .because(format!("memory pools of allocation type {} (only pinned device memory)", p.alloc_type)));
-    }
-    if p.handle_types != 0 {
-        return Err(CuError::CUDA_ERROR_NOT_SUPPORTED
-            .because("memory pools cannot be shared with other processes (handleTypes must be 0)"));
-    }
-    if !p.win32_security_attributes.is_null() || p.reserved.iter().any(|&b| b != 0) {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("win32SecurityAttributes and reserved must be 0"));
-    }
-    let dev = device_location(&p.location)?;
+    let dev = check_pool_props(&p)?;
     let handle = POOLS.insert(Arc::new(PoolObj::new(dev, false, p.max_size as u64)));
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(pool, handle) }
@@ -409,17 +439,7 @@ pub unsafe fn mem_pool_set_access(pool: Handle, map: *const MemAccessDesc, count
     for i in 0..count {
         // SAFETY: `count` readable descriptors, per the caller.
         let d = unsafe { map.add(i).read_unaligned() };
-        let dev = device_location(&d.location)?;
-        if !(0..=ACCESS_READWRITE).contains(&d.flags) || d.flags == 2 {
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("access flags {}", d.flags)));
-        }
-        if dev == p.ordinal && d.flags != ACCESS_READWRITE {
-            return Err(CuError::CUDA_ERROR_INVALID_DEVICE
-                .because("the pool's own device keeps read-write access to its memory"));
-        }
-        if dev != p.ordinal && d.flags != 0 {
-            return Err(CuError::CUDA_ERROR_INVALID_DEVICE.because("peer access to another device's memory"));
-        }
+        check_access(&d, p.ordinal)?;
     }
     Ok(())
 }
@@ -454,9 +474,26 @@ unsafe fn alloc_from(dptr: *mut CUdeviceptr, bytesize: usize, pool: Handle, stre
         return Err(CuError::CUDA_ERROR_INVALID_VALUE
             .because(format!("the pool is on device {}, the stream on {}", p.ordinal, ctx.device.ordinal)));
     }
-    capture::capture_node(stream, || {
-        Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("stream-ordered allocations cannot be captured into a graph"))
+    // While capturing, an allocation node (owned by the graph, with the
+    // pool's properties) instead.
+    let mut captured = 0;
+    let node = crate::graph::captured_memory_node(stream, |graph_id| {
+        let params = MemAllocNodeParams {
+            pool_props: pool_props_of(&p),
+            access_descs: std::ptr::null(),
+            access_desc_count: 0,
+            bytesize,
+            dptr: 0,
+        };
+        // SAFETY: no access descriptors.
+        let a = unsafe { graph_mem::new_allocation(&params, graph_id) }?;
+        captured = a.dptr;
+        Ok(crate::graph::NodeKind::MemAlloc(a))
     })?;
+    if node {
+        // SAFETY: checked non-null; writable per the caller.
+        return unsafe { write_out(dptr, captured) };
+    }
     let size = bytesize as u64;
     let mut allocs = p.allocations();
     if p.max_size != 0 && allocs.values().sum::<u64>() + size > p.max_size {
@@ -501,6 +538,20 @@ pub unsafe fn mem_alloc_from_pool_async(
     unsafe { alloc_from(dptr, bytesize, pool, stream) }
 }
 
+/// Properties describing `pool` (for allocation nodes captured from it).
+fn pool_props_of(pool: &PoolObj) -> MemPoolProps {
+    MemPoolProps {
+        alloc_type: ALLOCATION_TYPE_PINNED,
+        handle_types: 0,
+        location: MemLocation { kind: LOCATION_TYPE_DEVICE, id: pool.ordinal },
+        win32_security_attributes: std::ptr::null_mut(),
+        max_size: pool.max_size as usize,
+        usage: 0,
+        gpu_direct_rdma_capable: 0,
+        reserved: [0; 53],
+    }
+}
+
 /// The pool that allocated `base`, if any (and its handle).
 fn owner(base: u64) -> Option<(Handle, Arc<PoolObj>)> {
     POOLS.all().into_iter().find(|(_, p)| p.allocations().contains_key(&base))
@@ -535,10 +586,17 @@ pub fn free_pool_allocation(dptr: CUdeviceptr) -> Option<CuResult<()>> {
 /// before it.
 pub fn mem_free_async(dptr: CUdeviceptr, stream: Handle) -> CuResult<()> {
     let ctx = stream::context_of(stream)?;
-    capture::capture_node(stream, || {
-        Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("stream-ordered frees cannot be captured into a graph"))
+    // While capturing, a free node (of a graph allocation) instead.
+    let node = crate::graph::captured_memory_node(stream, |graph_id| {
+        graph_mem::new_free(dptr, graph_id).map(crate::graph::NodeKind::MemFree)
     })?;
+    if node {
+        return Ok(());
+    }
     if let Some(r) = free_pool_allocation(dptr) {
+        return r;
+    }
+    if let Some(r) = graph_mem::free_outside(dptr) {
         return r;
     }
     if ctx.runtime.allocation_of(dptr).is_some_and(|(base, _)| base == dptr) {

@@ -465,3 +465,176 @@ fn vadd_f32_on_stream_ordered_allocations() {
     check(api, cu!(api.cuStreamDestroy_v2(s)), "destroy stream");
     check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
 }
+
+fn graph_mem(api: &Api, attr: c_int) -> u64 {
+    let mut v = u64::MAX;
+    check(api, cu!(api.cuDeviceGetGraphMemAttribute(0, attr, (&mut v as *mut u64).cast())), "graph memory attribute");
+    v
+}
+
+/// The types of a graph's nodes, sorted.
+fn node_types(api: &Api, graph: Handle) -> Vec<c_int> {
+    let mut count = 0usize;
+    check(api, cu!(api.cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count)), "node count");
+    let mut nodes = vec![std::ptr::null_mut(); count];
+    check(api, cu!(api.cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count)), "nodes");
+    let mut types: Vec<c_int> = nodes
+        .iter()
+        .map(|&n| {
+            let mut t = -1;
+            check(api, cu!(api.cuGraphNodeGetType(n, &mut t)), "node type");
+            t
+        })
+        .collect();
+    types.sort();
+    types
+}
+
+/// Graph memory nodes from stream capture: `cuMemAllocAsync` and
+/// `cuMemFreeAsync` become allocation and free nodes; the captured graph
+/// runs `vadd_f32` on its own allocations, keeps their addresses across
+/// launches, refuses a relaunch while an allocation of the last launch is
+/// live (unless instantiated with auto-free), and has the documented
+/// restrictions and errors.
+#[test]
+fn vadd_f32_in_a_graph_with_memory_nodes() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let module = load(api, "vadd_f32.ptx");
+    let f = function(api, module, "vadd_f32");
+    let mut s: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamCreate(&mut s, 1)), "stream");
+    let n = 5_003usize;
+    let mut rng = Lcg(0x6a9f);
+    let mut a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let mut c = vec![0u32; n + 16];
+    let reserved_before = graph_mem(api, 2);
+
+    // CU_STREAM_CAPTURE_MODE_RELAXED (2): no unsafe-call checks.
+    check(api, cu!(api.cuStreamBeginCapture_v2(s, 2)), "begin capture");
+    let (mut da, mut db, mut dc) = (0u64, 0u64, 0u64);
+    check(api, cu!(api.cuMemAllocAsync(&mut da, n * 4, s)), "alloc a");
+    check(api, cu!(api.cuMemAllocAsync(&mut db, n * 4, s)), "alloc b");
+    check(api, cu!(api.cuMemAllocAsync(&mut dc, (n + 16) * 4, s)), "alloc c");
+    check(api, cu!(api.cuMemcpyHtoDAsync_v2(da, a.as_ptr().cast(), n * 4, s)), "upload a");
+    check(api, cu!(api.cuMemcpyHtoDAsync_v2(db, b.as_ptr().cast(), n * 4, s)), "upload b");
+    check(api, cu!(api.cuMemsetD32Async(dc, u32::from_ne_bytes([POISON; 4]), n + 16, s)), "poison");
+    check(api, launch_vadd(api, f, [da, db, dc], n, 256, s), "launch");
+    check(api, cu!(api.cuMemcpyDtoHAsync_v2(c.as_mut_ptr().cast(), dc, (n + 16) * 4, s)), "download");
+    check(api, cu!(api.cuMemFreeAsync(da, s)), "free a");
+    check(api, cu!(api.cuMemFreeAsync(db, s)), "free b");
+    assert_eq!(cu!(api.cuMemFreeAsync(db, s)), code::INVALID_VALUE, "freed twice in the graph");
+    let mut g: Handle = std::ptr::null_mut();
+    // The failed free invalidated the capture: capture again without it.
+    let rc = cu!(api.cuStreamEndCapture(s, &mut g));
+    if rc == code::SUCCESS {
+        check(api, cu!(api.cuGraphDestroy(g)), "destroy");
+    }
+    check(api, cu!(api.cuStreamBeginCapture_v2(s, 2)), "begin capture");
+    check(api, cu!(api.cuMemAllocAsync(&mut da, n * 4, s)), "alloc a");
+    check(api, cu!(api.cuMemAllocAsync(&mut db, n * 4, s)), "alloc b");
+    check(api, cu!(api.cuMemAllocAsync(&mut dc, (n + 16) * 4, s)), "alloc c");
+    check(api, cu!(api.cuMemcpyHtoDAsync_v2(da, a.as_ptr().cast(), n * 4, s)), "upload a");
+    check(api, cu!(api.cuMemcpyHtoDAsync_v2(db, b.as_ptr().cast(), n * 4, s)), "upload b");
+    check(api, cu!(api.cuMemsetD32Async(dc, u32::from_ne_bytes([POISON; 4]), n + 16, s)), "poison");
+    check(api, launch_vadd(api, f, [da, db, dc], n, 256, s), "launch");
+    check(api, cu!(api.cuMemcpyDtoHAsync_v2(c.as_mut_ptr().cast(), dc, (n + 16) * 4, s)), "download");
+    check(api, cu!(api.cuMemFreeAsync(da, s)), "free a");
+    check(api, cu!(api.cuMemFreeAsync(db, s)), "free b");
+    check(api, cu!(api.cuStreamEndCapture(s, &mut g)), "end capture");
+    // Three allocation nodes (10), two free nodes (11), memcpy (1) x 3, memset (2), kernel (0).
+    assert_eq!(node_types(api, g), vec![0, 1, 1, 1, 2, 10, 10, 10, 11, 11]);
+    assert!(graph_mem(api, 2) >= reserved_before + (3 * n as u64 + 16) * 4, "RESERVED_MEM_CURRENT");
+
+    let mut clone: Handle = std::ptr::null_mut();
+    assert_eq!(cu!(api.cuGraphClone(&mut clone, g)), code::NOT_SUPPORTED, "no clones of graphs with memory nodes");
+    let mut exec: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuGraphInstantiateWithFlags(&mut exec, g, 0)), "instantiate");
+    let mut second: Handle = std::ptr::null_mut();
+    assert_eq!(cu!(api.cuGraphInstantiateWithFlags(&mut second, g, 0)), code::NOT_SUPPORTED, "one instantiation");
+
+    let check_c = |c: &[u32], a: &[f32]| {
+        for i in 0..n {
+            assert_eq!(c[i], (a[i] + b[i]).to_bits(), "c[{i}]");
+        }
+        assert!(c[n..].iter().all(|&x| x == u32::from_ne_bytes([POISON; 4])), "elements past n were written");
+    };
+    check(api, cu!(api.cuGraphLaunch(exec, s)), "launch the graph");
+    check(api, cu!(api.cuStreamSynchronize(s)), "sync");
+    check_c(&c, &a);
+    assert!(graph_mem(api, 0) >= (n as u64 + 16) * 4, "c is live: USED_MEM_CURRENT");
+    // c was not freed in the graph: a second launch needs it freed first.
+    assert_eq!(cu!(api.cuGraphLaunch(exec, s)), code::INVALID_VALUE, "c of the last launch is live");
+    // a is freed by its own graph: nothing else may free it.
+    assert_eq!(cu!(api.cuMemFreeAsync(da, s)), code::INVALID_VALUE);
+    check(api, cu!(api.cuMemFreeAsync(dc, s)), "free c outside the graph");
+    for x in a.iter_mut() {
+        *x = -*x;
+    }
+    c.fill(0);
+    check(api, cu!(api.cuGraphLaunch(exec, s)), "relaunch");
+    check(api, cu!(api.cuStreamSynchronize(s)), "sync");
+    check_c(&c, &a);
+    check(api, cu!(api.cuMemFree_v2(dc)), "cuMemFree of c");
+    assert_eq!(cu!(api.cuMemFree_v2(dc)), code::INVALID_VALUE, "not live any more");
+    check(api, cu!(api.cuGraphExecDestroy(exec)), "destroy exec");
+
+    // Auto-free: relaunching frees the last launch's c.
+    check(api, cu!(api.cuGraphInstantiateWithFlags(&mut exec, g, 1)), "instantiate with auto-free");
+    for _ in 0..2 {
+        c.fill(0);
+        check(api, cu!(api.cuGraphLaunch(exec, s)), "launch with auto-free");
+        check(api, cu!(api.cuStreamSynchronize(s)), "sync");
+        check_c(&c, &a);
+    }
+    // The last launch's c outlives the graph until it is freed.
+    check(api, cu!(api.cuGraphExecDestroy(exec)), "destroy exec");
+    check(api, cu!(api.cuGraphDestroy(g)), "destroy graph");
+    check(api, cu!(api.cuMemsetD32Async(dc, 7, 4, s)), "c is still usable");
+    check(api, cu!(api.cuMemFreeAsync(dc, s)), "free c");
+    check(api, cu!(api.cuStreamSynchronize(s)), "sync");
+    assert_eq!(graph_mem(api, 2), reserved_before, "RESERVED_MEM_CURRENT back");
+    let mut zero = 0u64;
+    check(api, cu!(api.cuDeviceSetGraphMemAttribute(0, 1, (&mut zero as *mut u64).cast())), "reset USED_MEM_HIGH");
+    let mut five = 5u64;
+    assert_eq!(cu!(api.cuDeviceSetGraphMemAttribute(0, 0, (&mut five as *mut u64).cast())), code::INVALID_VALUE);
+
+    // Explicit nodes.
+    check(api, cu!(api.cuGraphCreate(&mut g, 0)), "graph");
+    let mut params = [0u8; 120];
+    params[..88].copy_from_slice(&pool_props(1, 0, [1, 0], 0));
+    params[104..112].copy_from_slice(&4096usize.to_ne_bytes());
+    let mut alloc: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuGraphAddMemAllocNode(&mut alloc, g, std::ptr::null(), 0, &mut params)), "alloc node");
+    let dptr = u64::from_ne_bytes(params[112..120].try_into().unwrap_or_default());
+    assert_ne!(dptr, 0);
+    let mut back = [0u8; 120];
+    check(api, cu!(api.cuGraphMemAllocNodeGetParams(alloc, &mut back)), "alloc node params");
+    assert_eq!(back[104..120], params[104..120], "bytesize and dptr");
+    let mut free: Handle = std::ptr::null_mut();
+    assert_eq!(
+        cu!(api.cuGraphAddMemFreeNode(&mut free, g, &alloc, 1, dptr + 8)),
+        code::INVALID_VALUE,
+        "not an allocation"
+    );
+    check(api, cu!(api.cuGraphAddMemFreeNode(&mut free, g, &alloc, 1, dptr)), "free node");
+    let mut freed = 0u64;
+    check(api, cu!(api.cuGraphMemFreeNodeGetParams(free, &mut freed)), "free node params");
+    assert_eq!(freed, dptr);
+    assert_eq!(cu!(api.cuGraphAddMemFreeNode(&mut free, g, &alloc, 1, dptr)), code::INVALID_VALUE, "twice");
+    assert_eq!(cu!(api.cuGraphDestroyNode(free)), code::NOT_SUPPORTED, "no node deletion");
+    let mut bad = params;
+    bad[..88].copy_from_slice(&pool_props(1, 1, [1, 0], 0));
+    assert_eq!(cu!(api.cuGraphAddMemAllocNode(&mut alloc, g, std::ptr::null(), 0, &mut bad)), code::NOT_SUPPORTED);
+    check(api, cu!(api.cuGraphInstantiateWithFlags(&mut exec, g, 0)), "instantiate");
+    for _ in 0..2 {
+        check(api, cu!(api.cuGraphLaunch(exec, s)), "alloc and free in one launch");
+    }
+    check(api, cu!(api.cuStreamSynchronize(s)), "sync");
+    check(api, cu!(api.cuGraphExecDestroy(exec)), "destroy exec");
+    check(api, cu!(api.cuGraphDestroy(g)), "destroy graph");
+    assert_eq!(graph_mem(api, 2), reserved_before, "RESERVED_MEM_CURRENT back");
+    check(api, cu!(api.cuStreamDestroy_v2(s)), "destroy stream");
+    check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
+}

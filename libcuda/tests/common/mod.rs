@@ -193,6 +193,22 @@ driver_api! {
     fn cuPointerGetAttribute(*mut c_void, c_int, u64);
     fn cuPointerGetAttributes(c_uint, *const c_int, *mut *mut c_void, u64);
     fn cuGraphCreate(*mut Handle, c_uint);
+    fn cuGraphDestroy(Handle);
+    fn cuGraphClone(*mut Handle, Handle);
+    fn cuGraphGetNodes(Handle, *mut Handle, *mut usize);
+    fn cuGraphNodeGetType(Handle, *mut c_int);
+    fn cuGraphDestroyNode(Handle);
+    fn cuGraphInstantiateWithFlags(*mut Handle, Handle, u64);
+    fn cuGraphLaunch(Handle, Handle);
+    fn cuGraphExecDestroy(Handle);
+    fn cuGraphAddMemAllocNode(*mut Handle, Handle, *const Handle, usize, *mut [u8; 120]);
+    fn cuGraphAddMemFreeNode(*mut Handle, Handle, *const Handle, usize, u64);
+    fn cuGraphMemAllocNodeGetParams(Handle, *mut [u8; 120]);
+    fn cuGraphMemFreeNodeGetParams(Handle, *mut u64);
+    fn cuDeviceGetGraphMemAttribute(c_int, c_int, *mut c_void);
+    fn cuDeviceSetGraphMemAttribute(c_int, c_int, *mut c_void);
+    fn cuStreamBeginCapture_v2(Handle, c_int);
+    fn cuStreamEndCapture(Handle, *mut Handle);
     fn cuTensorMapEncodeTiled(*mut c_void, c_int, u32, *mut c_void, *const u64, *const u64, *const u32, *const u32, c_int, c_int, c_int, c_int);
 }
 
