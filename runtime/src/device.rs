@@ -177,7 +177,18 @@ pub struct DeviceInfo {
     pub supports_maintenance4: bool,
     /// Whether the Khronos validation layer is active for this context.
     pub validation: bool,
+    /// Whether user allocations can be shared with other processes (CUDA
+    /// IPC): `VK_KHR_external_memory_fd` is enabled, buffers of the
+    /// allocation usage can be exported and imported as opaque file
+    /// descriptors, and `PTXVK_IPC` is not `0`. Every [`crate::Context::alloc`]
+    /// allocation is then its own exportable `VkDeviceMemory`.
+    pub supports_ipc_memory: bool,
 }
+
+/// Environment variable that turns exportable (IPC-capable) allocations off
+/// when set to `0`: allocations are then suballocated by gpu-allocator and
+/// cannot be shared with other processes.
+pub const IPC_ENV: &str = "PTXVK_IPC";
 
 /// The logical device with its queue and allocator. Every other Vulkan object
 /// holds an `Arc<Device>`, so the device is destroyed last.
@@ -187,6 +198,10 @@ pub(crate) struct Device {
     pub(crate) queue_family: u32,
     pub(crate) info: DeviceInfo,
     allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// `VK_KHR_external_memory_fd`, when [`DeviceInfo::supports_ipc_memory`].
+    pub(crate) external_memory_fd: Option<ash::khr::external_memory_fd::Device>,
+    /// Memory types of the physical device.
+    pub(crate) memory_types: Vec<vk::MemoryType>,
     /// Declared last: dropped after the device is destroyed.
     pub(crate) instance: Arc<Instance>,
 }
@@ -265,6 +280,7 @@ struct Available {
     pci: bool,
     sm_builtins: bool,
     portability_subset: bool,
+    external_memory_fd: bool,
 }
 
 fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
@@ -289,6 +305,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         pci: has_ext(&exts, ash::ext::pci_bus_info::NAME),
         sm_builtins: has_ext(&exts, ash::nv::shader_sm_builtins::NAME),
         portability_subset: has_ext(&exts, ash::khr::portability_subset::NAME),
+        external_memory_fd: has_ext(&exts, ash::khr::external_memory_fd::NAME)
+            && (api_version >= vk::API_VERSION_1_1 || has_ext(&exts, ash::khr::external_memory::NAME)),
     };
 
     // ---- query features ----
@@ -471,6 +489,15 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     if avail.portability_subset {
         ext_names.push(ash::khr::portability_subset::NAME.as_ptr());
     }
+    let ipc_memory = avail.external_memory_fd
+        && std::env::var(IPC_ENV).map_or(true, |v| v.trim() != "0")
+        && opaque_fd_buffers_shareable(raw_instance, pd);
+    if ipc_memory {
+        ext_names.push(ash::khr::external_memory_fd::NAME.as_ptr());
+        if api_version < vk::API_VERSION_1_1 {
+            ext_names.push(ash::khr::external_memory::NAME.as_ptr());
+        }
+    }
 
     // ---- queue ----
     // SAFETY: `pd` was enumerated from this instance.
@@ -646,6 +673,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_subgroup_size_control: on(size_control),
         supports_maintenance4: on(maintenance4),
         validation: instance.validation,
+        supports_ipc_memory: ipc_memory,
     };
     log::info!(
         "ptxvk: using {} ({:?}, Vulkan {}, driver {}, subgroup size {}, {} warps)",
@@ -656,14 +684,35 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         info.subgroup_size,
         info.warp_path.name()
     );
+    let external_memory_fd = ipc_memory.then(|| ash::khr::external_memory_fd::Device::new(raw_instance, &raw));
     Ok(Arc::new(Device {
         raw,
         queue,
         queue_family,
         info,
         allocator: ManuallyDrop::new(Mutex::new(allocator)),
+        external_memory_fd,
+        memory_types: mem.memory_types[..mem.memory_type_count as usize].to_vec(),
         instance,
     }))
+}
+
+/// Whether buffers with the usage of user allocations can be both exported
+/// and imported as `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT` memory
+/// (`vkGetPhysicalDeviceExternalBufferProperties`, Vulkan 1.1).
+fn opaque_fd_buffers_shareable(instance: &ash::Instance, pd: vk::PhysicalDevice) -> bool {
+    let info = vk::PhysicalDeviceExternalBufferInfo::default()
+        .usage(crate::memory::DEVICE_USAGE)
+        .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let mut props = vk::ExternalBufferProperties::default();
+    // SAFETY: `pd` belongs to `instance`; both structures outlive the call.
+    unsafe { instance.get_physical_device_external_buffer_properties(pd, &info, &mut props) };
+    let features = props.external_memory_properties.external_memory_features;
+    features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE)
+        && props
+            .external_memory_properties
+            .compatible_handle_types
+            .contains(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
 }
 
 /// llvmpipe's (lavapipe's) compute thread pool, which runs each workgroup of
