@@ -37,6 +37,7 @@ pub mod fatbin;
 pub mod ffi;
 pub mod graph;
 pub mod handles;
+pub mod ipc;
 pub mod jit;
 pub mod launch;
 pub mod library;

@@ -772,6 +772,8 @@ impl ContextInner {
     pub(crate) fn free(&self, addr: u64) -> Result<()> {
         let mut st = self.lock();
         let buffer = st.table.remove_user(addr)?;
+        // Other processes can no longer open it (queued work may keep the buffer a while).
+        st.exported.remove(&buffer.id);
         if st.stream.has_pending() {
             // Queued commands may still use it: release it with the batch.
             st.stream.keep(buffer);
