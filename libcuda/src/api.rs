@@ -365,6 +365,10 @@ exports! {
     safe fn cuMemFree_v2(dptr: CUdeviceptr) => mem::mem_free;
     /// `cuMemGetInfo_v2`.
     raw fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) => mem::mem_get_info;
+    /// `cuIpcGetEventHandle`.
+    raw fn cuIpcGetEventHandle(handle: *mut ipc::IpcHandle, event: Handle) => ipc::ipc_get_event_handle;
+    /// `cuIpcOpenEventHandle`.
+    raw fn cuIpcOpenEventHandle(ph_event: *mut Handle, handle: ipc::IpcHandle) => ipc::ipc_open_event_handle;
     /// `cuIpcGetMemHandle`.
     raw fn cuIpcGetMemHandle(handle: *mut ipc::IpcHandle, dptr: CUdeviceptr) => ipc::ipc_get_mem_handle;
     /// `cuIpcOpenMemHandle_v2` (and the CUDA 4.0 symbol, same signature).

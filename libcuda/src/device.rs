@@ -214,10 +214,12 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         95 => c_int::from(info.cooperative_launch), // COOPERATIVE_LAUNCH
         97 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         106 => 32,                               // MAX_BLOCKS_PER_MULTIPROCESSOR
-        126 => 1,                                // MEM_SYNC_DOMAIN_COUNT
-        131 | 134 => -1,                         // NUMA_ID, HOST_NUMA_ID
+        // IPC_EVENT_SUPPORTED: what cuda.h tells programs to test for cuIpc* (memory and events).
+        125 => c_int::from(info.supports_ipc_memory),
+        126 => 1,        // MEM_SYNC_DOMAIN_COUNT
+        131 | 134 => -1, // NUMA_ID, HOST_NUMA_ID
         // Texture and surface limits, managed/host memory, multi-device
-        // cooperative and cluster launch, memory pools, IPC, VMM, ...: not offered.
+        // cooperative and cluster launch, memory pools, VMM, ...: not offered.
         _ => 0,
     };
     Ok(v)

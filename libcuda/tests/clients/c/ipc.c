@@ -1,11 +1,13 @@
 /* CUDA IPC between two processes, written against NVIDIA's cuda.h (run by
  * test_c_programs.py): the parent allocates three arrays, fills two with
  * fixed-seed random floats and poisons the third, exports all three with
- * cuIpcGetMemHandle and starts a child (this program again, with the
- * handles in hex on its command line). The child opens them, checks the
- * data, runs vadd_f32 from the imported inputs into the imported output and
- * exits; the parent then reads the sums the child's kernel wrote. Both
- * sides check the documented errors of each misuse.
+ * cuIpcGetMemHandle, exports an interprocess event with cuIpcGetEventHandle
+ * and starts a child (this program again, with the handles in hex on its
+ * command line). The child opens them, checks the data, runs vadd_f32 from
+ * the imported inputs into the imported output, records the imported event
+ * and tells the parent through a pipe; the parent waits for the event and
+ * reads the sums while the child still has the memory open. Both sides
+ * check the documented errors of each misuse.
  *
  *   ./a.out <libcuda/tests/data>
  *
@@ -58,12 +60,25 @@ static CUcontext setup(void) {
     return ctx;
 }
 
-/* argv: prog dir child A B C FREED */
+static CUipcEventHandle event_from_hex(const char *s) {
+    CUipcMemHandle m = from_hex(s);
+    CUipcEventHandle e;
+    memcpy(e.reserved, m.reserved, CU_IPC_HANDLE_SIZE);
+    return e;
+}
+
+/* argv: prog dir child A B C FREED EVENT to-parent-fd from-parent-fd */
 static int child(const char *dir, char **hex) {
     setup();
     CUipcMemHandle h[HANDLES];
     for (int i = 0; i < HANDLES; i++)
         h[i] = from_hex(hex[i]);
+    CUipcEventHandle eh = event_from_hex(hex[HANDLES]);
+    int to_parent = atoi(hex[HANDLES + 1]), from_parent = atoi(hex[HANDLES + 2]);
+    CUevent ev;
+    EXPECT(cuIpcOpenEventHandle(NULL, eh), CUDA_ERROR_INVALID_VALUE);
+    OK(cuIpcOpenEventHandle(&ev, eh));
+    OK(cuEventQuery(ev));
     float *a = malloc(N * sizeof(float)), *b = malloc(N * sizeof(float)), *seen = malloc(N * sizeof(float));
     inputs(a, b);
 
@@ -103,7 +118,21 @@ static int child(const char *dir, char **hex) {
     int n = N;
     void *params[] = {&da, &db, &dc, &n};
     OK(cuLaunchKernel(vadd, (N + 127) / 128, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
-    OK(cuCtxSynchronize());
+    /* No synchronisation here: the parent waits for the event instead. */
+    OK(cuEventRecord(ev, NULL));
+    CHECK(write(to_parent, "r", 1) == 1, "tell the parent the event is recorded");
+    char go;
+    CHECK(read(from_parent, &go, 1) == 1, "the parent has read the sums");
+    OK(cuEventSynchronize(ev));
+    OK(cuEventQuery(ev));
+    float *dc_host = malloc(N * sizeof(float));
+    OK(cuMemcpyDtoH(dc_host, dc, N * sizeof(float)));
+    int wrong = 0;
+    for (int i = 0; i < N; i++)
+        wrong += dc_host[i] != a[i] + b[i];
+    CHECK(wrong == 0, "the child's kernel wrote the sums");
+    free(dc_host);
+    OK(cuEventDestroy(ev));
     OK(cuModuleUnload(mod));
 
     OK(cuIpcCloseMemHandle(da));
@@ -125,13 +154,35 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s <data dir>\n", argv[0]);
         return 2;
     }
-    if (argc == 3 + HANDLES && strcmp(argv[2], "child") == 0)
+    if (argc == 6 + HANDLES && strcmp(argv[2], "child") == 0)
         return child(argv[1], argv + 3);
 
     setup();
-    int ipc_events = -1;
-    OK(cuDeviceGetAttribute(&ipc_events, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, 0));
-    CHECK(ipc_events == 0 || ipc_events == 1, "IPC_EVENT_SUPPORTED is a boolean");
+    int ipc = -1;
+    OK(cuDeviceGetAttribute(&ipc, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, 0));
+    if (ipc != 1) {
+        printf("IPC_EVENT_SUPPORTED is %d: this device cannot share memory; nothing to test\n", ipc);
+        printf("ipc: %d checks passed\n", checks);
+        return 0;
+    }
+
+    CUevent ev, plain, gone;
+    CUipcEventHandle eh, eh2;
+    EXPECT(cuEventCreate(&ev, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
+    OK(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    OK(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING));
+    OK(cuEventCreate(&gone, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    EXPECT(cuIpcGetEventHandle(NULL, ev), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuIpcGetEventHandle(&eh, plain), CUDA_ERROR_INVALID_VALUE);
+    OK(cuIpcGetEventHandle(&eh, gone));
+    OK(cuEventDestroy(gone));
+    EXPECT(cuIpcGetEventHandle(&eh, gone), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuIpcGetEventHandle(&eh, ev));
+    OK(cuIpcGetEventHandle(&eh2, ev));
+    CHECK(memcmp(&eh, &eh2, sizeof eh) == 0, "exporting an event twice gives the same handle");
+    CUevent self_ev;
+    EXPECT(cuIpcOpenEventHandle(&self_ev, eh), CUDA_ERROR_INVALID_CONTEXT);
+    OK(cuEventDestroy(plain));
 
     float *a = malloc(N * sizeof(float)), *b = malloc(N * sizeof(float)), *c = malloc(N * sizeof(float));
     inputs(a, b);
@@ -179,26 +230,44 @@ int main(int argc, char **argv) {
     OK(cuIpcGetMemHandle(&twice, reused));
     CHECK(memcmp(&twice, &h[3], sizeof twice) != 0, "new memory has a new handle");
 
-    char hex[HANDLES][2 * CU_IPC_HANDLE_SIZE + 1];
+    char hex[HANDLES + 1][2 * CU_IPC_HANDLE_SIZE + 1];
     for (int i = 0; i < HANDLES; i++)
         to_hex(&h[i], hex[i]);
+    CUipcMemHandle em;
+    memcpy(em.reserved, eh.reserved, CU_IPC_HANDLE_SIZE);
+    to_hex(&em, hex[HANDLES]);
+    int c2p[2], p2c[2];
+    CHECK(pipe(c2p) == 0 && pipe(p2c) == 0, "pipes");
+    char to_parent[16], from_parent[16];
+    snprintf(to_parent, sizeof to_parent, "%d", c2p[1]);
+    snprintf(from_parent, sizeof from_parent, "%d", p2c[0]);
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        execl("/proc/self/exe", argv[0], argv[1], "child", hex[0], hex[1], hex[2], hex[3], (char *)NULL);
+        execl("/proc/self/exe", argv[0], argv[1], "child", hex[0], hex[1], hex[2], hex[3], hex[4], to_parent,
+              from_parent, (char *)NULL);
         perror("execl");
         _exit(3);
     }
     CHECK(pid > 0, "fork");
-    int status = 0;
-    CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks passed");
-
+    close(c2p[1]);
+    close(p2c[0]);
+    char r = 0;
+    CHECK(read(c2p[0], &r, 1) == 1 && r == 'r', "the child recorded the event");
+    /* The event completes when the child's kernel has finished, whichever
+     * process waits; the child still has the memory open. */
+    OK(cuEventSynchronize(ev));
+    OK(cuEventQuery(ev));
     OK(cuMemcpyDtoH(c, d[2], N * sizeof(float)));
     int wrong = 0;
     for (int i = 0; i < N; i++)
         wrong += c[i] != a[i] + b[i];
-    CHECK(wrong == 0, "the parent reads the sums the child's kernel wrote");
+    CHECK(wrong == 0, "after the event the parent reads the sums the child's kernel wrote");
+    CHECK(write(p2c[1], "g", 1) == 1, "release the child");
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's checks passed");
+    OK(cuEventDestroy(ev));
     OK(cuMemcpyDtoH(c, d[0], N * sizeof(float)));
     CHECK(memcmp(c, a, N * sizeof(float)) == 0, "the parent's inputs are unchanged");
 
