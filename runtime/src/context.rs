@@ -737,14 +737,19 @@ impl ContextInner {
         if size > self.info.max_buffer_size {
             return Err(Error::OutOfMemory);
         }
-        let buffer = if self.info.supports_ipc_memory {
-            // Any allocation may be exported later (cuIpcGetMemHandle), so
-            // each has memory of its own that can be.
-            let b = Buffer::new_shareable(&self.device, size, None)?;
-            check_aligned(&b)?;
-            b
-        } else {
-            new_device_buffer(&self.device, size, "ptxvk allocation")?
+        // Any allocation may be exported later (cuIpcGetMemHandle), so each
+        // has memory of its own that can be, while the descriptor budget
+        // lasts; beyond it, or if the driver refuses, pooled memory.
+        let shareable = self.info.supports_ipc_memory
+            && self.device.shareable_live.load(Ordering::Relaxed) < self.device.shareable_budget;
+        let buffer = match shareable.then(|| Buffer::new_shareable(&self.device, size, None)) {
+            Some(Ok(b)) if b.address % ALLOC_ALIGN == 0 => b,
+            other => {
+                if let Some(Err(e)) = other {
+                    log::warn!("ptxvk: a shareable allocation failed ({e}); this one cannot be shared");
+                }
+                new_device_buffer(&self.device, size, "ptxvk allocation")?
+            }
         };
         let addr = buffer.address;
         self.lock().table.insert_user(Arc::new(buffer), bytes);

@@ -200,6 +200,12 @@ pub(crate) struct Device {
     allocator: ManuallyDrop<Mutex<Allocator>>,
     /// `VK_KHR_external_memory_fd`, when [`DeviceInfo::supports_ipc_memory`].
     pub(crate) external_memory_fd: Option<ash::khr::external_memory_fd::Device>,
+    /// Live shareable memory objects (exported or imported): drivers such as
+    /// lavapipe hold a file descriptor for each.
+    pub(crate) shareable_live: std::sync::atomic::AtomicU64,
+    /// How many of them may be live before new allocations fall back to
+    /// pooled, unshareable memory (a quarter of the descriptor limit).
+    pub(crate) shareable_budget: u64,
     /// Memory types of the physical device.
     pub(crate) memory_types: Vec<vk::MemoryType>,
     /// Declared last: dropped after the device is destroyed.
@@ -692,9 +698,31 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         info,
         allocator: ManuallyDrop::new(Mutex::new(allocator)),
         external_memory_fd,
+        shareable_live: std::sync::atomic::AtomicU64::new(0),
+        shareable_budget: if ipc_memory { descriptor_limit() / 4 } else { 0 },
         memory_types: mem.memory_types[..mem.memory_type_count as usize].to_vec(),
         instance,
     }))
+}
+
+/// The process's limit on open file descriptors (`RLIMIT_NOFILE`), raised to
+/// its hard limit first: with shareable allocations, lavapipe holds a
+/// descriptor per allocation, and the usual soft limit of 1024 would cap a
+/// program at a few hundred (the Go runtime raises it the same way).
+fn descriptor_limit() -> u64 {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is valid for writing.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        // SAFETY: `raised` is a valid limit (soft at most hard).
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim = raised;
+        }
+    }
+    lim.rlim_cur
 }
 
 /// Whether buffers with the usage of user allocations can be both exported

@@ -91,6 +91,7 @@ impl Drop for Buffer {
             // SAFETY: the memory was allocated by this object and only the
             // buffer destroyed above was bound to it.
             unsafe { self.device.raw.free_memory(d.memory, None) };
+            self.device.shareable_live.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
@@ -219,6 +220,7 @@ impl Buffer {
             // A successful import owns the descriptor now.
             let _ = fd.into_raw_fd();
         }
+        device.shareable_live.fetch_add(1, Ordering::Relaxed);
         buffer.dedicated = Some(Dedicated { memory, size: memory_size, memory_type, exportable: fd.is_none() });
         // SAFETY: dedicated memory of the buffer's requirements, bound at 0.
         unsafe { device.raw.bind_buffer_memory(raw, memory, 0) }.map_err(map_create)?;
