@@ -743,7 +743,7 @@ impl ContextInner {
         let shareable = self.info.supports_ipc_memory
             && self.device.shareable_live.load(Ordering::Relaxed) < self.device.shareable_budget;
         let buffer = match shareable.then(|| Buffer::new_shareable(&self.device, size, None)) {
-            Some(Ok(b)) if b.address % ALLOC_ALIGN == 0 => b,
+            Some(Ok(b)) if b.address & (ALLOC_ALIGN - 1) == 0 => b,
             other => {
                 if let Some(Err(e)) = other {
                     log::warn!("ptxvk: a shareable allocation failed ({e}); this one cannot be shared");
@@ -1204,7 +1204,7 @@ fn new_device_buffer(device: &Arc<Device>, size: u64, name: &str) -> Result<Buff
 
 /// Checks that a device buffer's address has CUDA's allocation alignment.
 fn check_aligned(buffer: &Buffer) -> Result<()> {
-    if buffer.address % ALLOC_ALIGN != 0 {
+    if buffer.address & (ALLOC_ALIGN - 1) != 0 {
         // Memory objects are at least this aligned on every known driver.
         return Err(Error::Unsupported(format!(
             "device address {:#x} is not {ALLOC_ALIGN}-byte aligned",
