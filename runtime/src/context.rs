@@ -228,7 +228,9 @@ impl Context {
             .user_at(addr)
             .ok_or_else(|| Error::InvalidValue(format!("{addr:#x} is not the base of a device allocation")))?;
         let exported = buffer.exported(size).ok_or_else(|| {
-            Error::InvalidValue(format!("{addr:#x} is not device memory that can be shared (host or managed memory?)"))
+            Error::InvalidValue(format!(
+                "{addr:#x} cannot be shared: host or managed memory, or allocated past the descriptor budget"
+            ))
         })?;
         st.exported.retain(|_, b| b.strong_count() > 0);
         st.exported.insert(exported.id, Arc::downgrade(&buffer));
