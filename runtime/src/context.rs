@@ -163,7 +163,9 @@ impl Context {
     }
 
     /// Allocates `bytes` of device memory; returns its device address (the
-    /// `CUdeviceptr`), aligned to 256.
+    /// `CUdeviceptr`), aligned to 256. Where the device can share memory
+    /// with other processes ([`DeviceInfo::supports_ipc_memory`]) the
+    /// allocation can be exported ([`Context::export_memory`]).
     pub fn alloc(&self, bytes: u64) -> Result<u64> {
         self.0.alloc(bytes)
     }

@@ -180,8 +180,12 @@ pub struct DeviceInfo {
     /// Whether user allocations can be shared with other processes (CUDA
     /// IPC): `VK_KHR_external_memory_fd` is enabled, buffers of the
     /// allocation usage can be exported and imported as opaque file
-    /// descriptors, and `PTXVK_IPC` is not `0`. Every [`crate::Context::alloc`]
-    /// allocation is then its own exportable `VkDeviceMemory`.
+    /// descriptors, and `PTXVK_IPC` is not `0`. [`crate::Context::alloc`]
+    /// allocations are then exportable `VkDeviceMemory` objects of their
+    /// own, as long as a quarter of the process's descriptor limit is not
+    /// used up by them (lavapipe holds a descriptor per memory object; the
+    /// soft `RLIMIT_NOFILE` is raised to the hard one at device creation);
+    /// later ones are pooled and cannot be exported.
     pub supports_ipc_memory: bool,
 }
 
