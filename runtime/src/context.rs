@@ -242,6 +242,7 @@ impl Context {
     /// A new file descriptor for the memory of the exported allocation `id`
     /// (see [`Context::export_memory`]), for another process to import;
     /// [`Error::NotFound`] once the allocation has been freed.
+    #[cfg(unix)]
     pub fn exported_memory_fd(&self, id: u64) -> Result<std::os::fd::OwnedFd> {
         let buffer = self
             .0
@@ -259,7 +260,9 @@ impl Context {
     /// kernels reach it like an allocation of this context; the host sees
     /// the other process's writes after it has synchronised. Released with
     /// [`Context::close_imported`].
+    #[cfg(unix)]
     pub fn import_memory(&self, fd: std::os::fd::OwnedFd, memory: &ExportedMemory) -> Result<u64> {
+        use std::os::fd::{AsRawFd, IntoRawFd};
         if !self.0.info.supports_ipc_memory {
             return Err(Error::Unsupported("this device cannot share memory with other processes".into()));
         }
@@ -269,7 +272,9 @@ impl Context {
                 memory.size, memory.buffer_size
             )));
         }
-        let buffer = Buffer::new_shareable(&self.0.device, memory.buffer_size, Some((fd, memory)))?;
+        // On failure `fd` is still ours and closes here; on success the driver owns it.
+        let buffer = Buffer::new_shareable(&self.0.device, memory.buffer_size, Some((fd.as_raw_fd(), memory)))?;
+        let _ = fd.into_raw_fd();
         let addr = buffer.address;
         self.0.lock().table.insert_imported(Arc::new(buffer), memory.size);
         Ok(addr)

@@ -499,7 +499,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     if avail.portability_subset {
         ext_names.push(ash::khr::portability_subset::NAME.as_ptr());
     }
-    let ipc_memory = avail.external_memory_fd
+    let ipc_memory = cfg!(unix)
+        && avail.external_memory_fd
         && std::env::var(IPC_ENV).map_or(true, |v| v.trim() != "0")
         && opaque_fd_buffers_shareable(raw_instance, pd);
     if ipc_memory {
@@ -713,6 +714,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
 /// its hard limit first: with shareable allocations, lavapipe holds a
 /// descriptor per allocation, and the usual soft limit of 1024 would cap a
 /// program at a few hundred (the Go runtime raises it the same way).
+#[cfg(unix)]
 fn descriptor_limit() -> u64 {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `lim` is valid for writing.
@@ -727,6 +729,12 @@ fn descriptor_limit() -> u64 {
         }
     }
     lim.rlim_cur
+}
+
+/// No descriptors to count where memory is not shared as file descriptors.
+#[cfg(not(unix))]
+fn descriptor_limit() -> u64 {
+    0
 }
 
 /// Whether buffers with the usage of user allocations can be both exported

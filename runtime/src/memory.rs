@@ -3,7 +3,6 @@
 //! host-visible staging memory used for copies and parameter buffers.
 
 use std::collections::BTreeMap;
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -162,12 +161,13 @@ impl Buffer {
     /// Creates a device buffer of `size` bytes (usage [`DEVICE_USAGE`]) with a
     /// device-local memory allocation of its own that can be exported as an
     /// opaque file descriptor, or, with `import`, bound to the memory another
-    /// process exported (the descriptor is consumed on success). Needs
+    /// process exported (the raw descriptor, which the driver owns on
+    /// success and the caller still owns on failure). Needs
     /// `VK_KHR_external_memory_fd` ([`crate::DeviceInfo::supports_ipc_memory`]).
     pub(crate) fn new_shareable(
         device: &Arc<Device>,
         size: u64,
-        import: Option<(OwnedFd, &ExportedMemory)>,
+        import: Option<(i32, &ExportedMemory)>,
     ) -> Result<Buffer> {
         if device.external_memory_fd.is_none() {
             return Err(Error::Unsupported("memory shared between processes (VK_KHR_external_memory_fd)".into()));
@@ -199,7 +199,7 @@ impl Buffer {
         let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
         let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(raw);
         let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(handle_type);
-        let fd = import.as_ref().map(|(fd, _)| std::os::fd::AsRawFd::as_raw_fd(fd));
+        let fd = import.map(|(fd, _)| fd);
         let mut import_info = vk::ImportMemoryFdInfoKHR::default().handle_type(handle_type).fd(fd.unwrap_or(-1));
         let mut alloc = vk::MemoryAllocateInfo::default()
             .allocation_size(memory_size)
@@ -216,10 +216,6 @@ impl Buffer {
             }
             other => map_create(other),
         })?;
-        if let Some((fd, _)) = import {
-            // A successful import owns the descriptor now.
-            let _ = fd.into_raw_fd();
-        }
         device.shareable_live.fetch_add(1, Ordering::Relaxed);
         buffer.dedicated = Some(Dedicated { memory, size: memory_size, memory_type, exportable: fd.is_none() });
         // SAFETY: dedicated memory of the buffer's requirements, bound at 0.
@@ -245,7 +241,9 @@ impl Buffer {
 
     /// A new file descriptor for the memory of an exportable buffer
     /// (`vkGetMemoryFdKHR`): each call makes one, which the caller owns.
-    pub(crate) fn memory_fd(&self) -> Result<OwnedFd> {
+    #[cfg(unix)]
+    pub(crate) fn memory_fd(&self) -> Result<std::os::fd::OwnedFd> {
+        use std::os::fd::FromRawFd;
         let d = self
             .dedicated
             .filter(|d| d.exportable)
@@ -257,7 +255,7 @@ impl Buffer {
         // SAFETY: the memory was allocated with an export of this handle type.
         let fd = unsafe { ext.get_memory_fd(&info) }.map_err(map_create)?;
         // SAFETY: `vkGetMemoryFdKHR` returns a new descriptor the caller owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
     }
 
     /// Copies `data` into the mapped memory at `offset`.

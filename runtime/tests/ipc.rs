@@ -3,6 +3,7 @@
 //! any instance on a device with the same UUID, so a second context of the
 //! same process stands in for the other process here; the libcuda tests
 //! cross a real process boundary.
+#![cfg(unix)]
 
 mod common;
 

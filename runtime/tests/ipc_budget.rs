@@ -1,6 +1,7 @@
 //! The descriptor budget of shareable allocations (its own test binary, so
 //! its lowered `RLIMIT_NOFILE` stays in this process): allocations past a
 //! quarter of the limit still work, from pooled memory that cannot be shared.
+#![cfg(unix)]
 
 mod common;
 
