@@ -14,6 +14,7 @@ use crate::context as ctx;
 use crate::device as dev;
 use crate::ffi::{c_str, write_opt, write_out, CUdevice, CUdeviceptr, Handle};
 use crate::graph::{self as gr, EdgeData};
+use crate::ipc;
 use crate::launch;
 use crate::library as lib;
 use crate::link;
@@ -397,6 +398,16 @@ exports! {
     raw fn cuMemPoolSetAccess(mem_pool: Handle, map: *const pool::MemAccessDesc, count: usize) => pool::mem_pool_set_access;
     /// `cuMemPoolGetAccess`.
     raw fn cuMemPoolGetAccess(flags: *mut c_int, mem_pool: Handle, location: *const pool::MemLocation) => pool::mem_pool_get_access;
+    /// `cuIpcGetEventHandle`.
+    raw fn cuIpcGetEventHandle(handle: *mut ipc::IpcHandle, event: Handle) => ipc::ipc_get_event_handle;
+    /// `cuIpcOpenEventHandle`.
+    raw fn cuIpcOpenEventHandle(ph_event: *mut Handle, handle: ipc::IpcHandle) => ipc::ipc_open_event_handle;
+    /// `cuIpcGetMemHandle`.
+    raw fn cuIpcGetMemHandle(handle: *mut ipc::IpcHandle, dptr: CUdeviceptr) => ipc::ipc_get_mem_handle;
+    /// `cuIpcOpenMemHandle_v2` (and the CUDA 4.0 symbol, same signature).
+    raw fn cuIpcOpenMemHandle_v2(pdptr: *mut CUdeviceptr, handle: ipc::IpcHandle, flags: c_uint) | cuIpcOpenMemHandle => ipc::ipc_open_mem_handle;
+    /// `cuIpcCloseMemHandle`.
+    safe fn cuIpcCloseMemHandle(dptr: CUdeviceptr) => ipc::ipc_close_mem_handle;
     /// `cuMemGetAddressRange_v2`.
     raw fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr) => mem::mem_get_address_range;
     /// `cuMemAllocHost_v2`.

@@ -134,6 +134,7 @@ fn new_context(device: &'static Device, primary: bool, flags: c_uint) -> CuResul
 /// and frees its allocations.
 fn release_resources(ctx: &ContextObj) {
     let _ = ctx.runtime.synchronize();
+    crate::ipc::forget_context(ctx.id);
     let owned = std::mem::take(&mut *ctx.owned());
     for module in owned.modules {
         crate::module::forget(module as Handle);

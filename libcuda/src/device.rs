@@ -217,10 +217,12 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         113 => c_int::from(d.runtime()?.info().host_import_alignment.is_some()), // READ_ONLY_HOST_REGISTER_SUPPORTED
         115 => 1,                                // MEMORY_POOLS_SUPPORTED (mempool.rs)
         106 => 32,                               // MAX_BLOCKS_PER_MULTIPROCESSOR
-        126 => 1,                                // MEM_SYNC_DOMAIN_COUNT
-        131 | 134 => -1,                         // NUMA_ID, HOST_NUMA_ID
+        // IPC_EVENT_SUPPORTED: what cuda.h tells programs to test for cuIpc* (memory and events).
+        125 => c_int::from(info.supports_ipc_memory),
+        126 => 1,        // MEM_SYNC_DOMAIN_COUNT
+        131 | 134 => -1, // NUMA_ID, HOST_NUMA_ID
         // Texture and surface limits, managed/host memory, multi-device
-        // cooperative and cluster launch, memory pools, IPC, VMM, ...: not offered.
+        // cooperative and cluster launch, memory pools, VMM, ...: not offered.
         _ => 0,
     };
     Ok(v)

@@ -1694,7 +1694,14 @@ fn run_node(kind: &NodeKind, stream: Handle) -> CuResult<()> {
         NodeKind::Child(c) => run_graph(c, stream),
         NodeKind::Empty => Ok(()),
         NodeKind::EventRecord(e) => stream::record_now(*e as Handle, stream),
-        NodeKind::EventWait(e) => stream::lookup_event(*e as Handle).map(|_| ()),
+        NodeKind::EventWait(e) => {
+            let ev = stream::lookup_event(*e as Handle)?;
+            if let Some(shared) = &ev.ipc {
+                // Recorded by another process, maybe: wait as cuStreamWaitEvent does.
+                shared.wait();
+            }
+            Ok(())
+        }
         NodeKind::MemAlloc(a) => {
             graph_mem::run_alloc(a);
             Ok(())

@@ -38,6 +38,7 @@ pub mod ffi;
 pub mod graph;
 pub mod graph_mem;
 pub mod handles;
+pub mod ipc;
 pub mod jit;
 pub mod launch;
 pub mod library;

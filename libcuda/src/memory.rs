@@ -41,7 +41,7 @@ pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult<()>
 
 /// The live context that owns allocation `addr`: the current one, or another
 /// context of the same device.
-fn owner_of(current: &std::sync::Arc<ContextObj>, addr: u64) -> Option<std::sync::Arc<ContextObj>> {
+pub(crate) fn owner_of(current: &std::sync::Arc<ContextObj>, addr: u64) -> Option<std::sync::Arc<ContextObj>> {
     if current.owned().allocations.contains(&addr) {
         return Some(current.clone());
     }
@@ -1178,6 +1178,13 @@ unsafe fn write_pointer_attribute(
             (4, PointerKind::Host { .. }) => write_out(data.cast::<*mut c_void>(), ptr as usize as *mut c_void),
             // SYNC_MEMOPS, IS_MANAGED, IS_LEGACY_CUDA_IPC_CAPABLE, IS_GPU_DIRECT_RDMA_CAPABLE: bool.
             (6, _) => write_out(data.cast::<u8>(), 1),
+            // IS_LEGACY_CUDA_IPC_CAPABLE: a cuMemAlloc allocation on a device that can share memory.
+            (10, PointerKind::Device { context, base, .. }) => {
+                let capable = CONTEXTS
+                    .get(*context)
+                    .is_some_and(|c| c.runtime.info().supports_ipc_memory && c.owned().allocations.contains(base));
+                write_out(data.cast::<u8>(), u8::from(capable))
+            }
             (8 | 10 | 15, _) => write_out(data.cast::<u8>(), 0),
             (7 | 20, PointerKind::Device { base, .. }) => write_out(data.cast::<u64>(), *base),
             (7 | 20, PointerKind::Host { start, .. }) => write_out(data.cast::<u64>(), *start as u64),

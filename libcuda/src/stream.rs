@@ -273,9 +273,14 @@ pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResu
     if capture::wait_event(stream, event, flags)? {
         return Ok(());
     }
+    let ev = lookup_event(event)?;
+    if let Some(shared) = &ev.ipc {
+        // Work queued after the wait must not start before the other
+        // process's: the queue here is ordered, so wait on the host.
+        shared.wait();
+    }
     // The stream's later work waits for the event's: until that finished,
     // a query of the stream is not ready either.
-    let ev = lookup_event(event)?;
     if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
         if let Some(s) = STREAMS.get(stream) {
             let mut last = s.last.lock().unwrap_or_else(|p| p.into_inner());
@@ -359,10 +364,15 @@ pub struct EventObj {
     recorded: Mutex<Option<ptxvk_runtime::Timestamp>>,
     /// The runtime's work mark at the last record (see `Context::work_mark`).
     mark: AtomicU64,
+    /// The state shared with other processes, for `CU_EVENT_INTERPROCESS`
+    /// events and events opened with `cuIpcOpenEventHandle`.
+    pub ipc: Option<Arc<crate::ipc::SharedEvent>>,
 }
 
 /// `CU_EVENT_DISABLE_TIMING`.
 pub const CU_EVENT_DISABLE_TIMING: c_uint = 0x2;
+/// `CU_EVENT_INTERPROCESS`.
+pub const CU_EVENT_INTERPROCESS: c_uint = 0x4;
 /// All `CU_EVENT_*` flags (`BLOCKING_SYNC`, `DISABLE_TIMING`, `INTERPROCESS`).
 const EVENT_FLAGS: c_uint = 0x7;
 
@@ -389,9 +399,24 @@ pub unsafe fn event_create(ph_event: *mut Handle, flags: c_uint) -> CuResult<()>
     if flags & !EVENT_FLAGS != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown event flags {flags:#x}")));
     }
-    let h = EVENTS.insert(Arc::new(EventObj { context, flags, recorded: Mutex::new(None), mark: AtomicU64::new(0) }));
+    // "CU_EVENT_INTERPROCESS must be specified along with CU_EVENT_DISABLE_TIMING."
+    let ipc = if flags & CU_EVENT_INTERPROCESS != 0 {
+        if flags & CU_EVENT_DISABLE_TIMING == 0 {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE
+                .because("CU_EVENT_INTERPROCESS needs CU_EVENT_DISABLE_TIMING as well"));
+        }
+        Some(crate::ipc::SharedEvent::create()?)
+    } else {
+        None
+    };
+    let h = new_event(context, flags, ipc);
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(ph_event, h) }
+}
+
+/// Registers a new event and returns its handle.
+pub fn new_event(context: Arc<ContextObj>, flags: c_uint, ipc: Option<Arc<crate::ipc::SharedEvent>>) -> Handle {
+    EVENTS.insert(Arc::new(EventObj { context, flags, recorded: Mutex::new(None), mark: AtomicU64::new(0), ipc }))
 }
 
 /// `cuEventDestroy_v2(CUevent hEvent)`.
@@ -425,6 +450,9 @@ pub fn record_now(event: Handle, stream: Handle) -> CuResult<()> {
     let mark = if owner.device.ordinal == ev.context.device.ordinal { mark } else { ctx.runtime.work_mark() };
     ev.mark.store(mark, Ordering::Relaxed);
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+    if let Some(shared) = &ev.ipc {
+        shared.record_on(&ctx.runtime)?;
+    }
     Ok(())
 }
 
@@ -447,6 +475,14 @@ pub fn event_record_with_flags(event: Handle, stream: Handle, flags: c_uint) -> 
 pub fn event_query(event: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
     capture::check_event_not_captured(event)?;
+    if let Some(shared) = &ev.ipc {
+        // The latest record may come from another process.
+        return if shared.is_complete() {
+            Ok(())
+        } else {
+            Err(CuError::CUDA_ERROR_NOT_READY.because("the work recorded before the event has not finished"))
+        };
+    }
     if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
         return Ok(());
     }
@@ -461,6 +497,10 @@ pub fn event_query(event: Handle) -> CuResult<()> {
 pub fn event_synchronize(event: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
     capture::check_event_not_captured(event)?;
+    if let Some(shared) = &ev.ipc {
+        shared.wait();
+        return Ok(());
+    }
     if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
         ev.context.runtime.synchronize()?;
     }
@@ -503,12 +543,21 @@ pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
     let t = c.runtime.record_timestamp()?;
     ev.mark.store(c.runtime.work_mark(), Ordering::Relaxed);
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+    if let Some(shared) = &ev.ipc {
+        shared.record_on(&c.runtime)?;
+    }
     Ok(())
 }
 
-/// `cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent)`: satisfied by the in-order queue.
+/// `cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent)`: satisfied by the
+/// in-order queue; an interprocess event recorded by another process is
+/// waited for on the host.
 pub fn ctx_wait_event(ctx: Handle, event: Handle) -> CuResult<()> {
     context::lookup(ctx)?;
-    lookup_event(event)?;
-    capture::check_context_event(ctx, event)
+    let ev = lookup_event(event)?;
+    capture::check_context_event(ctx, event)?;
+    if let Some(shared) = &ev.ipc {
+        shared.wait();
+    }
+    Ok(())
 }

@@ -11,7 +11,9 @@ use ptxvk_translator::{abi, Options, ParamPassing, WarpPath};
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
 use crate::instance::DeviceSelector;
-use crate::memory::{align_up, AllocationTable, Buffer, Readback, ALLOC_ALIGN, DEVICE_USAGE, STAGING_CHUNK};
+use crate::memory::{
+    align_up, AllocationTable, Buffer, ExportedMemory, Readback, ALLOC_ALIGN, DEVICE_USAGE, STAGING_CHUNK,
+};
 use crate::module::{Function, Module, ModuleInner};
 use crate::pipeline::PipelineKey;
 use crate::printf::DeviceStrings;
@@ -24,6 +26,8 @@ struct State {
     /// may use goes away.
     stream: Stream,
     table: AllocationTable,
+    /// Allocations made available to other processes, by [`Buffer::id`].
+    exported: std::collections::HashMap<u64, std::sync::Weak<Buffer>>,
     readback: Readback,
     /// Trap words of modules launched since the last check (address,
     /// kernel, and the module data buffer, kept so that its address is not
@@ -135,6 +139,7 @@ impl Context {
             state: Mutex::new(State {
                 stream,
                 table: AllocationTable::default(),
+                exported: Default::default(),
                 readback: Readback::default(),
                 trap_words: Vec::new(),
                 printf: PrintfState { fifo: None, limit: abi::printf::DEFAULT_FIFO_BYTES, capture: None },
@@ -158,7 +163,9 @@ impl Context {
     }
 
     /// Allocates `bytes` of device memory; returns its device address (the
-    /// `CUdeviceptr`), aligned to 256.
+    /// `CUdeviceptr`), aligned to 256. Where the device can share memory
+    /// with other processes ([`DeviceInfo::supports_ipc_memory`]) the
+    /// allocation can be exported ([`Context::export_memory`]).
     pub fn alloc(&self, bytes: u64) -> Result<u64> {
         self.0.alloc(bytes)
     }
@@ -249,6 +256,83 @@ impl Context {
     /// Frees the allocation based at `addr` (after queued work that may use it).
     pub fn free(&self, addr: u64) -> Result<()> {
         self.0.free(addr)
+    }
+
+    /// Makes the allocation based at `addr` (from [`Context::alloc`])
+    /// available to other processes: returns what an importer needs besides
+    /// the memory's file descriptor ([`Context::exported_memory_fd`]).
+    /// [`Error::Unsupported`] when the device cannot share memory
+    /// ([`DeviceInfo::supports_ipc_memory`]); [`Error::InvalidValue`] when
+    /// `addr` is not the base of such an allocation.
+    pub fn export_memory(&self, addr: u64) -> Result<ExportedMemory> {
+        if !self.0.info.supports_ipc_memory {
+            return Err(Error::Unsupported("this device cannot share memory with other processes".into()));
+        }
+        let mut st = self.0.lock();
+        let (buffer, size) = st
+            .table
+            .user_at(addr)
+            .ok_or_else(|| Error::InvalidValue(format!("{addr:#x} is not the base of a device allocation")))?;
+        let exported = buffer.exported(size).ok_or_else(|| {
+            Error::InvalidValue(format!(
+                "{addr:#x} cannot be shared: host or managed memory, or allocated past the descriptor budget"
+            ))
+        })?;
+        st.exported.retain(|_, b| b.strong_count() > 0);
+        st.exported.insert(exported.id, Arc::downgrade(&buffer));
+        Ok(exported)
+    }
+
+    /// A new file descriptor for the memory of the exported allocation `id`
+    /// (see [`Context::export_memory`]), for another process to import;
+    /// [`Error::NotFound`] once the allocation has been freed.
+    #[cfg(unix)]
+    pub fn exported_memory_fd(&self, id: u64) -> Result<std::os::fd::OwnedFd> {
+        let buffer = self
+            .0
+            .lock()
+            .exported
+            .get(&id)
+            .and_then(std::sync::Weak::upgrade)
+            .ok_or_else(|| Error::NotFound(format!("exported allocation {id} (freed?)")))?;
+        buffer.memory_fd()
+    }
+
+    /// Maps memory another process exported ([`Context::export_memory`] and
+    /// [`Context::exported_memory_fd`] there, on a device with the same
+    /// UUID) into this context: returns its device address here. Copies and
+    /// kernels reach it like an allocation of this context; the host sees
+    /// the other process's writes after it has synchronised. Released with
+    /// [`Context::close_imported`].
+    #[cfg(unix)]
+    pub fn import_memory(&self, fd: std::os::fd::OwnedFd, memory: &ExportedMemory) -> Result<u64> {
+        use std::os::fd::{AsRawFd, IntoRawFd};
+        if !self.0.info.supports_ipc_memory {
+            return Err(Error::Unsupported("this device cannot share memory with other processes".into()));
+        }
+        if memory.size == 0 || memory.size > memory.buffer_size {
+            return Err(Error::InvalidValue(format!(
+                "exported allocation of {} bytes in a {}-byte buffer",
+                memory.size, memory.buffer_size
+            )));
+        }
+        // On failure `fd` is still ours and closes here; on success the driver owns it.
+        let buffer = Buffer::new_shareable(&self.0.device, memory.buffer_size, Some((fd.as_raw_fd(), memory)))?;
+        let _ = fd.into_raw_fd();
+        let addr = buffer.address;
+        self.0.lock().table.insert_imported(Arc::new(buffer), memory.size);
+        Ok(addr)
+    }
+
+    /// Unmaps memory mapped by [`Context::import_memory`] (after queued work
+    /// that may use it).
+    pub fn close_imported(&self, addr: u64) -> Result<()> {
+        let mut st = self.0.lock();
+        let buffer = st.table.remove_imported(addr)?;
+        if st.stream.has_pending() {
+            st.stream.keep(buffer);
+        }
+        Ok(())
     }
 
     /// `(base, size)` of the allocation (or module variable buffer) containing `addr`.
@@ -706,7 +790,20 @@ impl ContextInner {
         if size > self.info.max_buffer_size {
             return Err(Error::OutOfMemory);
         }
-        let buffer = new_device_buffer(&self.device, size, "ptxvk allocation")?;
+        // Any allocation may be exported later (cuIpcGetMemHandle), so each
+        // has memory of its own that can be, while the descriptor budget
+        // lasts; beyond it, or if the driver refuses, pooled memory.
+        let shareable = self.info.supports_ipc_memory
+            && self.device.shareable_live.load(Ordering::Relaxed) < self.device.shareable_budget;
+        let buffer = match shareable.then(|| Buffer::new_shareable(&self.device, size, None)) {
+            Some(Ok(b)) if b.address & (ALLOC_ALIGN - 1) == 0 => b,
+            other => {
+                if let Some(Err(e)) = other {
+                    log::warn!("ptxvk: a shareable allocation failed ({e}); this one cannot be shared");
+                }
+                new_device_buffer(&self.device, size, "ptxvk allocation")?
+            }
+        };
         let addr = buffer.address;
         self.lock().table.insert_user(Arc::new(buffer), bytes);
         Ok(addr)
@@ -733,6 +830,8 @@ impl ContextInner {
     pub(crate) fn free(&self, addr: u64) -> Result<()> {
         let mut st = self.lock();
         let buffer = st.table.remove_user(addr)?;
+        // Other processes can no longer open it (queued work may keep the buffer a while).
+        st.exported.remove(&buffer.id);
         if st.stream.has_pending() {
             // Queued commands may still use it: release it with the batch.
             st.stream.keep(buffer);
@@ -1152,14 +1251,20 @@ impl ContextInner {
 /// A device buffer for user data or module variables.
 fn new_device_buffer(device: &Arc<Device>, size: u64, name: &str) -> Result<Buffer> {
     let buffer = Buffer::new(device, size, DEVICE_USAGE, MemoryLocation::GpuOnly, ALLOC_ALIGN, name)?;
-    if buffer.address % ALLOC_ALIGN != 0 {
+    check_aligned(&buffer)?;
+    Ok(buffer)
+}
+
+/// Checks that a device buffer's address has CUDA's allocation alignment.
+fn check_aligned(buffer: &Buffer) -> Result<()> {
+    if buffer.address & (ALLOC_ALIGN - 1) != 0 {
         // Memory objects are at least this aligned on every known driver.
         return Err(Error::Unsupported(format!(
             "device address {:#x} is not {ALLOC_ALIGN}-byte aligned",
             buffer.address
         )));
     }
-    Ok(buffer)
+    Ok(())
 }
 
 /// Checks that `spirv` is a SPIR-V module declaring every entry of `info`.

@@ -181,7 +181,22 @@ pub struct DeviceInfo {
     /// as device memory (`VK_EXT_external_memory_host`): what
     /// [`crate::Context::register_host`] needs; `None` without it.
     pub host_import_alignment: Option<u64>,
+    /// Whether user allocations can be shared with other processes (CUDA
+    /// IPC): `VK_KHR_external_memory_fd` is enabled, buffers of the
+    /// allocation usage can be exported and imported as opaque file
+    /// descriptors, and `PTXVK_IPC` is not `0`. [`crate::Context::alloc`]
+    /// allocations are then exportable `VkDeviceMemory` objects of their
+    /// own, as long as a quarter of the process's descriptor limit is not
+    /// used up by them (lavapipe holds a descriptor per memory object; the
+    /// soft `RLIMIT_NOFILE` is raised to the hard one at device creation);
+    /// later ones are pooled and cannot be exported.
+    pub supports_ipc_memory: bool,
 }
+
+/// Environment variable that turns exportable (IPC-capable) allocations off
+/// when set to `0`: allocations are then suballocated by gpu-allocator and
+/// cannot be shared with other processes.
+pub const IPC_ENV: &str = "PTXVK_IPC";
 
 /// The logical device with its queue and allocator. Every other Vulkan object
 /// holds an `Arc<Device>`, so the device is destroyed last.
@@ -191,10 +206,18 @@ pub(crate) struct Device {
     pub(crate) queue_family: u32,
     pub(crate) info: DeviceInfo,
     allocator: ManuallyDrop<Mutex<Allocator>>,
-    /// The physical device it was created on.
-    pub(crate) physical: vk::PhysicalDevice,
     /// `VK_EXT_external_memory_host`'s functions, when enabled.
     pub(crate) host_memory: Option<ash::ext::external_memory_host::Device>,
+    /// `VK_KHR_external_memory_fd`, when [`DeviceInfo::supports_ipc_memory`].
+    pub(crate) external_memory_fd: Option<ash::khr::external_memory_fd::Device>,
+    /// Live shareable memory objects (exported or imported): drivers such as
+    /// lavapipe hold a file descriptor for each.
+    pub(crate) shareable_live: std::sync::atomic::AtomicU64,
+    /// How many of them may be live before new allocations fall back to
+    /// pooled, unshareable memory (a quarter of the descriptor limit).
+    pub(crate) shareable_budget: u64,
+    /// Memory types of the physical device.
+    pub(crate) memory_types: Vec<vk::MemoryType>,
     /// Declared last: dropped after the device is destroyed.
     pub(crate) instance: Arc<Instance>,
 }
@@ -274,6 +297,7 @@ struct Available {
     sm_builtins: bool,
     portability_subset: bool,
     host_memory: bool,
+    external_memory_fd: bool,
 }
 
 fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
@@ -299,6 +323,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         sm_builtins: has_ext(&exts, ash::nv::shader_sm_builtins::NAME),
         portability_subset: has_ext(&exts, ash::khr::portability_subset::NAME),
         host_memory: has_ext(&exts, ash::ext::external_memory_host::NAME),
+        external_memory_fd: has_ext(&exts, ash::khr::external_memory_fd::NAME)
+            && (api_version >= vk::API_VERSION_1_1 || has_ext(&exts, ash::khr::external_memory::NAME)),
     };
 
     // ---- query features ----
@@ -491,6 +517,16 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     if use_host_memory {
         ext_names.push(ash::ext::external_memory_host::NAME.as_ptr());
     }
+    let ipc_memory = cfg!(unix)
+        && avail.external_memory_fd
+        && std::env::var(IPC_ENV).map_or(true, |v| v.trim() != "0")
+        && opaque_fd_buffers_shareable(raw_instance, pd);
+    if ipc_memory {
+        ext_names.push(ash::khr::external_memory_fd::NAME.as_ptr());
+        if api_version < vk::API_VERSION_1_1 {
+            ext_names.push(ash::khr::external_memory::NAME.as_ptr());
+        }
+    }
 
     // ---- queue ----
     // SAFETY: `pd` was enumerated from this instance.
@@ -667,6 +703,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_maintenance4: on(maintenance4),
         validation: instance.validation,
         host_import_alignment: use_host_memory.then_some(phost.min_imported_host_pointer_alignment),
+        supports_ipc_memory: ipc_memory,
     };
     log::info!(
         "ptxvk: using {} ({:?}, Vulkan {}, driver {}, subgroup size {}, {} warps)",
@@ -678,16 +715,65 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         info.warp_path.name()
     );
     let host_memory = use_host_memory.then(|| ash::ext::external_memory_host::Device::new(raw_instance, &raw));
+    let external_memory_fd = ipc_memory.then(|| ash::khr::external_memory_fd::Device::new(raw_instance, &raw));
     Ok(Arc::new(Device {
         raw,
         queue,
         queue_family,
         info,
         allocator: ManuallyDrop::new(Mutex::new(allocator)),
-        physical: pd,
         host_memory,
+        external_memory_fd,
+        shareable_live: std::sync::atomic::AtomicU64::new(0),
+        shareable_budget: if ipc_memory { descriptor_limit() / 4 } else { 0 },
+        memory_types: mem.memory_types[..mem.memory_type_count as usize].to_vec(),
         instance,
     }))
+}
+
+/// The process's limit on open file descriptors (`RLIMIT_NOFILE`), raised to
+/// its hard limit first: with shareable allocations, lavapipe holds a
+/// descriptor per allocation, and the usual soft limit of 1024 would cap a
+/// program at a few hundred (the Go runtime raises it the same way).
+#[cfg(unix)]
+fn descriptor_limit() -> u64 {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is valid for writing.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        // SAFETY: `raised` is a valid limit (soft at most hard).
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim = raised;
+        }
+    }
+    lim.rlim_cur
+}
+
+/// No descriptors to count where memory is not shared as file descriptors.
+#[cfg(not(unix))]
+fn descriptor_limit() -> u64 {
+    0
+}
+
+/// Whether buffers with the usage of user allocations can be both exported
+/// and imported as `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT` memory
+/// (`vkGetPhysicalDeviceExternalBufferProperties`, Vulkan 1.1).
+fn opaque_fd_buffers_shareable(instance: &ash::Instance, pd: vk::PhysicalDevice) -> bool {
+    let info = vk::PhysicalDeviceExternalBufferInfo::default()
+        .usage(crate::memory::DEVICE_USAGE)
+        .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let mut props = vk::ExternalBufferProperties::default();
+    // SAFETY: `pd` belongs to `instance`; both structures outlive the call.
+    unsafe { instance.get_physical_device_external_buffer_properties(pd, &info, &mut props) };
+    let features = props.external_memory_properties.external_memory_features;
+    features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE)
+        && props
+            .external_memory_properties
+            .compatible_handle_types
+            .contains(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
 }
 
 /// llvmpipe's (lavapipe's) compute thread pool, which runs each workgroup of

@@ -28,9 +28,10 @@ mod stream;
 mod warp;
 
 pub use context::{Context, Timestamp};
-pub use device::{DeviceInfo, PciBusInfo};
+pub use device::{DeviceInfo, PciBusInfo, IPC_ENV};
 pub use error::{Error, Result};
 pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};
+pub use memory::ExportedMemory;
 pub use module::{Function, Module};
 pub use ptxvk_translator::{
     EntryInfo, GlobalInfo, GlobalSpace, ModuleInfo, ParamInfo, ParamPassing, TargetEnv, WarpPath,

@@ -3,6 +3,7 @@
 //! host-visible staging memory used for copies and parameter buffers.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use ash::vk;
@@ -33,13 +34,50 @@ pub(crate) struct Buffer {
     device: Arc<Device>,
     pub(crate) raw: vk::Buffer,
     allocation: Option<Allocation>,
-    /// Memory imported from host pages ([`Buffer::import_host`]), owned
-    /// by the buffer (null otherwise).
-    imported: vk::DeviceMemory,
+    /// Memory of its own (an exportable or imported allocation), freed after the buffer.
+    dedicated: Option<Dedicated>,
     /// `vkGetBufferDeviceAddress` of the buffer.
     pub(crate) address: u64,
     /// Size of the `VkBuffer`.
     pub(crate) size: u64,
+    /// Unique over the process's lifetime (names an exported allocation).
+    pub(crate) id: u64,
+}
+
+/// A `VkDeviceMemory` bound to one buffer at offset 0: shareable with other
+/// processes as an opaque file descriptor, or host pages imported as device
+/// memory ([`Buffer::import_host`]).
+#[derive(Clone, Copy)]
+struct Dedicated {
+    memory: vk::DeviceMemory,
+    /// `allocationSize` and `memoryTypeIndex`, which an importer must repeat.
+    size: u64,
+    memory_type: u32,
+    /// Whether it was allocated here for export (not imported).
+    exportable: bool,
+    /// Whether it counts against [`Device::shareable_budget`] (opaque-fd
+    /// memory; not imported host pages).
+    shareable: bool,
+}
+
+/// Next [`Buffer::id`].
+static NEXT_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What another process needs to import an exported allocation (the
+/// parameters of `vkAllocateMemory` an import of opaque-fd memory must
+/// repeat, and the buffer to bind it to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExportedMemory {
+    /// The allocation's id in the exporting process.
+    pub id: u64,
+    /// `VkMemoryAllocateInfo::allocationSize`.
+    pub memory_size: u64,
+    /// `VkMemoryAllocateInfo::memoryTypeIndex`.
+    pub memory_type: u32,
+    /// Size of the `VkBuffer` it is bound to.
+    pub buffer_size: u64,
+    /// Bytes the user asked for.
+    pub size: u64,
 }
 
 impl Drop for Buffer {
@@ -47,14 +85,17 @@ impl Drop for Buffer {
         // SAFETY: the buffer was created by this object on `device`; whoever
         // records commands that use it keeps an `Arc` until they complete.
         unsafe { self.device.raw.destroy_buffer(self.raw, None) };
-        if self.imported != vk::DeviceMemory::null() {
-            // SAFETY: the memory was allocated by `import_host` for this
-            // buffer alone, which is destroyed above.
-            unsafe { self.device.raw.free_memory(self.imported, None) };
-        }
         if let Some(a) = self.allocation.take() {
             if let Err(e) = self.device.allocator().free(a) {
                 log::error!("freeing buffer memory failed: {e}");
+            }
+        }
+        if let Some(d) = self.dedicated.take() {
+            // SAFETY: the memory was allocated by this object and only the
+            // buffer destroyed above was bound to it.
+            unsafe { self.device.raw.free_memory(d.memory, None) };
+            if d.shareable {
+                self.device.shareable_live.fetch_sub(1, Ordering::Relaxed);
             }
         }
     }
@@ -88,9 +129,10 @@ impl Buffer {
             .size(size)
             .usage(usage | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid create info; the buffer is destroyed in Drop (or below).
+        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
         // From here on `buffer` owns `raw` and cleans up on every error path.
-        let mut buffer = Buffer::unbound(device, &info, size)?;
-        let raw = buffer.raw;
+        let mut buffer = Buffer::owning(device, raw, size);
         // SAFETY: `raw` is a live buffer of this device.
         let mut requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
         requirements.alignment = requirements.alignment.max(align);
@@ -116,20 +158,6 @@ impl Buffer {
         Ok(buffer)
     }
 
-    /// A new buffer without memory yet; dropping it destroys the buffer.
-    fn unbound(device: &Arc<Device>, info: &vk::BufferCreateInfo<'_>, size: u64) -> Result<Buffer> {
-        // SAFETY: a valid create info; the buffer is destroyed in Drop.
-        let raw = unsafe { device.raw.create_buffer(info, None) }.map_err(map_create)?;
-        Ok(Buffer {
-            device: device.clone(),
-            raw,
-            allocation: None,
-            imported: vk::DeviceMemory::null(),
-            address: 0,
-            size,
-        })
-    }
-
     /// A buffer over `size` bytes of host memory at `host`, imported as
     /// device memory (`VK_EXT_external_memory_host`): kernels and copies
     /// reach those host pages through its device address. `host` and `size`
@@ -149,14 +177,15 @@ impl Buffer {
             .usage(DEVICE_USAGE)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .push_next(&mut external);
-        let mut buffer = Buffer::unbound(device, &info, size)?;
-        let raw = buffer.raw;
+        // SAFETY: valid create info; the buffer is destroyed in Drop.
+        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
+        let mut buffer = Buffer::owning(device, raw, size);
         // SAFETY: `raw` is a live buffer of this device.
         let requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
         let mut host_props = vk::MemoryHostPointerPropertiesEXT::default();
         // SAFETY: `host` is an aligned host pointer (caller contract); the
-        // extension is enabled on this device.
-        // (ash 0.38 has no wrapper for this command: the raw function pointer.)
+        // extension is enabled on this device. (ash 0.38 has no wrapper for
+        // this command: the raw function pointer.)
         let rc = unsafe {
             (ext.fp().get_memory_host_pointer_properties_ext)(ext.device(), handle, host.cast(), &mut host_props)
         };
@@ -166,12 +195,10 @@ impl Buffer {
             )));
         }
         let types = requirements.memory_type_bits & host_props.memory_type_bits;
-        // SAFETY: the physical device belongs to the instance.
-        let mem = unsafe { device.instance.raw.get_physical_device_memory_properties(device.physical) };
-        let index = (0..mem.memory_type_count)
+        let index = (0..device.memory_types.len() as u32)
             .filter(|&i| types & (1 << i) != 0)
             .max_by_key(|&i| {
-                let f = mem.memory_types[i as usize].property_flags;
+                let f = device.memory_types[i as usize].property_flags;
                 (f.contains(vk::MemoryPropertyFlags::HOST_COHERENT), f.contains(vk::MemoryPropertyFlags::HOST_VISIBLE))
             })
             .ok_or_else(|| Error::Unsupported("no memory type can hold imported host memory for a buffer".into()))?;
@@ -190,13 +217,121 @@ impl Buffer {
             .push_next(&mut flags);
         // SAFETY: `host` and `size` are aligned as the extension requires and
         // the memory type is one the pointer's properties allow.
-        buffer.imported = unsafe { device.raw.allocate_memory(&alloc, None) }.map_err(map_create)?;
+        let memory = unsafe { device.raw.allocate_memory(&alloc, None) }.map_err(map_create)?;
+        buffer.dedicated = Some(Dedicated { memory, size, memory_type: index, exportable: false, shareable: false });
         // SAFETY: the memory is new, large enough and of an allowed type.
-        unsafe { device.raw.bind_buffer_memory(raw, buffer.imported, 0) }.map_err(map_create)?;
+        unsafe { device.raw.bind_buffer_memory(raw, memory, 0) }.map_err(map_create)?;
         // SAFETY: SHADER_DEVICE_ADDRESS usage, memory allocated with DEVICE_ADDRESS.
         buffer.address =
             unsafe { device.raw.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw)) };
         Ok(buffer)
+    }
+
+    /// A buffer object owning `raw`, with no memory yet.
+    fn owning(device: &Arc<Device>, raw: vk::Buffer, size: u64) -> Buffer {
+        let id = NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed);
+        Buffer { device: device.clone(), raw, allocation: None, dedicated: None, address: 0, size, id }
+    }
+
+    /// Creates a device buffer of `size` bytes (usage [`DEVICE_USAGE`]) with a
+    /// device-local memory allocation of its own that can be exported as an
+    /// opaque file descriptor, or, with `import`, bound to the memory another
+    /// process exported (the raw descriptor, which the driver owns on
+    /// success and the caller still owns on failure). Needs
+    /// `VK_KHR_external_memory_fd` ([`crate::DeviceInfo::supports_ipc_memory`]).
+    pub(crate) fn new_shareable(
+        device: &Arc<Device>,
+        size: u64,
+        import: Option<(i32, &ExportedMemory)>,
+    ) -> Result<Buffer> {
+        if device.external_memory_fd.is_none() {
+            return Err(Error::Unsupported("memory shared between processes (VK_KHR_external_memory_fd)".into()));
+        }
+        let handle_type = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle_type);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(DEVICE_USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: valid create info; the buffer is destroyed in Drop.
+        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
+        let mut buffer = Buffer::owning(device, raw, size);
+        // SAFETY: `raw` is a live buffer of this device.
+        let requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
+        let (memory_size, memory_type) = match &import {
+            Some((_, e)) => {
+                if e.memory_size != requirements.size || requirements.memory_type_bits & (1 << e.memory_type) == 0 {
+                    return Err(Error::InvalidValue(format!(
+                        "imported memory ({} bytes, type {}) does not fit a {size}-byte buffer on this device",
+                        e.memory_size, e.memory_type
+                    )));
+                }
+                (e.memory_size, e.memory_type)
+            }
+            None => (requirements.size, device_local_type(device, requirements.memory_type_bits)?),
+        };
+        let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(raw);
+        let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(handle_type);
+        let fd = import.map(|(fd, _)| fd);
+        let mut import_info = vk::ImportMemoryFdInfoKHR::default().handle_type(handle_type).fd(fd.unwrap_or(-1));
+        let mut alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(memory_size)
+            .memory_type_index(memory_type)
+            .push_next(&mut flags)
+            .push_next(&mut dedicated);
+        alloc = if import.is_some() { alloc.push_next(&mut import_info) } else { alloc.push_next(&mut export) };
+        // SAFETY: valid allocate info; an imported descriptor came from
+        // `vkGetMemoryFdKHR` of the same device UUID (checked by the caller),
+        // with the size and type it was exported with.
+        let memory = unsafe { device.raw.allocate_memory(&alloc, None) }.map_err(|e| match e {
+            vk::Result::ERROR_INVALID_EXTERNAL_HANDLE => {
+                Error::InvalidValue("the exported memory's file descriptor was refused by the driver".into())
+            }
+            other => map_create(other),
+        })?;
+        device.shareable_live.fetch_add(1, Ordering::Relaxed);
+        buffer.dedicated =
+            Some(Dedicated { memory, size: memory_size, memory_type, exportable: fd.is_none(), shareable: true });
+        // SAFETY: dedicated memory of the buffer's requirements, bound at 0.
+        unsafe { device.raw.bind_buffer_memory(raw, memory, 0) }.map_err(map_create)?;
+        // SAFETY: SHADER_DEVICE_ADDRESS usage and DEVICE_ADDRESS memory.
+        buffer.address =
+            unsafe { device.raw.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw)) };
+        Ok(buffer)
+    }
+
+    /// The import parameters of an exportable buffer ([`Buffer::new_shareable`]
+    /// without `import`); `None` for other buffers.
+    pub(crate) fn exported(&self, user_size: u64) -> Option<ExportedMemory> {
+        let d = self.dedicated.filter(|d| d.exportable)?;
+        Some(ExportedMemory {
+            id: self.id,
+            memory_size: d.size,
+            memory_type: d.memory_type,
+            buffer_size: self.size,
+            size: user_size,
+        })
+    }
+
+    /// A new file descriptor for the memory of an exportable buffer
+    /// (`vkGetMemoryFdKHR`): each call makes one, which the caller owns.
+    #[cfg(unix)]
+    pub(crate) fn memory_fd(&self) -> Result<std::os::fd::OwnedFd> {
+        use std::os::fd::FromRawFd;
+        let d = self
+            .dedicated
+            .filter(|d| d.exportable)
+            .ok_or_else(|| Error::InvalidValue("this allocation cannot be exported".into()))?;
+        let ext = self.device.external_memory_fd.as_ref().ok_or(Error::OutOfMemory)?;
+        let info = vk::MemoryGetFdInfoKHR::default()
+            .memory(d.memory)
+            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        // SAFETY: the memory was allocated with an export of this handle type.
+        let fd = unsafe { ext.get_memory_fd(&info) }.map_err(map_create)?;
+        // SAFETY: `vkGetMemoryFdKHR` returns a new descriptor the caller owns.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
     }
 
     /// Copies `data` into the mapped memory at `offset`.
@@ -238,10 +373,24 @@ impl Buffer {
     }
 }
 
+/// The first device-local memory type among `bits` (any of them when none is).
+fn device_local_type(device: &Device, bits: u32) -> Result<u32> {
+    let allowed = |i: usize| bits & (1 << i) != 0;
+    let types = &device.memory_types;
+    (0..types.len())
+        .find(|&i| allowed(i) && types[i].property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
+        .or_else(|| (0..types.len()).find(|&i| allowed(i)))
+        .map(|i| i as u32)
+        .ok_or_else(|| Error::Unsupported("no memory type for an exportable buffer".into()))
+}
+
 /// Who owns a tracked address range.
 enum Owner {
     /// A user allocation (`Context::alloc`), freed by `Context::free`.
     User(Arc<Buffer>),
+    /// Memory another process exported (`Context::import_memory`), released
+    /// by `Context::close_imported`.
+    Imported(Arc<Buffer>),
     /// A module's data buffer; gone when the module is dropped.
     Module(Weak<Buffer>),
 }
@@ -278,10 +427,41 @@ impl AllocationTable {
         self.regions.insert(buffer.address, Region { owner: Owner::Module(Arc::downgrade(buffer)), size });
     }
 
+    /// Tracks memory imported from another process, based at `buffer.address`.
+    pub(crate) fn insert_imported(&mut self, buffer: Arc<Buffer>, size: u64) {
+        self.regions.insert(buffer.address, Region { owner: Owner::Imported(buffer), size });
+    }
+
+    /// Removes the imported memory based at `addr`.
+    pub(crate) fn remove_imported(&mut self, addr: u64) -> Result<Arc<Buffer>> {
+        if !matches!(self.regions.get(&addr), Some(Region { owner: Owner::Imported(_), .. })) {
+            return Err(Error::InvalidValue(format!(
+                "{addr:#x} is not the base of memory imported from another process"
+            )));
+        }
+        match self.regions.remove(&addr) {
+            Some(Region { owner: Owner::Imported(b), .. }) => Ok(b),
+            _ => Err(Error::InvalidValue(format!("{addr:#x} is not imported memory"))),
+        }
+    }
+
+    /// The user allocation based at `addr` and its requested size.
+    pub(crate) fn user_at(&self, addr: u64) -> Option<(Arc<Buffer>, u64)> {
+        match self.regions.get(&addr) {
+            Some(Region { owner: Owner::User(b), size }) => Some((b.clone(), *size)),
+            _ => None,
+        }
+    }
+
     /// Removes the user allocation based at `addr`.
     pub(crate) fn remove_user(&mut self, addr: u64) -> Result<Arc<Buffer>> {
         match self.regions.get(&addr) {
             Some(Region { owner: Owner::User(_), .. }) => {}
+            Some(Region { owner: Owner::Imported(_), .. }) => {
+                return Err(Error::InvalidValue(format!(
+                    "{addr:#x} is memory imported from another process (released by closing its IPC handle)"
+                )))
+            }
             Some(Region { owner: Owner::Module(_), .. }) => {
                 return Err(Error::InvalidValue(format!("{addr:#x} is a module's global data, not an allocation")))
             }
@@ -301,7 +481,7 @@ impl AllocationTable {
         loop {
             let (&base, region) = self.regions.range(..=addr).next_back()?;
             let buffer = match &region.owner {
-                Owner::User(b) => b.clone(),
+                Owner::User(b) | Owner::Imported(b) => b.clone(),
                 Owner::Module(w) => match w.upgrade() {
                     Some(b) => b,
                     None => {

@@ -708,3 +708,79 @@ def test_fork_after_init_is_detected():
     # The parent still works.
     x = rng(40).standard_normal(1000).astype(np.float32)
     assert np.array_equal(cuda.to_device(x).copy_to_host(), x)
+
+
+# --- IPC: device memory shared with another process ---------------------------
+
+@cuda.jit
+def twice_plus_index(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = x[i] * 2.0 + i
+
+
+def ipc_handle_bytes(ipch):
+    """The 64 bytes of an IpcHandle's CUipcMemHandle. numba pickles them as
+    `handle.reserved`, which cuda-bindings 13.4 no longer offers; read them
+    from the structure's address instead."""
+    import ctypes
+    return ctypes.string_at(ipch.handle.getPtr(), 64)
+
+
+def ipc_handle_from_bytes(raw, size, offset):
+    """An IpcHandle as numba's unpickling makes it (base None), from the bytes."""
+    import ctypes
+    from cuda.bindings import driver as binding
+    from numba.cuda.cudadrv.driver import IpcHandle
+    h = binding.CUipcMemHandle()
+    ctypes.memmove(h.getPtr(), raw, 64)
+    return IpcHandle(None, h, size, None, offset=offset)
+
+
+def ipc_child(raw, size, offset, n, parent_pid):
+    """Runs in a spawned process: opens the parent's array, returns what it
+    holds, then rewrites it with a kernel."""
+    import os
+    assert os.getpid() != parent_pid
+    ipch = ipc_handle_from_bytes(raw, size, offset)
+    darr = ipch.open_array(cuda.current_context(), shape=n, dtype=np.dtype(np.float64))
+    seen = darr.copy_to_host()
+    twice_plus_index[(n + 127) // 128, 128](darr)
+    cuda.synchronize()
+    ipch.close()
+    return seen
+
+
+@pytest.mark.parametrize("start", [0, 3])
+def test_ipc_array_in_a_child_process(start):
+    """cuIpcGetMemHandle here, cuIpcOpenMemHandle in a spawned child that
+    reads the array and runs a kernel on it; the parent sees the kernel's
+    writes. A slice is shared as its allocation plus an offset."""
+    import concurrent.futures
+    import multiprocessing as mp
+    import os
+    n = 1000
+    x = rng(50 + start).standard_normal(n + start)
+    d = cuda.to_device(x)
+    view = d[start:]
+    ipch = cuda.current_context().get_ipc_handle(view.gpu_data)
+    assert ipch.offset == start * 8
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as exe:
+        fut = exe.submit(ipc_child, ipc_handle_bytes(ipch), ipch.size, ipch.offset, n, os.getpid())
+        seen = fut.result(timeout=300)
+    assert np.array_equal(seen, x[start:])
+    want = x.copy()
+    want[start:] = x[start:] * 2.0 + np.arange(n)
+    assert np.array_equal(d.copy_to_host(), want)
+
+
+def test_ipc_open_in_the_exporting_process_fails():
+    """The driver refuses a handle in the process that made it
+    (CUDA_ERROR_INVALID_CONTEXT), as NVIDIA's does."""
+    from numba.cuda.cudadrv.driver import CudaAPIError
+    d = cuda.to_device(np.arange(16, dtype=np.float64))
+    ipch = cuda.current_context().get_ipc_handle(d.gpu_data)
+    again = ipc_handle_from_bytes(ipc_handle_bytes(ipch), ipch.size, 0)
+    with pytest.raises(CudaAPIError) as err:
+        again.open(cuda.current_context())
+    assert err.value.code == 201

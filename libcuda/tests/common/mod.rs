@@ -35,6 +35,13 @@ pub mod code {
 
 pub type Handle = *mut c_void;
 
+/// `CUipcMemHandle` and `CUipcEventHandle` (64 opaque bytes, passed by value).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpcHandle {
+    pub reserved: [u8; 64],
+}
+
 macro_rules! driver_api {
     ($( fn $name:ident($($t:ty),* $(,)?); )*) => {
         /// Entry points of the library under test.
@@ -209,6 +216,11 @@ driver_api! {
     fn cuDeviceSetGraphMemAttribute(c_int, c_int, *mut c_void);
     fn cuStreamBeginCapture_v2(Handle, c_int);
     fn cuStreamEndCapture(Handle, *mut Handle);
+    fn cuIpcGetMemHandle(*mut IpcHandle, u64);
+    fn cuIpcOpenMemHandle_v2(*mut u64, IpcHandle, c_uint);
+    fn cuIpcCloseMemHandle(u64);
+    fn cuIpcGetEventHandle(*mut IpcHandle, Handle);
+    fn cuIpcOpenEventHandle(*mut Handle, IpcHandle);
     fn cuTensorMapEncodeTiled(*mut c_void, c_int, u32, *mut c_void, *const u64, *const u64, *const u32, *const u32, c_int, c_int, c_int, c_int);
 }
 
