@@ -214,7 +214,8 @@ pub(crate) struct Device {
     /// lavapipe hold a file descriptor for each.
     pub(crate) shareable_live: std::sync::atomic::AtomicU64,
     /// How many of them may be live before new allocations fall back to
-    /// pooled, unshareable memory (a quarter of the descriptor limit).
+    /// pooled, unshareable memory (a quarter of the descriptor limit, at most
+    /// half of `maxMemoryAllocationCount`).
     pub(crate) shareable_budget: u64,
     /// Memory types of the physical device.
     pub(crate) memory_types: Vec<vk::MemoryType>,
@@ -725,7 +726,13 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         host_memory,
         external_memory_fd,
         shareable_live: std::sync::atomic::AtomicU64::new(0),
-        shareable_budget: if ipc_memory { descriptor_limit() / 4 } else { 0 },
+        // Also at most half of `maxMemoryAllocationCount` (4096 on some
+        // drivers): the allocator's blocks and other objects need the rest.
+        shareable_budget: if ipc_memory {
+            (descriptor_limit() / 4).min(u64::from(limits.max_memory_allocation_count) / 2)
+        } else {
+            0
+        },
         memory_types: mem.memory_types[..mem.memory_type_count as usize].to_vec(),
         instance,
     }))
