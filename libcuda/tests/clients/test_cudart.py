@@ -1,0 +1,86 @@
+"""CUDA runtime programs built by nvcc (cudart linked statically) on ptxvk's
+libcuda.so.1 (run by run.sh; `run.sh -k cudart` runs only these).
+
+nvcc comes from the nvidia-cuda-nvcc wheel of the test environment
+(requirements.txt); without it the tests are skipped. NVCC overrides it, and
+CXX names the host compiler nvcc uses (default: g++ from PATH). The programs
+are compiled here, from the sources in cu/:
+
+    nvcc -arch=sm_80 -O2 cu/runtime_api.cu -o runtime_api
+
+(`-arch=sm_80` embeds sm_80 machine code and compute_80 PTX; the driver
+loads the PTX.)
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CU = os.path.join(HERE, "cu")
+
+
+def nvcc():
+    if os.environ.get("NVCC"):
+        return os.environ["NVCC"]
+    try:
+        import nvidia
+    except ImportError:
+        nvidia = None
+    for root in getattr(nvidia, "__path__", []):
+        hits = sorted(glob.glob(os.path.join(root, "cu*", "bin", "nvcc")))
+        if hits:
+            return hits[-1]
+    pytest.skip("no nvcc: install nvidia-cuda-nvcc (requirements.txt) or set NVCC")
+
+
+def compile_cu(source, out, flags):
+    host = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if host is None:
+        pytest.fail("nvcc needs a host C++ compiler (g++), and none is on PATH")
+    cmd = [nvcc(), "-ccbin", host, *flags, "-O2", source, "-o", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, " ".join(cmd) + "\n" + run.stdout + run.stderr
+
+
+def run_program(exe, trace=None):
+    env = dict(os.environ)
+    if trace is not None:
+        env["PTXVK_TRACE"] = trace
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300, env=env)
+    sys.stdout.write(run.stdout)
+    sys.stderr.write(run.stderr[-4000:])
+    return run
+
+
+# Default nvcc output (sm_80 SASS + compute_80 PTX, entries compressed as
+# nvcc chooses), every entry compressed, and PTX only for another target.
+@pytest.mark.parametrize(
+    "flags",
+    [["-arch=sm_80"], ["-arch=sm_80", "-Xfatbin", "-compress-all"], ["-gencode", "arch=compute_75,code=compute_75"]],
+    ids=["sm_80", "compress-all", "compute_75-ptx-only"],
+)
+def test_runtime_api(flags, tmp_path):
+    exe = tmp_path / "runtime_api"
+    compile_cu(os.path.join(CU, "runtime_api.cu"), exe, flags)
+    run = run_program(exe)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "checks passed" in run.stdout
+    for block in range(2):
+        for thread in range(3):
+            line = "device printf: block %d thread %d tag 42" % (block, thread)
+            assert line in run.stdout.splitlines(), line
+
+
+def test_machine_code_only_is_refused_clearly(tmp_path):
+    """A program with only SASS (no PTX) fails its first runtime call with
+    cudaErrorInvalidKernelImage, and the trace says why."""
+    exe = tmp_path / "sass_only"
+    compile_cu(os.path.join(CU, "runtime_api.cu"), exe, ["-gencode", "arch=compute_80,code=sm_80"])
+    run = run_program(exe, trace="1")
+    assert run.returncode != 0
+    assert "cudaErrorInvalidKernelImage" in run.stdout, run.stdout[-2000:]
+    assert "holds only cubins (sm_80)" in run.stderr
