@@ -8,8 +8,9 @@
 // dynamic shared memory, global atomics, __constant__ and __device__
 // variables reached with cudaMemcpyTo/FromSymbol), streams, events and
 // cudaEventElapsedTime, cudaDeviceSynchronize, cudaGetDeviceProperties,
-// cudaFuncGetAttributes, the error of a bad launch through cudaGetLastError,
-// and device-side printf. Inputs are random with a fixed seed, outputs are
+// cudaFuncGetAttributes, graphs captured from a stream, opt-in dynamic
+// shared memory, pitched 2-D copies, cudaDeviceReset, the error of a bad
+// launch through cudaGetLastError, and device-side printf. Inputs are random with a fixed seed, outputs are
 // poisoned before each kernel, and every result is compared on the host.
 // Prints one line per check and "N checks passed" at the end; exits 1 at
 // the first failure.
@@ -102,6 +103,22 @@ __global__ void transpose(int rows, int cols, const uint32_t *in, uint32_t *out)
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x < cols && y < rows)
         out[x * rows + y] = in[y * cols + x];
+}
+
+// p[i] = p[i] * 3 + k.
+__global__ void step(int n, uint32_t *p, uint32_t k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        p[i] = p[i] * 3 + k;
+}
+
+// out[i] = in[n - 1 - i] for one block of n threads, through dynamic shared memory.
+__global__ void reverse_block(const uint32_t *in, uint32_t *out) {
+    extern __shared__ uint32_t staged[];
+    unsigned t = threadIdx.x, n = blockDim.x;
+    staged[t] = in[t];
+    __syncthreads();
+    out[t] = staged[n - 1 - t];
 }
 
 __global__ void say_hello(int tag) {
@@ -315,6 +332,110 @@ static void check_streams_events() {
     OK(cudaFreeHost(h_out));
 }
 
+static void CUDART_CB count_call(void *arg) { *(int *)arg += 1; }
+
+// A graph captured from a stream (two kernels and a host function) launched
+// twice; the opt-in dynamic shared memory limit; pitched 2-D copies; and
+// cudaDeviceReset, after which the runtime starts over.
+static void check_graph_pitch_reset() {
+    const int n = 3000;
+    std::vector<uint32_t> h(n), out(n);
+    for (auto &v : h)
+        v = next_random();
+    uint32_t *d;
+    OK(cudaMalloc(&d, n * sizeof(uint32_t)));
+    OK(cudaMemcpy(d, h.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    cudaStream_t s;
+    OK(cudaStreamCreate(&s));
+    int calls = 0;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    step<<<(n + 255) / 256, 256, 0, s>>>(n, d, 5);
+    step<<<(n + 127) / 128, 128, 0, s>>>(n, d, 11);
+    OK(cudaLaunchHostFunc(s, count_call, &calls));
+    OK(cudaStreamEndCapture(s, &graph));
+    size_t nodes = 0;
+    OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+    CHECK(nodes == 3, "captured graph has %zu nodes, want 3", nodes);
+    OK(cudaGraphInstantiate(&exec, graph, 0));
+    OK(cudaGraphLaunch(exec, s));
+    OK(cudaGraphLaunch(exec, s));
+    OK(cudaStreamSynchronize(s));
+    OK(cudaMemcpy(out.data(), d, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t v = h[i];
+        for (int r = 0; r < 2; r++)
+            v = (v * 3 + 5) * 3 + 11;
+        bad += out[i] != v;
+    }
+    CHECK(bad == 0 && calls == 2, "graph launched twice: %d wrong, host function ran %d times", bad, calls);
+    OK(cudaGraphExecDestroy(exec));
+    OK(cudaGraphDestroy(graph));
+    OK(cudaStreamDestroy(s));
+
+    int blocks = 0;
+    OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, step, 256, 0));
+    CHECK(blocks >= 1, "occupancy %d blocks of 256", blocks);
+
+    // As much dynamic shared memory as the device allows a block, opted in.
+    cudaDeviceProp prop;
+    OK(cudaGetDeviceProperties(&prop, 0));
+    int threads = 1024;
+    size_t smem = prop.sharedMemPerBlockOptin;
+    if (smem > threads * sizeof(uint32_t) * 16)
+        smem = threads * sizeof(uint32_t) * 16;
+    OK(cudaFuncSetAttribute(reverse_block, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    uint32_t *r;
+    OK(cudaMalloc(&r, threads * sizeof(uint32_t)));
+    OK(cudaMemset(r, 0xFF, threads * sizeof(uint32_t)));
+    reverse_block<<<1, threads, smem>>>(d, r);
+    OK(cudaGetLastError());
+    OK(cudaMemcpy(out.data(), r, threads * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    OK(cudaMemcpy(h.data(), d, threads * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    bad = 0;
+    for (int t = 0; t < threads; t++)
+        bad += out[t] != h[threads - 1 - t];
+    CHECK(bad == 0, "reverse_block with %zu bytes of opted-in dynamic shared memory: %d wrong", smem, bad);
+    OK(cudaFree(r));
+
+    // A 37 x 19 sub-matrix through pitched memory and back.
+    const int w = 37, rows = 19, src_pitch = 50;
+    std::vector<uint32_t> src(src_pitch * rows), dst(w * rows, 0xABABABAB);
+    for (auto &v : src)
+        v = next_random();
+    uint32_t *pd;
+    size_t pitch = 0;
+    OK(cudaMallocPitch(&pd, &pitch, w * sizeof(uint32_t), rows));
+    CHECK(pitch >= w * sizeof(uint32_t), "pitch %zu", pitch);
+    OK(cudaMemcpy2D(pd, pitch, src.data() + 3, src_pitch * sizeof(uint32_t), w * sizeof(uint32_t), rows,
+                    cudaMemcpyHostToDevice));
+    OK(cudaMemcpy2D(dst.data(), w * sizeof(uint32_t), pd, pitch, w * sizeof(uint32_t), rows, cudaMemcpyDeviceToHost));
+    bad = 0;
+    for (int y = 0; y < rows; y++)
+        for (int x = 0; x < w; x++)
+            bad += dst[y * w + x] != src[y * src_pitch + 3 + x];
+    CHECK(bad == 0, "cudaMemcpy2D through a pitch of %zu: %d wrong", pitch, bad);
+    OK(cudaFree(pd));
+    OK(cudaFree(d));
+
+    // cudaDeviceReset drops everything; the next call starts a new context
+    // and loads the program's kernels again.
+    OK(cudaDeviceReset());
+    OK(cudaMalloc(&d, n * sizeof(uint32_t)));
+    OK(cudaMemset(d, 0, n * sizeof(uint32_t)));
+    step<<<(n + 255) / 256, 256>>>(n, d, 7);
+    OK(cudaGetLastError());
+    OK(cudaMemcpy(out.data(), d, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += out[i] != 7;
+    CHECK(bad == 0, "a kernel after cudaDeviceReset: %d wrong", bad);
+    OK(cudaFree(d));
+    printf("ok     graphs, opt-in shared memory, pitched copies, reset\n");
+}
+
 static void check_errors_and_printf() {
     // More threads per block than any device allows: the launch fails and
     // the error is not sticky (reading it clears it). NVIDIA's stack says
@@ -343,6 +464,7 @@ int main() {
     check_memory();
     check_kernels();
     check_streams_events();
+    check_graph_pitch_reset();
     check_errors_and_printf();
     printf("%d checks passed\n", checks);
     return 0;
