@@ -565,28 +565,35 @@ pub unsafe fn primary_retain(pctx: *mut Handle, dev: CUdevice) -> CuResult<()> {
 /// `CUDA_ERROR_INVALID_CONTEXT` if it is not active.
 pub fn primary_release(dev: CUdevice) -> CuResult<()> {
     let device = driver::device(dev)?;
-    let mut state = primary_state(device);
-    if state.refcount == 0 {
-        return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because("the primary context is not retained"));
-    }
-    state.refcount -= 1;
-    if state.refcount == 0 {
-        if let Some(h) = state.handle.take() {
-            crate::export_table::context_released(h as Handle);
-            if let Some(obj) = CONTEXTS.remove(h as Handle) {
-                release_resources(&obj);
-            }
+    let released = {
+        let mut state = primary_state(device);
+        if state.refcount == 0 {
+            return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because("the primary context is not retained"));
+        }
+        state.refcount -= 1;
+        if state.refcount == 0 {
+            state.handle.take()
+        } else {
+            None
+        }
+    };
+    // Outside the lock: context-local storage destructors call back into the API.
+    if let Some(h) = released {
+        crate::export_table::context_released(h as Handle);
+        if let Some(obj) = CONTEXTS.remove(h as Handle) {
+            release_resources(&obj);
         }
     }
     Ok(())
 }
 
 /// `cuDevicePrimaryCtxReset_v2(CUdevice dev)`: destroys the primary
-/// context's resources now; the handle stays valid while retained.
+/// context's resources now (first the destructors of its context-local
+/// storage, see `export_table`); the handle stays valid while retained.
 pub fn primary_reset(dev: CUdevice) -> CuResult<()> {
     let device = driver::device(dev)?;
-    let state = primary_state(device);
-    if let Some(h) = state.handle {
+    let handle = primary_state(device).handle;
+    if let Some(h) = handle {
         crate::export_table::context_released(h as Handle);
         if let Some(obj) = CONTEXTS.get(h as Handle) {
             release_resources(&obj);
