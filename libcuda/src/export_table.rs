@@ -698,9 +698,9 @@ impl Md2 {
 
     /// Section 3.4: mixes one block into the state.
     fn compress(&mut self, block: &[u8; 16]) {
-        for j in 0..16 {
-            self.state[16 + j] = block[j];
-            self.state[32 + j] = block[j] ^ self.state[j];
+        for (j, &m) in block.iter().enumerate() {
+            self.state[16 + j] = m;
+            self.state[32 + j] = m ^ self.state[j];
         }
         let mut t = 0u8;
         for round in 0..18u8 {

@@ -28,7 +28,7 @@ const SKIP_INIT: [u8; 16] =
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn table(api: &Api, id: &[u8; 16]) -> *const *const c_void {
-    let mut t: *const c_void = 0x1 as *const c_void;
+    let mut t: *const c_void = 0x5a5a as *const c_void;
     check(api, cu!(api.cuGetExportTable(&mut t, id)), "cuGetExportTable");
     assert!(!t.is_null());
     t.cast()
@@ -67,7 +67,7 @@ fn ids_resolve_to_sized_tables_and_unknown_ids_are_not_found() {
     // The same table every time.
     assert_eq!(table(api, &CUDART_INTERFACE), table(api, &CUDART_INTERFACE));
 
-    let mut t: *const c_void = 0x1 as *const c_void;
+    let mut t: *const c_void = 0x5a5a as *const c_void;
     assert_eq!(cu!(api.cuGetExportTable(&mut t, &SKIP_INIT)), code::NOT_FOUND);
     assert!(t.is_null(), "an unknown id gives NULL");
     let mut random = [0u8; 16];
@@ -75,7 +75,7 @@ fn ids_resolve_to_sized_tables_and_unknown_ids_are_not_found() {
     for b in random.iter_mut() {
         *b = rng.next_u32() as u8;
     }
-    t = 0x1 as *const c_void;
+    t = 0x5a5a as *const c_void;
     assert_eq!(cu!(api.cuGetExportTable(&mut t, &random)), code::NOT_FOUND);
     assert!(t.is_null());
     assert_eq!(cu!(api.cuGetExportTable(std::ptr::null_mut(), &CUDART_INTERFACE)), code::INVALID_VALUE);
