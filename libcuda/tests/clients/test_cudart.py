@@ -2,7 +2,8 @@
 libcuda.so.1 (run by run.sh; `run.sh -k cudart` runs only these).
 
 nvcc comes from the nvidia-cuda-nvcc wheel of the test environment
-(requirements.txt); without it the tests are skipped. NVCC overrides it, and
+(requirements.txt; cooperative_groups.h also needs the CCCL headers of
+nvidia-cuda-cccl); without it the tests are skipped. NVCC overrides it, and
 CXX names the host compiler nvcc uses (default: g++ from PATH). The programs
 are compiled here, from the sources in cu/:
 
@@ -57,11 +58,17 @@ def run_program(exe, trace=None):
 
 
 # Default nvcc output (sm_80 SASS + compute_80 PTX, entries compressed as
-# nvcc chooses), every entry compressed, and PTX only for another target.
+# nvcc chooses), every entry compressed, PTX only for another target, and the
+# per-thread default stream (cudart then calls the _ptsz/_ptds entry points).
 @pytest.mark.parametrize(
     "flags",
-    [["-arch=sm_80"], ["-arch=sm_80", "-Xfatbin", "-compress-all"], ["-gencode", "arch=compute_75,code=compute_75"]],
-    ids=["sm_80", "compress-all", "compute_75-ptx-only"],
+    [
+        ["-arch=sm_80"],
+        ["-arch=sm_80", "-Xfatbin", "-compress-all"],
+        ["-gencode", "arch=compute_75,code=compute_75"],
+        ["-arch=sm_80", "--default-stream", "per-thread"],
+    ],
+    ids=["sm_80", "compress-all", "compute_75-ptx-only", "per-thread-stream"],
 )
 def test_runtime_api(flags, tmp_path):
     exe = tmp_path / "runtime_api"

@@ -9,7 +9,8 @@
 // variables reached with cudaMemcpyTo/FromSymbol), streams, events and
 // cudaEventElapsedTime, cudaDeviceSynchronize, cudaGetDeviceProperties,
 // cudaFuncGetAttributes, graphs captured from a stream, opt-in dynamic
-// shared memory, pitched 2-D copies, cudaDeviceReset, the error of a bad
+// shared memory, pitched 2-D copies, cudaDeviceReset, host threads with a
+// stream each, a cooperative launch with grid.sync(), the error of a bad
 // launch through cudaGetLastError, and device-side printf. Inputs are random with a fixed seed, outputs are
 // poisoned before each kernel, and every result is compared on the host.
 // Prints one line per check and "N checks passed" at the end; exits 1 at
@@ -19,7 +20,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
+
+#include <cooperative_groups.h>
 
 static int checks;
 
@@ -119,6 +123,20 @@ __global__ void reverse_block(const uint32_t *in, uint32_t *out) {
     staged[t] = in[t];
     __syncthreads();
     out[t] = staged[n - 1 - t];
+}
+
+// Every thread of the grid writes its rank, the grid synchronises, and
+// thread 0 sums what all wrote.
+__global__ void grid_total(uint32_t *p) {
+    cooperative_groups::grid_group g = cooperative_groups::this_grid();
+    p[g.thread_rank()] = (uint32_t)g.thread_rank() * 7 + 1;
+    g.sync();
+    if (g.thread_rank() == 0) {
+        uint32_t s = 0;
+        for (unsigned long long i = 0; i < g.size(); i++)
+            s += p[i];
+        p[g.size()] = s;
+    }
 }
 
 __global__ void say_hello(int tag) {
@@ -436,6 +454,80 @@ static void check_graph_pitch_reset() {
     printf("ok     graphs, opt-in shared memory, pitched copies, reset\n");
 }
 
+// Four host threads, each with its own stream and buffers, at once; then a
+// cooperative launch of as many blocks as fit on the device at once.
+static void check_threads_cooperative() {
+    const int n = 20000, workers = 4;
+    int bad[workers] = {0};
+    cudaError_t err[workers] = {cudaSuccess};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < workers; t++)
+        threads.emplace_back([t, &bad, &err] {
+            std::vector<uint32_t> h(n), out(n, 0);
+            uint32_t seed = 0x9E3779B9u * (t + 1);
+            for (auto &v : h)
+                v = seed = seed * 1664525u + 1013904223u;
+            uint32_t *din = nullptr, *dout = nullptr;
+            cudaStream_t s;
+            cudaError_t e = cudaStreamCreate(&s);
+            if (e == cudaSuccess)
+                e = cudaMalloc(&din, n * sizeof(uint32_t));
+            if (e == cudaSuccess)
+                e = cudaMalloc(&dout, n * sizeof(uint32_t));
+            if (e == cudaSuccess)
+                e = cudaMemcpyAsync(din, h.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice, s);
+            if (e == cudaSuccess)
+                e = cudaMemsetAsync(dout, 0xFF, n * sizeof(uint32_t), s);
+            for (int r = 0; e == cudaSuccess && r < 3; r++) {
+                step<<<(n + 255) / 256, 256, 0, s>>>(n, din, (uint32_t)t);
+                e = cudaGetLastError();
+            }
+            if (e == cudaSuccess)
+                e = cudaMemcpyAsync(out.data(), din, n * sizeof(uint32_t), cudaMemcpyDeviceToHost, s);
+            if (e == cudaSuccess)
+                e = cudaStreamSynchronize(s);
+            for (int i = 0; i < n; i++) {
+                uint32_t v = h[i];
+                for (int r = 0; r < 3; r++)
+                    v = v * 3 + (uint32_t)t;
+                bad[t] += out[i] != v;
+            }
+            cudaFree(din);
+            cudaFree(dout);
+            cudaStreamDestroy(s);
+            err[t] = e;
+        });
+    for (auto &th : threads)
+        th.join();
+    for (int t = 0; t < workers; t++)
+        CHECK(err[t] == cudaSuccess && bad[t] == 0, "host thread %d: %s, %d wrong", t, cudaGetErrorName(err[t]), bad[t]);
+
+    int coop = 0, per_sm = 0, sms = 0;
+    OK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0));
+    OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int threads_per_block = 128;
+    OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_total, threads_per_block, 0));
+    int blocks = per_sm * sms;
+    if (coop && blocks > 0) {
+        unsigned total = (unsigned)(blocks * threads_per_block);
+        uint32_t *p;
+        OK(cudaMalloc(&p, (total + 1) * sizeof(uint32_t)));
+        OK(cudaMemset(p, 0xFF, (total + 1) * sizeof(uint32_t)));
+        void *args[] = {&p};
+        OK(cudaLaunchCooperativeKernel((void *)grid_total, dim3(blocks), dim3(threads_per_block), args, 0, 0));
+        uint32_t got = 0, want = 0;
+        OK(cudaMemcpy(&got, p + total, sizeof got, cudaMemcpyDeviceToHost));
+        for (unsigned i = 0; i < total; i++)
+            want += i * 7 + 1;
+        CHECK(got == want, "grid.sync() across %d blocks: %u, want %u", blocks, got, want);
+        OK(cudaFree(p));
+        // One block more than fit at once is refused.
+        cudaError_t e = cudaLaunchCooperativeKernel((void *)grid_total, dim3(blocks + 1), dim3(threads_per_block), args, 0, 0);
+        CHECK(e == cudaErrorCooperativeLaunchTooLarge, "%d blocks: %s", blocks + 1, cudaGetErrorName(e));
+    }
+    printf("ok     %d host threads, cooperative launch of %d blocks\n", workers, coop ? blocks : 0);
+}
+
 static void check_errors_and_printf() {
     // More threads per block than any device allows: the launch fails and
     // the error is not sticky (reading it clears it). NVIDIA's stack says
@@ -465,6 +557,7 @@ int main() {
     check_kernels();
     check_streams_events();
     check_graph_pitch_reset();
+    check_threads_cooperative();
     check_errors_and_printf();
     printf("%d checks passed\n", checks);
     return 0;
