@@ -504,7 +504,11 @@ extern "C" fn check_fn3() -> c_uint {
 // ---------------------------------------------------------------------------
 // INTEGRITY_CHECK {D4082055-BDE6-704B-8D34-BA123C66E1F2}, 3 slots: cudart
 // checks that the driver is NVIDIA's by asking for a keyed hash of values
-// both sides know (ZLUDA's reconstruction; see `integrity_hash`).
+// both sides know (ZLUDA's reconstruction; see `integrity_hash`). cudart
+// 13.5 asks with versions 13050, 13051 and 13052 and compares: with one bit
+// of the answer flipped, every runtime call fails with
+// cudaErrorSoftwareValidityNotEstablished (103), so the programs of
+// `tests/clients/cu` passing is the check that this hash is right.
 
 const INTEGRITY_CHECK_ID: [u8; 16] =
     [0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2];
