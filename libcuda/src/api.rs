@@ -362,6 +362,10 @@ exports! {
     raw fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) => mem::mem_alloc_managed;
     /// `cuMemFree_v2`.
     safe fn cuMemFree_v2(dptr: CUdeviceptr) => mem::mem_free;
+    /// `cuMemAllocAsync` (cudart's `cudaMallocAsync`).
+    raw fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hstream: Handle) | cuMemAllocAsync_ptsz => mem::mem_alloc_async;
+    /// `cuMemFreeAsync` (cudart's `cudaFreeAsync`).
+    safe fn cuMemFreeAsync(dptr: CUdeviceptr, hstream: Handle) | cuMemFreeAsync_ptsz => mem::mem_free_async;
     /// `cuMemGetInfo_v2`.
     raw fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) => mem::mem_get_info;
     /// `cuMemGetAddressRange_v2`.

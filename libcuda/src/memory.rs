@@ -27,6 +27,15 @@ use crate::stream;
 pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult<()> {
     let ctx = context::current()?;
     capture::check_unsafe_call()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { alloc_in(&ctx, dptr, bytesize) }
+}
+
+/// Allocates `bytesize` bytes in `ctx` and writes the address to `dptr`.
+///
+/// # Safety
+/// `dptr` is NULL or writable.
+unsafe fn alloc_in(ctx: &ContextObj, dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult<()> {
     if dptr.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dptr is NULL"));
     }
@@ -37,6 +46,46 @@ pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult<()>
     ctx.owned().allocations.insert(addr);
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(dptr, addr) }
+}
+
+/// Stream-ordered allocation in a capturing stream would be a graph
+/// memory-allocation node, which this library does not have.
+fn refuse_in_capture(s: Handle, what: &str) -> CuResult<()> {
+    capture::capture_node(s, || {
+        Err(CuError::CUDA_ERROR_NOT_SUPPORTED
+            .because(format!("{what} in a capturing stream (a graph memory node) is not supported")))
+    })
+    .map(|_| ())
+}
+
+/// `cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)`:
+/// stream-ordered allocation from the device's default pool. All work of a
+/// device runs in one order, so the memory is allocated at once, which is
+/// ready before the stream's later work as the call promises. Errors as
+/// `cuMemAlloc`, plus `CUDA_ERROR_INVALID_HANDLE` for a bad stream and
+/// `CUDA_ERROR_NOT_SUPPORTED` in a capturing stream. Explicit memory pools
+/// (`cuMemPool*`, `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED` 0) are not
+/// offered.
+///
+/// # Safety
+/// `dptr` is NULL or writable.
+pub unsafe fn mem_alloc_async(dptr: *mut CUdeviceptr, bytesize: usize, s: Handle) -> CuResult<()> {
+    stream::check(s)?;
+    refuse_in_capture(s, "cuMemAllocAsync")?;
+    let ctx = context::current()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { alloc_in(&ctx, dptr, bytesize) }
+}
+
+/// `cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)`: frees the
+/// allocation once the work queued before it is done (the runtime defers
+/// the free behind it), without waiting. Errors as `cuMemFree`, plus those
+/// of [`mem_alloc_async`] for the stream.
+pub fn mem_free_async(dptr: CUdeviceptr, s: Handle) -> CuResult<()> {
+    stream::check(s)?;
+    refuse_in_capture(s, "cuMemFreeAsync")?;
+    let ctx = context::current()?;
+    free_in(&ctx, dptr)
 }
 
 /// The live context that owns allocation `addr`: the current one, or another
@@ -57,10 +106,16 @@ fn owner_of(current: &std::sync::Arc<ContextObj>, addr: u64) -> Option<std::sync
 pub fn mem_free(dptr: CUdeviceptr) -> CuResult<()> {
     let ctx = context::current()?;
     capture::check_unsafe_call()?;
+    free_in(&ctx, dptr)
+}
+
+/// Frees the allocation `dptr` of `ctx` or another context of its device
+/// (after queued work); NULL is a no-op.
+fn free_in(ctx: &std::sync::Arc<ContextObj>, dptr: CUdeviceptr) -> CuResult<()> {
     if dptr == 0 {
         return Ok(());
     }
-    let owner = owner_of(&ctx, dptr).ok_or_else(|| {
+    let owner = owner_of(ctx, dptr).ok_or_else(|| {
         CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} is not the start of a live allocation"))
     })?;
     owner.runtime.free(dptr)?;

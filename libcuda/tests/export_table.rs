@@ -1,5 +1,6 @@
 //! `cuGetExportTable`: the private tables NVIDIA's CUDA runtime calls
-//! through (`src/export_table.rs`), driven through the C ABI as cudart does.
+//! through (`src/export_table.rs`), driven through the C ABI as cudart does;
+//! and the stream-ordered allocation cudart's `cudaMallocAsync` uses.
 mod common;
 
 use std::ffi::{c_int, c_uint, c_void};
@@ -323,4 +324,41 @@ fn integrity_check_tools_buffers_and_context_checks() {
     assert_eq!(unsafe { check_fn3() }, 0);
     let unknown: NoArgs = func(table(api, &CUDART13), 50);
     assert_eq!(unsafe { unknown() }, code::NOT_SUPPORTED);
+}
+
+/// `cuMemAllocAsync`/`cuMemFreeAsync`, which cudart's `cudaMallocAsync` and
+/// `cudaFreeAsync` call.
+#[test]
+fn stream_ordered_allocation() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let mut s: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamCreate(&mut s, 0)), "cuStreamCreate");
+    let n = 4099usize;
+    let mut rng = Lcg(41);
+    let fill = rng.next_u32();
+    let mut d = 0u64;
+    check(api, cu!(api.cuMemAllocAsync(&mut d, n * 4, s)), "cuMemAllocAsync");
+    assert_ne!(d, 0);
+    check(api, cu!(api.cuMemsetD32Async(d, fill, n, s)), "cuMemsetD32Async");
+    let mut host = vec![0u32; n];
+    check(api, cu!(api.cuMemcpyDtoH_v2(host.as_mut_ptr().cast(), d, n * 4)), "DtoH");
+    assert!(host.iter().all(|&v| v == fill));
+    check(api, cu!(api.cuMemFreeAsync(d, s)), "cuMemFreeAsync");
+    check(api, cu!(api.cuStreamSynchronize(s)), "sync");
+    // The freed address is no longer an allocation; NULL frees nothing.
+    assert_eq!(cu!(api.cuMemFreeAsync(d, s)), code::INVALID_VALUE);
+    check(api, cu!(api.cuMemFreeAsync(0, s)), "free NULL");
+    // Errors: NULL output, zero bytes, a bad stream.
+    assert_eq!(cu!(api.cuMemAllocAsync(std::ptr::null_mut(), 16, s)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuMemAllocAsync(&mut d, 0, s)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuMemAllocAsync(&mut d, 16, 0x40 as Handle)), code::INVALID_HANDLE);
+    // In a capturing stream it would be a graph memory node: not supported.
+    check(api, cu!(api.cuStreamBeginCapture_v2(s, 2)), "begin capture (relaxed)");
+    assert_eq!(cu!(api.cuMemAllocAsync(&mut d, 16, s)), code::NOT_SUPPORTED);
+    let mut g: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamEndCapture(s, &mut g)), "end capture");
+    check(api, cu!(api.cuGraphDestroy(g)), "cuGraphDestroy");
+    check(api, cu!(api.cuStreamDestroy_v2(s)), "cuStreamDestroy");
 }

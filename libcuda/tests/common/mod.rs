@@ -110,6 +110,12 @@ driver_api! {
     fn cuStreamSynchronize(Handle);
     fn cuGetProcAddress(*const c_char, *mut *mut c_void, c_int, u64);
     fn cuGetExportTable(*mut *const c_void, *const [u8; 16]);
+    fn cuMemAllocAsync(*mut u64, usize, Handle);
+    fn cuMemFreeAsync(u64, Handle);
+    fn cuMemsetD32Async(u64, u32, usize, Handle);
+    fn cuStreamBeginCapture_v2(Handle, c_int);
+    fn cuStreamEndCapture(Handle, *mut Handle);
+    fn cuGraphDestroy(Handle);
     fn cuDevicePrimaryCtxGetState(c_int, *mut c_uint, *mut c_int);
     fn cuDevicePrimaryCtxSetFlags_v2(c_int, c_uint);
     fn cuDevicePrimaryCtxReset_v2(c_int);

@@ -340,6 +340,20 @@ static void check_streams_events() {
         bad += h_out[i] != (coeffs[0] * h_in[i] ^ coeffs[1]) + (h_in[i] >> coeffs[2]) * coeffs[3];
     CHECK(bad == 0, "two streams from pinned memory: %d wrong", bad);
     printf("ok     streams and events (%.3f ms)\n", ms);
+
+    // Stream-ordered allocation: allocate, fill, copy out and free on s[1].
+    uint32_t *tmp = nullptr;
+    OK(cudaMallocAsync(&tmp, half * sizeof(uint32_t), s[1]));
+    OK(cudaMemcpyAsync(tmp, din, half * sizeof(uint32_t), cudaMemcpyDeviceToDevice, s[1]));
+    step<<<half / 256, 256, 0, s[1]>>>(half, tmp, 9);
+    OK(cudaGetLastError());
+    OK(cudaMemcpyAsync(h_out, tmp, half * sizeof(uint32_t), cudaMemcpyDeviceToHost, s[1]));
+    OK(cudaFreeAsync(tmp, s[1]));
+    OK(cudaStreamSynchronize(s[1]));
+    bad = 0;
+    for (int i = 0; i < half; i++)
+        bad += h_out[i] != h_in[i] * 3 + 9;
+    CHECK(bad == 0, "cudaMallocAsync/cudaFreeAsync around a kernel: %d wrong", bad);
     OK(cudaEventDestroy(start));
     OK(cudaEventDestroy(stop));
     OK(cudaStreamDestroy(s[0]));
