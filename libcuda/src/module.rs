@@ -5,6 +5,7 @@
 //! binaries (cubin ELF, fat binaries) are refused with
 //! `CUDA_ERROR_INVALID_IMAGE` and a message in the JIT error log.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::atomic::{AtomicI32, AtomicU32};
@@ -216,12 +217,58 @@ pub fn load(ctx: &Arc<ContextObj>, image: &[u8], file_name: &str) -> Result<Hand
 }
 
 /// The bytes of an in-memory image: a fat binary (or its wrapper) up to the
-/// size its header gives, anything else up to its terminating NUL.
+/// size its header gives, anything else up to its terminating NUL. For a
+/// version 2 wrapper (`nvcc -rdc=true`) whose device-linked container holds
+/// no PTX, the PTX of its pre-link containers, linked as `cuLink*` would
+/// (see [`crate::fatbin::prelink_containers`]).
 ///
 /// # Safety
 /// `image` is non-null and points to a NUL-terminated image (PTX), or to a
 /// complete fat binary, fat binary wrapper or ELF file.
-pub unsafe fn image_bytes<'a>(image: *const c_void) -> &'a [u8] {
+pub unsafe fn image_bytes<'a>(image: *const c_void) -> Cow<'a, [u8]> {
+    // SAFETY: forwarded caller contract.
+    let bytes = unsafe { raw_image_bytes(image) };
+    if classify(bytes) == ImageKind::FatBinary {
+        if let Ok(sm) = driver::sm_version() {
+            if crate::fatbin::select_ptx(bytes, sm).is_err() {
+                // SAFETY: a fat binary: at least its 4-byte magic is readable.
+                let units = unsafe { crate::fatbin::prelink_containers(image) };
+                let ptx: Vec<Option<(String, String)>> = units
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let text = crate::fatbin::select_ptx(c, sm).ok()?;
+                        Some((format!("<pre-link fat binary {i}>"), String::from_utf8(text).ok()?))
+                    })
+                    .collect();
+                // nvcc links the device runtime (libcudadevrt's
+                // cuda_device_runtime.cu) into every -rdc program; as for
+                // `cuLinkAddData` of that archive, the translator provides
+                // what it offers (cooperative-groups grid sync) itself.
+                let ptx: Option<Vec<(String, String)>> = ptx
+                    .into_iter()
+                    .filter(|u| !u.as_ref().is_some_and(|(_, t)| t.contains(DEVICE_RUNTIME_MARK)))
+                    .collect();
+                if let Some(ptx) = ptx.filter(|p| !p.is_empty()) {
+                    let mut linked = crate::link::merge(&ptx).into_bytes();
+                    linked.push(0);
+                    return Cow::Owned(linked);
+                }
+            }
+        }
+    }
+    Cow::Borrowed(bytes)
+}
+
+/// Part of every symbol of the device runtime's PTX (`cuda_device_runtime.cu`
+/// mangled into its static names).
+const DEVICE_RUNTIME_MARK: &str = "_cuda_device_runtime_cu_";
+
+/// [`image_bytes`] without the pre-link step.
+///
+/// # Safety
+/// As [`image_bytes`].
+unsafe fn raw_image_bytes<'a>(image: *const c_void) -> &'a [u8] {
     let p = image.cast::<u8>();
     // Read the first bytes one by one, stopping at a NUL, so that a short
     // NUL-terminated text is never read past its end.
@@ -278,7 +325,7 @@ pub unsafe fn module_load_data_ex(
     let start = Instant::now();
     // SAFETY: non-null; a NUL-terminated or complete binary image per the caller.
     let image = unsafe { image_bytes(image) };
-    let result = load(&ctx, image, IN_MEMORY_PTX_NAME);
+    let result = load(&ctx, &image, IN_MEMORY_PTX_NAME);
     let ms = start.elapsed().as_secs_f32() * 1000.0;
     let (error_log, outcome) = match result {
         Ok(h) => (String::new(), Ok(h)),
@@ -338,10 +385,10 @@ pub unsafe fn module_load_fat_binary(module: *mut Handle, fat_cubin: *const c_vo
     }
     // SAFETY: non-null and a complete image per the caller.
     let image = unsafe { image_bytes(fat_cubin) };
-    if classify(image) != ImageKind::FatBinary {
+    if classify(&image) != ImageKind::FatBinary {
         return Err(CuError::CUDA_ERROR_NO_BINARY_FOR_GPU.because("fatCubin is not a fat binary"));
     }
-    let handle = load(&ctx, image, IN_MEMORY_PTX_NAME).map_err(|(code, _)| code)?;
+    let handle = load(&ctx, &image, IN_MEMORY_PTX_NAME).map_err(|(code, _)| code)?;
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(module, handle) }
 }

@@ -82,6 +82,18 @@ def test_runtime_api(flags, tmp_path):
             assert line in run.stdout.splitlines(), line
 
 
+@pytest.mark.parametrize(
+    "flags", [["-arch=sm_80"], ["-gencode", "arch=compute_80,code=compute_80"]], ids=["sm_80", "compute_80-ptx-only"]
+)
+def test_separate_compilation(flags, tmp_path):
+    """-rdc=true: the driver links the PTX of both files' pre-link fat binaries."""
+    exe = tmp_path / "rdc"
+    compile_cu(os.path.join(CU, "rdc_main.cu"), exe, ["-rdc=true", *flags, os.path.join(CU, "rdc_lib.cu")])
+    run = run_program(exe)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "checks passed" in run.stdout
+
+
 def test_machine_code_only_is_refused_clearly(tmp_path):
     """A program with only SASS (no PTX) fails its first runtime call with
     cudaErrorInvalidKernelImage, and the trace says why."""
