@@ -34,6 +34,20 @@
 //! `PTXVK_TRACE=1`: a caller that checks the result fails with a clear
 //! error instead of reading an output that was never written.
 //!
+//! # What cudart 13.5 does with them
+//!
+//! Observed with `PTXVK_TRACE=2` on programs built by nvcc 13.5: before
+//! `cuInit` it probes [`SKIP_INIT_ID`]; then it asks, in this order, for
+//! CUDART_INTERFACE, TOOLS_RUNTIME_CALLBACK_HOOKS, TOOLS_TLS, the cudart 13
+//! table, CONTEXT_LOCAL_STORAGE, CONTEXT_CHECKS and INTEGRITY_CHECK; it calls
+//! CUDART_INTERFACE slot 2 (primary context), both tools buffers, the
+//! integrity check three times (versions 13050-13052), context-local
+//! storage around every runtime call and CONTEXT_CHECKS slot 2 once per
+//! context, and at exit CONTEXT_LOCAL_STORAGE slot 1 (delete). It registers
+//! the fat binary with the public `cuLibraryLoadData` and `cuLibraryGetKernel`,
+//! not through CUDART_INTERFACE slots 1, 6 and 8 (older runtimes use those).
+//! No other slot was called by the programs of `tests/clients/cu`.
+//!
 //! An id this library does not know is `CUDA_ERROR_NOT_FOUND` with the id
 //! in the trace (`{6BD5FB6C-5BF4-E74A-8987-D93912FD9DF9}` form: the bytes in
 //! order). cudart probes some ids it can do without (see [`SKIP_INIT_ID`]).
