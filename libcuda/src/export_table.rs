@@ -42,8 +42,8 @@
 //! table, CONTEXT_LOCAL_STORAGE, CONTEXT_CHECKS and INTEGRITY_CHECK; it calls
 //! CUDART_INTERFACE slot 2 (primary context), both tools buffers, the
 //! integrity check three times (versions 13050-13052), context-local
-//! storage around every runtime call and CONTEXT_CHECKS slot 2 once per
-//! context, and at exit CONTEXT_LOCAL_STORAGE slot 1 (delete). It registers
+//! storage around every runtime call and CONTEXT_CHECKS slot 2 when it
+//! first uses the primary context, and at exit CONTEXT_LOCAL_STORAGE slot 1 (delete). It registers
 //! the fat binary with the public `cuLibraryLoadData` and `cuLibraryGetKernel`,
 //! not through CUDART_INTERFACE slots 1, 6 and 8 (older runtimes use those).
 //! No other slot was called by the programs of `tests/clients/cu`.
