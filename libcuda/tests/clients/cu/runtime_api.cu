@@ -328,7 +328,23 @@ static void check_streams_events() {
         OK(cudaMemcpyAsync(h_out + off, dout + off, half * sizeof(uint32_t), cudaMemcpyDeviceToHost, s[k]));
     }
     OK(cudaEventRecord(stop, s[0]));
+    // s[1] waits for s[0]'s work, then reads what it wrote.
+    cudaEvent_t first_done;
+    OK(cudaEventCreateWithFlags(&first_done, cudaEventDisableTiming));
+    OK(cudaEventRecord(first_done, s[0]));
+    OK(cudaStreamWaitEvent(s[1], first_done, 0));
+    uint32_t *copy_of_first;
+    OK(cudaMalloc(&copy_of_first, half * sizeof(uint32_t)));
+    OK(cudaMemcpyAsync(copy_of_first, dout, half * sizeof(uint32_t), cudaMemcpyDeviceToDevice, s[1]));
     OK(cudaStreamSynchronize(s[1]));
+    std::vector<uint32_t> first(half);
+    OK(cudaMemcpy(first.data(), copy_of_first, half * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    int late = 0;
+    for (int i = 0; i < half; i++)
+        late += first[i] != (coeffs[0] * h_in[i] ^ coeffs[1]) + (h_in[i] >> coeffs[2]) * coeffs[3];
+    CHECK(late == 0, "cudaStreamWaitEvent: %d values copied before they were written", late);
+    OK(cudaFree(copy_of_first));
+    OK(cudaEventDestroy(first_done));
     OK(cudaEventSynchronize(stop));
     OK(cudaEventQuery(stop));
     OK(cudaStreamQuery(s[0]));
