@@ -228,36 +228,41 @@ pub fn load(ctx: &Arc<ContextObj>, image: &[u8], file_name: &str) -> Result<Hand
 pub unsafe fn image_bytes<'a>(image: *const c_void) -> Cow<'a, [u8]> {
     // SAFETY: forwarded caller contract.
     let bytes = unsafe { raw_image_bytes(image) };
-    if classify(bytes) == ImageKind::FatBinary {
-        if let Ok(sm) = driver::sm_version() {
-            if crate::fatbin::select_ptx(bytes, sm).is_err() {
-                // SAFETY: a fat binary: at least its 4-byte magic is readable.
-                let units = unsafe { crate::fatbin::prelink_containers(image) };
-                let ptx: Vec<Option<(String, String)>> = units
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let text = crate::fatbin::select_ptx(c, sm).ok()?;
-                        Some((format!("<pre-link fat binary {i}>"), String::from_utf8(text).ok()?))
-                    })
-                    .collect();
-                // nvcc links the device runtime (libcudadevrt's
-                // cuda_device_runtime.cu) into every -rdc program; as for
-                // `cuLinkAddData` of that archive, the translator provides
-                // what it offers (cooperative-groups grid sync) itself.
-                let ptx: Option<Vec<(String, String)>> = ptx
-                    .into_iter()
-                    .filter(|u| !u.as_ref().is_some_and(|(_, t)| t.contains(DEVICE_RUNTIME_MARK)))
-                    .collect();
-                if let Some(ptx) = ptx.filter(|p| !p.is_empty()) {
-                    let mut linked = crate::link::merge(&ptx).into_bytes();
-                    linked.push(0);
-                    return Cow::Owned(linked);
-                }
-            }
-        }
+    if classify(bytes) != ImageKind::FatBinary {
+        return Cow::Borrowed(bytes);
     }
-    Cow::Borrowed(bytes)
+    // SAFETY: a fat binary or wrapper: complete, per the caller.
+    let units = unsafe { crate::fatbin::prelink_containers(image) };
+    if units.is_empty() {
+        return Cow::Borrowed(bytes);
+    }
+    let Ok(sm) = driver::sm_version() else { return Cow::Borrowed(bytes) };
+    if crate::fatbin::select_ptx(bytes, sm).is_ok() {
+        return Cow::Borrowed(bytes);
+    }
+    let ptx: Vec<Option<(String, String)>> = units
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let text = crate::fatbin::select_ptx(c, sm).ok()?;
+            Some((format!("<pre-link fat binary {i}>"), String::from_utf8(text).ok()?))
+        })
+        .collect();
+    // nvcc links the device runtime (libcudadevrt's cuda_device_runtime.cu)
+    // into every -rdc program; as for `cuLinkAddData` of that archive, the
+    // translator provides what it offers (cooperative-groups grid sync)
+    // itself. A unit without PTX leaves the image as it is (and refused
+    // with the reason).
+    let ptx: Option<Vec<(String, String)>> =
+        ptx.into_iter().filter(|u| !u.as_ref().is_some_and(|(_, t)| t.contains(DEVICE_RUNTIME_MARK))).collect();
+    match ptx.filter(|p| !p.is_empty()) {
+        Some(ptx) => {
+            let mut linked = crate::link::merge(&ptx).into_bytes();
+            linked.push(0);
+            Cow::Owned(linked)
+        }
+        None => Cow::Borrowed(bytes),
+    }
 }
 
 /// Part of every symbol of the device runtime's PTX (`cuda_device_runtime.cu`
