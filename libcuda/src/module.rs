@@ -30,7 +30,7 @@ pub struct ModuleObj {
     pub context: Arc<ContextObj>,
     /// The translated module.
     pub runtime: ptxvk_runtime::Module,
-    /// `.version` of the PTX as `10 * major + minor`.
+    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` of its functions (see [`ptx_version`]).
     pub ptx_version: c_int,
     /// Bytes of `.const` variables.
     pub const_bytes: u64,
@@ -48,7 +48,7 @@ pub struct FunctionObj {
     pub function: ptxvk_runtime::Function,
     /// The entry name, NUL-terminated (for `cuFuncGetName`).
     pub name: CString,
-    /// `.version` of the PTX as `10 * major + minor`.
+    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` (see [`ptx_version`]).
     pub ptx_version: c_int,
     /// Bytes of the module's `.const` variables.
     pub const_bytes: u64,
@@ -116,15 +116,20 @@ fn classify(image: &[u8]) -> ImageKind {
     }
 }
 
-/// `.version` of a PTX text as `10 * major + minor` (0 if absent).
+/// `CU_FUNC_ATTRIBUTE_PTX_VERSION` of a PTX text: the virtual architecture
+/// it targets, `.target sm_80` (or `sm_90a`) giving 80 (90). That is what
+/// NVIDIA's driver reports, whatever `cuda.h`'s "PTX version" suggests, and
+/// what CUB (Thrust) reads through `cudaFuncGetAttributes` to choose its
+/// tuning (`ptxVersion * 10`); the ISA `.version` instead (9.5 giving 95)
+/// makes it pick kernels the program was not built with. 0 if absent.
 fn ptx_version(text: &str) -> c_int {
     text.lines()
-        .map(str::trim_start)
-        .find_map(|l| l.strip_prefix(".version"))
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+        .find_map(|l| l.strip_prefix(".target"))
         .and_then(|rest| {
-            let (major, minor) = rest.trim().split_once('.')?;
-            let minor: String = minor.chars().take_while(|c| c.is_ascii_digit()).collect();
-            Some(major.trim().parse::<c_int>().ok()? * 10 + minor.parse::<c_int>().ok()?)
+            let sm = rest.split(',').map(str::trim).find_map(|t| t.strip_prefix("sm_"))?;
+            let digits: String = sm.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse::<c_int>().ok()
         })
         .unwrap_or(0)
 }
@@ -541,8 +546,9 @@ mod tests {
 
     #[test]
     fn reads_ptx_version() {
-        assert_eq!(ptx_version("//\n.version 9.5\n.target sm_80"), 95);
-        assert_eq!(ptx_version("  .version 7.0 // c\n"), 70);
-        assert_eq!(ptx_version(".target sm_80"), 0);
+        assert_eq!(ptx_version("//\n.version 9.5\n.target sm_80"), 80);
+        assert_eq!(ptx_version(".version 8.0\n  .target sm_90a, texmode_independent // c\n"), 90);
+        assert_eq!(ptx_version(".version 9.0\n.target sm_100f\n"), 100);
+        assert_eq!(ptx_version("  .version 7.0 // c\n"), 0);
     }
 }
