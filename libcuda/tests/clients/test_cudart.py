@@ -94,6 +94,15 @@ def test_separate_compilation(flags, tmp_path):
     assert "checks passed" in run.stdout
 
 
+def test_thrust(tmp_path):
+    """Thrust's reduce, transform, scans and count_if (CUB kernels)."""
+    exe = tmp_path / "thrust_algorithms"
+    compile_cu(os.path.join(CU, "thrust_algorithms.cu"), exe, ["-arch=sm_80"])
+    run = run_program(exe)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "checks passed" in run.stdout
+
+
 def test_machine_code_only_is_refused_clearly(tmp_path):
     """A program with only SASS (no PTX) fails its first runtime call with
     cudaErrorInvalidKernelImage, and the trace says why."""

@@ -291,6 +291,11 @@ static void check_kernels() {
     memset(&fa, 0, sizeof fa);
     OK(cudaFuncGetAttributes(&fa, block_sum));
     CHECK(fa.maxThreadsPerBlock >= block, "cudaFuncGetAttributes maxThreadsPerBlock %d", fa.maxThreadsPerBlock);
+    // ptxVersion is the virtual architecture of the PTX the driver loaded
+    // (CUB chooses its tuning by it): the first of nvcc's targets.
+    const int arch_list[] = {__CUDA_ARCH_LIST__};
+    CHECK(fa.ptxVersion == arch_list[0] / 10, "cudaFuncGetAttributes ptxVersion %d, want %d", fa.ptxVersion,
+          arch_list[0] / 10);
     OK(cudaFree(din));
     OK(cudaFree(dout));
     printf("ok     kernels\n");
