@@ -12,7 +12,7 @@
 //!   [`fatbin`] containers), [`link`], [`library`], [`memory`], [`launch`],
 //!   [`stream`] (streams and events), [`graph`] (CUDA graphs) and
 //!   [`capture`] (stream capture), [`tensor_map`], [`export_table`] (the
-//!   private tables of NVIDIA's CUDA runtime).
+//!   private tables of NVIDIA's CUDA runtime; [`integrity`] its hash).
 //! - Shared plumbing: [`result`] (`CUresult` codes), [`ffi`] (checked pointer
 //!   access), [`handles`] (registries of live objects), [`driver`] (global
 //!   state).
@@ -39,6 +39,7 @@ pub mod fatbin;
 pub mod ffi;
 pub mod graph;
 pub mod handles;
+pub mod integrity;
 pub mod jit;
 pub mod launch;
 pub mod library;
