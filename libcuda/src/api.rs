@@ -156,8 +156,8 @@ exports! {
     raw fn cuGetProcAddress_v2(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64, symbol_status: *mut c_int) => get_proc_address;
     /// `cuGetProcAddress` (CUDA 11.3).
     raw fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, cuda_version: c_int, flags: u64) => get_proc_address_v1;
-    /// `cuGetExportTable`: the undocumented tables of NVIDIA's runtime are not provided.
-    safe fn cuGetExportTable(table: *mut *const c_void, id: *const c_void) => get_export_table;
+    /// `cuGetExportTable`: the private tables of NVIDIA's CUDA runtime (`export_table`).
+    raw fn cuGetExportTable(table: *mut *const c_void, id: *const c_void) => crate::export_table::get_export_table;
     /// `cuProfilerStart`: there is no profiler to start.
     safe fn cuProfilerStart() => profiler_nothing;
     /// `cuProfilerStop`.
@@ -874,11 +874,6 @@ unsafe fn get_proc_address_v1(
 /// `cuProfilerStart` / `cuProfilerStop`: accepted, nothing to do.
 fn profiler_nothing() -> CuResult<()> {
     crate::context::current().map(|_| ())
-}
-
-/// `cuGetExportTable`: `CUDA_ERROR_NOT_SUPPORTED`.
-fn get_export_table(_table: *mut *const c_void, _id: *const c_void) -> CuResult<()> {
-    Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("cuGetExportTable: NVIDIA's private tables are not provided"))
 }
 
 #[cfg(test)]

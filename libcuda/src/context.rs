@@ -87,7 +87,8 @@ thread_local! {
 }
 
 fn stack_top() -> Option<usize> {
-    STACK.with(|s| s.borrow().last().copied())
+    // After this thread's storage is destroyed (exit handlers), nothing is current.
+    STACK.try_with(|s| s.borrow().last().copied()).ok().flatten()
 }
 
 /// The calling thread's current context.
@@ -184,8 +185,9 @@ pub fn ctx_destroy(ctx: Handle) -> CuResult<()> {
         return Err(CuError::CUDA_ERROR_INVALID_CONTEXT
             .because("a primary context is released with cuDevicePrimaryCtxRelease, not destroyed"));
     }
+    crate::export_table::context_released(ctx);
     CONTEXTS.remove(ctx);
-    STACK.with(|s| s.borrow_mut().retain(|&c| c != ctx as usize));
+    let _ = STACK.try_with(|s| s.borrow_mut().retain(|&c| c != ctx as usize));
     release_resources(&obj);
     Ok(())
 }
@@ -274,6 +276,13 @@ pub fn given_or_current(ctx: Handle) -> CuResult<Arc<ContextObj>> {
     } else {
         lookup(ctx)
     }
+}
+
+/// The handle of `ctx` (the current context when NULL), checked live.
+/// Errors as [`given_or_current`].
+pub fn handle_or_current(ctx: Handle) -> CuResult<Handle> {
+    given_or_current(ctx)?;
+    Ok(if ctx.is_null() { stack_top().map_or(std::ptr::null_mut(), |c| c as Handle) } else { ctx })
 }
 
 /// `cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)`: NULL means current.
@@ -557,27 +566,36 @@ pub unsafe fn primary_retain(pctx: *mut Handle, dev: CUdevice) -> CuResult<()> {
 /// `CUDA_ERROR_INVALID_CONTEXT` if it is not active.
 pub fn primary_release(dev: CUdevice) -> CuResult<()> {
     let device = driver::device(dev)?;
-    let mut state = primary_state(device);
-    if state.refcount == 0 {
-        return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because("the primary context is not retained"));
-    }
-    state.refcount -= 1;
-    if state.refcount == 0 {
-        if let Some(h) = state.handle.take() {
-            if let Some(obj) = CONTEXTS.remove(h as Handle) {
-                release_resources(&obj);
-            }
+    let released = {
+        let mut state = primary_state(device);
+        if state.refcount == 0 {
+            return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because("the primary context is not retained"));
+        }
+        state.refcount -= 1;
+        if state.refcount == 0 {
+            state.handle.take()
+        } else {
+            None
+        }
+    };
+    // Outside the lock: context-local storage destructors call back into the API.
+    if let Some(h) = released {
+        crate::export_table::context_released(h as Handle);
+        if let Some(obj) = CONTEXTS.remove(h as Handle) {
+            release_resources(&obj);
         }
     }
     Ok(())
 }
 
 /// `cuDevicePrimaryCtxReset_v2(CUdevice dev)`: destroys the primary
-/// context's resources now; the handle stays valid while retained.
+/// context's resources now (first the destructors of its context-local
+/// storage, see `export_table`); the handle stays valid while retained.
 pub fn primary_reset(dev: CUdevice) -> CuResult<()> {
     let device = driver::device(dev)?;
-    let state = primary_state(device);
-    if let Some(h) = state.handle {
+    let handle = primary_state(device).handle;
+    if let Some(h) = handle {
+        crate::export_table::context_released(h as Handle);
         if let Some(obj) = CONTEXTS.get(h as Handle) {
             release_resources(&obj);
         }

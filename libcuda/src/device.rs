@@ -138,8 +138,10 @@ pub unsafe fn device_get_attribute(pi: *mut c_int, attrib: c_int, dev: CUdevice)
     unsafe { write_out(pi, value) }
 }
 
-/// Largest `CUdevice_attribute` value this library answers (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID`).
-const LAST_KNOWN_ATTRIBUTE: c_int = 134;
+/// Largest `CUdevice_attribute` value this library answers (CUDA 13.5's last,
+/// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_LOCALIZED_MEMORY_SUPPORTED`;
+/// cudart 13.5 reads them all at start-up).
+const LAST_KNOWN_ATTRIBUTE: c_int = 161;
 
 /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
 pub const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
@@ -221,6 +223,14 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         125 => c_int::from(info.supports_ipc_memory),
         126 => 1,        // MEM_SYNC_DOMAIN_COUNT
         131 | 134 => -1, // NUMA_ID, HOST_NUMA_ID
+        // GPU_PCI_DEVICE_ID: "the combined 16-bit PCI device ID and 16-bit PCI
+        // vendor ID" (Vulkan's deviceID and vendorID), device ID high.
+        139 => ((info.device_id & 0xffff) << 16 | (info.vendor_id & 0xffff)) as c_int,
+        149 => 1,                                        // LOCALITY_DOMAIN_COUNT
+        157 => to_int(info.multiprocessor_count.max(1)), // LOCALITY_DOMAIN_MULTIPROCESSOR_COUNT
+        // TENSOR_MAP_LARGE_TENSOR_MIN_SIZE: "devices where allocation-class
+        // selection is a no-op report INT_MAX".
+        160 => c_int::MAX,
         // Texture and surface limits, managed/host memory, multi-device
         // cooperative and cluster launch, memory pools, VMM, ...: not offered.
         _ => 0,

@@ -14,8 +14,14 @@
 //!   +56; the payload follows the entry header.
 //!
 //! A program's embedded fat binary is reached through a wrapper
-//! (`__fatBinC_Wrapper_t`: magic `0x466243B1`, version, pointer to the
-//! container), which [`container_from_pointer`] follows.
+//! (`__fatBinC_Wrapper_t`: `u32` magic `0x466243B1`, `u32` version, pointer
+//! to the container at +8, pointer at +16), which [`container_from_pointer`]
+//! follows. In a version 2 wrapper (`nvcc -rdc=true`, separate compilation)
+//! the container is the device-linked one, and the pointer at +16 is a
+//! NULL-terminated list of the pre-link containers of each translation unit
+//! (ZLUDA's `FatbincWrapper`): when device code was compiled to PTX only,
+//! the linked container is empty and the driver links their PTX itself
+//! ([`prelink_containers`]).
 
 use std::ffi::c_void;
 
@@ -103,6 +109,46 @@ pub unsafe fn container_from_pointer<'a>(ptr: *const c_void) -> Option<&'a [u8]>
     let size = container_size(header)?;
     // SAFETY: the container is complete (header plus the size it declares), per the caller.
     Some(unsafe { std::slice::from_raw_parts(header_ptr, size) })
+}
+
+/// The pre-link containers of a version 2 `__fatBinC_Wrapper_t` at `ptr`
+/// (see the module docs); empty for anything else.
+///
+/// # Safety
+/// `ptr` is non-null and points to at least 4 readable bytes; if they are
+/// the wrapper magic, to a complete wrapper whose list, when not NULL, is
+/// NULL-terminated and points to complete containers.
+pub unsafe fn prelink_containers<'a>(ptr: *const c_void) -> Vec<&'a [u8]> {
+    // SAFETY: at least 4 readable bytes, per the caller.
+    let magic = unsafe { ptr.cast::<u32>().read_unaligned() };
+    if magic != WRAPPER_MAGIC {
+        return Vec::new();
+    }
+    // SAFETY: a complete wrapper: version at +4, the list pointer at +16.
+    let (version, mut list) = unsafe {
+        (
+            ptr.cast::<u8>().add(4).cast::<u32>().read_unaligned(),
+            ptr.cast::<u8>().add(16).cast::<*const *const u8>().read_unaligned(),
+        )
+    };
+    let mut out = Vec::new();
+    if version != 2 || list.is_null() {
+        return out;
+    }
+    loop {
+        // SAFETY: a NULL-terminated list of container pointers, per the caller.
+        let item = unsafe { list.read_unaligned() };
+        if item.is_null() {
+            break;
+        }
+        // SAFETY: a complete container, per the caller.
+        if let Some(c) = unsafe { container_from_pointer(item.cast()) } {
+            out.push(c);
+        }
+        // SAFETY: not past the terminating NULL.
+        list = unsafe { list.add(1) };
+    }
+    out
 }
 
 /// Splits a container into its entries; an error names what is malformed.
@@ -274,5 +320,38 @@ mod tests {
         let mut c = container(1, 80, 0, b"abc", 0);
         c.truncate(40);
         assert!(select_ptx(&c, 80).is_err());
+    }
+
+    /// `__fatBinC_Wrapper_t`: magic, version, container, list.
+    #[repr(C)]
+    struct Wrapper {
+        magic: u32,
+        version: u32,
+        data: *const u8,
+        list: *const *const u8,
+    }
+
+    #[test]
+    fn version_2_wrapper_lists_its_prelink_containers() {
+        let a = container(1, 80, 0x11, b".version 9.5\n// a\0", 0);
+        let b = container(1, 80, 0x11, b".version 9.5\n// b\0", 0);
+        let linked = container(2, 80, 0x11, b"\x7fELF", 0);
+        let list = [a.as_ptr(), b.as_ptr(), std::ptr::null()];
+        let w = Wrapper { magic: WRAPPER_MAGIC, version: 2, data: linked.as_ptr(), list: list.as_ptr() };
+        let p = (&w as *const Wrapper).cast::<c_void>();
+        // SAFETY: a complete wrapper, a NULL-terminated list of complete containers.
+        let units = unsafe { prelink_containers(p) };
+        assert_eq!(units, vec![&a[..], &b[..]]);
+        // SAFETY: as above.
+        assert_eq!(unsafe { container_from_pointer(p) }, Some(&linked[..]));
+        // Version 1, or no list: none.
+        let w1 = Wrapper { version: 1, ..w };
+        // SAFETY: as above.
+        assert!(unsafe { prelink_containers((&w1 as *const Wrapper).cast()) }.is_empty());
+        let w2 = Wrapper { list: std::ptr::null(), ..w };
+        // SAFETY: as above.
+        assert!(unsafe { prelink_containers((&w2 as *const Wrapper).cast()) }.is_empty());
+        // SAFETY: a container, not a wrapper.
+        assert!(unsafe { prelink_containers(a.as_ptr().cast()) }.is_empty());
     }
 }

@@ -44,6 +44,10 @@ pub const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
 pub const CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: c_int = 9;
 /// Last cluster attribute (`CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`).
 const LAST_FUNC_ATTRIBUTE: c_int = 15;
+/// `CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED` (CUDA 13): 0, no device-side graph updates.
+const CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED: c_int = 16;
+/// `CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE` (CUDA 13): `CU_SHARED_MEMORY_MODE_DEFAULT` (0).
+const CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE: c_int = 17;
 
 /// Registers per thread reported by `CU_FUNC_ATTRIBUTE_NUM_REGS` (there are
 /// no registers to count; 32 lets occupancy calculators allow full blocks).
@@ -107,6 +111,7 @@ pub unsafe fn function_attribute(pi: *mut c_int, attrib: c_int, f: &FunctionObj)
         CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => f.carveout.load(Ordering::Relaxed),
         // Cluster attributes: no clusters here.
         10..=LAST_FUNC_ATTRIBUTE => 0,
+        CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED | CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE => 0,
         other => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown function attribute {other}"))),
     };
     // SAFETY: forwarded caller contract.

@@ -11,7 +11,8 @@
 //!   first: [`device`], [`context`], [`module`] (with [`jit`] options and
 //!   [`fatbin`] containers), [`link`], [`library`], [`memory`], [`launch`],
 //!   [`stream`] (streams and events), [`graph`] (CUDA graphs) and
-//!   [`capture`] (stream capture), [`tensor_map`].
+//!   [`capture`] (stream capture), [`tensor_map`], [`export_table`] (the
+//!   private tables of NVIDIA's CUDA runtime; [`integrity`] its hash).
 //! - Shared plumbing: [`result`] (`CUresult` codes), [`ffi`] (checked pointer
 //!   access), [`handles`] (registries of live objects), [`driver`] (global
 //!   state).
@@ -33,11 +34,13 @@ pub mod capture;
 pub mod context;
 pub mod device;
 pub mod driver;
+pub mod export_table;
 pub mod fatbin;
 pub mod ffi;
 pub mod graph;
 pub mod graph_mem;
 pub mod handles;
+pub mod integrity;
 pub mod ipc;
 pub mod jit;
 pub mod launch;

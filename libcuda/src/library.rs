@@ -213,7 +213,7 @@ pub unsafe fn library_load_data(
     // SAFETY: non-null; an image per the caller.
     let image = unsafe { module::image_bytes(code) };
     // SAFETY: forwarded caller contract.
-    unsafe { load_library(library, image, module::IN_MEMORY_PTX_NAME, jit_options, jit_values, num_jit) }
+    unsafe { load_library(library, &image, module::IN_MEMORY_PTX_NAME, jit_options, jit_values, num_jit) }
 }
 
 /// `cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, ...)`:

@@ -27,6 +27,15 @@ use crate::stream;
 pub unsafe fn mem_alloc(dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult<()> {
     let ctx = context::current()?;
     capture::check_unsafe_call()?;
+    // SAFETY: forwarded caller contract.
+    unsafe { alloc_in(&ctx, dptr, bytesize) }
+}
+
+/// Allocates `bytesize` bytes in `ctx` and writes the address to `dptr`.
+///
+/// # Safety
+/// `dptr` is NULL or writable.
+unsafe fn alloc_in(ctx: &ContextObj, dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult<()> {
     if dptr.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dptr is NULL"));
     }
@@ -57,10 +66,16 @@ pub(crate) fn owner_of(current: &std::sync::Arc<ContextObj>, addr: u64) -> Optio
 pub fn mem_free(dptr: CUdeviceptr) -> CuResult<()> {
     let ctx = context::current()?;
     capture::check_unsafe_call()?;
+    free_in(&ctx, dptr)
+}
+
+/// Frees the allocation `dptr` of `ctx` or another context of its device
+/// (after queued work); NULL is a no-op.
+fn free_in(ctx: &std::sync::Arc<ContextObj>, dptr: CUdeviceptr) -> CuResult<()> {
     if dptr == 0 {
         return Ok(());
     }
-    let Some(owner) = owner_of(&ctx, dptr) else {
+    let Some(owner) = owner_of(ctx, dptr) else {
         // Memory from cuMemAllocAsync (or a graph's allocation node) may be
         // freed here too.
         return crate::mempool::free_pool_allocation(dptr)
@@ -70,8 +85,16 @@ pub fn mem_free(dptr: CUdeviceptr) -> CuResult<()> {
                     .because(format!("{dptr:#x} is not the start of a live allocation")))
             });
     };
-    owner.runtime.free(dptr)?;
-    owner.owned().allocations.remove(&dptr);
+    // Forget the address before the runtime releases the memory: another
+    // thread's cuMemAlloc may get the same address back at once (lavapipe's
+    // dedicated allocations are host mappings), and its entry must survive.
+    if !owner.owned().allocations.remove(&dptr) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} was freed by another thread")));
+    }
+    if let Err(e) = owner.runtime.free(dptr) {
+        owner.owned().allocations.insert(dptr);
+        return Err(e.into());
+    }
     Ok(())
 }
 

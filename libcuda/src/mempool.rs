@@ -582,10 +582,13 @@ pub fn free_pool_allocation(dptr: CUdeviceptr) -> Option<CuResult<()>> {
 }
 
 /// `cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)`: memory from
-/// `cuMemAllocAsync` (or `cuMemAlloc`), released after the work queued
-/// before it.
+/// `cuMemAllocAsync` (or `cuMemAlloc`, or a graph allocation), released
+/// after the work queued before it; NULL frees nothing.
 pub fn mem_free_async(dptr: CUdeviceptr, stream: Handle) -> CuResult<()> {
     let ctx = stream::context_of(stream)?;
+    if dptr == 0 {
+        return Ok(());
+    }
     // While capturing, a free node (of a graph allocation) instead.
     let node = crate::graph::captured_memory_node(stream, |graph_id| {
         graph_mem::new_free(dptr, graph_id).map(crate::graph::NodeKind::MemFree)

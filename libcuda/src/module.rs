@@ -5,6 +5,7 @@
 //! binaries (cubin ELF, fat binaries) are refused with
 //! `CUDA_ERROR_INVALID_IMAGE` and a message in the JIT error log.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::atomic::{AtomicI32, AtomicU32};
@@ -29,7 +30,7 @@ pub struct ModuleObj {
     pub context: Arc<ContextObj>,
     /// The translated module.
     pub runtime: ptxvk_runtime::Module,
-    /// `.version` of the PTX as `10 * major + minor`.
+    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` of its functions (see [`ptx_version`]).
     pub ptx_version: c_int,
     /// Bytes of `.const` variables.
     pub const_bytes: u64,
@@ -47,7 +48,7 @@ pub struct FunctionObj {
     pub function: ptxvk_runtime::Function,
     /// The entry name, NUL-terminated (for `cuFuncGetName`).
     pub name: CString,
-    /// `.version` of the PTX as `10 * major + minor`.
+    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` (see [`ptx_version`]).
     pub ptx_version: c_int,
     /// Bytes of the module's `.const` variables.
     pub const_bytes: u64,
@@ -115,15 +116,20 @@ fn classify(image: &[u8]) -> ImageKind {
     }
 }
 
-/// `.version` of a PTX text as `10 * major + minor` (0 if absent).
+/// `CU_FUNC_ATTRIBUTE_PTX_VERSION` of a PTX text: the virtual architecture
+/// it targets, `.target sm_80` (or `sm_90a`) giving 80 (90). That is what
+/// NVIDIA's driver reports, whatever `cuda.h`'s "PTX version" suggests, and
+/// what CUB (Thrust) reads through `cudaFuncGetAttributes` to choose its
+/// tuning (`ptxVersion * 10`); the ISA `.version` instead (9.5 giving 95)
+/// makes it pick kernels the program was not built with. 0 if absent.
 fn ptx_version(text: &str) -> c_int {
     text.lines()
-        .map(str::trim_start)
-        .find_map(|l| l.strip_prefix(".version"))
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+        .find_map(|l| l.strip_prefix(".target"))
         .and_then(|rest| {
-            let (major, minor) = rest.trim().split_once('.')?;
-            let minor: String = minor.chars().take_while(|c| c.is_ascii_digit()).collect();
-            Some(major.trim().parse::<c_int>().ok()? * 10 + minor.parse::<c_int>().ok()?)
+            let sm = rest.split(',').map(str::trim).find_map(|t| t.strip_prefix("sm_"))?;
+            let digits: String = sm.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse::<c_int>().ok()
         })
         .unwrap_or(0)
 }
@@ -216,12 +222,63 @@ pub fn load(ctx: &Arc<ContextObj>, image: &[u8], file_name: &str) -> Result<Hand
 }
 
 /// The bytes of an in-memory image: a fat binary (or its wrapper) up to the
-/// size its header gives, anything else up to its terminating NUL.
+/// size its header gives, anything else up to its terminating NUL. For a
+/// version 2 wrapper (`nvcc -rdc=true`) whose device-linked container holds
+/// no PTX, the PTX of its pre-link containers, linked as `cuLink*` would
+/// (see [`crate::fatbin::prelink_containers`]).
 ///
 /// # Safety
 /// `image` is non-null and points to a NUL-terminated image (PTX), or to a
 /// complete fat binary, fat binary wrapper or ELF file.
-pub unsafe fn image_bytes<'a>(image: *const c_void) -> &'a [u8] {
+pub unsafe fn image_bytes<'a>(image: *const c_void) -> Cow<'a, [u8]> {
+    // SAFETY: forwarded caller contract.
+    let bytes = unsafe { raw_image_bytes(image) };
+    if classify(bytes) != ImageKind::FatBinary {
+        return Cow::Borrowed(bytes);
+    }
+    // SAFETY: a fat binary or wrapper: complete, per the caller.
+    let units = unsafe { crate::fatbin::prelink_containers(image) };
+    if units.is_empty() {
+        return Cow::Borrowed(bytes);
+    }
+    let Ok(sm) = driver::sm_version() else { return Cow::Borrowed(bytes) };
+    if crate::fatbin::select_ptx(bytes, sm).is_ok() {
+        return Cow::Borrowed(bytes);
+    }
+    let ptx: Vec<Option<(String, String)>> = units
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let text = crate::fatbin::select_ptx(c, sm).ok()?;
+            Some((format!("<pre-link fat binary {i}>"), String::from_utf8(text).ok()?))
+        })
+        .collect();
+    // nvcc links the device runtime (libcudadevrt's cuda_device_runtime.cu)
+    // into every -rdc program; as for `cuLinkAddData` of that archive, the
+    // translator provides what it offers (cooperative-groups grid sync)
+    // itself. A unit without PTX leaves the image as it is (and refused
+    // with the reason).
+    let ptx: Option<Vec<(String, String)>> =
+        ptx.into_iter().filter(|u| !u.as_ref().is_some_and(|(_, t)| t.contains(DEVICE_RUNTIME_MARK))).collect();
+    match ptx.filter(|p| !p.is_empty()) {
+        Some(ptx) => {
+            let mut linked = crate::link::merge(&ptx).into_bytes();
+            linked.push(0);
+            Cow::Owned(linked)
+        }
+        None => Cow::Borrowed(bytes),
+    }
+}
+
+/// Part of every symbol of the device runtime's PTX (`cuda_device_runtime.cu`
+/// mangled into its static names).
+const DEVICE_RUNTIME_MARK: &str = "_cuda_device_runtime_cu_";
+
+/// [`image_bytes`] without the pre-link step.
+///
+/// # Safety
+/// As [`image_bytes`].
+unsafe fn raw_image_bytes<'a>(image: *const c_void) -> &'a [u8] {
     let p = image.cast::<u8>();
     // Read the first bytes one by one, stopping at a NUL, so that a short
     // NUL-terminated text is never read past its end.
@@ -278,7 +335,7 @@ pub unsafe fn module_load_data_ex(
     let start = Instant::now();
     // SAFETY: non-null; a NUL-terminated or complete binary image per the caller.
     let image = unsafe { image_bytes(image) };
-    let result = load(&ctx, image, IN_MEMORY_PTX_NAME);
+    let result = load(&ctx, &image, IN_MEMORY_PTX_NAME);
     let ms = start.elapsed().as_secs_f32() * 1000.0;
     let (error_log, outcome) = match result {
         Ok(h) => (String::new(), Ok(h)),
@@ -338,10 +395,10 @@ pub unsafe fn module_load_fat_binary(module: *mut Handle, fat_cubin: *const c_vo
     }
     // SAFETY: non-null and a complete image per the caller.
     let image = unsafe { image_bytes(fat_cubin) };
-    if classify(image) != ImageKind::FatBinary {
+    if classify(&image) != ImageKind::FatBinary {
         return Err(CuError::CUDA_ERROR_NO_BINARY_FOR_GPU.because("fatCubin is not a fat binary"));
     }
-    let handle = load(&ctx, image, IN_MEMORY_PTX_NAME).map_err(|(code, _)| code)?;
+    let handle = load(&ctx, &image, IN_MEMORY_PTX_NAME).map_err(|(code, _)| code)?;
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(module, handle) }
 }
@@ -489,8 +546,9 @@ mod tests {
 
     #[test]
     fn reads_ptx_version() {
-        assert_eq!(ptx_version("//\n.version 9.5\n.target sm_80"), 95);
-        assert_eq!(ptx_version("  .version 7.0 // c\n"), 70);
-        assert_eq!(ptx_version(".target sm_80"), 0);
+        assert_eq!(ptx_version("//\n.version 9.5\n.target sm_80"), 80);
+        assert_eq!(ptx_version(".version 8.0\n  .target sm_90a, texmode_independent // c\n"), 90);
+        assert_eq!(ptx_version(".version 9.0\n.target sm_100f\n"), 100);
+        assert_eq!(ptx_version("  .version 7.0 // c\n"), 0);
     }
 }

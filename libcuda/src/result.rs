@@ -154,7 +154,9 @@ impl CuError {
 
     /// This error, after recording `detail` as the reason (see [`take_detail`]).
     pub fn because(self, detail: impl Into<String>) -> CuError {
-        DETAIL.with(|d| *d.borrow_mut() = Some(detail.into()));
+        // At process exit (cudart's exit handlers call the driver) this
+        // thread's storage may already be gone: the detail is then dropped.
+        let _ = DETAIL.try_with(|d| *d.borrow_mut() = Some(detail.into()));
         self
     }
 }
@@ -185,7 +187,7 @@ thread_local! {
 
 /// Takes the reason recorded with [`CuError::because`] on this thread.
 pub fn take_detail() -> Option<String> {
-    DETAIL.with(|d| d.borrow_mut().take())
+    DETAIL.try_with(|d| d.borrow_mut().take()).ok().flatten()
 }
 
 impl From<ptxvk_runtime::Error> for CuError {
@@ -212,7 +214,7 @@ impl From<ptxvk_runtime::Error> for CuError {
 
 /// The `PTXVK_TRACE` level: 0 reports nothing, 1 every failing call, 2 (or
 /// more) every call.
-fn trace_level() -> u8 {
+pub fn trace_level() -> u8 {
     static TRACE: OnceLock<u8> = OnceLock::new();
     *TRACE.get_or_init(|| match std::env::var("PTXVK_TRACE") {
         Ok(v) if v.is_empty() || v == "0" => 0,

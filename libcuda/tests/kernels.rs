@@ -99,7 +99,7 @@ fn vadd_f32_extra_and_launch_checks() {
         (rc, v)
     };
     assert_eq!(attr(1), (0, 0), "SHARED_SIZE_BYTES");
-    assert_eq!(attr(5), (0, 95), "PTX_VERSION");
+    assert_eq!(attr(5), (0, 80), "PTX_VERSION: the .target");
     assert_eq!(attr(6).0, 0, "BINARY_VERSION");
     assert!(attr(0).1 >= 256, "MAX_THREADS_PER_BLOCK");
     assert_eq!(attr(99).0, code::INVALID_VALUE);

@@ -301,7 +301,7 @@ fn library_and_kernels() {
     check(api, cu!(api.cuKernelGetAttribute(&mut v, 0, kernel, 0)), "cuKernelGetAttribute");
     assert!(v >= 256);
     check(api, cu!(api.cuFuncGetAttribute(&mut v, 5, kernel)), "cuFuncGetAttribute(CUkernel)");
-    assert_eq!(v, 95);
+    assert_eq!(v, 80);
     check(api, cu!(api.cuKernelSetAttribute(8, 2048, kernel, 0)), "cuKernelSetAttribute");
     check(api, cu!(api.cuFuncGetAttribute(&mut v, 8, f)), "max dynamic shared");
     assert_eq!(v, 2048);
@@ -412,4 +412,146 @@ fn library_and_kernels() {
     check(api, rc, "cuLibraryLoadFromFile");
     check(api, cu!(api.cuLibraryUnload(lib)), "unload");
     drop(ctx);
+}
+
+/// A fat binary container of PTX entries (sm_80), as `fatbinary` writes one.
+fn ptx_container(texts: &[&str]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for text in texts {
+        let mut payload = text.as_bytes().to_vec();
+        payload.push(0);
+        payload.resize(payload.len().div_ceil(8) * 8, 0);
+        let mut e = vec![0u8; 64];
+        e[0..2].copy_from_slice(&1u16.to_le_bytes()); // PTX
+        e[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+        e[4..8].copy_from_slice(&64u32.to_le_bytes());
+        e[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        e[28..32].copy_from_slice(&80u32.to_le_bytes());
+        e[40..48].copy_from_slice(&0x11u64.to_le_bytes()); // 64-bit, Linux
+        body.extend_from_slice(&e);
+        body.extend_from_slice(&payload);
+    }
+    let mut c = Vec::new();
+    c.extend_from_slice(&0xBA55_ED50u32.to_le_bytes());
+    c.extend_from_slice(&1u16.to_le_bytes());
+    c.extend_from_slice(&16u16.to_le_bytes());
+    c.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    c.extend_from_slice(&body);
+    c
+}
+
+const RDC_KERNEL: &str = "\
+.version 8.0
+.target sm_80
+.address_size 64
+.extern .func (.param .b32 ret) scramble(.param .b32 x);
+.visible .entry apply(.param .u64 in, .param .u64 out, .param .u32 n)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<6>;
+    .reg .pred %p;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mad.lo.u32 %r2, %r3, %r4, %r2;
+    setp.ge.u32 %p, %r2, %r1;
+    @%p bra DONE;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.u64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r5, [%rd4];
+    {
+        .param .b32 a;
+        .param .b32 r;
+        st.param.b32 [a], %r5;
+        call.uni (r), scramble, (a);
+        ld.param.b32 %r6, [r];
+    }
+    add.u64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r6;
+DONE:
+    ret;
+}
+";
+
+const RDC_FUNCTION: &str = "\
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .func (.param .b32 ret) scramble(.param .b32 x)
+{
+    .reg .b32 %r<4>;
+    ld.param.b32 %r1, [x];
+    mul.lo.u32 %r2, %r1, -1640531535;
+    shr.u32 %r3, %r1, 7;
+    xor.b32 %r2, %r2, %r3;
+    st.param.b32 [ret], %r2;
+    ret;
+}
+";
+
+/// `nvcc -rdc=true`: a version 2 `__fatBinC_Wrapper_t` whose device-linked
+/// container is empty (PTX-only targets) lists the pre-link containers of
+/// each file; loading it links their PTX.
+#[test]
+fn separate_compilation_wrapper_links_prelink_ptx() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let unit_a = ptx_container(&[RDC_KERNEL]);
+    let unit_b = ptx_container(&[RDC_FUNCTION]);
+    let linked = ptx_container(&[]);
+    let list = [unit_a.as_ptr(), unit_b.as_ptr(), std::ptr::null()];
+    #[repr(C)]
+    struct Wrapper {
+        magic: u32,
+        version: u32,
+        data: *const u8,
+        list: *const *const u8,
+    }
+    let wrapper = Wrapper { magic: 0x466243B1, version: 2, data: linked.as_ptr(), list: list.as_ptr() };
+    let mut m: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleLoadData(&mut m, (&wrapper as *const Wrapper).cast())), "cuModuleLoadData v2");
+    let mut f: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleGetFunction(&mut f, m, c"apply".as_ptr())), "cuModuleGetFunction");
+
+    let n = 3000usize;
+    let mut rng = Lcg(2024);
+    let input: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let (mut din, mut dout) = (0u64, 0u64);
+    check(api, cu!(api.cuMemAlloc_v2(&mut din, n * 4)), "alloc");
+    check(api, cu!(api.cuMemAlloc_v2(&mut dout, n * 4)), "alloc");
+    check(api, cu!(api.cuMemcpyHtoD_v2(din, input.as_ptr().cast(), n * 4)), "HtoD");
+    check(api, cu!(api.cuMemsetD32_v2(dout, 0xDEAD_BEEF, n)), "poison");
+    let mut count = n as u32;
+    let mut params: [*mut c_void; 3] =
+        [(&mut din as *mut u64).cast(), (&mut dout as *mut u64).cast(), (&mut count as *mut u32).cast()];
+    let grid = n.div_ceil(128) as u32;
+    let rc = cu!(api.cuLaunchKernel(
+        f,
+        grid,
+        1,
+        1,
+        128,
+        1,
+        1,
+        0,
+        std::ptr::null_mut(),
+        params.as_mut_ptr(),
+        std::ptr::null_mut()
+    ));
+    check(api, rc, "cuLaunchKernel");
+    let mut out = vec![0u32; n];
+    check(api, cu!(api.cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), dout, n * 4)), "DtoH");
+    for (i, (&x, &y)) in input.iter().zip(&out).enumerate() {
+        assert_eq!(y, x.wrapping_mul(0x9E37_79B1) ^ (x >> 7), "element {i}");
+    }
+    check(api, cu!(api.cuModuleUnload(m)), "unload");
+
+    // Version 1 of the same wrapper points at the empty container only.
+    let v1 = Wrapper { version: 1, ..wrapper };
+    assert_eq!(cu!(api.cuModuleLoadData(&mut m, (&v1 as *const Wrapper).cast())), code::INVALID_IMAGE);
+    check(api, cu!(api.cuMemFree_v2(din)), "free");
+    check(api, cu!(api.cuMemFree_v2(dout)), "free");
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the real-client tests against the built libcuda.so.1: numba-cuda
 # `@cuda.jit` kernels (test_numba.py), cuda-python and NVRTC + cuda.core
-# (test_cuda_python.py), and C programs compiled against NVIDIA's cuda.h
-# (test_c_programs.py, c/*.c). Creates (or reuses) a virtual environment with
+# (test_cuda_python.py), C programs compiled against NVIDIA's cuda.h
+# (test_c_programs.py, c/*.c), and CUDA runtime programs built by nvcc
+# (test_cudart.py, cu/*.cu). Creates (or reuses) a virtual environment with
 # the pinned clients of requirements.txt; needs PyPI the first time.
 #
 #   libcuda/tests/clients/run.sh [--suite] [pytest args...]
@@ -41,5 +42,5 @@ if [[ "${1:-}" == "--suite" ]]; then
         -p numba_suite_plugin --pyargs numba.cuda.tests.cudapy "$@" || true
     exit 0
 fi
-echo "== real clients: numba-cuda, cuda-python, cuda.h programs =="
+echo "== real clients: numba-cuda, cuda-python, cuda.h programs, nvcc programs =="
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning "$@" "$here"

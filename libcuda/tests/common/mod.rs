@@ -132,6 +132,7 @@ driver_api! {
     fn cuStreamDestroy_v2(Handle);
     fn cuStreamSynchronize(Handle);
     fn cuGetProcAddress(*const c_char, *mut *mut c_void, c_int, u64);
+    fn cuGetExportTable(*mut *const c_void, *const [u8; 16]);
     fn cuDevicePrimaryCtxGetState(c_int, *mut c_uint, *mut c_int);
     fn cuDevicePrimaryCtxSetFlags_v2(c_int, c_uint);
     fn cuDevicePrimaryCtxReset_v2(c_int);
