@@ -1552,7 +1552,10 @@ fn instantiate(graph: Handle, flags: u64) -> Result<Handle, (CuError, c_int, usi
         return Err((e, INSTANTIATE_INVALID_STRUCTURE, node));
     }
     // "Only one instantiation of the graph may exist at any point in time"
-    // when it has allocation nodes (their memory is the instantiation's).
+    // when it has allocation nodes (their memory is the instantiation's);
+    // checked and registered under one lock, so two threads cannot both pass.
+    static INSTANTIATING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = INSTANTIATING.lock().unwrap_or_else(|p| p.into_inner());
     let allocs = g.allocations();
     if let Some(first) = allocs.first() {
         let taken = EXECS.all().iter().any(|(_, e)| e.graph.allocations().iter().any(|a| Arc::ptr_eq(a, first)));
@@ -1698,7 +1701,7 @@ fn run_node(kind: &NodeKind, stream: Handle) -> CuResult<()> {
             let ev = stream::lookup_event(*e as Handle)?;
             if let Some(shared) = &ev.ipc {
                 // Recorded by another process, maybe: wait as cuStreamWaitEvent does.
-                shared.wait();
+                shared.wait()?;
             }
             Ok(())
         }

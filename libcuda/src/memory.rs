@@ -71,7 +71,7 @@ pub fn mem_free(dptr: CUdeviceptr) -> CuResult<()> {
 
 /// Frees the allocation `dptr` of `ctx` or another context of its device
 /// (after queued work); NULL is a no-op.
-fn free_in(ctx: &std::sync::Arc<ContextObj>, dptr: CUdeviceptr) -> CuResult<()> {
+pub(crate) fn free_in(ctx: &std::sync::Arc<ContextObj>, dptr: CUdeviceptr) -> CuResult<()> {
     if dptr == 0 {
         return Ok(());
     }
@@ -579,10 +579,12 @@ pub fn mem_host_unregister(p: *mut c_void) -> CuResult<()> {
     let mut map = host_memory();
     match map.get(&(p as usize)).copied() {
         Some(r) if !r.allocated => {
+            map.remove(&(p as usize));
+            // Not while holding the table: unmapping waits for the device.
+            drop(map);
             if r.device != 0 {
                 driver::device(r.ordinal)?.runtime()?.unregister_host(r.device)?;
             }
-            map.remove(&(p as usize));
             Ok(())
         }
         _ => Err(CuError::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.because(format!("{p:p} is not registered"))),

@@ -323,8 +323,12 @@ pub fn mem_pool_destroy(pool: Handle) -> CuResult<()> {
             e.current = e.default;
         }
     }
+    // Under the allocations lock: an allocation either lands before (and
+    // keeps the pool until it is freed) or sees the flag and fails.
+    let allocs = p.allocations();
     p.destroyed.store(true, Ordering::Relaxed);
-    if p.allocations().is_empty() {
+    if allocs.is_empty() {
+        drop(allocs);
         POOLS.remove(pool);
     }
     Ok(())
@@ -496,7 +500,12 @@ unsafe fn alloc_from(dptr: *mut CUdeviceptr, bytesize: usize, pool: Handle, stre
     }
     let size = bytesize as u64;
     let mut allocs = p.allocations();
-    if p.max_size != 0 && allocs.values().sum::<u64>() + size > p.max_size {
+    // Destroyed since `lookup` (the flag is set under this lock).
+    if p.destroyed.load(Ordering::Relaxed) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{pool:p} is not a live memory pool")));
+    }
+    let in_use = allocs.values().sum::<u64>();
+    if p.max_size != 0 && in_use.checked_add(size).is_none_or(|total| total > p.max_size) {
         return Err(CuError::CUDA_ERROR_OUT_OF_MEMORY.because(format!("the pool's maxSize {} is reached", p.max_size)));
     }
     let addr = ctx.runtime.alloc(size)?;
@@ -568,15 +577,24 @@ pub fn pool_of(base: u64) -> Handle {
 pub fn free_pool_allocation(dptr: CUdeviceptr) -> Option<CuResult<()>> {
     let (handle, p) = owner(dptr)?;
     Some((|| {
-        let size = p.allocations().remove(&dptr).unwrap_or(0);
+        // Forgotten before the runtime releases the memory (another thread
+        // may get the address back at once); a second free of it fails.
+        let Some(size) = p.allocations().remove(&dptr) else {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} was freed by another thread")));
+        };
+        if let Err(e) = driver::device(p.ordinal).and_then(|d| d.runtime()).and_then(|r| Ok(r.free(dptr)?)) {
+            p.allocations().insert(dptr, size);
+            return Err(e);
+        }
         {
             let mut u = p.usage();
             u.used = u.used.saturating_sub(size);
         }
-        if p.destroyed.load(Ordering::Relaxed) && p.allocations().is_empty() {
+        let allocs = p.allocations();
+        if p.destroyed.load(Ordering::Relaxed) && allocs.is_empty() {
+            drop(allocs);
             POOLS.remove(handle);
         }
-        driver::device(p.ordinal)?.runtime()?.free(dptr)?;
         Ok(())
     })())
 }
@@ -603,8 +621,9 @@ pub fn mem_free_async(dptr: CUdeviceptr, stream: Handle) -> CuResult<()> {
         return r;
     }
     if ctx.runtime.allocation_of(dptr).is_some_and(|(base, _)| base == dptr) {
-        // A cuMemAlloc allocation: freed the same way, after queued work.
-        return crate::memory::mem_free(dptr);
+        // A cuMemAlloc allocation: freed the same way, after queued work
+        // (in the stream's context, and no unsafe call while capturing).
+        return crate::memory::free_in(&ctx, dptr);
     }
     Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} is not the start of a live allocation")))
 }

@@ -235,15 +235,15 @@ pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => {
             if trace_level() >= 2 {
-                eprintln!("ptxvk: {name}: CUDA_SUCCESS");
+                report(format_args!("ptxvk: {name}: CUDA_SUCCESS"));
             }
             CUDA_SUCCESS
         }
         Ok(Err(err)) => {
             if trace_level() >= 1 {
                 match take_detail() {
-                    Some(why) => eprintln!("ptxvk: {name}: {err:?}: {why}"),
-                    None => eprintln!("ptxvk: {name}: {err:?}"),
+                    Some(why) => report(format_args!("ptxvk: {name}: {err:?}: {why}")),
+                    None => report(format_args!("ptxvk: {name}: {err:?}")),
                 }
             }
             err.code()
@@ -254,8 +254,15 @@ pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            eprintln!("ptxvk: internal error in {name}: {what} (reported as CUDA_ERROR_UNKNOWN)");
+            report(format_args!("ptxvk: internal error in {name}: {what} (reported as CUDA_ERROR_UNKNOWN)"));
             CuError::CUDA_ERROR_UNKNOWN.code()
         }
     }
+}
+
+/// Writes one line to stderr, ignoring failures: `eprintln!` panics when
+/// the write fails (a closed pipe), and this runs outside `catch_unwind`.
+fn report(line: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

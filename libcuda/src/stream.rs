@@ -65,8 +65,14 @@ impl StreamObj {
 pub fn note_work<T>(stream: Handle, result: CuResult<T>) -> CuResult<T> {
     if !is_default(stream) {
         if let (Some(s), Ok(ctx)) = (STREAMS.get(stream), context::current()) {
+            let mut last = s.last.lock().unwrap_or_else(|p| p.into_inner());
+            // Read under the lock and keep the larger mark: another thread
+            // may have queued later work on the stream and noted it first.
             let mark = ctx.runtime.work_mark();
-            *s.last.lock().unwrap_or_else(|p| p.into_inner()) = Some((ctx, mark));
+            match last.as_mut() {
+                Some((c, m)) if c.device.ordinal == ctx.device.ordinal => *m = (*m).max(mark),
+                _ => *last = Some((ctx, mark)),
+            }
         }
     }
     result
@@ -277,7 +283,7 @@ pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResu
     if let Some(shared) = &ev.ipc {
         // Work queued after the wait must not start before the other
         // process's: the queue here is ordered, so wait on the host.
-        shared.wait();
+        shared.wait()?;
     }
     // The stream's later work waits for the event's: until that finished,
     // a query of the stream is not ready either.
@@ -498,8 +504,7 @@ pub fn event_synchronize(event: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
     capture::check_event_not_captured(event)?;
     if let Some(shared) = &ev.ipc {
-        shared.wait();
-        return Ok(());
+        return shared.wait();
     }
     if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
         ev.context.runtime.synchronize()?;
@@ -557,7 +562,7 @@ pub fn ctx_wait_event(ctx: Handle, event: Handle) -> CuResult<()> {
     let ev = lookup_event(event)?;
     capture::check_context_event(ctx, event)?;
     if let Some(shared) = &ev.ipc {
-        shared.wait();
+        shared.wait()?;
     }
     Ok(())
 }

@@ -238,8 +238,11 @@ impl Context {
         let (base, _) = self
             .allocation_of(addr)
             .ok_or_else(|| Error::InvalidValue(format!("{addr:#x} is not registered host memory")))?;
-        self.synchronize()?;
-        self.0.free(base)
+        // The mapping goes even if the queued work failed (that error is
+        // still reported): the caller is about to release the pages.
+        let synced = self.synchronize();
+        self.0.free(base)?;
+        synced
     }
 
     /// Whether [`Context::alloc_managed`] works on this device (probed once).

@@ -261,7 +261,11 @@ impl Buffer {
         let requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
         let (memory_size, memory_type) = match &import {
             Some((_, e)) => {
-                if e.memory_size != requirements.size || requirements.memory_type_bits & (1 << e.memory_type) == 0 {
+                // The type comes from another process's handle: check it is
+                // one of this device's before shifting by it.
+                let allowed = (e.memory_type as usize) < device.memory_types.len()
+                    && requirements.memory_type_bits & (1 << e.memory_type) != 0;
+                if e.memory_size != requirements.size || !allowed {
                     return Err(Error::InvalidValue(format!(
                         "imported memory ({} bytes, type {}) does not fit a {size}-byte buffer on this device",
                         e.memory_size, e.memory_type

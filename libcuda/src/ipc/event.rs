@@ -28,6 +28,9 @@ struct Record {
     seq: AtomicU64,
     /// Highest record number whose work has finished.
     done: AtomicU64,
+    /// Process id of the latest recorder (0: none yet), so that a waiter
+    /// can tell when the record will never be marked done.
+    recorder: AtomicU64,
 }
 
 /// Size of the shared mapping.
@@ -115,18 +118,39 @@ impl SharedEvent {
         r.done.load(Ordering::Acquire) >= seq
     }
 
-    /// Waits until [`SharedEvent::is_complete`].
-    pub fn wait(&self) {
+    /// Waits until [`SharedEvent::is_complete`]; `CUDA_ERROR_ILLEGAL_STATE`
+    /// if the process that made the latest record exited before its work
+    /// finished (the record would never complete).
+    pub fn wait(&self) -> CuResult<()> {
         let mut pause = Duration::from_micros(20);
+        let mut polls = 0u32;
         while !self.is_complete() {
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(1));
+            polls += 1;
+            if polls.is_multiple_of(100) && !self.recorder_alive() && !self.is_complete() {
+                return Err(CuError::CUDA_ERROR_ILLEGAL_STATE
+                    .because("the process that recorded the interprocess event exited before its work finished"));
+            }
         }
+        Ok(())
+    }
+
+    /// Whether the latest recorder (if any) is still running.
+    fn recorder_alive(&self) -> bool {
+        let Ok(pid) = libc::pid_t::try_from(self.record().recorder.load(Ordering::Acquire)) else { return true };
+        if pid <= 0 {
+            return true;
+        }
+        // SAFETY: signal 0 only checks that the process exists.
+        let rc = unsafe { libc::kill(pid, 0) };
+        rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
     }
 
     /// `cuEventRecord` here: the event is complete again once the work
     /// `runtime` has queued so far has finished.
     pub fn record_on(self: &Arc<Self>, runtime: &ptxvk_runtime::Context) -> CuResult<()> {
+        self.record().recorder.store(u64::from(std::process::id()), Ordering::Release);
         let seq = self.record().seq.fetch_add(1, Ordering::AcqRel) + 1;
         let mark = runtime.work_mark();
         if runtime.is_done(mark)? {
@@ -302,6 +326,6 @@ mod tests {
         assert!(!a.is_complete() && !b.is_complete(), "both mappings see the record");
         b.record().done.fetch_max(seq, Ordering::AcqRel);
         assert!(a.is_complete());
-        a.wait();
+        a.wait().unwrap();
     }
 }

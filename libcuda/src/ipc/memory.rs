@@ -207,9 +207,11 @@ pub fn ipc_close_mem_handle(dptr: CUdeviceptr) -> CuResult<()> {
     imports[at].refs -= 1;
     if imports[at].refs == 0 {
         let import = imports.swap_remove(at);
-        // Queued writes reach the shared memory before it is unmapped here.
-        import.runtime.synchronize()?;
+        // Queued writes reach the shared memory before it is unmapped here;
+        // the mapping goes even if that work failed (its error is reported).
+        let synced = import.runtime.synchronize();
         import.runtime.close_imported(import.addr)?;
+        synced?;
     }
     Ok(())
 }
