@@ -579,6 +579,10 @@ fn forget_graph(g: &GraphObj) {
 fn forget_node_contents(n: &NodeObj) {
     let child = match &*n.kind() {
         NodeKind::Child(c) => Some(c.clone()),
+        NodeKind::MemFree(d) => {
+            graph_mem::release_free(*d);
+            None
+        }
         _ => None,
     };
     if let Some(c) = child {
@@ -885,6 +889,10 @@ pub fn clone_graph(src: &GraphObj, register: bool, embedded: bool) -> Arc<GraphO
     for n in &nodes {
         let kind = match &*n.kind() {
             NodeKind::Child(c) => NodeKind::Child(clone_graph(c, register, true)),
+            NodeKind::MemFree(d) => {
+                graph_mem::retain_free(*d);
+                NodeKind::MemFree(*d)
+            }
             other => other.clone(),
         };
         let copy = Arc::new(NodeObj {

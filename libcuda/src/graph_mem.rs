@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::driver;
@@ -54,8 +54,9 @@ pub struct GraphAlloc {
     access: Vec<MemAccessDesc>,
     /// Between a launch of its node and the free that ends it.
     live: AtomicBool,
-    /// Whether a free node for it exists (it can be freed in one graph only).
-    has_free_node: AtomicBool,
+    /// Free nodes for it that exist (the one a user graph has and its
+    /// copies in executable graphs): it can be freed in one graph only.
+    free_nodes: AtomicU32,
     /// Whether that free node is in the graph that owns the allocation node
     /// (then nothing outside that graph may free it).
     freed_in_owner: AtomicBool,
@@ -143,7 +144,7 @@ pub unsafe fn new_allocation(p: &MemAllocNodeParams, owner_graph: u32) -> CuResu
         props,
         access,
         live: AtomicBool::new(false),
-        has_free_node: AtomicBool::new(false),
+        free_nodes: AtomicU32::new(0),
         freed_in_owner: AtomicBool::new(false),
         owner_graph,
     });
@@ -161,18 +162,28 @@ pub fn new_free(dptr: CUdeviceptr, graph_id: u32) -> CuResult<CUdeviceptr> {
     let a = allocations().get(&dptr).cloned().ok_or_else(|| {
         CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} is not the address of a graph allocation"))
     })?;
-    if a.has_free_node.swap(true, Ordering::Relaxed) {
+    if a.free_nodes.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_err() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} already has a free node")));
     }
     a.freed_in_owner.store(a.owner_graph == graph_id, Ordering::Relaxed);
     Ok(dptr)
 }
 
-/// Undoes [`new_free`] for a free node that was not added after all.
-pub fn forget_free(dptr: CUdeviceptr) {
+/// A copy of a free node for `dptr` was made (an instantiation).
+pub fn retain_free(dptr: CUdeviceptr) {
     if let Some(a) = allocations().get(&dptr) {
-        a.has_free_node.store(false, Ordering::Relaxed);
-        a.freed_in_owner.store(false, Ordering::Relaxed);
+        a.free_nodes.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// A free node for `dptr` is gone (its graph was destroyed): when it was
+/// the last, the allocation may get a free node elsewhere, or be freed
+/// outside graphs.
+pub fn release_free(dptr: CUdeviceptr) {
+    if let Some(a) = allocations().get(&dptr) {
+        if a.free_nodes.fetch_sub(1, Ordering::AcqRel) == 1 {
+            a.freed_in_owner.store(false, Ordering::Relaxed);
+        }
     }
 }
 

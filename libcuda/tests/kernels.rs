@@ -635,6 +635,26 @@ fn vadd_f32_in_a_graph_with_memory_nodes() {
     check(api, cu!(api.cuGraphExecDestroy(exec)), "destroy exec");
     check(api, cu!(api.cuGraphDestroy(g)), "destroy graph");
     assert_eq!(graph_mem(api, 2), reserved_before, "RESERVED_MEM_CURRENT back");
+
+    // Freed in another graph: once that graph is gone, a third may free it.
+    let (mut owner, mut other): (Handle, Handle) = (std::ptr::null_mut(), std::ptr::null_mut());
+    check(api, cu!(api.cuGraphCreate(&mut owner, 0)), "graph");
+    check(api, cu!(api.cuGraphAddMemAllocNode(&mut alloc, owner, std::ptr::null(), 0, &mut params)), "alloc node");
+    let dptr = u64::from_ne_bytes(params[112..120].try_into().unwrap_or_default());
+    for round in 0..2 {
+        check(api, cu!(api.cuGraphCreate(&mut other, 0)), "graph");
+        check(api, cu!(api.cuGraphAddMemFreeNode(&mut free, other, std::ptr::null(), 0, dptr)), "free elsewhere");
+        if round == 0 {
+            let mut third: Handle = std::ptr::null_mut();
+            check(api, cu!(api.cuGraphCreate(&mut third, 0)), "graph");
+            let rc = cu!(api.cuGraphAddMemFreeNode(&mut free, third, std::ptr::null(), 0, dptr));
+            assert_eq!(rc, code::INVALID_VALUE, "a second free node while the first exists");
+            check(api, cu!(api.cuGraphDestroy(third)), "destroy graph");
+        }
+        check(api, cu!(api.cuGraphDestroy(other)), "destroy graph");
+    }
+    check(api, cu!(api.cuGraphDestroy(owner)), "destroy graph");
+    assert_eq!(graph_mem(api, 2), reserved_before, "RESERVED_MEM_CURRENT back");
     check(api, cu!(api.cuStreamDestroy_v2(s)), "destroy stream");
     check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
 }
