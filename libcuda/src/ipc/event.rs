@@ -64,7 +64,8 @@ impl SharedEvent {
                 .because(format!("interprocess event: {what}: {}", std::io::Error::last_os_error()))
         };
         // SAFETY: a NUL-terminated name and valid flags.
-        let raw = unsafe { libc::memfd_create(c"ptxvk-ipc-event".as_ptr(), libc::MFD_CLOEXEC) };
+        let raw =
+            unsafe { libc::memfd_create(c"ptxvk-ipc-event".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
         if raw < 0 {
             return Err(os("memfd_create"));
         }
@@ -73,6 +74,13 @@ impl SharedEvent {
         // SAFETY: `fd` is a live memfd.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), RECORD_BYTES as libc::off_t) } != 0 {
             return Err(os("ftruncate"));
+        }
+        // Sealed at its size: a process that maps it cannot shrink it under
+        // the others' atomics (they would fault).
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        // SAFETY: `fd` is a live memfd created with MFD_ALLOW_SEALING.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(os("sealing"));
         }
         SharedEvent::map(fd)
     }
