@@ -232,7 +232,7 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         // selection is a no-op report INT_MAX".
         160 => c_int::MAX,
         // Texture and surface limits, managed/host memory, multi-device
-        // cooperative and cluster launch, memory pools, VMM, ...: not offered.
+        // cooperative and cluster launch, pool IPC handle types, VMM, ...: not offered.
         _ => 0,
     };
     Ok(v)
