@@ -171,17 +171,8 @@ impl Buffer {
             Error::Unsupported("this device cannot import host memory (no VK_EXT_external_memory_host)".into())
         })?;
         let handle = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
-        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(DEVICE_USAGE)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE)
-            .push_next(&mut external);
-        // SAFETY: valid create info; the buffer is destroyed in Drop.
-        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
-        let mut buffer = Buffer::owning(device, raw, size);
-        // SAFETY: `raw` is a live buffer of this device.
-        let requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
+        let (mut buffer, requirements) = Buffer::external(device, size, handle)?;
+        let raw = buffer.raw;
         let mut host_props = vk::MemoryHostPointerPropertiesEXT::default();
         // SAFETY: `host` is an aligned host pointer (caller contract); the
         // extension is enabled on this device. (ash 0.38 has no wrapper for
@@ -227,6 +218,28 @@ impl Buffer {
         Ok(buffer)
     }
 
+    /// A device buffer of `size` bytes ([`DEVICE_USAGE`]) that may be bound
+    /// to external memory of `handle` type, with no memory yet, and its
+    /// memory requirements.
+    fn external(
+        device: &Arc<Device>,
+        size: u64,
+        handle: vk::ExternalMemoryHandleTypeFlags,
+    ) -> Result<(Buffer, vk::MemoryRequirements)> {
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(DEVICE_USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: valid create info; the buffer is destroyed in Drop.
+        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
+        let buffer = Buffer::owning(device, raw, size);
+        // SAFETY: `raw` is a live buffer of this device.
+        let requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
+        Ok((buffer, requirements))
+    }
+
     /// A buffer object owning `raw`, with no memory yet.
     fn owning(device: &Arc<Device>, raw: vk::Buffer, size: u64) -> Buffer {
         let id = NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed);
@@ -248,17 +261,8 @@ impl Buffer {
             return Err(Error::Unsupported("memory shared between processes (VK_KHR_external_memory_fd)".into()));
         }
         let handle_type = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
-        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle_type);
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(DEVICE_USAGE)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE)
-            .push_next(&mut external);
-        // SAFETY: valid create info; the buffer is destroyed in Drop.
-        let raw = unsafe { device.raw.create_buffer(&info, None) }.map_err(map_create)?;
-        let mut buffer = Buffer::owning(device, raw, size);
-        // SAFETY: `raw` is a live buffer of this device.
-        let requirements = unsafe { device.raw.get_buffer_memory_requirements(raw) };
+        let (mut buffer, requirements) = Buffer::external(device, size, handle_type)?;
+        let raw = buffer.raw;
         let (memory_size, memory_type) = match &import {
             Some((_, e)) => {
                 // The type comes from another process's handle: check it is
