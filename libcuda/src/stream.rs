@@ -54,6 +54,18 @@ impl StreamObj {
     fn last_work(&self) -> Option<(Arc<ContextObj>, u64)> {
         self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+
+    /// Moves the stream's last-work mark to at least `mark` (of `ctx`'s
+    /// device), reading it under the lock: another thread may have noted
+    /// later work on the stream first.
+    fn advance(&self, ctx: &Arc<ContextObj>, mark: impl FnOnce() -> u64) {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mark = mark();
+        match last.as_mut() {
+            Some((c, m)) if c.device.ordinal == ctx.device.ordinal => *m = (*m).max(mark),
+            _ => *last = Some((ctx.clone(), mark)),
+        }
+    }
 }
 
 /// Records that `result`'s work was queued on `stream` in the current
@@ -65,14 +77,7 @@ impl StreamObj {
 pub fn note_work<T>(stream: Handle, result: CuResult<T>) -> CuResult<T> {
     if !is_default(stream) {
         if let (Some(s), Ok(ctx)) = (STREAMS.get(stream), context::current()) {
-            let mut last = s.last.lock().unwrap_or_else(|p| p.into_inner());
-            // Read under the lock and keep the larger mark: another thread
-            // may have queued later work on the stream and noted it first.
-            let mark = ctx.runtime.work_mark();
-            match last.as_mut() {
-                Some((c, m)) if c.device.ordinal == ctx.device.ordinal => *m = (*m).max(mark),
-                _ => *last = Some((ctx, mark)),
-            }
+            s.advance(&ctx, || ctx.runtime.work_mark());
         }
     }
     result
@@ -289,12 +294,7 @@ pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResu
     // a query of the stream is not ready either.
     if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
         if let Some(s) = STREAMS.get(stream) {
-            let mut last = s.last.lock().unwrap_or_else(|p| p.into_inner());
-            let mark = ev.mark.load(Ordering::Relaxed);
-            match last.as_mut() {
-                Some((c, m)) if c.device.ordinal == ev.context.device.ordinal => *m = (*m).max(mark),
-                _ => *last = Some((ev.context.clone(), mark)),
-            }
+            s.advance(&ev.context, || ev.mark.load(Ordering::Relaxed));
         }
     }
     Ok(())

@@ -20,18 +20,7 @@
 #include <cstdlib>
 #include <vector>
 
-static int checks;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        checks++;                                          \
-        if (!(cond)) {                                     \
-            printf("FAILED (%s:%d) ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            exit(1);                                       \
-        }                                                  \
-    } while (0)
+#include "check.cuh"
 
 struct square_plus_one {
     __host__ __device__ unsigned operator()(unsigned x) const { return x * x + 1; }
