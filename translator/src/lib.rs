@@ -41,6 +41,7 @@ mod fxhash;
 pub mod isa;
 pub mod layout;
 pub mod parse;
+pub mod recursion;
 pub mod reducible;
 pub mod scope;
 pub mod short_str;
@@ -206,6 +207,14 @@ pub struct Translation {
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
     let mut module = front_end(source, file_name)?;
+    if recursion::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, vec![d]))? {
+        // Decode the instructions the pass wrote.
+        let errors = check::run(&mut module);
+        if let Some(first) = errors.into_iter().next() {
+            let d = Diagnostic::error(first.span, format!("internal error in the recursion pass: {}", first.message));
+            return Err(Diagnostics::new(file_name, source, vec![d]));
+        }
+    }
     tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     spin::run(&mut module, options.unroll_spin_loops);
     let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;

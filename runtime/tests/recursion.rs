@@ -1,0 +1,143 @@
+//! Recursive device functions (`translator/src/recursion.rs`: an explicit
+//! stack in local memory), run on the device: nvcc's `recursion_run.cu`
+//! (self and mutual recursion, results through pointers into the caller's
+//! frame, a recursive call inside a loop, every thread at its own depth),
+//! the stack-overflow launch failure, and the PTX numba emits for a
+//! recursive `@cuda.jit` device function.
+
+mod common;
+
+use common::{assert_clean, context, Lcg};
+use ptxvk_runtime::{Context, Error};
+
+const POISON: u32 = 0xABAB_ABAB;
+
+fn upload(ctx: &Context, bytes: &[u8]) -> u64 {
+    let d = ctx.alloc(bytes.len().max(4) as u64).unwrap();
+    ctx.copy_htod(d, bytes).unwrap();
+    d
+}
+
+fn poisoned(ctx: &Context, words: usize) -> u64 {
+    let d = ctx.alloc(words as u64 * 4).unwrap();
+    ctx.memset_d32(d, POISON, words as u64).unwrap();
+    d
+}
+
+fn download_u32(ctx: &Context, d: u64, n: usize) -> Vec<u32> {
+    let mut bytes = vec![0u8; n * 4];
+    ctx.copy_dtoh(&mut bytes, d).unwrap();
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+fn fib(n: i32) -> i32 {
+    if n < 2 {
+        n
+    } else {
+        fib(n - 1) + fib(n - 2)
+    }
+}
+
+fn walk(x: u32, depth: u32) -> (u32, u32) {
+    if depth == 0 {
+        return (x & 255, x & 255);
+    }
+    let (s1, t1) = walk(x.wrapping_mul(1664525).wrapping_add(1013904223), depth - 1);
+    let (s2, t2) = walk(x ^ (x >> 7), depth - 1);
+    (s1.wrapping_add(s2).wrapping_add(x & 15), t1.max(t2))
+}
+
+fn partitions(n: i32, k: i32) -> i32 {
+    if n == 0 {
+        return 1;
+    }
+    (1..=n.min(k)).rev().map(|p| partitions(n - p, p)).sum()
+}
+
+fn chain(n: i64, below: i64) -> i64 {
+    let mine = n * 3 + below;
+    if n == 0 {
+        mine
+    } else {
+        chain(n - 1, mine) + 1
+    }
+}
+
+#[test]
+fn recursive_functions_of_nvcc() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/recursion_run.ptx"), "recursion_run.ptx").unwrap();
+    let f = m.function("recursion_run").unwrap();
+    let n = 300usize;
+    let mut rng = Lcg(77);
+    let input: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let din = upload(&ctx, &bytes);
+    let words = 6 * n + 32;
+    let dout = poisoned(&ctx, words);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [(n as u32).div_ceil(64), 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, words);
+    for (i, &v) in input.iter().enumerate() {
+        let (s, t) = walk(v, v & 3);
+        let want = [
+            fib((v & 15) as i32) as u32,
+            (v & 63) & 1,
+            s,
+            t,
+            partitions((v % 13) as i32, (v % 13) as i32) as u32,
+            chain(i64::from((v >> 4) & 31), i64::from(v & 7)) as u32,
+        ];
+        assert_eq!(&out[6 * i..6 * i + 6], &want, "thread {i}, input {v:#x}");
+    }
+    assert!(out[6 * n..].iter().all(|&w| w == POISON), "threads beyond n wrote");
+    assert_clean(&ctx);
+}
+
+/// Deep recursion within the stack runs; past it the launch fails, as a
+/// stack overflow does on NVIDIA's driver.
+#[test]
+fn stack_overflow_fails_the_launch() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/recursion_run.ptx"), "recursion_run.ptx").unwrap();
+    let f = m.function("recursion_deep").unwrap();
+    let dout = poisoned(&ctx, 32);
+    let params = f.pack_params(&[&dout.to_le_bytes(), &200i32.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 32);
+    assert!(out.iter().all(|&w| w == chain(200, 1) as u32), "{out:?}");
+    assert_clean(&ctx);
+    let params = f.pack_params(&[&dout.to_le_bytes(), &100_000i32.to_le_bytes()]).unwrap();
+    let failed = ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &params).and_then(|_| ctx.synchronize());
+    assert!(matches!(failed, Err(Error::LaunchFailed(_))), "{failed:?}");
+}
+
+/// numba's `recursion_usecases.fib1` (`numba_fib.py`): the kernel passes the
+/// address of its local result to the recursive device function, which
+/// writes through it.
+#[test]
+fn recursive_numba_device_function() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/numba_fib.ptx"), "numba_fib.ptx").unwrap();
+    let name = m.entry_names().into_iter().find(|n| n.contains("kernel")).unwrap();
+    let f = m.function(&name).unwrap();
+    let n = 40usize;
+    let mut rng = Lcg(5);
+    let xs: Vec<i64> = (0..n).map(|_| i64::from(rng.next_u32() % 19)).collect();
+    let dx = upload(&ctx, &xs.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    let dr = poisoned(&ctx, 2 * n);
+    // numba's array arguments: meminfo, parent, nitems, itemsize, data,
+    // shape, strides.
+    let array =
+        |d: u64| -> Vec<[u8; 8]> { [0u64, 0, n as u64, 8, d, n as u64, 8].iter().map(|v| v.to_le_bytes()).collect() };
+    let args: Vec<[u8; 8]> = array(dr).into_iter().chain(array(dx)).collect();
+    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    let params = f.pack_params(&refs).unwrap();
+    ctx.launch(&f, [1, 1, 1], [n as u32, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dr, 2 * n);
+    for (i, &x) in xs.iter().enumerate() {
+        let got = u64::from(out[2 * i]) | u64::from(out[2 * i + 1]) << 32;
+        assert_eq!(got as i64, i64::from(fib(x as i32)), "thread {i}, fib({x})");
+    }
+    assert_clean(&ctx);
+}
