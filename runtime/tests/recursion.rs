@@ -141,3 +141,50 @@ fn recursive_numba_device_function() {
     }
     assert_clean(&ctx);
 }
+
+fn collatz_even(n: u32, steps: u32) -> u32 {
+    if n <= 1 {
+        return steps;
+    }
+    let m = n / 2;
+    let r = if m & 1 == 1 { collatz_odd(m, steps + 1) } else { collatz_even(m, steps + 1) };
+    if n % 3 == 0 {
+        r + 65536
+    } else {
+        r
+    }
+}
+
+fn collatz_odd(n: u32, steps: u32) -> u32 {
+    if n == 1 {
+        return steps;
+    }
+    let r = collatz_even(3 * n + 1, steps + 1);
+    if n % 5 == 0 {
+        r + 0x100_0000
+    } else {
+        r
+    }
+}
+
+/// Hand-written mutual recursion with `.reg` parameters and results,
+/// guarded calls and returns, a predicate and a 64-bit register live across
+/// the calls, and register names the two functions declare with other
+/// types (`collatz_rec.ptx`).
+#[test]
+fn mutual_recursion_with_register_parameters() {
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/collatz_rec.ptx"), "collatz_rec.ptx").unwrap();
+    let f = m.function("collatz_rec").unwrap();
+    let dout = poisoned(&ctx, 256 + 16);
+    let params = f.pack_params(&[&dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [256, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 256 + 16);
+    for t in 0..256u32 {
+        let v = t + 1;
+        let want = if v & 1 == 1 { collatz_odd(v, 0) } else { collatz_even(v, 0) };
+        assert_eq!(out[t as usize], want, "thread {t}, v = {v}");
+    }
+    assert!(out[256..].iter().all(|&w| w == POISON));
+    assert_clean(&ctx);
+}

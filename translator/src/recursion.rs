@@ -635,10 +635,15 @@ fn liveness(m: &Member, members: &HashSet<String>) -> Result<HashMap<usize, Vec<
                 if let Some(map) = at_call.as_deref_mut() {
                     if inst.opcode == "call" && callee_name(inst).is_some_and(|c| members.contains(c)) {
                         if let Some(&k) = at.get(&(*inst as *const Instruction)) {
+                            // The call's results are written after the
+                            // callee returns (also when the call is guarded:
+                            // a skipped call skips the saving too).
+                            let mut results = Vec::new();
+                            call_parts(inst).0.iter().for_each(|o| operand_regs(o, &m.regs, &mut results));
                             let mut v: Vec<(String, ScalarType)> = live
                                 .iter()
-                                .filter_map(|r| m.regs.get(r).map(|(t, vec)| (r.clone(), t, vec)))
-                                .map(|(r, t, _)| (r, t))
+                                .filter(|r| !results.contains(&r.as_str()))
+                                .filter_map(|r| m.regs.get(r).map(|(t, _)| (r.clone(), t)))
                                 .collect();
                             v.sort_by(|a, b| a.0.cmp(&b.0));
                             map.insert(k, v);

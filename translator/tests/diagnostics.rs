@@ -74,3 +74,15 @@ fn garbage_never_panics() {
         let _ = translate(i, "x.ptx", &Options::default());
     }
 }
+
+#[test]
+fn recursion_through_a_function_pointer_names_the_cycle() {
+    let src = format!(
+        "{HEAD}.func (.param .b32 r) f(.param .b64 fp)\n{{\n  .reg .b64 %rd1;\n  .reg .b32 %r1;\n  ld.param.u64 %rd1, [fp];\n  {{\n  .param .b64 a;\n  .param .b32 b;\n  st.param.b64 [a], %rd1;\n  prot: .callprototype (.param .b32 _) _ (.param .b64 _);\n  call (b), %rd1, (a), prot;\n  ld.param.b32 %r1, [b];\n  }}\n  st.param.b32 [r], %r1;\n  ret;\n}}\n.visible .entry k()\n{{\n  .reg .b64 %rd1;\n  .reg .b32 %r1;\n  mov.u64 %rd1, f;\n  {{\n  .param .b64 a;\n  .param .b32 b;\n  st.param.b64 [a], %rd1;\n  call (b), f, (a);\n  ld.param.b32 %r1, [b];\n  }}\n  ret;\n}}\n"
+    );
+    let text = err(&src);
+    assert!(
+        text.contains("k.ptx:14:13: error: recursion through a function pointer is not supported: call cycle f -> f"),
+        "{text}"
+    );
+}

@@ -1,4 +1,4 @@
-// Recursive device functions (the translator reports recursion; the file must still parse).
+// Recursive device functions (self and mutual recursion; translated by translator/src/recursion.rs).
 __device__ __noinline__ unsigned long long fact(unsigned n) { return n <= 1 ? 1 : n * fact(n - 1); }
 
 __device__ __noinline__ int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
