@@ -784,3 +784,51 @@ def test_ipc_open_in_the_exporting_process_fails():
     with pytest.raises(CudaAPIError) as err:
         again.open(cuda.current_context())
     assert err.value.code == 201
+
+
+@cuda.jit("i8(i8)", device=True)
+def fib_rec(n):
+    if n < 2:
+        return n
+    return fib_rec(n - 1) + fib_rec(n - 2)
+
+
+@cuda.jit("i8(i8, f8[::1])", device=True)
+def walk_rec(n, acc):
+    # Recursion that keeps an array view and a float live across the call.
+    if n == 0:
+        return 0
+    half = acc[n % acc.shape[0]] * 0.5
+    below = walk_rec(n - 1, acc)
+    acc[n % acc.shape[0]] += half
+    return below + n
+
+
+@cuda.jit
+def recursive_kernel(xs, fibs, walks, scratch):
+    i = cuda.grid(1)
+    if i < xs.shape[0]:
+        fibs[i] = fib_rec(xs[i])
+        walks[i] = walk_rec(xs[i] + 3, scratch[i])
+
+
+def test_recursive_device_functions():
+    # numba's self-recursive device functions run on the translator's
+    # explicit stack; every thread recurses to its own depth.
+    n = 70
+    xs = rng(31).integers(0, 18, n).astype(np.int64)
+    scratch = rng(32).standard_normal((n, 5))
+    fibs, walks = poisoned(n, np.int64), poisoned(n, np.int64)
+    d_scratch = cuda.to_device(scratch)
+    recursive_kernel[3, 32](cuda.to_device(xs), fibs, walks, d_scratch)
+
+    def fib(k):
+        return k if k < 2 else fib(k - 1) + fib(k - 2)
+
+    want_scratch = scratch.copy()
+    for i in range(n):
+        for k in range(1, xs[i] + 4):
+            want_scratch[i, k % 5] += scratch[i, k % 5] * 0.5
+    np.testing.assert_array_equal(fibs.copy_to_host(), [fib(int(x)) for x in xs])
+    np.testing.assert_array_equal(walks.copy_to_host(), [(x + 3) * (x + 4) // 2 for x in xs])
+    np.testing.assert_array_equal(d_scratch.copy_to_host(), want_scratch)
