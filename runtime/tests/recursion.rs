@@ -148,7 +148,7 @@ fn collatz_even(n: u32, steps: u32) -> u32 {
     }
     let m = n / 2;
     let r = if m & 1 == 1 { collatz_odd(m, steps + 1) } else { collatz_even(m, steps + 1) };
-    if n % 3 == 0 {
+    if n.is_multiple_of(3) {
         r + 65536
     } else {
         r
@@ -160,7 +160,7 @@ fn collatz_odd(n: u32, steps: u32) -> u32 {
         return steps;
     }
     let r = collatz_even(3 * n + 1, steps + 1);
-    if n % 5 == 0 {
+    if n.is_multiple_of(5) {
         r + 0x100_0000
     } else {
         r
