@@ -786,14 +786,16 @@ def test_ipc_open_in_the_exporting_process_fails():
     assert err.value.code == 201
 
 
-@cuda.jit("i8(i8)", device=True)
+# Implicit signatures: an explicit one compiles at import, which would make
+# the primary context current before the other test files run.
+@cuda.jit(device=True)
 def fib_rec(n):
     if n < 2:
         return n
     return fib_rec(n - 1) + fib_rec(n - 2)
 
 
-@cuda.jit("i8(i8, f8[::1])", device=True)
+@cuda.jit(device=True)
 def walk_rec(n, acc):
     # Recursion that keeps an array view and a float live across the call.
     if n == 0:
