@@ -342,15 +342,21 @@ fn limit_index(limit: c_int) -> CuResult<usize> {
 /// `cuCtxSetLimit(CUlimit limit, size_t value)`: `CU_LIMIT_PRINTF_FIFO_SIZE`
 /// sizes the kernel printf FIFO and `CU_LIMIT_MALLOC_HEAP_SIZE` the device
 /// heap (each only before the first launch of a kernel that uses it, as in
-/// CUDA); the other values are recorded and reported back (kernels here
-/// have no fixed stack to resize); the L2 fetch granularity must be 0..=128.
+/// CUDA); `CU_LIMIT_STACK_SIZE` sizes the stack of recursive functions in
+/// modules loaded from then on (at least the translator's 16 KiB, at most
+/// 1 MiB: more is `CUDA_ERROR_INVALID_VALUE`) and is reported back as set;
+/// the other values are recorded and reported back; the L2 fetch
+/// granularity must be 0..=128.
 pub fn ctx_set_limit(limit: c_int, value: usize) -> CuResult<()> {
     let ctx = current()?;
     let i = limit_index(limit)?;
     if i == 5 && value > 128 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the L2 fetch granularity is at most 128 bytes"));
     }
-    let value = if i == LIMIT_PRINTF_FIFO_SIZE {
+    let value = if i == LIMIT_STACK_SIZE {
+        ctx.runtime.set_stack_size(value as u64)?;
+        value
+    } else if i == LIMIT_PRINTF_FIFO_SIZE {
         ctx.runtime.set_printf_fifo_size(value as u64)?;
         ctx.runtime.printf_fifo_size() as usize
     } else if i == LIMIT_MALLOC_HEAP_SIZE {
@@ -363,6 +369,8 @@ pub fn ctx_set_limit(limit: c_int, value: usize) -> CuResult<()> {
     Ok(())
 }
 
+/// Index of `CU_LIMIT_STACK_SIZE`.
+const LIMIT_STACK_SIZE: usize = 0;
 /// Index of `CU_LIMIT_PRINTF_FIFO_SIZE`.
 const LIMIT_PRINTF_FIFO_SIZE: usize = 1;
 /// Index of `CU_LIMIT_MALLOC_HEAP_SIZE`.

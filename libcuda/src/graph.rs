@@ -1751,7 +1751,7 @@ pub fn graph_launch(exec: Handle, hstream: Handle) -> CuResult<()> {
         return Ok(());
     }
     graph_mem::before_launch(&e.graph.allocations(), e.flags & INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH != 0)?;
-    stream::note_work(hstream, run_graph(&e.graph, hstream))
+    stream::note_work(hstream, || run_graph(&e.graph, hstream))
 }
 
 /// `cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)`: nothing to

@@ -300,7 +300,7 @@ pub unsafe fn launch_kernel(
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    stream::note_work(hstream, unsafe { launch(&f, grid, block, shared_mem_bytes, kernel_params, extra, false) })
+    stream::note_work(hstream, || unsafe { launch(&f, grid, block, shared_mem_bytes, kernel_params, extra, false) })
 }
 
 /// A cooperative launch on a capturing stream: "CUDA_ERROR_NOT_SUPPORTED"
@@ -517,8 +517,9 @@ pub unsafe fn launch_kernel_ex(
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    let r = unsafe { launch(&f, cfg.grid, cfg.block, cfg.shared_mem_bytes, kernel_params, extra, cooperative) };
-    stream::note_work(cfg.stream, r)
+    stream::note_work(cfg.stream, || unsafe {
+        launch(&f, cfg.grid, cfg.block, cfg.shared_mem_bytes, kernel_params, extra, cooperative)
+    })
 }
 
 /// `cuLaunchCooperativeKernel(...)`: as `cuLaunchKernel` without `extra`,
@@ -550,8 +551,9 @@ pub unsafe fn launch_cooperative_kernel(
     let (grid, block) = ([grid_x, grid_y, grid_z], [block_x, block_y, block_z]);
     refuse_cooperative_capture(hstream)?;
     // SAFETY: forwarded caller contract.
-    let r = unsafe { launch(&f, grid, block, shared_mem_bytes, kernel_params, std::ptr::null_mut(), true) };
-    stream::note_work(hstream, r)
+    stream::note_work(hstream, || unsafe {
+        launch(&f, grid, block, shared_mem_bytes, kernel_params, std::ptr::null_mut(), true)
+    })
 }
 
 /// `cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)`.

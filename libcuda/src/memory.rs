@@ -77,7 +77,9 @@ pub(crate) fn free_in(ctx: &std::sync::Arc<ContextObj>, dptr: CUdeviceptr) -> Cu
     }
     let Some(owner) = owner_of(ctx, dptr) else {
         // Memory from cuMemAllocAsync (or a graph's allocation node) may be
-        // freed here too.
+        // freed here too; work queued from now on may reuse it, so it waits
+        // for all work queued before.
+        ctx.runtime.order_next();
         return crate::mempool::free_pool_allocation(dptr)
             .or_else(|| crate::graph_mem::free_outside(dptr))
             .unwrap_or_else(|| {
@@ -213,7 +215,7 @@ pub unsafe fn memcpy_htod_async(dst: CUdeviceptr, src: *const c_void, n: usize, 
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    stream::note_work(s, unsafe { memcpy_htod_impl(dst, src, n) })
+    stream::note_work(s, || unsafe { memcpy_htod_impl(dst, src, n) })
 }
 
 /// Adds `copy` to the capture of `s` if it captures (checked like `cuMemcpy3D`).
@@ -235,7 +237,7 @@ pub unsafe fn memcpy_dtoh_async(dst: *mut c_void, src: CUdeviceptr, n: usize, s:
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    stream::note_work(s, unsafe { memcpy_dtoh_impl(dst, src, n) })
+    stream::note_work(s, || unsafe { memcpy_dtoh_impl(dst, src, n) })
 }
 
 /// `cuMemcpyDtoDAsync_v2`: as [`memcpy_dtod`], after checking the stream.
@@ -245,7 +247,7 @@ pub fn memcpy_dtod_async(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: Handle
     if capture_copy(s, copy)? {
         return Ok(());
     }
-    stream::note_work(s, memcpy_dtod_impl(dst, src, n))
+    stream::note_work(s, || memcpy_dtod_impl(dst, src, n))
 }
 
 /// `cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n)`.
@@ -313,7 +315,7 @@ pub fn memset_d8_async(dst: CUdeviceptr, value: u8, n: usize, s: Handle) -> CuRe
     if capture_memset(s, dst, 0, u32::from(value), 1, n, 1)? {
         return Ok(());
     }
-    stream::note_work(s, memset_d8_impl(dst, value, n))
+    stream::note_work(s, || memset_d8_impl(dst, value, n))
 }
 
 /// `cuMemsetD16Async`.
@@ -322,7 +324,7 @@ pub fn memset_d16_async(dst: CUdeviceptr, value: u16, n: usize, s: Handle) -> Cu
     if capture_memset(s, dst, 0, u32::from(value), 2, n, 1)? {
         return Ok(());
     }
-    stream::note_work(s, memset_d16_impl(dst, value, n))
+    stream::note_work(s, || memset_d16_impl(dst, value, n))
 }
 
 /// `cuMemsetD32Async`.
@@ -331,7 +333,7 @@ pub fn memset_d32_async(dst: CUdeviceptr, value: u32, n: usize, s: Handle) -> Cu
     if capture_memset(s, dst, 0, value, 4, n, 1)? {
         return Ok(());
     }
-    stream::note_work(s, memset_d32_impl(dst, value, n))
+    stream::note_work(s, || memset_d32_impl(dst, value, n))
 }
 
 /// Adds a memset to the capture of `s` if it captures.
@@ -701,7 +703,7 @@ pub unsafe fn memcpy_async(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: Hand
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    stream::note_work(s, unsafe { memcpy_impl(dst, src, n) })
+    stream::note_work(s, || unsafe { memcpy_impl(dst, src, n) })
 }
 
 /// One side of a 2D/3D copy.
@@ -872,7 +874,7 @@ pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, s: Handle) -> CuResult<()> 
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    stream::note_work(s, unsafe { memcpy_2d_impl(copy) })
+    stream::note_work(s, || unsafe { memcpy_2d_impl(copy) })
 }
 
 /// `CUDA_MEMCPY3D`.
@@ -1056,7 +1058,7 @@ pub unsafe fn memcpy_3d_async(copy: *const Memcpy3D, s: Handle) -> CuResult<()> 
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    stream::note_work(s, unsafe { run_memcpy_3d(&c) })
+    stream::note_work(s, || unsafe { run_memcpy_3d(&c) })
 }
 
 /// Fills `height` rows of `width` elements at `dst` (rows `pitch` bytes
@@ -1125,7 +1127,7 @@ pub fn memset_d2d8_async(dst: CUdeviceptr, pitch: usize, v: u8, w: usize, h: usi
     if capture_memset(s, dst, pitch, u32::from(v), 1, w, h)? {
         return Ok(());
     }
-    stream::note_work(s, memset_d2d8_impl(dst, pitch, v, w, h))
+    stream::note_work(s, || memset_d2d8_impl(dst, pitch, v, w, h))
 }
 
 /// `cuMemsetD2D16Async(...)`.
@@ -1134,7 +1136,7 @@ pub fn memset_d2d16_async(dst: CUdeviceptr, pitch: usize, v: u16, w: usize, h: u
     if capture_memset(s, dst, pitch, u32::from(v), 2, w, h)? {
         return Ok(());
     }
-    stream::note_work(s, memset_d2d16_impl(dst, pitch, v, w, h))
+    stream::note_work(s, || memset_d2d16_impl(dst, pitch, v, w, h))
 }
 
 /// `cuMemsetD2D32Async(...)`.
@@ -1143,7 +1145,7 @@ pub fn memset_d2d32_async(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: u
     if capture_memset(s, dst, pitch, v, 4, w, h)? {
         return Ok(());
     }
-    stream::note_work(s, memset_d2d32_impl(dst, pitch, v, w, h))
+    stream::note_work(s, || memset_d2d32_impl(dst, pitch, v, w, h))
 }
 
 /// What `cuPointerGetAttribute` knows about an address.

@@ -1,9 +1,16 @@
 //! Streams, events and host callbacks.
 //!
-//! All work of a device runs in submission order on its one queue, so a
-//! `CUstream` only has to exist: work on different streams never overlaps,
-//! synchronising any stream waits for the whole device, and waiting on an
-//! event is already satisfied by that order. A created stream remembers the
+//! All work of a device is recorded in submission order for its one queue.
+//! The work of a created `CUstream` carries the stream's id as its runtime
+//! stream tag ([`note_work`]): it is ordered behind that stream's earlier
+//! work only, and may overlap other streams' work on the device (between
+//! two barriers each stream has at most one command; see the runtime's
+//! `stream.rs`). The default streams' work is ordered against all work (the
+//! legacy stream synchronises with every blocking stream; the per-thread
+//! stream is treated the same, which is stricter than CUDA). Waiting on an
+//! event (`cuStreamWaitEvent`, `cuCtxWaitEvent`) and a stream-ordered free
+//! order the next work behind all work queued before. Synchronising a stream
+//! waits for all the device's work. A created stream remembers the
 //! point in that order after its last work ([`note_work`]), so that
 //! `cuStreamQuery` and an event recorded on it answer for that stream's
 //! work only, not for what other streams queued later. Host callbacks
@@ -68,19 +75,34 @@ impl StreamObj {
     }
 }
 
-/// Records that `result`'s work was queued on `stream` in the current
-/// context: a created stream's query (and events recorded on it) then
-/// wait for the work up to here. Call after queueing; passes `result` on
-/// (also a failure, which may have queued part of its work). The default
-/// streams need nothing (they answer for all the context's work, which
-/// covers every stream that synchronises with them).
-pub fn note_work<T>(stream: Handle, result: CuResult<T>) -> CuResult<T> {
+/// Queues `op`'s work on `stream`: a created stream's commands carry its id
+/// as their stream tag (`ptxvk_runtime::with_stream_tag`), so they are
+/// ordered behind that stream's earlier work only and may run concurrently
+/// with other streams' work; the default streams' work is ordered against
+/// all work (the legacy stream synchronises with every blocking stream).
+/// Then records that the work was queued: a created stream's query (and
+/// events recorded on it) wait for the work up to here. Passes `op`'s
+/// result on (also a failure, which may have queued part of its work). The
+/// default streams need no mark (they answer for all the context's work,
+/// which covers every stream that synchronises with them).
+pub fn note_work<T>(stream: Handle, op: impl FnOnce() -> CuResult<T>) -> CuResult<T> {
+    let result = ptxvk_runtime::with_stream_tag(tag_of(stream), op);
     if !is_default(stream) {
         if let (Some(s), Ok(ctx)) = (STREAMS.get(stream), context::current()) {
             s.advance(&ctx, || ctx.runtime.work_mark());
         }
     }
     result
+}
+
+/// The runtime's stream tag of `stream`'s work: a created stream's id; none
+/// (ordered against all work) for the default streams.
+fn tag_of(stream: Handle) -> Option<u64> {
+    if is_default(stream) {
+        None
+    } else {
+        STREAMS.get(stream).map(|s| s.id)
+    }
 }
 
 /// The context and work mark that work queued on `stream` so far has
@@ -290,8 +312,10 @@ pub fn stream_wait_event(stream: Handle, event: Handle, flags: c_uint) -> CuResu
         // process's: the queue here is ordered, so wait on the host.
         shared.wait()?;
     }
-    // The stream's later work waits for the event's: until that finished,
-    // a query of the stream is not ready either.
+    // The stream's later work waits for the event's (here: for all work
+    // queued so far); until that finished, a query of the stream is not
+    // ready either.
+    context_of(stream)?.runtime.order_next();
     if ev.recorded.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
         if let Some(s) = STREAMS.get(stream) {
             s.advance(&ev.context, || ev.mark.load(Ordering::Relaxed));
@@ -450,9 +474,11 @@ pub fn record_now(event: Handle, stream: Handle) -> CuResult<()> {
         return Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("the event and the stream are on different devices"));
     }
     // The event completes with the stream's work before it; its timestamp
-    // is queued behind all the device's work (one queue).
+    // is written once all work queued before it has finished (a timestamp
+    // command waits for every earlier command), and as the stream's work it
+    // does not order other streams' later work behind it.
     let (owner, mark) = finish_mark(stream, &ctx);
-    let t = ctx.runtime.record_timestamp()?;
+    let t = ptxvk_runtime::with_stream_tag(tag_of(stream), || ctx.runtime.record_timestamp())?;
     let mark = if owner.device.ordinal == ev.context.device.ordinal { mark } else { ctx.runtime.work_mark() };
     ev.mark.store(mark, Ordering::Relaxed);
     *ev.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
@@ -554,13 +580,14 @@ pub fn ctx_record_event(ctx: Handle, event: Handle) -> CuResult<()> {
     Ok(())
 }
 
-/// `cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent)`: satisfied by the
-/// in-order queue; an interprocess event recorded by another process is
-/// waited for on the host.
+/// `cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent)`: the context's next
+/// work waits for all work queued before; an interprocess event recorded
+/// by another process is waited for on the host.
 pub fn ctx_wait_event(ctx: Handle, event: Handle) -> CuResult<()> {
-    context::lookup(ctx)?;
+    let c = context::lookup(ctx)?;
     let ev = lookup_event(event)?;
     capture::check_context_event(ctx, event)?;
+    c.runtime.order_next();
     if let Some(shared) = &ev.ipc {
         shared.wait()?;
     }

@@ -105,6 +105,10 @@ struct Cli {
     /// past llvmpipe's loop limiter (65535 iterations in all).
     #[arg(long = "loop-limit", default_value_t = false)]
     loop_limit: bool,
+    /// Bytes of each thread's stack for recursive functions (256 to
+    /// 1048576).
+    #[arg(long = "recursion-stack-bytes", default_value_t = ptxvk_translator::recursion::STACK_BYTES)]
+    recursion_stack_bytes: u32,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -174,6 +178,7 @@ fn run(cli: Cli) -> Result<(), String> {
         memory_semantics: !cli.no_memory_semantics,
         unroll_spin_loops: cli.unroll_spin_loops,
         loop_limit: cli.loop_limit,
+        recursion_stack_bytes: cli.recursion_stack_bytes,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::stream::with_stream_tag;
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 use ptxvk_translator::{abi, Options, ParamPassing, WarpPath};
@@ -114,6 +115,9 @@ pub(crate) struct ContextInner {
     managed: std::sync::OnceLock<bool>,
     info: DeviceInfo,
     device: Arc<Device>,
+    /// Bytes of the per-thread stack of recursive functions in modules
+    /// loaded from now on (`CU_LIMIT_STACK_SIZE`).
+    stack_bytes: std::sync::atomic::AtomicU32,
 }
 
 /// A CUDA-like context on one Vulkan device: allocates memory, loads PTX,
@@ -149,6 +153,7 @@ impl Context {
             }),
             info: device.info.clone(),
             device,
+            stack_bytes: std::sync::atomic::AtomicU32::new(ptxvk_translator::recursion::STACK_BYTES),
         };
         inner.info.emulate_fma = crate::probe::needs_fma_emulation(&inner);
         if inner.info.supports_f64 {
@@ -439,7 +444,23 @@ impl Context {
         dynamic_shared_bytes: u32,
         params: &[u8],
     ) -> Result<()> {
-        self.0.launch(f, grid, block, dynamic_shared_bytes, params, true)
+        // The grid workspace is the context's: cooperative launches are
+        // ordered against all work.
+        crate::stream::with_stream_tag(None, || self.0.launch(f, grid, block, dynamic_shared_bytes, params, true))
+    }
+
+    /// Makes the next queued command wait for all work queued before it,
+    /// whatever its stream (for a wait on an event, a stream-ordered free;
+    /// see [`crate::with_stream_tag`]).
+    pub fn order_next(&self) {
+        self.0.lock().stream.order_next();
+    }
+
+    /// Barriers recorded between commands so far (statistics: tagged work
+    /// of different streams shares epochs between barriers, see
+    /// [`crate::with_stream_tag`]).
+    pub fn barriers_recorded(&self) -> u64 {
+        self.0.lock().stream.barriers()
     }
 
     /// Waits for all queued work. A kernel that executed `trap` makes this
@@ -495,6 +516,27 @@ impl Context {
             return Err(Error::InvalidValue(format!("printf FIFO size {bytes} is out of range")));
         }
         st.printf.limit = bytes & !7;
+        Ok(())
+    }
+
+    /// Bytes of each thread's stack for recursive functions
+    /// (`CU_LIMIT_STACK_SIZE`; 16 KiB by default).
+    pub fn stack_size(&self) -> u32 {
+        self.0.stack_bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets the stack of recursive functions for modules loaded from now
+    /// on: `bytes` rounded up to 16, at least the default 16 KiB (the
+    /// translator's frames are larger than ptxas's), at most 1 MiB
+    /// ([`Error::InvalidValue`] past it).
+    pub fn set_stack_size(&self, bytes: u64) -> Result<()> {
+        let max = u64::from(ptxvk_translator::recursion::MAX_STACK_BYTES);
+        if bytes > max {
+            return Err(Error::InvalidValue(format!("stack size {bytes} is more than {max} bytes")));
+        }
+        let v = bytes.div_ceil(16) * 16;
+        let v = v.max(u64::from(ptxvk_translator::recursion::STACK_BYTES));
+        self.0.stack_bytes.store(v as u32, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
@@ -1004,6 +1046,7 @@ impl ContextInner {
             // Its loop limiter ends loops silently after 65535 iterations in all.
             loop_limit: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIMIT_ENV).is_ok_and(|v| v == "0"),
+            recursion_stack_bytes: self.stack_bytes.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -1174,19 +1217,20 @@ impl ContextInner {
         if let (Some(off), Some(data)) = (f.module.info.printf_offset, &f.module.data) {
             let fifo = self.printf_fifo(&mut st)?;
             if f.module.printf_slot.swap(fifo, Ordering::Relaxed) != fifo {
-                self.copy_htod_locked(&mut st, data.address + off, &fifo.to_le_bytes())?;
+                // The slot is the module's: ordered against all work.
+                with_stream_tag(None, || self.copy_htod_locked(&mut st, data.address + off, &fifo.to_le_bytes()))?;
             }
         }
         if let (Some(off), Some(data)) = (f.module.info.heap_offset, &f.module.data) {
             let heap = self.malloc_heap(&mut st)?;
             if f.module.heap_slot.swap(heap, Ordering::Relaxed) != heap {
-                self.copy_htod_locked(&mut st, data.address + off, &heap.to_le_bytes())?;
+                with_stream_tag(None, || self.copy_htod_locked(&mut st, data.address + off, &heap.to_le_bytes()))?;
             }
         }
         if let (Some(off), Some(data)) = (f.module.info.grid_offset, &f.module.data) {
             let ws = if cooperative { self.grid_workspace(&mut st)? } else { 0 };
             if f.module.grid_slot.swap(ws, Ordering::Relaxed) != ws {
-                self.copy_htod_locked(&mut st, data.address + off, &ws.to_le_bytes())?;
+                with_stream_tag(None, || self.copy_htod_locked(&mut st, data.address + off, &ws.to_le_bytes()))?;
             }
         }
         let (pipeline, layout) = f.module.pipeline(&key)?;

@@ -36,4 +36,5 @@ pub use module::{Function, Module};
 pub use ptxvk_translator::{
     EntryInfo, GlobalInfo, GlobalSpace, ModuleInfo, ParamInfo, ParamPassing, TargetEnv, WarpPath,
 };
+pub use stream::with_stream_tag;
 pub use warp::WARP_PATH_ENV;

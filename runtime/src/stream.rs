@@ -1,9 +1,21 @@
-//! The in-order command stream: commands are recorded into one command buffer
-//! and submitted at synchronisation points, with a memory barrier between
-//! consecutive commands so each sees the previous one's writes (CUDA's
-//! stream semantics).
+//! The command stream: commands are recorded into one command buffer and
+//! submitted at synchronisation points, with memory barriers that order
+//! each command behind the earlier ones it must see (CUDA's stream
+//! semantics).
+//!
+//! Commands carry the *stream tag* of the thread that queues them
+//! ([`with_stream_tag`]; libcuda tags the work of each created `CUstream`).
+//! Untagged work (the default, and every synchronous or context-wide
+//! operation) is ordered against everything: a barrier before it and one
+//! before the next command. Tagged work needs a barrier only behind its own
+//! stream's earlier commands: between two barriers (an *epoch*) each stream
+//! has at most one command, and commands of different streams in one epoch
+//! may run concurrently on the device. [`Stream::order_next`] makes the
+//! next command wait for all earlier ones (an event wait, a stream-ordered
+//! free).
 
 use std::any::Any;
+use std::cell::Cell;
 use std::sync::Arc;
 
 use ash::vk;
@@ -14,6 +26,25 @@ use crate::memory::{UploadArena, ARENA_FLUSH_BYTES};
 
 /// Commands recorded before a batch is submitted even without a sync point.
 const MAX_BATCH_COMMANDS: u32 = 4096;
+
+thread_local! {
+    /// The stream tag of the commands this thread queues (`None`: ordered
+    /// against all work).
+    static STREAM_TAG: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with the commands it queues on this thread tagged as work of
+/// stream `tag` (`None`: ordered against all work, the default).
+pub fn with_stream_tag<R>(tag: Option<u64>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            STREAM_TAG.with(|t| t.set(self.0));
+        }
+    }
+    let _restore = Restore(STREAM_TAG.with(|t| t.replace(tag)));
+    f()
+}
 
 /// Anything that must outlive the batch that uses it.
 pub(crate) type KeepAlive = Arc<dyn Any + Send + Sync>;
@@ -31,6 +62,12 @@ pub(crate) struct Stream {
     submitted: u64,
     completed: u64,
     commands: u32,
+    /// Stream tags with a command since the last barrier.
+    epoch: Vec<u64>,
+    /// The next command waits for all earlier ones.
+    ordered_next: bool,
+    /// Barriers recorded between commands so far (statistics).
+    barriers: u64,
     keep_alive: Vec<KeepAlive>,
     /// Staging memory used by the batch being recorded.
     pub(crate) arena: UploadArena,
@@ -92,6 +129,9 @@ impl Stream {
             submitted: 0,
             completed: 0,
             commands: 0,
+            epoch: Vec::new(),
+            ordered_next: false,
+            barriers: 0,
             keep_alive: Vec::new(),
             arena: UploadArena::default(),
             failed: None,
@@ -152,9 +192,21 @@ impl Stream {
         Ok(())
     }
 
-    /// Starts a command: the command buffer to record it into, after a barrier
-    /// that orders it behind the previous command.
+    /// The next command waits for every command queued before it, whatever
+    /// its stream tag.
+    pub(crate) fn order_next(&mut self) {
+        self.ordered_next = true;
+    }
+
+    /// Barriers recorded between commands so far.
+    pub(crate) fn barriers(&self) -> u64 {
+        self.barriers
+    }
+
+    /// Starts a command: the command buffer to record it into, after a
+    /// barrier when it must see earlier commands (see the module docs).
     pub(crate) fn begin_command(&mut self) -> Result<vk::CommandBuffer> {
+        let tag = STREAM_TAG.with(Cell::get);
         self.check()?;
         if !self.recording && self.in_flight {
             // The command buffer is still in use by the batch in flight.
@@ -173,7 +225,10 @@ impl Stream {
                 .map_err(map_create)?;
             }
             self.recording = true;
-        } else if self.commands > 0 {
+            // The batch before has completed (the host waited for it).
+            self.epoch.clear();
+            self.ordered_next = false;
+        } else if self.commands > 0 && (self.ordered_next || tag.is_none_or(|t| self.epoch.contains(&t))) {
             let barrier = vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(
@@ -187,6 +242,13 @@ impl Stream {
             unsafe {
                 d.cmd_pipeline_barrier(self.cmd, stages, stages, vk::DependencyFlags::empty(), &[barrier], &[], &[])
             };
+            self.barriers += 1;
+            self.epoch.clear();
+            self.ordered_next = false;
+        }
+        match tag {
+            Some(t) => self.epoch.push(t),
+            None => self.ordered_next = true,
         }
         self.commands += 1;
         Ok(self.cmd)

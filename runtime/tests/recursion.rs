@@ -112,6 +112,30 @@ fn stack_overflow_fails_the_launch() {
     assert!(matches!(failed, Err(Error::LaunchFailed(_))), "{failed:?}");
 }
 
+/// `Context::set_stack_size` (`CU_LIMIT_STACK_SIZE`) sizes the stack of
+/// modules loaded after it: 2000 levels of `chain` overflow the default
+/// 16 KiB and fit in 256 KiB.
+#[test]
+fn stack_size_limit_applies_to_modules_loaded_later() {
+    let ctx = context();
+    let src = include_str!("../../tests/fixtures/recursion_run.ptx");
+    let small = ctx.load_module(src, "recursion_run.ptx").unwrap();
+    assert!(ctx.set_stack_size(2 << 20).is_err(), "more than 1 MiB per thread");
+    ctx.set_stack_size(256 << 10).unwrap();
+    assert_eq!(ctx.stack_size(), 256 << 10);
+    let big = ctx.load_module(src, "recursion_run.ptx").unwrap();
+    let dout = poisoned(&ctx, 8);
+    let f = big.function("recursion_deep").unwrap();
+    let params = f.pack_params(&[&dout.to_le_bytes(), &2000i32.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [8, 1, 1], 0, &params).unwrap();
+    let out = download_u32(&ctx, dout, 8);
+    assert!(out.iter().all(|&w| w == chain(2000, 1) as u32), "{out:?}");
+    assert_clean(&ctx);
+    let f = small.function("recursion_deep").unwrap();
+    let failed = ctx.launch(&f, [1, 1, 1], [8, 1, 1], 0, &params).and_then(|_| ctx.synchronize());
+    assert!(matches!(failed, Err(Error::LaunchFailed(_))), "{failed:?}");
+}
+
 /// numba's `recursion_usecases.fib1` (`numba_fib.py`): the kernel passes the
 /// address of its local result to the recursive device function, which
 /// writes through it.

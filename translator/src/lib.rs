@@ -169,6 +169,10 @@ pub struct Options {
     /// when a loop would go on after llvmpipe's loop limiter of 65535
     /// iterations ends it (see `emit/loop_limit.rs`).
     pub loop_limit: bool,
+    /// Bytes of the per-thread stack of recursive functions (see
+    /// [`recursion`]); [`recursion::STACK_BYTES`] by default, at most
+    /// [`recursion::MAX_STACK_BYTES`].
+    pub recursion_stack_bytes: u32,
 }
 
 impl Default for Options {
@@ -189,6 +193,7 @@ impl Default for Options {
             memory_semantics: true,
             unroll_spin_loops: 0,
             loop_limit: false,
+            recursion_stack_bytes: recursion::STACK_BYTES,
         }
     }
 }
@@ -207,7 +212,9 @@ pub struct Translation {
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
     let mut module = front_end(source, file_name)?;
-    if recursion::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, vec![d]))? {
+    if recursion::run(&mut module, options.recursion_stack_bytes)
+        .map_err(|d| Diagnostics::new(file_name, source, vec![d]))?
+    {
         // Decode the instructions the pass wrote.
         let errors = check::run(&mut module);
         if let Some(first) = errors.into_iter().next() {

@@ -7,7 +7,8 @@
 //! the bodies of all members of `S` and runs `f`'s activation and every
 //! activation it causes within `S`:
 //!
-//! - a per-thread stack, `.local .align 16 .b8 __rc_stack[STACK_BYTES]`,
+//! - a per-thread stack, `.local .align 16 .b8 __rc_stack[N]` (N from
+//!   [`crate::Options::recursion_stack_bytes`], 16 KiB by default),
 //!   holds one *frame* per activation: the caller's frame address, the
 //!   return site, the member's parameters, return values and `.local`
 //!   variables (so a callee can write through a pointer into its caller's
@@ -43,8 +44,12 @@ use crate::diag::{Diagnostic, Span};
 use crate::layout;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// Bytes of recursion stack per thread (CUDA's default stack limit is 1 KiB).
-pub const STACK_BYTES: u64 = 16384;
+/// Bytes of recursion stack per thread by default (CUDA's default stack
+/// limit is 1 KiB).
+pub const STACK_BYTES: u32 = 16384;
+
+/// Most bytes of recursion stack per thread.
+pub const MAX_STACK_BYTES: u32 = 1 << 20;
 
 /// Frame header: the caller's frame address (8 bytes) and the return site.
 const HEADER_BYTES: u64 = 16;
@@ -52,7 +57,10 @@ const HEADER_BYTES: u64 = 16;
 /// Rewrite every recursive cycle of direct calls. Returns whether anything
 /// changed (the caller then checks the module again, which decodes the new
 /// instructions).
-pub fn run(module: &mut Module) -> Result<bool, Diagnostic> {
+/// `stack_bytes` is the size of each thread's stack (clamped to 256 ..=
+/// [`MAX_STACK_BYTES`], rounded up to 16).
+pub fn run(module: &mut Module, stack_bytes: u32) -> Result<bool, Diagnostic> {
+    let stack_bytes = u64::from(stack_bytes.clamp(256, MAX_STACK_BYTES).div_ceil(16) * 16);
     let index: HashMap<String, usize> = module
         .items
         .iter()
@@ -93,9 +101,9 @@ pub fn run(module: &mut Module) -> Result<bool, Diagnostic> {
                 _ => None,
             })
             .collect();
-        let members = prepare(&funcs)?;
+        let members = prepare(&funcs, stack_bytes)?;
         for (e, name) in cycle.iter().enumerate() {
-            let body = machine(&members, e, wide)?;
+            let body = machine(&members, e, wide, stack_bytes)?;
             if let ModuleItem::Function(f) = &mut module.items[index[name]] {
                 f.body = Some(body);
             }
@@ -372,7 +380,7 @@ fn declared(body: &[Statement], r: &mut Renamer) {
     }
 }
 
-fn prepare(funcs: &[Function]) -> Result<Vec<Member>, Diagnostic> {
+fn prepare(funcs: &[Function], stack_bytes: u64) -> Result<Vec<Member>, Diagnostic> {
     let several = funcs.len() > 1;
     let mut out = Vec::new();
     for (i, f) in funcs.iter().enumerate() {
@@ -504,11 +512,11 @@ fn prepare(funcs: &[Function]) -> Result<Vec<Member>, Diagnostic> {
         m.live = liveness(m, &names)?;
         let save: u64 = m.live.values().map(|v| v.iter().map(|(_, t)| save_size(*t)).sum::<u64>()).max().unwrap_or(0);
         m.frame_size = align_up(m.save_offset + save, 16);
-        if m.frame_size > STACK_BYTES {
+        if m.frame_size > stack_bytes {
             return Err(Diagnostic::error(
                 m.span,
                 format!(
-                    "recursion: the frame of '{}' ({} bytes) does not fit the {STACK_BYTES}-byte stack",
+                    "recursion: the frame of '{}' ({} bytes) does not fit the {stack_bytes}-byte stack",
                     m.name, m.frame_size
                 ),
             ));
@@ -854,7 +862,7 @@ impl Gen {
 }
 
 /// Build the machine that runs member `e` of the cycle.
-fn machine(members: &[Member], e: usize, wide: bool) -> Result<Vec<Statement>, Diagnostic> {
+fn machine(members: &[Member], e: usize, wide: bool, stack_bytes: u64) -> Result<Vec<Statement>, Diagnostic> {
     let me = &members[e];
     let mut g = Gen { out: Vec::new(), span: me.span, wide, labels: 0 };
     let abits = if wide { "b64" } else { "b32" };
@@ -893,7 +901,7 @@ fn machine(members: &[Member], e: usize, wide: bool) -> Result<Vec<Statement>, D
     let mut stack = reg(ScalarType::B8, &[STACK], me.span);
     stack.space = StateSpace::Local;
     stack.align = Some(16);
-    stack.names[0].dims = vec![Some(STACK_BYTES)];
+    stack.names[0].dims = vec![Some(stack_bytes)];
     g.out.push(Statement::Decl(stack));
     let several = members.len() > 1;
     for m in members {
@@ -910,7 +918,7 @@ fn machine(members: &[Member], e: usize, wide: bool) -> Result<Vec<Statement>, D
     let (stk, at) = (g.name(STACK), g.at());
     let fp = g.name(FP);
     g.inst("mov", &[at], vec![fp, stk]);
-    g.add_addr(LIM, FP, STACK_BYTES);
+    g.add_addr(LIM, FP, stack_bytes);
     let (z, site) = (g.imm(0), g.name(SITE));
     g.inst("mov", &["u32"], vec![site, z]);
     let (dst, site) = (g.addr(FP, 8), g.name(SITE));
@@ -1066,18 +1074,20 @@ fn call(
     g.inst("mov", &["u32"], vec![s, v]);
     let (dst, s) = (g.addr(NFP, 8), g.name(SITE));
     g.inst("st", &["local", "u32"], vec![dst, s]);
+    // A call-site `.param` variable of the caller: (name, size, align).
+    let call_param = |o: &Operand| match o {
+        Operand::Name { name, .. } => m.call_params.get(name.as_str()).map(|&(s, a)| (name.to_string(), s, a)),
+        _ => None,
+    };
     for (a, slot) in args.iter().zip(&callee.params) {
-        match a {
-            Operand::Name { name, .. } if m.call_params.contains_key(name.as_str()) => {
-                let (size, align) = m.call_params[name.as_str()];
-                g.copy(
-                    ("param", name, 0),
-                    ("local", NFP, slot.offset),
-                    size.min(slot.size),
-                    align.min(slot.align).min(8),
-                );
-            }
-            other => g.store(NFP, slot.offset, other.clone(), slot.ty),
+        match call_param(a) {
+            Some((name, size, align)) => g.copy(
+                ("param", &name, 0),
+                ("local", NFP, slot.offset),
+                size.min(slot.size),
+                align.min(slot.align).min(8),
+            ),
+            None => g.store(NFP, slot.offset, a.clone(), slot.ty),
         }
     }
     let abits = if g.wide { "b64" } else { "b32" };
@@ -1087,19 +1097,16 @@ fn call(
     // The return site: FP is the caller's frame again, NFP the callee's.
     g.label(ret);
     for (r, slot) in rets.iter().zip(&callee.returns) {
-        match r {
-            Operand::Name { name, .. } if m.call_params.contains_key(name.as_str()) => {
-                let (size, align) = m.call_params[name.as_str()];
-                g.copy(
-                    ("local", NFP, slot.offset),
-                    ("param", name, 0),
-                    size.min(slot.size),
-                    align.min(slot.align).min(8),
-                );
-            }
-            Operand::Name { name, .. } => g.load(name, NFP, slot.offset, slot.ty),
-            Operand::Sink(_) => {}
-            other => return Err(Diagnostic::error(other.span(), "recursion: unexpected call result operand")),
+        match (call_param(r), r) {
+            (Some((name, size, align)), _) => g.copy(
+                ("local", NFP, slot.offset),
+                ("param", &name, 0),
+                size.min(slot.size),
+                align.min(slot.align).min(8),
+            ),
+            (None, Operand::Name { name, .. }) => g.load(name, NFP, slot.offset, slot.ty),
+            (None, Operand::Sink(_)) => {}
+            (None, other) => return Err(Diagnostic::error(other.span(), "recursion: unexpected call result operand")),
         }
     }
     let mut off = m.save_offset;
