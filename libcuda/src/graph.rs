@@ -1707,6 +1707,9 @@ fn run_node(kind: &NodeKind, stream: Handle) -> CuResult<()> {
         NodeKind::EventRecord(e) => stream::record_now(*e as Handle, stream),
         NodeKind::EventWait(e) => {
             let ev = stream::lookup_event(*e as Handle)?;
+            // The graph's later work waits for the event's (for all work
+            // queued so far), as after cuStreamWaitEvent.
+            stream::context_of(stream)?.runtime.order_next();
             if let Some(shared) = &ev.ipc {
                 // Recorded by another process, maybe: wait as cuStreamWaitEvent does.
                 shared.wait()?;
