@@ -65,8 +65,19 @@ fn chain(n: i64, below: i64) -> i64 {
 
 #[test]
 fn recursive_functions_of_nvcc() {
+    run_recursion(include_str!("../../tests/fixtures/recursion_run.ptx"), "recursion_run.ptx");
+}
+
+/// The same at `-G -O0`: every variable lives in the frame's `.local`
+/// memory, addressed through `%SP`/`%SPL`.
+#[test]
+fn recursive_functions_of_nvcc_debug() {
+    run_recursion(include_str!("../../tests/fixtures/recursion_run_debug.ptx"), "recursion_run_debug.ptx");
+}
+
+fn run_recursion(src: &str, name: &str) {
     let ctx = context();
-    let m = ctx.load_module(include_str!("../../tests/fixtures/recursion_run.ptx"), "recursion_run.ptx").unwrap();
+    let m = ctx.load_module(src, name).unwrap();
     let f = m.function("recursion_run").unwrap();
     let n = 300usize;
     let mut rng = Lcg(77);
