@@ -84,11 +84,12 @@ pub fn run(module: &mut Module, stack_bytes: u32) -> Result<bool, Diagnostic> {
         call_targets(f.body.as_deref().unwrap_or(&[]), &mut targets);
         edges[i] = targets.iter().filter_map(|t| pos.get(t.as_str()).copied()).collect();
     }
-    let cycles: Vec<Vec<String>> = sccs(&edges)
-        .into_iter()
-        .filter(|c| c.len() > 1 || edges[c[0]].contains(&c[0]))
-        .map(|c| c.iter().map(|&i| names[i].clone()).collect())
-        .collect();
+    let cycles: Vec<Vec<String>> =
+        crate::reducible::strongly_connected(edges.len(), 0..edges.len(), |v, i| edges[v].get(i).copied())
+            .into_iter()
+            .filter(|c| c.len() > 1 || edges[c[0]].contains(&c[0]))
+            .map(|c| c.iter().map(|&i| names[i].clone()).collect())
+            .collect();
     if cycles.is_empty() {
         return Ok(false);
     }
@@ -146,61 +147,6 @@ fn callee_name(i: &Instruction) -> Option<&str> {
         Some(Operand::Name { name, .. }) if !name.starts_with('%') => Some(name.as_str()),
         _ => None,
     }
-}
-
-/// Tarjan's strongly connected components (iterative).
-fn sccs(edges: &[Vec<usize>]) -> Vec<Vec<usize>> {
-    let n = edges.len();
-    let mut index = vec![usize::MAX; n];
-    let mut low = vec![0usize; n];
-    let mut on = vec![false; n];
-    let mut stack = Vec::new();
-    let mut out = Vec::new();
-    let mut next = 0;
-    for root in 0..n {
-        if index[root] != usize::MAX {
-            continue;
-        }
-        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
-        index[root] = next;
-        low[root] = next;
-        next += 1;
-        stack.push(root);
-        on[root] = true;
-        while let Some(&mut (v, ref mut k)) = work.last_mut() {
-            if let Some(&w) = edges[v].get(*k) {
-                *k += 1;
-                if index[w] == usize::MAX {
-                    index[w] = next;
-                    low[w] = next;
-                    next += 1;
-                    stack.push(w);
-                    on[w] = true;
-                    work.push((w, 0));
-                } else if on[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-            } else {
-                work.pop();
-                if let Some(&(u, _)) = work.last() {
-                    low[u] = low[u].min(low[v]);
-                }
-                if low[v] == index[v] {
-                    let mut c = Vec::new();
-                    while let Some(w) = stack.pop() {
-                        on[w] = false;
-                        c.push(w);
-                        if w == v {
-                            break;
-                        }
-                    }
-                    c.sort_unstable();
-                    out.push(c);
-                }
-            }
-        }
-    }
-    out
 }
 
 /// A slot of a frame: a parameter, a return value or a `.local` variable.

@@ -150,27 +150,37 @@ fn fix(cfg: &mut Cfg, nodes: &BTreeSet<BlockId>, regs: &mut Vec<String>) {
 /// Strongly connected components of the subgraph induced by `nodes`
 /// (Tarjan's algorithm, iterative).
 fn sccs(cfg: &Cfg, nodes: &BTreeSet<BlockId>) -> Vec<Vec<BlockId>> {
-    let n = cfg.blocks.len();
+    strongly_connected(cfg.blocks.len(), nodes.iter().copied(), |v, i| {
+        cfg.successors(v).iter().copied().filter(|s| nodes.contains(s)).nth(i)
+    })
+}
+
+/// Strongly connected components of a graph of `n` nodes, searched from
+/// `roots` in order; `succ(v, i)` is the `i`-th successor of `v` (`None`
+/// past the last). Tarjan's algorithm, iterative; each component sorted.
+pub(crate) fn strongly_connected(
+    n: usize,
+    roots: impl IntoIterator<Item = usize>,
+    succ: impl Fn(usize, usize) -> Option<usize>,
+) -> Vec<Vec<usize>> {
     let mut index = vec![usize::MAX; n];
     let mut low = vec![0usize; n];
     let mut on_stack = vec![false; n];
     let mut stack = Vec::new();
     let mut out = Vec::new();
     let mut counter = 0;
-    for &root in nodes {
+    for root in roots {
         if index[root] != usize::MAX {
             continue;
         }
-        let mut work: Vec<(BlockId, usize)> = vec![(root, 0)];
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
         index[root] = counter;
         low[root] = counter;
         counter += 1;
         stack.push(root);
         on_stack[root] = true;
         while let Some(&(v, i)) = work.last() {
-            let succ = cfg.successors(v);
-            let mut succ = succ.iter().copied().filter(|s| nodes.contains(s));
-            if let Some(w) = succ.nth(i) {
+            if let Some(w) = succ(v, i) {
                 if let Some(top) = work.last_mut() {
                     top.1 += 1;
                 }
