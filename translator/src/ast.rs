@@ -270,6 +270,25 @@ pub struct VarDecl {
     pub init: Option<Initializer>,
 }
 
+impl VarDecl {
+    /// `.reg .ty names;`, as the passes that write PTX declare their
+    /// registers.
+    pub fn registers(span: Span, ty: ScalarType, names: &[&str]) -> VarDecl {
+        VarDecl {
+            span,
+            linkage: Vec::new(),
+            space: StateSpace::Reg,
+            align: None,
+            vector: None,
+            ty,
+            ptr: None,
+            other_attrs: Vec::new(),
+            names: names.iter().map(|n| VarName { span, name: n.to_string(), count: None, dims: Vec::new() }).collect(),
+            init: None,
+        }
+    }
+}
+
 /// A variable initializer.
 #[derive(Clone, Debug)]
 pub enum Initializer {

@@ -813,18 +813,7 @@ fn machine(members: &[Member], e: usize, wide: bool, stack_bytes: u64) -> Result
     let mut g = Gen { out: Vec::new(), span: me.span, wide, labels: 0 };
     let abits = if wide { "b64" } else { "b32" };
     // Declarations.
-    let reg = |ty: ScalarType, names: &[&str], span: Span| VarDecl {
-        span,
-        linkage: Vec::new(),
-        space: StateSpace::Reg,
-        align: None,
-        vector: None,
-        ty,
-        ptr: None,
-        other_attrs: Vec::new(),
-        names: names.iter().map(|n| VarName { span, name: n.to_string(), count: None, dims: Vec::new() }).collect(),
-        init: None,
-    };
+    let reg = |ty: ScalarType, names: &[&str], span: Span| VarDecl::registers(span, ty, names);
     let aty = ScalarType::from_name(abits).unwrap_or(ScalarType::B64);
     let mut addr_names = vec![FP, NFP, LIM];
     addr_names.extend(ADDR);

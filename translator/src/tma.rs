@@ -182,18 +182,7 @@ impl Rewriter {
     fn temp(&mut self, span: Span, ty: ScalarType) -> Operand {
         let name = format!("%{PREFIX}tma{}", self.next);
         self.next += 1;
-        self.decls.push(VarDecl {
-            span,
-            linkage: Vec::new(),
-            space: StateSpace::Reg,
-            align: None,
-            vector: None,
-            ty,
-            ptr: None,
-            other_attrs: Vec::new(),
-            names: vec![VarName { span, name: name.clone(), count: None, dims: Vec::new() }],
-            init: None,
-        });
+        self.decls.push(VarDecl::registers(span, ty, &[name.as_str()]));
         Operand::Name { span, name: name.into(), component: None }
     }
 
