@@ -8,18 +8,21 @@
 //! 2. [`check`]: every instruction decoded against the ISA table of
 //!    [`isa`] (the typed form kept in `Instruction::decoded`), operands
 //!    checked against the declarations and chapter 6's type rules;
-//! 3. [`tma`]: Hopper asynchronous copies (mbarriers, bulk and tensor copies)
+//! 3. [`recursion`]: each cycle of direct calls → non-recursive functions
+//!    that run the cycle's activations on an explicit stack in local memory
+//!    (the new instructions are checked and decoded like the user's);
+//! 4. [`tma`]: Hopper asynchronous copies (mbarriers, bulk and tensor copies)
 //!    → calls of the emulated copy engine in `shaders/tma.ptx`, which it
 //!    appends to the module;
-//! 4. [`scope`]: nested `{ }` scopes resolved by renaming, so each function
+//! 5. [`scope`]: nested `{ }` scopes resolved by renaming, so each function
 //!    has one flat namespace;
-//! 5. [`mod@cfg`]: a function body → basic blocks with explicit terminators
+//! 6. [`mod@cfg`]: a function body → basic blocks with explicit terminators
 //!    (the intermediate representation control-flow passes work on; its
 //!    invariants are documented there);
-//! 6. [`reducible`]: irreducible cycles get a single entry (edge multiplexing);
-//! 7. [`structurize`]: the CFG → nested `Block`/`Loop`/`If` regions;
-//! 8. [`layout`]: byte layouts of parameters and variables;
-//! 9. `emit`: regions and instructions → SPIR-V words (its own module writer,
+//! 7. [`reducible`]: irreducible cycles get a single entry (edge multiplexing);
+//! 8. [`structurize`]: the CFG → nested `Block`/`Loop`/`If` regions;
+//! 9. [`layout`]: byte layouts of parameters and variables;
+//! 10. `emit`: regions and instructions → SPIR-V words (its own module writer,
 //!    `emit/spv.rs`, with rspirv's types and enums), state spaces
 //!    mapped as the launch ABI in [`abi`] says.
 //!
