@@ -8,13 +8,16 @@
 //!    computation as a hand-written compute shader dispatched with plain
 //!    `ash` (the baseline, [`baseline`]);
 //! 3. TMA copy throughput: `cp.async.bulk.tensor` through the emulated copy
-//!    engine against a plain `ld.global`/`st.global` copy kernel ([`tma`]).
+//!    engine against a plain `ld.global`/`st.global` copy kernel ([`tma`]);
+//! 4. recursive device functions on the translator's explicit stack against
+//!    the same walk with a hand-made stack ([`recursion`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
 //! ```
 //!
-//! (`ptxvk-bench tma` runs only the TMA copy benchmark;
+//! (`ptxvk-bench tma` runs only the TMA copy benchmark, `ptxvk-bench
+//! recursion` only the recursion one;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -25,6 +28,7 @@
 
 mod baseline;
 mod frontend;
+mod recursion;
 mod tma;
 
 use std::error::Error;
@@ -52,6 +56,20 @@ fn main() -> ExitCode {
     // `ptxvk-bench --measure STEP`: one front-end step (see `frontend`).
     let args: Vec<String> = std::env::args().collect();
     let only_tma = matches!(args.as_slice(), [_, a] if a == "tma");
+    if matches!(args.as_slice(), [_, a] if a == "recursion") {
+        std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
+        return match Context::new(DeviceSelector::Default).map_err(|e| e.into()).and_then(|c| recursion::run(&c)) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => {
+                eprintln!("FAILED: outputs do not match");
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let [_, flag] = args.as_slice() {
         if flag == "--f64" {
             std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
@@ -112,7 +130,9 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     let saxpy_ok = saxpy(&ctx)?;
     println!();
     let tma_ok = tma::run(&ctx)?;
-    Ok(saxpy_ok && tma_ok)
+    println!();
+    let recursion_ok = recursion::run(&ctx)?;
+    Ok(saxpy_ok && tma_ok && recursion_ok)
 }
 
 /// Elements in the float-cost kernels.
