@@ -23,8 +23,8 @@
 //! 8. [`structurize`]: the CFG → nested `Block`/`Loop`/`If` regions;
 //! 9. [`layout`]: byte layouts of parameters and variables;
 //! 10. `emit`: regions and instructions → SPIR-V words (its own module writer,
-//!    `emit/spv.rs`, with rspirv's types and enums), state spaces
-//!    mapped as the launch ABI in [`abi`] says.
+//!     `emit/spv.rs`, with rspirv's types and enums), state spaces
+//!     mapped as the launch ABI in [`abi`] says.
 //!
 //! Errors are [`Diagnostic`]s with spans, rendered once at the boundary
 //! ([`Diagnostics`] implements `Display` as `file:line:col: error: ...`).
