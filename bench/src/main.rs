@@ -53,51 +53,31 @@ const RUNS: usize = 10;
 const TRANSLATE_MIN_TIME: Duration = Duration::from_millis(500);
 
 fn main() -> ExitCode {
-    // `ptxvk-bench --measure STEP`: one front-end step (see `frontend`).
     let args: Vec<String> = std::env::args().collect();
-    let only_tma = matches!(args.as_slice(), [_, a] if a == "tma");
-    if matches!(args.as_slice(), [_, a] if a == "recursion") {
-        std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
-        return match Context::new(DeviceSelector::Default).map_err(|e| e.into()).and_then(|c| recursion::run(&c)) {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => {
-                eprintln!("FAILED: outputs do not match");
-                ExitCode::FAILURE
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if let [_, flag] = args.as_slice() {
-        if flag == "--f64" {
-            std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
-            return match Context::new(DeviceSelector::Default).map_err(|e| e.into()).and_then(|c| float_cost(&c)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
-    }
+    // `ptxvk-bench --measure STEP`: one front-end step (see `frontend`).
     if let [_, flag, step] = args.as_slice() {
         if flag == "--measure" {
-            return match frontend::measure_step(step) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            };
+            return exit(frontend::measure_step(step).map(|()| true));
         }
     }
     // Before any Vulkan initialisation, and while the program has one
     // thread: lavapipe's on-disk shader cache would make the first dispatch
     // depend on earlier runs.
     std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
-    match run(only_tma) {
+    let on_device = |bench: fn(&Context) -> Result<bool, Box<dyn Error>>| {
+        Context::new(DeviceSelector::Default).map_err(|e| e.into()).and_then(|c| bench(&c))
+    };
+    exit(match args.as_slice() {
+        [_, a] if a == "recursion" => on_device(recursion::run),
+        [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
+        [_, a] if a == "tma" => run(true),
+        _ => run(false),
+    })
+}
+
+/// The exit status of a run (`Ok(false)`: a result was wrong).
+fn exit(outcome: Result<bool, Box<dyn Error>>) -> ExitCode {
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("FAILED: outputs do not match");

@@ -77,9 +77,7 @@ pub(crate) fn free_in(ctx: &std::sync::Arc<ContextObj>, dptr: CUdeviceptr) -> Cu
     }
     let Some(owner) = owner_of(ctx, dptr) else {
         // Memory from cuMemAllocAsync (or a graph's allocation node) may be
-        // freed here too; work queued from now on may reuse it, so it waits
-        // for all work queued before.
-        ctx.runtime.order_next();
+        // freed here too.
         return crate::mempool::free_pool_allocation(dptr)
             .or_else(|| crate::graph_mem::free_outside(dptr))
             .unwrap_or_else(|| {

@@ -614,9 +614,6 @@ pub fn mem_free_async(dptr: CUdeviceptr, stream: Handle) -> CuResult<()> {
     if node {
         return Ok(());
     }
-    // The memory may be reused by work queued from now on, on any stream:
-    // that work waits for all work queued before the free.
-    ctx.runtime.order_next();
     if let Some(r) = free_pool_allocation(dptr) {
         return r;
     }

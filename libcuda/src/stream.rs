@@ -8,8 +8,9 @@
 //! device. The default streams' work is ordered against all work (the
 //! legacy stream synchronises with every blocking stream; the per-thread
 //! stream is treated the same, which is stricter than CUDA). Waiting on an
-//! event (`cuStreamWaitEvent`, `cuCtxWaitEvent`) and a stream-ordered free
-//! order the next work behind all work queued before. Synchronising a stream
+//! event (`cuStreamWaitEvent`, `cuCtxWaitEvent`) orders the next work
+//! behind all work queued before (freed memory needs nothing: the runtime
+//! keeps it until the work queued before the free has finished). Synchronising a stream
 //! waits for all the device's work. A created stream remembers the
 //! point in that order after its last work ([`note_work`]), so that
 //! `cuStreamQuery` and an event recorded on it answer for that stream's
@@ -86,11 +87,10 @@ impl StreamObj {
 /// default streams need no mark (they answer for all the context's work,
 /// which covers every stream that synchronises with them).
 pub fn note_work<T>(stream: Handle, op: impl FnOnce() -> CuResult<T>) -> CuResult<T> {
-    let result = ptxvk_runtime::with_stream_tag(tag_of(stream), op);
-    if !is_default(stream) {
-        if let (Some(s), Ok(ctx)) = (STREAMS.get(stream), context::current()) {
-            s.advance(&ctx, || ctx.runtime.work_mark());
-        }
+    let created = if is_default(stream) { None } else { STREAMS.get(stream) };
+    let result = ptxvk_runtime::with_stream_tag(created.as_ref().map(|s| s.id), op);
+    if let (Some(s), Ok(ctx)) = (created, context::current()) {
+        s.advance(&ctx, || ctx.runtime.work_mark());
     }
     result
 }

@@ -450,8 +450,8 @@ impl Context {
     }
 
     /// Makes the next queued command wait for all work queued before it,
-    /// whatever its stream (for a wait on an event, a stream-ordered free;
-    /// see [`crate::with_stream_tag`]).
+    /// whatever its stream (for a wait on an event; see
+    /// [`crate::with_stream_tag`]).
     pub fn order_next(&self) {
         self.0.lock().stream.order_next();
     }

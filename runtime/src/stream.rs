@@ -13,7 +13,7 @@
 //! starts with a `vkCmdWaitEvents` on it (with the same memory dependency as
 //! the barrier), so commands of different streams may run concurrently on
 //! the device. [`Stream::order_next`] makes the next command wait for all
-//! earlier ones (a barrier: for an event wait, a stream-ordered free). The
+//! earlier ones (a barrier: for an event wait). The
 //! events are reset on the host once their batch has completed.
 
 use std::any::Any;

@@ -4,24 +4,11 @@
 
 mod common;
 
-use common::{assert_clean, context, Lcg};
-use ptxvk_runtime::{Context, Error, ParamPassing};
+use common::{assert_clean, context, download_u32, upload_u32, Lcg};
+use ptxvk_runtime::{Error, ParamPassing};
 
 const VADD: &str = include_str!("ptx/vadd_f32.ptx");
 const BIG_GRID: &str = include_str!("ptx/big_grid.ptx");
-
-fn upload_u32(ctx: &Context, data: &[u32]) -> u64 {
-    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let d = ctx.alloc(bytes.len() as u64).unwrap();
-    ctx.copy_htod(d, &bytes).unwrap();
-    d
-}
-
-fn download_u32(ctx: &Context, d: u64, n: usize) -> Vec<u32> {
-    let mut bytes = vec![0u8; n * 4];
-    ctx.copy_dtoh(&mut bytes, d).unwrap();
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-}
 
 #[test]
 fn vadd_f32() {

@@ -7,28 +7,8 @@
 
 mod common;
 
-use common::{assert_clean, context, Lcg};
-use ptxvk_runtime::{Context, Error};
-
-const POISON: u32 = 0xABAB_ABAB;
-
-fn upload(ctx: &Context, bytes: &[u8]) -> u64 {
-    let d = ctx.alloc(bytes.len().max(4) as u64).unwrap();
-    ctx.copy_htod(d, bytes).unwrap();
-    d
-}
-
-fn poisoned(ctx: &Context, words: usize) -> u64 {
-    let d = ctx.alloc(words as u64 * 4).unwrap();
-    ctx.memset_d32(d, POISON, words as u64).unwrap();
-    d
-}
-
-fn download_u32(ctx: &Context, d: u64, n: usize) -> Vec<u32> {
-    let mut bytes = vec![0u8; n * 4];
-    ctx.copy_dtoh(&mut bytes, d).unwrap();
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-}
+use common::{assert_clean, context, download_u32, poisoned, upload, Lcg, POISON};
+use ptxvk_runtime::Error;
 
 fn fib(n: i32) -> i32 {
     if n < 2 {

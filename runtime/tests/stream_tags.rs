@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{assert_clean, context, Lcg};
+use common::{assert_clean, context, download_u32, upload_u32, Lcg};
 use ptxvk_runtime::{with_stream_tag, Context};
 
 const ADD: &str = r#"
@@ -100,13 +100,8 @@ fn interleaved_stream_chains_keep_their_order() {
     let streams = 4usize;
     let init: Vec<Vec<u32>> = (0..streams).map(|_| (0..n).map(|_| rng.next_u32()).collect()).collect();
     let src: Vec<Vec<u32>> = (0..streams).map(|_| (0..n).map(|_| rng.next_u32()).collect()).collect();
-    let up = |v: &[u32]| {
-        let d = ctx.alloc(bytes).unwrap();
-        ctx.copy_htod(d, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
-        d
-    };
-    let bufs: Vec<u64> = init.iter().map(|v| up(v)).collect();
-    let srcs: Vec<u64> = src.iter().map(|v| up(v)).collect();
+    let bufs: Vec<u64> = init.iter().map(|v| upload_u32(&ctx, v)).collect();
+    let srcs: Vec<u64> = src.iter().map(|v| upload_u32(&ctx, v)).collect();
     let copies: Vec<u64> = (0..streams).map(|_| ctx.alloc(bytes).unwrap()).collect();
     ctx.synchronize().unwrap();
     let before = (ctx.barriers_recorded(), ctx.event_waits_recorded());
@@ -134,11 +129,7 @@ fn interleaved_stream_chains_keep_their_order() {
     // per stream); one barrier before the untagged launch.
     let after = (ctx.barriers_recorded() - before.0, ctx.event_waits_recorded() - before.1);
     assert_eq!(after, (1, streams as u64 * u64::from(2 * steps - 1)), "(barriers, event waits)");
-    let down = |d: u64| {
-        let mut b = vec![0u8; bytes as usize];
-        ctx.copy_dtoh(&mut b, d).unwrap();
-        b.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect::<Vec<u32>>()
-    };
+    let down = |d: u64| download_u32(&ctx, d, n as usize);
     let mut want: Vec<Vec<u32>> = init.clone();
     for step in 0..steps {
         for s in 0..streams {

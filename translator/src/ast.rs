@@ -395,6 +395,21 @@ impl Instruction {
     pub fn has(&self, m: &str) -> bool {
         self.modifiers.iter().any(|x| x == m)
     }
+
+    /// The operands of a `call`: its results (`(r, ...)`, empty without),
+    /// its target and its arguments (`(a, ...)`, empty without).
+    pub fn call_operands(&self) -> (&[Operand], Option<&Operand>, &[Operand]) {
+        let ops = self.operands.as_slice();
+        let (rets, rest): (&[Operand], &[Operand]) = match ops.first() {
+            Some(Operand::List(_, r)) => (r.as_slice(), &ops[1..]),
+            _ => (&[], ops),
+        };
+        let args: &[Operand] = match rest.get(1) {
+            Some(Operand::List(_, a)) => a.as_slice(),
+            _ => &[],
+        };
+        (rets, rest.first(), args)
+    }
 }
 
 /// An instruction operand.

@@ -31,6 +31,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 /// Check a parsed module; fill in the decoded form of each instruction.
 pub fn run(module: &mut Module) -> Vec<Diagnostic> {
+    run_functions(module, |_| true)
+}
+
+/// [`run`] on the bodies of the functions `which` names only (against the
+/// whole module's declarations), for a pass that rewrote them.
+pub fn run_functions(module: &mut Module, which: impl Fn(&str) -> bool) -> Vec<Diagnostic> {
     let mut c = Checker {
         diags: Vec::new(),
         scopes: vec![Scope::default()],
@@ -50,6 +56,9 @@ pub fn run(module: &mut Module) -> Vec<Diagnostic> {
     }
     for item in &mut module.items {
         let ModuleItem::Function(f) = item else { continue };
+        if !which(&f.name) {
+            continue;
+        }
         let Some(body) = &mut f.body else { continue };
         c.scopes.push(Scope::default());
         for p in f.params.iter().chain(&f.returns) {

@@ -215,11 +215,11 @@ pub struct Translation {
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
     let mut module = front_end(source, file_name)?;
-    if recursion::run(&mut module, options.recursion_stack_bytes)
-        .map_err(|d| Diagnostics::new(file_name, source, vec![d]))?
-    {
+    let rewritten = recursion::run(&mut module, options.recursion_stack_bytes)
+        .map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
+    if !rewritten.is_empty() {
         // Decode the instructions the pass wrote.
-        let errors = check::run(&mut module);
+        let errors = check::run_functions(&mut module, |name| rewritten.contains(name));
         if let Some(first) = errors.into_iter().next() {
             let d = Diagnostic::error(first.span, format!("internal error in the recursion pass: {}", first.message));
             return Err(Diagnostics::new(file_name, source, vec![d]));

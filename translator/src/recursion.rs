@@ -54,73 +54,76 @@ pub const MAX_STACK_BYTES: u32 = 1 << 20;
 /// Frame header: the caller's frame address (8 bytes) and the return site.
 const HEADER_BYTES: u64 = 16;
 
-/// Rewrite every recursive cycle of direct calls. Returns whether anything
-/// changed (the caller then checks the module again, which decodes the new
+/// Rewrite every recursive cycle of direct calls. Returns the functions it
+/// rewrote (the caller then checks them again, which decodes the new
 /// instructions).
 /// `stack_bytes` is the size of each thread's stack (clamped to 256 ..=
 /// [`MAX_STACK_BYTES`], rounded up to 16).
-pub fn run(module: &mut Module, stack_bytes: u32) -> Result<bool, Diagnostic> {
+pub fn run(module: &mut Module, stack_bytes: u32) -> Result<HashSet<String>, Diagnostic> {
     let stack_bytes = u64::from(stack_bytes.clamp(256, MAX_STACK_BYTES).div_ceil(16) * 16);
-    let index: HashMap<String, usize> = module
-        .items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, item)| match item {
-            ModuleItem::Function(f) if f.body.is_some() => Some((f.name.clone(), i)),
-            _ => None,
-        })
-        .collect();
-    if index.is_empty() {
-        return Ok(false);
-    }
-    // Direct-call graph.
-    let mut names: Vec<&String> = index.keys().collect();
-    names.sort();
-    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); names.len()];
-    let pos: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
-    for (i, n) in names.iter().enumerate() {
-        let ModuleItem::Function(f) = &module.items[index[n.as_str()]] else { continue };
-        let mut targets = BTreeSet::new();
-        call_targets(f.body.as_deref().unwrap_or(&[]), &mut targets);
-        edges[i] = targets.iter().filter_map(|t| pos.get(t.as_str()).copied()).collect();
-    }
-    let cycles: Vec<Vec<String>> =
+    // Cycles of the direct-call graph, as (name, item index) of their members.
+    let cycles: Vec<Vec<(String, usize)>> = {
+        let index: HashMap<&str, usize> = module
+            .items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| match item {
+                ModuleItem::Function(f) if f.body.is_some() => Some((f.name.as_str(), i)),
+                _ => None,
+            })
+            .collect();
+        let mut names: Vec<&str> = index.keys().copied().collect();
+        names.sort_unstable();
+        let pos: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let edges: Vec<Vec<usize>> = names
+            .iter()
+            .map(|n| {
+                let mut targets = BTreeSet::new();
+                if let ModuleItem::Function(f) = &module.items[index[n]] {
+                    call_targets(f.body.as_deref().unwrap_or(&[]), &mut targets);
+                }
+                targets.iter().filter_map(|t| pos.get(t).copied()).collect()
+            })
+            .collect();
         crate::reducible::strongly_connected(edges.len(), 0..edges.len(), |v, i| edges[v].get(i).copied())
             .into_iter()
             .filter(|c| c.len() > 1 || edges[c[0]].contains(&c[0]))
-            .map(|c| c.iter().map(|&i| names[i].clone()).collect())
-            .collect();
+            .map(|c| c.iter().map(|&k| (names[k].to_string(), index[names[k]])).collect())
+            .collect()
+    };
     if cycles.is_empty() {
-        return Ok(false);
+        return Ok(HashSet::new());
     }
     let wide = module.address_size != 32;
+    let mut rewritten = HashSet::new();
     for cycle in cycles {
         let funcs: Vec<Function> = cycle
             .iter()
-            .filter_map(|n| match &module.items[index[n]] {
+            .filter_map(|&(_, i)| match &module.items[i] {
                 ModuleItem::Function(f) => Some(f.clone()),
                 _ => None,
             })
             .collect();
         let members = prepare(&funcs, stack_bytes)?;
-        for (e, name) in cycle.iter().enumerate() {
+        for (e, &(_, i)) in cycle.iter().enumerate() {
             let body = machine(&members, e, wide, stack_bytes)?;
-            if let ModuleItem::Function(f) = &mut module.items[index[name]] {
+            if let ModuleItem::Function(f) = &mut module.items[i] {
                 f.body = Some(body);
             }
         }
+        rewritten.extend(cycle.into_iter().map(|(name, _)| name));
     }
-    Ok(true)
+    Ok(rewritten)
 }
 
 /// Names of the functions called directly in a body.
-fn call_targets(stmts: &[Statement], out: &mut BTreeSet<String>) {
+fn call_targets<'a>(stmts: &'a [Statement], out: &mut BTreeSet<&'a str>) {
     for s in stmts {
         match s {
             Statement::Block(inner) => call_targets(inner, out),
             Statement::Inst(i) if i.opcode == "call" => {
                 if let Some(t) = callee_name(i) {
-                    out.insert(t.to_string());
+                    out.insert(t);
                 }
             }
             _ => {}
@@ -128,22 +131,8 @@ fn call_targets(stmts: &[Statement], out: &mut BTreeSet<String>) {
     }
 }
 
-/// The operands of a `call`: results, target, arguments.
-fn call_parts(i: &Instruction) -> (&[Operand], Option<&Operand>, &[Operand]) {
-    let ops = i.operands.as_slice();
-    let (rets, rest): (&[Operand], &[Operand]) = match ops.first() {
-        Some(Operand::List(_, r)) => (r.as_slice(), &ops[1..]),
-        _ => (&[], ops),
-    };
-    let args: &[Operand] = match rest.get(1) {
-        Some(Operand::List(_, a)) => a.as_slice(),
-        _ => &[],
-    };
-    (rets, rest.first(), args)
-}
-
 fn callee_name(i: &Instruction) -> Option<&str> {
-    match call_parts(i).1 {
+    match i.call_operands().1 {
         Some(Operand::Name { name, .. }) if !name.starts_with('%') => Some(name.as_str()),
         _ => None,
     }
@@ -593,7 +582,7 @@ fn liveness(m: &Member, members: &HashSet<String>) -> Result<HashMap<usize, Vec<
                             // callee returns (also when the call is guarded:
                             // a skipped call skips the saving too).
                             let mut results = Vec::new();
-                            call_parts(inst).0.iter().for_each(|o| operand_regs(o, &m.regs, &mut results));
+                            inst.call_operands().0.iter().for_each(|o| operand_regs(o, &m.regs, &mut results));
                             let mut v: Vec<(String, ScalarType)> = live
                                 .iter()
                                 .filter(|r| !results.contains(&r.as_str()))
@@ -811,10 +800,9 @@ impl Gen {
 fn machine(members: &[Member], e: usize, wide: bool, stack_bytes: u64) -> Result<Vec<Statement>, Diagnostic> {
     let me = &members[e];
     let mut g = Gen { out: Vec::new(), span: me.span, wide, labels: 0 };
-    let abits = if wide { "b64" } else { "b32" };
     // Declarations.
     let reg = |ty: ScalarType, names: &[&str], span: Span| VarDecl::registers(span, ty, names);
-    let aty = ScalarType::from_name(abits).unwrap_or(ScalarType::B64);
+    let aty = if wide { ScalarType::B64 } else { ScalarType::B32 };
     let mut addr_names = vec![FP, NFP, LIM];
     addr_names.extend(ADDR);
     g.out.push(Statement::Decl(reg(aty, &addr_names, me.span)));
@@ -951,9 +939,8 @@ fn ret_seq(g: &mut Gen, m: &Member) {
         g.store(FP, s.offset, v, s.ty);
     }
     let at = g.at();
-    let abits = if g.wide { "b64" } else { "b32" };
     let (n, f) = (g.name(NFP), g.name(FP));
-    g.inst("mov", &[abits], vec![n, f]);
+    g.inst("mov", &[at], vec![n, f]);
     let (f, src) = (g.name(FP), g.addr(NFP, 0));
     g.inst("ld", &["local", at], vec![f, src]);
     let (s, src) = (g.name(SITE), g.addr(NFP, 8));
@@ -974,7 +961,7 @@ fn call(
     ret: &str,
 ) -> Result<(), Diagnostic> {
     let (m, callee) = (&members[i], &members[h]);
-    let (rets, _, args) = call_parts(inst);
+    let (rets, _, args) = inst.call_operands();
     if args.len() != callee.params.len() || rets.len() != callee.returns.len() {
         return Err(Diagnostic::error(
             inst.span,
@@ -1025,9 +1012,8 @@ fn call(
             None => g.store(NFP, slot.offset, a.clone(), slot.ty),
         }
     }
-    let abits = if g.wide { "b64" } else { "b32" };
     let (f, n) = (g.name(FP), g.name(NFP));
-    g.inst("mov", &[abits], vec![f, n]);
+    g.inst("mov", &[at], vec![f, n]);
     g.bra(&entry_label(h));
     // The return site: FP is the caller's frame again, NFP the callee's.
     g.label(ret);

@@ -37,6 +37,35 @@ impl Lcg {
     }
 }
 
+/// The word output buffers are filled with before a kernel runs ([`poisoned`]).
+pub const POISON: u32 = 0xABAB_ABAB;
+
+/// Device memory holding `bytes` (at least 4 bytes allocated).
+pub fn upload(ctx: &Context, bytes: &[u8]) -> u64 {
+    let d = ctx.alloc(bytes.len().max(4) as u64).unwrap();
+    ctx.copy_htod(d, bytes).unwrap();
+    d
+}
+
+/// Device memory holding `data`.
+pub fn upload_u32(ctx: &Context, data: &[u32]) -> u64 {
+    upload(ctx, &data.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
+}
+
+/// `words` 32-bit words of device memory, each [`POISON`].
+pub fn poisoned(ctx: &Context, words: usize) -> u64 {
+    let d = ctx.alloc(words as u64 * 4).unwrap();
+    ctx.memset_d32(d, POISON, words as u64).unwrap();
+    d
+}
+
+/// `n` 32-bit words read back from `d`.
+pub fn download_u32(ctx: &Context, d: u64, n: usize) -> Vec<u32> {
+    let mut bytes = vec![0u8; n * 4];
+    ctx.copy_dtoh(&mut bytes, d).unwrap();
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
 /// Fails the test if the validation layer reported anything.
 pub fn assert_clean(ctx: &Context) {
     assert!(ctx.info().validation, "validation layer not active");

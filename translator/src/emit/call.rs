@@ -21,20 +21,12 @@ use rspirv::spirv::Word;
 /// Emit a `call`. `active` is the caller's activity when the call is a
 /// collective one in uniform mode.
 pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Option<Word>) -> Result<(), Diagnostic> {
-    let ops = inst.operands.as_slice();
-    let (rets, rest): (&[Operand], &[Operand]) = match ops.first() {
-        Some(Operand::List(_, r)) => (r.as_slice(), &ops[1..]),
-        _ => (&[], ops),
-    };
-    let Some(Operand::Name { name, span, .. }) = rest.first() else {
+    let (rets, target, args) = inst.call_operands();
+    let Some(target @ Operand::Name { name, span, .. }) = target else {
         return Err(Diagnostic::error(inst.span, "call needs a function name"));
     };
-    let args: &[Operand] = match rest.get(1) {
-        Some(Operand::List(_, a)) => a.as_slice(),
-        _ => &[],
-    };
     if fx.regs.contains_key(name.as_str()) {
-        return indirect(e, fx, inst, rets, &rest[0], args);
+        return indirect(e, fx, inst, rets, target, args);
     }
     let Some(c) = fx.callees.get(name.as_str()).cloned() else {
         // The system calls behind `printf`, `assert`, `malloc` and `free`.

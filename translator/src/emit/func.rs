@@ -124,17 +124,13 @@ fn scan_body(stmts: &[Statement], out: &mut BodyScan) {
         match s {
             Statement::Inst(i) => match i.opcode.as_str() {
                 "call" => {
-                    let ops = i.operands.as_slice();
-                    let (rets, rest) = match ops.first() {
-                        Some(ast::Operand::List(_, r)) => (r.len(), &ops[1..]),
-                        _ => (0, ops),
-                    };
-                    if let Some(ast::Operand::Name { name, span, .. }) = rest.first() {
-                        let args = match rest.get(1) {
-                            Some(ast::Operand::List(_, a)) => a.len(),
-                            _ => 0,
-                        };
-                        out.calls.push(CallSite { target: name.to_string(), span: *span, args, rets });
+                    if let (rets, Some(ast::Operand::Name { name, span, .. }), args) = i.call_operands() {
+                        out.calls.push(CallSite {
+                            target: name.to_string(),
+                            span: *span,
+                            args: args.len(),
+                            rets: rets.len(),
+                        });
                     }
                 }
                 "atom" | "red" => {

@@ -57,14 +57,34 @@ static inline char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
+/* The data folder each program takes as its first argument (the test
+ * kernels, libcuda/tests/data); exits 2 with a usage line without one. */
+static inline const char *data_dir(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s <data dir>\n", argv[0]);
+        exit(2);
+    }
+    return argv[1];
+}
+
+/* The file `name` of folder `dir`, as read_file reads it. */
+static inline char *read_in(const char *dir, const char *name, size_t *len) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return read_file(path, len);
+}
+
 #ifdef RNG_SEED
 /* xorshift: fixed-seed random inputs (RNG_SEED defined before including). */
 static uint32_t rng_state = RNG_SEED;
-static inline float next_float(void) {
+static inline uint32_t next_u32(void) {
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 17;
     rng_state ^= rng_state << 5;
-    return (float)(int32_t)rng_state / 65536.0f;
+    return rng_state;
+}
+static inline float next_float(void) {
+    return (float)(int32_t)next_u32() / 65536.0f;
 }
 #endif
 

@@ -106,13 +106,7 @@ static void *thread_main(void *p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s <data dir>\n", argv[0]);
-        return 2;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/vadd_f32.ptx", argv[1]);
-    char *ptx = read_file(path, NULL);
+    char *ptx = read_in(data_dir(argc, argv), "vadd_f32.ptx", NULL);
     int count = -1;
     CUdevice dev;
     CUcontext ctx = NULL, cur = NULL;

@@ -906,13 +906,7 @@ static void event_query(CUstream s) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s <data dir>\n", argv[0]);
-        return 2;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/vadd_f32.ptx", argv[1]);
-    char *ptx = read_file(path, NULL);
+    char *ptx = read_in(data_dir(argc, argv), "vadd_f32.ptx", NULL);
     CUdevice dev;
     CUcontext ctx;
     CUmodule mod;

@@ -108,9 +108,7 @@ static int child(const char *dir, char **hex) {
     CHECK(memcmp(seen, b, N * sizeof(float)) == 0, "the child reads the parent's second array");
     EXPECT(cuMemFree(da), CUDA_ERROR_INVALID_VALUE);
 
-    char path[4096];
-    snprintf(path, sizeof path, "%s/vadd_f32.ptx", dir);
-    char *ptx = read_file(path, NULL);
+    char *ptx = read_in(dir, "vadd_f32.ptx", NULL);
     CUmodule mod;
     CUfunction vadd;
     OK(cuModuleLoadData(&mod, ptx));
@@ -150,12 +148,9 @@ static int child(const char *dir, char **hex) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s <data dir>\n", argv[0]);
-        return 2;
-    }
+    const char *dir = data_dir(argc, argv);
     if (argc == 6 + HANDLES && strcmp(argv[2], "child") == 0)
-        return child(argv[1], argv + 3);
+        return child(dir, argv + 3);
 
     setup();
     int ipc = -1;

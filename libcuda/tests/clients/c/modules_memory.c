@@ -14,21 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define RNG_SEED 0x2545F491u
 #include "check.h"
-
-static char *read_in(const char *dir, const char *name, size_t *len) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return read_file(path, len);
-}
-
-static uint32_t rng_state = 0x2545F491u;
-static uint32_t next_u32(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
 
 /* The stencil of link_a.cu with power-of-two coefficients: every product is
  * exact, so fused or not, the device's float result equals this one. */
@@ -38,11 +25,7 @@ static float stencil_ref(const float *in, int n, int i, const float c[3]) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s <data dir>\n", argv[0]);
-        return 2;
-    }
-    const char *dir = argv[1];
+    const char *dir = data_dir(argc, argv);
     size_t len_a, len_b;
     char *ptx_a = read_in(dir, "link_a.ptx", &len_a);
     char *ptx_b = read_in(dir, "link_b.ptx", &len_b);

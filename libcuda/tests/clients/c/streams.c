@@ -14,12 +14,7 @@
 #define N 3000
 #define STEPS 6
 
-static uint32_t small(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state % 1000;
-}
+static uint32_t small(void) { return next_u32() % 1000; }
 
 static void vadd(CUfunction f, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream s) {
     int n = N;
@@ -28,13 +23,7 @@ static void vadd(CUfunction f, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUst
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s <data dir>\n", argv[0]);
-        return 2;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/vadd_f32.ptx", argv[1]);
-    char *ptx = read_file(path, NULL);
+    char *ptx = read_in(data_dir(argc, argv), "vadd_f32.ptx", NULL);
 
     OK(cuInit(0));
     CUdevice dev;
