@@ -3,9 +3,9 @@
 //! All work of a device is recorded in submission order for its one queue.
 //! The work of a created `CUstream` carries the stream's id as its runtime
 //! stream tag ([`note_work`]): it is ordered behind that stream's earlier
-//! work only (an event wait on the stream's previous command; see the
-//! runtime's `stream.rs`), and may overlap other streams' work on the
-//! device. The default streams' work is ordered against all work (the
+//! work only, and may overlap other streams' work on the device (between
+//! two barriers each stream has at most one command; see the runtime's
+//! `stream.rs`). The default streams' work is ordered against all work (the
 //! legacy stream synchronises with every blocking stream; the per-thread
 //! stream is treated the same, which is stricter than CUDA). Waiting on an
 //! event (`cuStreamWaitEvent`, `cuCtxWaitEvent`) orders the next work

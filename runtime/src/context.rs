@@ -456,16 +456,11 @@ impl Context {
         self.0.lock().stream.order_next();
     }
 
-    /// Pipeline barriers recorded between commands so far (statistics: they
-    /// order untagged work; see [`crate::with_stream_tag`]).
+    /// Barriers recorded between commands so far (statistics: tagged work
+    /// of different streams shares epochs between barriers, see
+    /// [`crate::with_stream_tag`]).
     pub fn barriers_recorded(&self) -> u64 {
         self.0.lock().stream.barriers()
-    }
-
-    /// Event waits recorded between commands of one stream so far
-    /// (statistics; see [`crate::with_stream_tag`]).
-    pub fn event_waits_recorded(&self) -> u64 {
-        self.0.lock().stream.event_waits()
     }
 
     /// Waits for all queued work. A kernel that executed `trap` makes this

@@ -6,15 +6,12 @@
 //! Commands carry the *stream tag* of the thread that queues them
 //! ([`with_stream_tag`]; libcuda tags the work of each created `CUstream`).
 //! Untagged work (the default, and every synchronous or context-wide
-//! operation) is ordered against everything: a pipeline barrier before it
-//! and one before the next command. Tagged work is ordered only behind its
-//! own stream's earlier commands: a tagged command is followed by a
-//! `vkCmdSetEvent` of an event of the batch, and the stream's next command
-//! starts with a `vkCmdWaitEvents` on it (with the same memory dependency as
-//! the barrier), so commands of different streams may run concurrently on
-//! the device. [`Stream::order_next`] makes the next command wait for all
-//! earlier ones (a barrier: for an event wait). The
-//! events are reset on the host once their batch has completed.
+//! operation) is ordered against everything: a barrier before it and one
+//! before the next command. Tagged work needs a barrier only behind its own
+//! stream's earlier commands: between two barriers (an *epoch*) each stream
+//! has at most one command, and commands of different streams in one epoch
+//! may run concurrently on the device. [`Stream::order_next`] makes the
+//! next command wait for all earlier ones (an event wait).
 
 use std::any::Any;
 use std::cell::Cell;
@@ -64,22 +61,12 @@ pub(crate) struct Stream {
     submitted: u64,
     completed: u64,
     commands: u32,
-    /// The stream tag of the command recorded last (`None`: untagged, or
-    /// no command yet).
-    last_tag: Option<u64>,
-    /// For each stream with a command since the last barrier: the event set
-    /// after its last command.
-    stream_events: Vec<(u64, vk::Event)>,
-    /// Events of this stream; the first `events_used` are set (or to be set)
-    /// by the batch being recorded or in flight.
-    events: Vec<vk::Event>,
-    events_used: usize,
+    /// Stream tags with a command since the last barrier.
+    epoch: Vec<u64>,
     /// The next command waits for all earlier ones.
     ordered_next: bool,
-    /// Barriers and event waits recorded between commands so far
-    /// (statistics).
+    /// Barriers recorded between commands so far (statistics).
     barriers: u64,
-    event_waits: u64,
     keep_alive: Vec<KeepAlive>,
     /// Staging memory used by the batch being recorded.
     pub(crate) arena: UploadArena,
@@ -96,9 +83,6 @@ impl Drop for Stream {
         // idle is all that can be done); the pool and fence belong to us.
         unsafe {
             let _ = self.device.raw.queue_wait_idle(self.device.queue);
-            for &e in &self.events {
-                self.device.raw.destroy_event(e, None);
-            }
             self.device.raw.destroy_fence(self.fence, None);
             self.device.raw.destroy_command_pool(self.pool, None);
         }
@@ -144,13 +128,9 @@ impl Stream {
             submitted: 0,
             completed: 0,
             commands: 0,
-            last_tag: None,
-            stream_events: Vec::new(),
-            events: Vec::new(),
-            events_used: 0,
+            epoch: Vec::new(),
             ordered_next: false,
             barriers: 0,
-            event_waits: 0,
             keep_alive: Vec::new(),
             arena: UploadArena::default(),
             failed: None,
@@ -222,35 +202,6 @@ impl Stream {
         self.barriers
     }
 
-    /// Event waits recorded between commands of one stream so far.
-    pub(crate) fn event_waits(&self) -> u64 {
-        self.event_waits
-    }
-
-    /// An unset event for the batch being recorded.
-    fn take_event(&mut self) -> Result<vk::Event> {
-        if self.events_used == self.events.len() {
-            // SAFETY: valid create info.
-            let e =
-                unsafe { self.device.raw.create_event(&vk::EventCreateInfo::default(), None) }.map_err(map_create)?;
-            self.events.push(e);
-        }
-        let e = self.events[self.events_used];
-        self.events_used += 1;
-        Ok(e)
-    }
-
-    /// Resets the events of a batch that completed (or was never submitted).
-    fn recycle_events(&mut self) {
-        for &e in &self.events[..self.events_used] {
-            // SAFETY: no queued work uses the event any more.
-            if let Err(err) = unsafe { self.device.raw.reset_event(e) } {
-                log::error!("resetting a stream event failed: {err}");
-            }
-        }
-        self.events_used = 0;
-    }
-
     /// Starts a command: the command buffer to record it into, after a
     /// barrier when it must see earlier commands (see the module docs).
     pub(crate) fn begin_command(&mut self) -> Result<vk::CommandBuffer> {
@@ -274,11 +225,9 @@ impl Stream {
             }
             self.recording = true;
             // The batch before has completed (the host waited for it).
-            self.stream_events.clear();
-            self.last_tag = None;
+            self.epoch.clear();
             self.ordered_next = false;
-        } else if self.commands > 0 {
-            let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+        } else if self.commands > 0 && (self.ordered_next || tag.is_none_or(|t| self.epoch.contains(&t))) {
             let barrier = vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(
@@ -287,48 +236,18 @@ impl Stream {
                         | vk::AccessFlags::TRANSFER_READ
                         | vk::AccessFlags::TRANSFER_WRITE,
                 );
-            // The end of the previous command, for its stream's next one.
-            if let Some(t) = self.last_tag {
-                let e = self.take_event()?;
-                // SAFETY: `cmd` is recording; `e` is unset and no queued work uses it.
-                unsafe { self.device.raw.cmd_set_event(self.cmd, e, stages) };
-                match self.stream_events.iter_mut().find(|(s, _)| *s == t) {
-                    Some(slot) => slot.1 = e,
-                    None => self.stream_events.push((t, e)),
-                }
-            }
-            let d = &self.device.raw;
-            match tag {
-                Some(t) if !self.ordered_next => {
-                    if let Some(&(_, e)) = self.stream_events.iter().find(|(s, _)| *s == t) {
-                        // SAFETY: `cmd` is recording; `e` is set by an earlier
-                        // command of this batch with the same stage mask.
-                        unsafe { d.cmd_wait_events(self.cmd, &[e], stages, stages, &[barrier], &[], &[]) };
-                        self.event_waits += 1;
-                    }
-                }
-                _ => {
-                    // SAFETY: `cmd` is recording.
-                    unsafe {
-                        d.cmd_pipeline_barrier(
-                            self.cmd,
-                            stages,
-                            stages,
-                            vk::DependencyFlags::empty(),
-                            &[barrier],
-                            &[],
-                            &[],
-                        )
-                    };
-                    self.barriers += 1;
-                    self.stream_events.clear();
-                    self.ordered_next = false;
-                }
-            }
+            let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+            // SAFETY: `cmd` is recording.
+            unsafe {
+                d.cmd_pipeline_barrier(self.cmd, stages, stages, vk::DependencyFlags::empty(), &[barrier], &[], &[])
+            };
+            self.barriers += 1;
+            self.epoch.clear();
+            self.ordered_next = false;
         }
-        self.last_tag = tag;
-        if tag.is_none() {
-            self.ordered_next = true;
+        match tag {
+            Some(t) => self.epoch.push(t),
+            None => self.ordered_next = true,
         }
         self.commands += 1;
         Ok(self.cmd)
@@ -373,7 +292,6 @@ impl Stream {
                 // Not submitted: the batch is lost; release what it used.
                 self.keep_alive.clear();
                 self.arena.reset();
-                self.recycle_events();
                 self.fail_if_launch(e);
             }
         }
@@ -387,7 +305,6 @@ impl Stream {
         let result = self.wait_batch();
         self.completed = self.submitted;
         self.keep_alive.clear();
-        self.recycle_events();
         if let Err(e) = &result {
             self.fail_if_launch(e);
         }

@@ -1,11 +1,10 @@
-//! Stream tags (`with_stream_tag`): commands of one stream are ordered by an
-//! event wait on the stream's previous command, commands of different
-//! streams by nothing (so they may run concurrently on the device), untagged
-//! work by pipeline barriers against everything, and `order_next` orders
-//! the next command behind all earlier ones. Counted with
-//! `Context::barriers_recorded`/`event_waits_recorded`, and checked on
-//! data: read-modify-write kernels on per-stream buffers interleaved across
-//! streams.
+//! Stream tags (`with_stream_tag`): commands of different streams share
+//! epochs between barriers (so they may run concurrently on the device),
+//! commands of one stream are ordered by a barrier, untagged work is
+//! ordered against everything, and `order_next` orders the next command
+//! behind all earlier ones. Counted with `Context::barriers_recorded`, and
+//! checked on data: read-modify-write kernels on per-stream buffers
+//! interleaved across streams.
 
 mod common;
 
@@ -42,42 +41,40 @@ const ADD: &str = r#"
 }
 "#;
 
-/// (barriers, event waits) recorded by `f`, which starts a fresh batch.
-fn ordering_of(ctx: &Context, f: impl FnOnce()) -> (u64, u64) {
+/// Barriers recorded by `f`, which starts a fresh batch.
+fn barriers_of(ctx: &Context, f: impl FnOnce()) -> u64 {
     ctx.synchronize().unwrap();
-    let before = (ctx.barriers_recorded(), ctx.event_waits_recorded());
+    let before = ctx.barriers_recorded();
     f();
     ctx.synchronize().unwrap();
-    (ctx.barriers_recorded() - before.0, ctx.event_waits_recorded() - before.1)
+    ctx.barriers_recorded() - before
 }
 
 #[test]
-fn streams_wait_only_for_their_own_work() {
+fn barriers_only_behind_a_streams_own_work() {
     let ctx = context();
     let d = ctx.alloc(4096).unwrap();
     let fill = |tag: Option<u64>, i: u64| with_stream_tag(tag, || ctx.memset_d32(d + 64 * i, i as u32, 16).unwrap());
-    let seq = |tags: &[Option<u64>]| tags.iter().enumerate().for_each(|(i, &t)| fill(t, i as u64));
     let (a, b, c) = (Some(1), Some(2), Some(3));
-    // One command per stream: nothing between them.
-    assert_eq!(ordering_of(&ctx, || seq(&[a, b, c])), (0, 0));
-    // A B A B: each second command waits for its stream's first.
-    assert_eq!(ordering_of(&ctx, || seq(&[a, b, a, b])), (0, 2));
-    // A A A: a chain.
-    assert_eq!(ordering_of(&ctx, || seq(&[a, a, a])), (0, 2));
-    // A, untagged, B, A: the untagged command is ordered both ways; after
-    // the barrier, A needs no wait.
-    assert_eq!(ordering_of(&ctx, || seq(&[a, None, b, a])), (2, 0));
+    // One command per stream: one epoch.
+    assert_eq!(barriers_of(&ctx, || [a, b, c].iter().enumerate().for_each(|(i, &t)| fill(t, i as u64))), 0);
+    // A B A B: a barrier before the second A only (the second B is behind it too).
+    assert_eq!(barriers_of(&ctx, || [a, b, a, b].iter().enumerate().for_each(|(i, &t)| fill(t, i as u64))), 1);
+    // A A A: ordered one behind the other.
+    assert_eq!(barriers_of(&ctx, || (0..3).for_each(|i| fill(a, i))), 2);
+    // A, untagged, B: the untagged command is ordered both ways.
+    assert_eq!(barriers_of(&ctx, || [a, None, b].iter().enumerate().for_each(|(i, &t)| fill(t, i as u64))), 2);
     // Untagged work is ordered as before tags existed: a barrier between each.
-    assert_eq!(ordering_of(&ctx, || seq(&[None, None, None, None])), (3, 0));
-    // order_next: B after A waits for it (a barrier), C after B does not.
+    assert_eq!(barriers_of(&ctx, || (0..4).for_each(|i| fill(None, i))), 3);
+    // order_next: B after A waits for it.
     assert_eq!(
-        ordering_of(&ctx, || {
+        barriers_of(&ctx, || {
             fill(a, 0);
             ctx.order_next();
             fill(b, 1);
             fill(c, 2);
         }),
-        (1, 0)
+        1
     );
     let mut out = vec![0u8; 192];
     ctx.copy_dtoh(&mut out, d).unwrap();
@@ -87,8 +84,9 @@ fn streams_wait_only_for_their_own_work() {
 }
 
 /// Four streams, each a chain of read-modify-write launches and copies on
-/// its own buffers, queued round robin; a last untagged launch reads one
-/// stream's copy. Every result is the chain's, in order.
+/// its own buffers, queued round robin (every stream's launch, then every
+/// stream's copy); a last untagged launch reads one stream's copy. Every
+/// result is the chain's, in order.
 #[test]
 fn interleaved_stream_chains_keep_their_order() {
     let ctx = context();
@@ -104,7 +102,7 @@ fn interleaved_stream_chains_keep_their_order() {
     let srcs: Vec<u64> = src.iter().map(|v| upload_u32(&ctx, v)).collect();
     let copies: Vec<u64> = (0..streams).map(|_| ctx.alloc(bytes).unwrap()).collect();
     ctx.synchronize().unwrap();
-    let before = (ctx.barriers_recorded(), ctx.event_waits_recorded());
+    let before = ctx.barriers_recorded();
     let steps = 5u32;
     for step in 0..steps {
         for s in 0..streams {
@@ -114,9 +112,11 @@ fn interleaved_stream_chains_keep_their_order() {
                     .pack_params(&[&bufs[s].to_le_bytes(), &srcs[s].to_le_bytes(), &k.to_le_bytes(), &n.to_le_bytes()])
                     .unwrap();
                 ctx.launch(&f, [n.div_ceil(128), 1, 1], [128, 1, 1], 0, &p).unwrap();
-                // The copy sees this stream's launch.
-                ctx.copy_dtod(copies[s], bufs[s], bytes).unwrap();
             });
+        }
+        for s in 0..streams {
+            // The copy sees this stream's launch.
+            with_stream_tag(Some(100 + s as u64), || ctx.copy_dtod(copies[s], bufs[s], bytes).unwrap());
         }
     }
     // Untagged: after every stream's chain. buf0 += 1000 * copy1.
@@ -125,10 +125,9 @@ fn interleaved_stream_chains_keep_their_order() {
         f.pack_params(&[&bufs[0].to_le_bytes(), &copies[1].to_le_bytes(), &k.to_le_bytes(), &n.to_le_bytes()]).unwrap();
     ctx.launch(&f, [n.div_ceil(128), 1, 1], [128, 1, 1], 0, &p).unwrap();
     ctx.synchronize().unwrap();
-    // Each stream's commands wait for the one before (2 * steps - 1 waits
-    // per stream); one barrier before the untagged launch.
-    let after = (ctx.barriers_recorded() - before.0, ctx.event_waits_recorded() - before.1);
-    assert_eq!(after, (1, streams as u64 * u64::from(2 * steps - 1)), "(barriers, event waits)");
+    // Per step, the four launches share an epoch, then the four copies:
+    // 2 * steps epochs, and one more for the untagged launch.
+    assert_eq!(ctx.barriers_recorded() - before, u64::from(2 * steps), "barriers");
     let down = |d: u64| download_u32(&ctx, d, n as usize);
     let mut want: Vec<Vec<u32>> = init.clone();
     for step in 0..steps {
