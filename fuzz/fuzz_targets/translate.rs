@@ -19,6 +19,7 @@ fn options(selector: usize) -> Options {
             o.memory_semantics = false;
             o.unroll_spin_loops = 64;
             o.loop_limit = true;
+            o.loop_live_outs_in_memory = true;
         }
         2 => {
             o.target_env = TargetEnv::Vulkan1_3;

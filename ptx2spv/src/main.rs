@@ -105,6 +105,11 @@ struct Cli {
     /// past llvmpipe's loop limiter (65535 iterations in all).
     #[arg(long = "loop-limit", default_value_t = false)]
     loop_limit: bool,
+    /// Keep registers that a loop writes and code after the loop reads in
+    /// memory (for llvmpipe, which recomputes such values for lanes that
+    /// left the loop early, from their stale inputs).
+    #[arg(long = "loop-live-outs-in-memory", default_value_t = false)]
+    loop_live_outs_in_memory: bool,
     /// Bytes of each thread's stack for recursive functions (256 to
     /// 1048576).
     #[arg(long = "recursion-stack-bytes", default_value_t = ptxvk_translator::recursion::STACK_BYTES)]
@@ -178,6 +183,7 @@ fn run(cli: Cli) -> Result<(), String> {
         memory_semantics: !cli.no_memory_semantics,
         unroll_spin_loops: cli.unroll_spin_loops,
         loop_limit: cli.loop_limit,
+        loop_live_outs_in_memory: cli.loop_live_outs_in_memory,
         recursion_stack_bytes: cli.recursion_stack_bytes,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;

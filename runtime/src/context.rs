@@ -1046,6 +1046,8 @@ impl ContextInner {
             // Its loop limiter ends loops silently after 65535 iterations in all.
             loop_limit: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIMIT_ENV).is_ok_and(|v| v == "0"),
+            // It recomputes values a loop leaves behind for lanes that left early.
+            loop_live_outs_in_memory: self.info.driver_name == "llvmpipe",
             recursion_stack_bytes: self.stack_bytes.load(std::sync::atomic::Ordering::Relaxed),
         }
     }

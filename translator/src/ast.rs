@@ -410,6 +410,23 @@ impl Instruction {
         };
         (rets, rest.first(), args)
     }
+
+    /// How many of the leading operands are destinations: a `call`'s
+    /// result list, or those the decoded form marks as outputs (0 when the
+    /// instruction did not decode).
+    pub fn destinations(&self) -> usize {
+        let ops = self.operands.as_slice();
+        if self.opcode == "call" {
+            return usize::from(matches!(ops.first(), Some(Operand::List(..))));
+        }
+        let Some(d) = &self.decoded else { return 0 };
+        let form = d.form();
+        let mut outs = 0;
+        while outs < ops.len() && form.operands.get(outs).is_some_and(|s| s.out) {
+            outs += 1;
+        }
+        outs
+    }
 }
 
 /// An instruction operand.
@@ -483,6 +500,36 @@ pub enum FloatImm {
 }
 
 impl Operand {
+    /// Every name the operand mentions (registers, variables, labels,
+    /// special registers; an address's base), in order.
+    pub fn for_each_name<'a>(&'a self, f: &mut impl FnMut(&'a str)) {
+        match self {
+            Operand::Name { name, .. } => f(name),
+            Operand::Address(_, a) => {
+                if let Some((_, b)) = &a.base {
+                    f(b);
+                }
+            }
+            Operand::TensorAddress(_, a, v) => {
+                if let Some((_, b)) = &a.base {
+                    f(b);
+                }
+                v.iter().for_each(|x| x.for_each_name(f));
+            }
+            Operand::Not(_, x) | Operand::Neg(_, x) => x.for_each_name(f),
+            Operand::Select { base, .. } => base.for_each_name(f),
+            Operand::Pair(_, a, b) => {
+                a.for_each_name(f);
+                b.for_each_name(f);
+            }
+            Operand::Vector(_, v) | Operand::List(_, v) | Operand::Bracket(_, v) => {
+                v.iter().for_each(|x| x.for_each_name(f))
+            }
+            Operand::Int(..) | Operand::Float(..) | Operand::Sink(_) | Operand::SymbolOffset(..) => {}
+            Operand::ArrayElement(..) => {}
+        }
+    }
+
     /// The operand's span.
     pub fn span(&self) -> Span {
         match self {

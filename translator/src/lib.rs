@@ -172,6 +172,11 @@ pub struct Options {
     /// when a loop would go on after llvmpipe's loop limiter of 65535
     /// iterations ends it (see `emit/loop_limit.rs`).
     pub loop_limit: bool,
+    /// Keep registers that a loop writes and code outside the loop reads in
+    /// memory: llvmpipe (lavapipe) recomputes such values for the lanes that
+    /// already left the loop, from their stale inputs (see
+    /// `emit/live_out.rs`).
+    pub loop_live_outs_in_memory: bool,
     /// Bytes of the per-thread stack of recursive functions (see
     /// [`recursion`]); [`recursion::STACK_BYTES`] by default, at most
     /// [`recursion::MAX_STACK_BYTES`].
@@ -196,6 +201,7 @@ impl Default for Options {
             memory_semantics: true,
             unroll_spin_loops: 0,
             loop_limit: false,
+            loop_live_outs_in_memory: false,
             recursion_stack_bytes: recursion::STACK_BYTES,
         }
     }
@@ -265,11 +271,11 @@ pub fn disassemble(words: &[u32]) -> String {
 /// The structured control flow of every function with a body, as text
 /// (one `function NAME` header per function, then its region tree).
 pub fn structure_dump(source: &str, file_name: &str) -> Result<String, Diagnostics> {
-    structure_dump_with(source, file_name, structurize::LoopExits::Inside)
+    structure_dump_with(source, file_name, structurize::LoopExits::Outside)
 }
 
-/// [`structure_dump`] with loop exits placed as `exits` says (workgroup-uniform
-/// functions use [`structurize::LoopExits::Outside`]).
+/// [`structure_dump`] with loop exits placed as `exits` says (the translator
+/// uses [`structurize::LoopExits::Outside`]).
 pub fn structure_dump_with(
     source: &str,
     file_name: &str,

@@ -470,39 +470,11 @@ fn save_size(t: ScalarType) -> u64 {
 
 /// Register names in an operand.
 fn operand_regs<'a>(o: &'a Operand, regs: &Regs, out: &mut Vec<&'a str>) {
-    match o {
-        Operand::Name { name, .. } => {
-            if regs.get(name).is_some() {
-                out.push(name);
-            }
+    o.for_each_name(&mut |name| {
+        if regs.get(name).is_some() {
+            out.push(name);
         }
-        Operand::Address(_, a) => {
-            if let Some((_, b)) = &a.base {
-                if regs.get(b).is_some() {
-                    out.push(b);
-                }
-            }
-        }
-        Operand::TensorAddress(_, a, v) => {
-            if let Some((_, b)) = &a.base {
-                if regs.get(b).is_some() {
-                    out.push(b);
-                }
-            }
-            v.iter().for_each(|x| operand_regs(x, regs, out));
-        }
-        Operand::Not(_, x) | Operand::Neg(_, x) => operand_regs(x, regs, out),
-        Operand::Select { base, .. } => operand_regs(base, regs, out),
-        Operand::Pair(_, a, b) => {
-            operand_regs(a, regs, out);
-            operand_regs(b, regs, out);
-        }
-        Operand::Vector(_, v) | Operand::List(_, v) | Operand::Bracket(_, v) => {
-            v.iter().for_each(|x| operand_regs(x, regs, out))
-        }
-        Operand::Int(..) | Operand::Float(..) | Operand::Sink(_) | Operand::SymbolOffset(..) => {}
-        Operand::ArrayElement(..) => {}
-    }
+    });
 }
 
 /// The registers an instruction certainly writes (a kill) and those it
@@ -516,19 +488,8 @@ fn defs_uses<'a>(i: &'a Instruction, regs: &Regs) -> (Vec<&'a str>, Vec<&'a str>
             uses.push(g.name.as_str());
         }
     }
-    let ops = i.operands.as_slice();
-    let mut outs = 0;
-    if i.opcode == "call" {
-        if let Some(Operand::List(..)) = ops.first() {
-            outs = 1;
-        }
-    } else if let Some(d) = &i.decoded {
-        let form = d.form();
-        while outs < ops.len() && form.operands.get(outs).is_some_and(|s| s.out) {
-            outs += 1;
-        }
-    }
-    for (k, o) in ops.iter().enumerate() {
+    let outs = i.destinations();
+    for (k, o) in i.operands.iter().enumerate() {
         let is_def = k < outs && !matches!(o, Operand::Select { .. });
         if is_def && i.guard.is_none() {
             operand_regs(o, regs, &mut defs);

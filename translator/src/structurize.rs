@@ -23,14 +23,21 @@
 //! # Loop exits
 //! Ramsey's placement puts every block a loop header dominates inside the
 //! loop region, including the code after the loop ([`LoopExits::Inside`]).
-//! Workgroup-uniform emission (see `emit::uniform`) needs loop regions that
-//! hold only the loop's own blocks, so that a barrier after a loop is not
-//! executed by the invocations that left early while others still iterate:
-//! with [`LoopExits::Outside`], each *exit node* (a block outside the natural
-//! loop whose immediate dominator is inside it) is placed after the loop,
-//! which is wrapped in a [`Region::Block`] per exit; branching to an exit is
-//! a `break` out of that block. An exit of several nested loops belongs to
-//! the outermost.
+//! The translator uses [`LoopExits::Outside`] instead: each *exit node* (a
+//! block outside the natural loop whose immediate dominator is inside it)
+//! is placed after the loop, which is wrapped in a [`Region::Block`] per
+//! exit; branching to an exit is a `break` out of that block. An exit of
+//! several nested loops belongs to the outermost. A loop region then holds
+//! only the loop's own blocks, which two consumers need:
+//! - workgroup-uniform emission (see `emit::uniform`): a barrier after a
+//!   loop must not run for the invocations that left early while others
+//!   still iterate;
+//! - llvmpipe (Mesa 22.3): with the code after an inner loop inside it (and
+//!   the outer loop's latch with it), the kernel of issue 16 (a grid-stride
+//!   loop around a loop with two exits) lost the stores of the last outer
+//!   iteration for some lanes; with the exits outside, the code after a loop
+//!   runs once, after every lane has left (values the loop leaves behind
+//!   are handled in `emit/live_out.rs`).
 
 use crate::cfg::{BlockId, Cfg, Terminator};
 use crate::diag::{Diagnostic, Span};
@@ -247,7 +254,7 @@ fn analyse(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span, exits: LoopExits) -> Re
 
 /// Structurize a CFG. `span_of` gives a block's source position for diagnostics.
 pub fn run(cfg: &Cfg, span_of: &dyn Fn(BlockId) -> Span) -> Result<Vec<Region>, Diagnostic> {
-    run_with(cfg, span_of, LoopExits::Inside)
+    run_with(cfg, span_of, LoopExits::Outside)
 }
 
 /// Structurize a CFG, placing loop exits as `exits` says.

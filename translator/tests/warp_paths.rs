@@ -116,11 +116,17 @@ fn diagnostics_name_the_instruction() {
     assert!(t.contains("k.ptx:8:3: error: 'vote.sync.all.pred' expects 3 operands, found 2"), "{t}");
 }
 
-/// Uniform functions keep the code after a loop out of the loop region.
+/// The translator keeps the code after a loop out of the loop region
+/// (Ramsey's placement puts it inside).
 #[test]
 fn loop_exits_outside() {
     let src = include_str!("../../tests/fixtures/data_loop.ptx");
-    let inside = ptxvk_translator::structure_dump(src, "data_loop").unwrap_or_else(|d| panic!("{d}"));
+    let inside =
+        ptxvk_translator::structure_dump_with(src, "data_loop", LoopExits::Inside).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        ptxvk_translator::structure_dump(src, "data_loop").unwrap_or_else(|d| panic!("{d}")),
+        ptxvk_translator::structure_dump_with(src, "data_loop", LoopExits::Outside).unwrap_or_else(|d| panic!("{d}"))
+    );
     let outside =
         ptxvk_translator::structure_dump_with(src, "data_loop", LoopExits::Outside).unwrap_or_else(|d| panic!("{d}"));
     assert!(

@@ -55,6 +55,9 @@ pub(crate) struct Plan<'a> {
     /// see [`structurize::LoopExits`]), made by [`Plan::plan_uniform`] for
     /// the functions that run in that mode.
     pub uniform_regions: Vec<Region>,
+    /// Registers kept in memory (see `live_out.rs`; empty unless
+    /// [`crate::Options::loop_live_outs_in_memory`]).
+    pub memory_regs: FxHashSet<String>,
 }
 
 /// A function's registers: their names one after another in one string
@@ -349,6 +352,19 @@ pub(crate) fn plan_function<'a>(
         }
     };
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
+    let memory_regs = if e.opts.loop_live_outs_in_memory {
+        let names: FxHashSet<&str> = regs.iter().map(|(n, _)| n).collect();
+        let returns: Vec<&str> = formal_returns
+            .iter()
+            .filter_map(|f| match f {
+                Formal::Reg { name, .. } => Some(name.as_str()),
+                Formal::Param { .. } => None,
+            })
+            .collect();
+        super::live_out::registers(&cfg, &regions, &|r| names.contains(r), &returns)
+    } else {
+        FxHashSet::default()
+    };
     Ok(Plan {
         func: f,
         may_exit,
@@ -366,6 +382,7 @@ pub(crate) fn plan_function<'a>(
         cfg,
         regions,
         uniform_regions: Vec::new(),
+        memory_regs,
     })
 }
 
@@ -373,12 +390,8 @@ impl Plan<'_> {
     /// Make [`Plan::uniform_regions`] (for a function that runs in
     /// workgroup-uniform mode).
     pub fn plan_uniform(&mut self) -> Result<(), Diagnostic> {
-        let cfg = &self.cfg;
-        let span_of = |b: usize| -> Span {
-            let blk = &cfg.blocks[b];
-            blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
-        };
-        self.uniform_regions = structurize::run_with(cfg, &span_of, structurize::LoopExits::Outside)?;
+        // Every function's regions already have their loop exits outside loops.
+        self.uniform_regions = self.regions.clone();
         Ok(())
     }
 
@@ -678,6 +691,7 @@ pub(crate) fn emit_function(
     // The pointer type and initializer of the previous register's kind
     // (registers of one declaration come one after another).
     let mut last: Option<(K, Word, Option<Word>)> = None;
+    let mut memory = Vec::new();
     for (name, t) in plan.regs.iter() {
         let k = storage_kind(t);
         let (pt, init) = match last {
@@ -692,13 +706,19 @@ pub(crate) fn emit_function(
                 (pt, init)
             }
         };
+        if plan.memory_regs.contains(name) {
+            memory.push((name, k, pt, init));
+            continue;
+        }
         let v = e.b.variable(pt, None, spirv::StorageClass::Function, init);
         regs.insert(name, (v, k));
     }
     let zero = e.c_u32(0);
     let pu = e.t_ptr(spirv::StorageClass::Function, u32t);
+    // `brk` stays promotable (see `live_out.rs`).
     let brk = e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero));
     let st = if uniform { Some(e.b.variable(pu, None, spirv::StorageClass::Function, Some(zero))) } else { None };
+    memory_registers(e, &memory, &mut regs).map_err(|d| vec![d])?;
     let linear = super::warp::linear_index(e).map_err(|d| vec![d])?;
     let mut fx = Fx {
         regs,
@@ -800,6 +820,37 @@ pub(crate) fn emit_function(
 /// uniform function the invocation parks instead, leaving the enclosing
 /// escape region if there is one, else going on to `stay` (ordinary runs end
 /// after every call, see [`super::uniform`]).
+/// The registers of `memory` (see `live_out.rs`): each a two-element
+/// `Function` array, reached through an access chain at an opaque zero
+/// index made here, after the function's variables; `regs` maps the
+/// register to that pointer. `init` is stored first when given.
+fn memory_registers<'n>(
+    e: &mut Emitter,
+    memory: &[(&'n str, K, Word, Option<Word>)],
+    regs: &mut FxHashMap<&'n str, (Word, K)>,
+) -> Result<(), Diagnostic> {
+    if memory.is_empty() {
+        return Ok(());
+    }
+    let u32t = e.t_int(32);
+    let two = e.c_u32(2);
+    let c31 = e.c_u32(31);
+    let index = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
+    let opaque_zero = e.b.shift_right_logical(u32t, None, index, c31).map_err(internal1)?;
+    for &(name, k, pt, init) in memory {
+        let ty = e.kty(k);
+        let arr = e.ty(TyKey::Array(ty, two));
+        let pa = e.t_ptr(spirv::StorageClass::Function, arr);
+        let var = e.b.entry_variable(pa, None).map_err(internal1)?;
+        let p = e.b.access_chain(pt, None, var, [opaque_zero]).map_err(internal1)?;
+        if let Some(init) = init {
+            e.b.store(p, init, None, []).map_err(internal1)?;
+        }
+        regs.insert(name, (p, k));
+    }
+    Ok(())
+}
+
 pub(crate) fn leave(e: &mut Emitter, fx: &mut Fx, stay: Word) -> Result<(), Diagnostic> {
     let Some(u) = fx.uniform else {
         return emit_return(e, fx);

@@ -39,7 +39,7 @@
 //!
 //! Gaps: the count follows the translator's structured control flow, not
 //! what llvmpipe's compiler makes of it. Measured, it is exact for one loop,
-//! loops one after the other (also nested in the exit arm of another loop)
+//! loops one after the other
 //! and nested loops, and one iteration early for the divergent fixture
 //! (llvmpipe allowed one more there). Not counted: loops after the point
 //! where every lane of the vector has left a loop (`break`) or returned,

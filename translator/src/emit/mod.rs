@@ -37,6 +37,7 @@ mod grid;
 mod half;
 mod heap;
 mod inst;
+mod live_out;
 mod loop_limit;
 mod mem;
 mod printf;
