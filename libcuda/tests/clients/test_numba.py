@@ -247,6 +247,49 @@ def apply_poly_2d(a, out):
         out[r, c] = poly(a[r, c]) + math.sqrt(abs(a[r, c]))
 
 
+@cuda.jit("void(float64, float64, float64, int32, int32[:, :])")
+def escape_time(re0, im0, step, maxit, counts):
+    x0, y0 = cuda.grid(2)
+    sx, sy = cuda.gridsize(2)
+    for y in range(y0, counts.shape[0], sy):
+        for x in range(x0, counts.shape[1], sx):
+            c = complex(re0 + x * step, im0 + y * step)
+            z = 0j
+            k = 0
+            while k < maxit and (z.real * z.real + z.imag * z.imag) <= 4.0:
+                z = z * z + c
+                k += 1
+            counts[y, x] = k
+
+
+def escape_time_reference(re0, im0, step, maxit, rows, cols):
+    """numpy, element for element as the kernel's Python says."""
+    c = (re0 + np.arange(cols) * step)[None, :] + 1j * (im0 + np.arange(rows) * step)[:, None]
+    z = np.zeros_like(c)
+    k = np.zeros(c.shape, np.int32)
+    for _ in range(maxit):
+        active = (z.real * z.real + z.imag * z.imag) <= 4.0
+        if not active.any():
+            break
+        z[active] = z[active] * z[active] + c[active]
+        k[active] += 1
+    return k
+
+
+@pytest.mark.parametrize("grid, block", [((4, 4), (8, 8)), ((5, 4), (8, 8)), ((20, 15), (8, 8)), ((3, 7), (16, 4))])
+def test_escape_time_grid_stride(grid, block):
+    """Issue 16: nested grid-stride loops around a loop with two exits lost
+    the stores of their last iteration on lavapipe."""
+    rows, cols, args = 120, 160, (-2.0, -1.2, 0.015, 200)
+    counts = poisoned((rows, cols), np.int32)
+    escape_time[grid, block](*args, counts)
+    got = counts.copy_to_host()
+    want = escape_time_reference(*args, rows, cols)
+    assert (got == np.iinfo(np.int32).max - 7).sum() == 0, "elements never written"
+    np.testing.assert_array_equal(got, want)
+    assert want.min() == 1 and want.max() == 200
+
+
 def test_device_function_2d_grid():
     a = rng(12).standard_normal((70, 90)).astype(np.float32)
     o = poisoned(a.shape, np.float32)
