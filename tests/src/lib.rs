@@ -706,3 +706,29 @@ impl Gpu for DriverGpu {
         self.api.check(unsafe { (self.api.cuCtxSynchronize)() }, "cuCtxSynchronize")
     }
 }
+
+/// Runs `body` on a runtime [`ptxvk_runtime::Context`] with validation on,
+/// then frees everything and asserts the validation layer reported nothing.
+pub fn on_runtime(body: impl FnOnce(&mut dyn Gpu) -> Result<()>) {
+    setup();
+    let mut gpu = RuntimeGpu::new().unwrap_or_else(|e| panic!("Context::new: {e}"));
+    assert!(
+        gpu.ctx.info().validation,
+        "PTXVK_VALIDATION=1 but the Khronos validation layer is not active (install the Vulkan validation layers)"
+    );
+    if let Err(e) = body(&mut gpu) {
+        panic!("runtime API: {e}");
+    }
+    gpu.free_all().unwrap_or_else(|e| panic!("free: {e}"));
+    gpu.ctx.synchronize().unwrap_or_else(|e| panic!("synchronize: {e}"));
+    assert_eq!(gpu.ctx.validation_messages(), 0, "the validation layer reported problems (printed above)");
+}
+
+/// Runs `body` on a `libcuda.so` context made through the C ABI.
+pub fn on_driver(body: impl FnOnce(&mut dyn Gpu) -> Result<()>) {
+    setup();
+    let mut gpu = DriverGpu::new().unwrap_or_else(|e| panic!("driver API: {e}"));
+    if let Err(e) = body(&mut gpu) {
+        panic!("driver API: {e}");
+    }
+}

@@ -8,38 +8,12 @@
 //! out of range show. Test names are `<kernel>::runtime` and `<kernel>::driver`.
 
 use ptxvk_tests::{
-    arg, assert_bits_eq, assert_poisoned, from_bytes, ptx_entry_names, setup, to_bytes, DriverGpu, Gpu, Result,
-    RuntimeGpu, Scalar, SplitMix64,
+    arg, assert_bits_eq, assert_poisoned, from_bytes, on_driver, on_runtime, ptx_entry_names, to_bytes, Gpu, Result,
+    Scalar, SplitMix64,
 };
 
 /// Bytes of guard area past the end of every output buffer.
 const GUARD: usize = 64;
-
-/// Runs `body` on a runtime [`ptxvk_runtime::Context`] with validation on,
-/// then frees everything and asserts the validation layer reported nothing.
-fn on_runtime(body: impl FnOnce(&mut dyn Gpu) -> Result<()>) {
-    setup();
-    let mut gpu = RuntimeGpu::new().unwrap_or_else(|e| panic!("Context::new: {e}"));
-    assert!(
-        gpu.ctx.info().validation,
-        "PTXVK_VALIDATION=1 but the Khronos validation layer is not active (install the Vulkan validation layers)"
-    );
-    if let Err(e) = body(&mut gpu) {
-        panic!("runtime API: {e}");
-    }
-    gpu.free_all().unwrap_or_else(|e| panic!("free: {e}"));
-    gpu.ctx.synchronize().unwrap_or_else(|e| panic!("synchronize: {e}"));
-    assert_eq!(gpu.ctx.validation_messages(), 0, "the validation layer reported problems (printed above)");
-}
-
-/// Runs `body` on a `libcuda.so` context made through the C ABI.
-fn on_driver(body: impl FnOnce(&mut dyn Gpu) -> Result<()>) {
-    setup();
-    let mut gpu = DriverGpu::new().unwrap_or_else(|e| panic!("driver API: {e}"));
-    if let Err(e) = body(&mut gpu) {
-        panic!("driver API: {e}");
-    }
-}
 
 /// `mod $name { #[test] fn runtime(); #[test] fn driver(); }`, both running `$body`.
 macro_rules! on_both_apis {
