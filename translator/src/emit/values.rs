@@ -345,7 +345,11 @@ pub(crate) fn get(e: &mut Emitter, fx: &mut Fx, op: &Operand, want: K, signed: b
                 }
                 let t = e.kty(k);
                 let v = e.b.load(t, None, var, None, []).map_err(internal1)?;
-                return e.convert(v, k, want, signed);
+                let v = e.convert(v, k, want, signed)?;
+                if e.opts.zero_operand_workaround {
+                    return super::zero::launder(e, v, want);
+                }
+                return Ok(v);
             }
             if let Some((v, k)) = e.special(fx, name, *component, *span)? {
                 return e.convert(v, k, want, false);

@@ -18,9 +18,21 @@
 //! constant to the compiler (workgroups have at least 32 invocations, so NIR
 //! cannot replace the index by 0). LLVM itself folds IEEE-exactly after that.
 //!
+//! Zeros the driver's compiler derives itself are as bad: gallivm's `div`
+//! returns *undef* when the divisor is the constant `+0.0`, and NIR folds
+//! `(float)threadIdx.y` to that constant in a launch whose blocks are one
+//! thread high (the block shape is a specialization constant), or `a - a`
+//! of a known `a` in `nvcc -G` code. The differential tester found it:
+//! `x / (float)threadIdx.y` gave `+0.0` (f32) and NaN (f64) instead of
+//! infinity. So every float register operand is also *laundered*
+//! ([`launder`]): its bits are OR-ed with the opaque zero, which changes no
+//! value but leaves the compiler nothing to fold.
+//!
 //! Only drivers that need it get it ([`crate::Options::zero_operand_workaround`]).
 
-use super::Emitter;
+use super::func::internal1;
+use super::{Emitter, K};
+use crate::diag::Diagnostic;
 use rspirv::binary::Assemble;
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, Word};
@@ -119,4 +131,24 @@ pub(crate) fn hide_zero_constants(words: Vec<u32>, p: &Prepared) -> Vec<u32> {
         h.bound = next_id;
     }
     m.assemble()
+}
+
+/// `v` (a float of kind `k`) with its bits OR-ed with an opaque zero (see
+/// the module docs); other kinds pass unchanged.
+pub(crate) fn launder(e: &mut Emitter, v: Word, k: K) -> Result<Word, Diagnostic> {
+    let K::Float(bits @ (32 | 64)) = k else {
+        return Ok(v);
+    };
+    let u32t = e.t_int(32);
+    let c31 = e.c_u32(31);
+    let index = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
+    let mut zero = e.b.shift_right_logical(u32t, None, index, c31).map_err(internal1)?;
+    let it = e.t_int(bits);
+    if bits == 64 {
+        zero = e.b.u_convert(it, None, zero).map_err(internal1)?;
+    }
+    let ft = e.t_float(bits);
+    let i = e.b.bitcast(it, None, v).map_err(internal1)?;
+    let i = e.b.bitwise_or(it, None, i, zero).map_err(internal1)?;
+    e.b.bitcast(ft, None, i).map_err(internal1)
 }
