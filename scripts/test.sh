@@ -17,4 +17,10 @@ cargo test --workspace
 # PyPI; PTXVK_SKIP_CLIENTS=1 skips them offline).
 if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 ]]; then
     libcuda/tests/clients/run.sh
+    # The differential tester's short fixed-seed run (300 generated kernels
+    # through nvcc -O3/-G and ptxvk against a host reference; nvcc comes from
+    # the clients' environment; PTXVK_SKIP_DIFFTEST=1 skips it).
+    if [[ "${PTXVK_SKIP_DIFFTEST:-0}" != 1 ]]; then
+        tests/difftest/run.sh --short
+    fi
 fi
