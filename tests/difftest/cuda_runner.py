@@ -2,7 +2,9 @@
 
     python3 cuda_runner.py MANIFEST.json [--lib PATH] [--start K]
 
-Loads the manifest's PTX once (cuModuleLoadData), then for each case k >= K:
+Loads the manifest's PTX once (cuModuleLoadData; a case with its own "ptx"
+key uses that module instead, loaded on first use: numba kernels come one
+module each), then for each case k >= K:
 poisons `out` with 0xABABABAB, uploads `in` and the atom initial values,
 launches, synchronises, downloads. Prints one JSON line per case to stdout:
     {"i": k, "out": [...], "atom": [...]}      or      {"i": k, "error": "..."}
@@ -10,7 +12,10 @@ preceded by a line {"start": k} (so a caller can tell which case hung or
 crashed the process). After a launch error the context may be unusable: the
 runner prints the error line and exits with status 5; the caller restarts it
 with --start k+1. A module load failure prints {"module_error": "..."} and
-exits with status 6.
+exits with status 6; a failure to load a case's own module prints
+{"i": k, "module_error": "..."} and goes on with the next case.
+A case with "abi": "numba" gets its three arrays as numba-cuda passes them
+(7 parameters each, see README.md), others three device pointers.
 """
 
 import ctypes
@@ -80,7 +85,15 @@ class Driver:
             ai = case['atom_init']
             h_atom = (ctypes.c_uint32 * n_atom)(*ai)
             self.ck('cuMemcpyHtoD_v2', d_atom, h_atom, ctypes.c_size_t(4 * n_atom))
-            params = (ctypes.c_void_p * 3)(*[ctypes.cast(ctypes.byref(b), ctypes.c_void_p) for b in bufs])
+            if case.get('abi') == 'numba':
+                # each array is 7 params: meminfo, parent, nitems, itemsize, data, shape[0], strides[0]
+                vals = []
+                for b, n in zip(bufs, (len(in_words), n_out, n_atom)):
+                    vals += [ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_int64(n), ctypes.c_int64(4),
+                             ctypes.c_uint64(b.value), ctypes.c_int64(n), ctypes.c_int64(4)]
+            else:
+                vals = bufs
+            params = (ctypes.c_void_p * len(vals))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in vals])
             g, b = case['grid'], case['block']
             self.ck('cuLaunchKernel', f, g[0], g[1], g[2], b[0], b[1], b[2], 0, None, params, None)
             self.ck('cuCtxSynchronize')
@@ -111,28 +124,45 @@ def main():
     man_path = args[0]
     with open(man_path) as fh:
         man = json.load(fh)
-    with open(os.path.join(os.path.dirname(os.path.abspath(man_path)), man['ptx'])) as fh:
-        ptx = fh.read()
+    base = os.path.dirname(os.path.abspath(man_path))
+    ptx = None
+    if man.get('ptx'):
+        with open(os.path.join(base, man['ptx'])) as fh:
+            ptx = fh.read()
     out = sys.stdout
     timing = os.environ.get('DIFFTEST_TIMING')
     t0 = time.time()
+    mod = None
     try:
         drv = Driver(lib)
-        mod = drv.load(ptx)
+        if ptx is not None:
+            mod = drv.load(ptx)
         if timing:
             sys.stderr.write(f'difftest timing: init+module load {time.time() - t0:.2f} s\n')
     except (CudaError, OSError) as e:
         out.write(json.dumps({'module_error': str(e)}) + '\n')
         out.flush()
         sys.exit(6)
+    case_mods = {}   # a case's own "ptx" (numba: one module per kernel)
     for k, case in enumerate(man['cases']):
         if k < start:
             continue
         out.write(json.dumps({'start': k}) + '\n')
         out.flush()
         t1 = time.time()
+        cmod = mod
+        if case.get('ptx'):
+            if case['ptx'] not in case_mods:
+                try:
+                    with open(os.path.join(base, case['ptx'])) as fh:
+                        case_mods[case['ptx']] = drv.load(fh.read())
+                except (CudaError, OSError) as e:
+                    out.write(json.dumps({'i': k, 'module_error': str(e)}) + '\n')
+                    out.flush()
+                    continue
+            cmod = case_mods[case['ptx']]
         try:
-            o, a = drv.run_case(mod, case)
+            o, a = drv.run_case(cmod, case)
             if timing:
                 sys.stderr.write(f'difftest timing: case {k} {case["kernel"]} {time.time() - t1:.2f} s\n')
             out.write(json.dumps({'i': k, 'out': o, 'atom': a}) + '\n')
@@ -141,10 +171,12 @@ def main():
             out.write(json.dumps({'i': k, 'error': str(e)}) + '\n')
             out.flush()
             sys.exit(5)
-    try:
-        drv.unload(mod)
-    except CudaError:
-        pass
+    for m in [mod] + list(case_mods.values()):
+        try:
+            if m is not None:
+                drv.unload(m)
+        except CudaError:
+            pass
     sys.exit(0)
 
 

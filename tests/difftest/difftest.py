@@ -3,9 +3,13 @@
 (libcuda.so.1 on lavapipe), compared with a host C++ reference of the same
 source. See README.md in this directory.
 
-    python3 tests/difftest/difftest.py --seed S --count N [--modes O3,G]
+    python3 tests/difftest/difftest.py --seed S --count N [--modes O3,G,numba]
         [--batch 40] [--lib PATH] [--minimize] [--out DIR] [--jobs 2]
     python3 tests/difftest/difftest.py --short
+    python3 tests/difftest/difftest.py --short-numba
+
+Mode `numba`: the same programs rendered as Python for numba-cuda
+(numba_render.py), NVVM's PTX instead of nvcc's, same reference.
 """
 
 import argparse
@@ -26,14 +30,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import gen  # noqa: E402
+import numba_render  # noqa: E402
 import prelude  # noqa: E402
 
 POISON = 0xABABABAB
 MODES = {'O3': ['-O3'], 'G': ['-G']}
+NUMBA = 'numba'    # mode: the numba subset (numba_render.py), compiled by numba-cuda
+ALL_MODES = list(MODES) + [NUMBA]
 NVCC_COMMON = ['-ptx', '-arch=sm_80', '-fmad=false', '-w']
 GXX = ['g++', '-O1', '-ffp-contract=off', '-std=c++20', '-pthread', '-w']
 DEFAULT_LIB = os.path.join(os.path.dirname(os.path.dirname(HERE)), 'target', 'release', 'libcuda.so.1')
 SHORT_SEED, SHORT_COUNT = 20240601, 150
+SHORT_NUMBA_SEED, SHORT_NUMBA_COUNT = 20241202, 50
 
 _print_lock = threading.Lock()
 
@@ -57,6 +65,17 @@ def find_nvcc():
     if w:
         return w
     raise Infra('nvcc not found (set NVCC=...)')
+
+
+def find_numba_python():
+    """A python with numba-cuda ($NUMBA_PYTHON, else the client venv's)."""
+    if os.environ.get('NUMBA_PYTHON'):
+        return os.environ['NUMBA_PYTHON']
+    venv = os.environ.get('PTXVK_CLIENT_VENV', '/tmp/ptxvk-client-venv')
+    py = os.path.join(venv, 'bin', 'python')
+    if os.path.exists(py):
+        return py
+    raise Infra('no python with numba-cuda (set NUMBA_PYTHON=...)')
 
 
 def run(cmd, timeout, **kw):
@@ -117,6 +136,11 @@ def compile_ptx(cu_path, mode, ptx_path):
     r = run(cmd, 600)
     if r.returncode != 0:
         raise Infra(f'nvcc failed ({mode}): {" ".join(cmd)}\n{r.stderr.decode(errors="replace")[-4000:]}')
+    inject(ptx_path)
+    return cmd
+
+
+def inject(ptx_path):
     if INJECT:
         # testing the tester: a deliberate "miscompile" of the PTX
         with open(ptx_path) as fh:
@@ -125,7 +149,46 @@ def compile_ptx(cu_path, mode, ptx_path):
             t = re.sub(pat, repl, t)
         with open(ptx_path, 'w') as fh:
             fh.write(t)
-    return cmd
+
+
+def numba_build(progs, workdir, tag):
+    """Render the programs of the numba subset as one Python module, compile
+    each kernel with numba-cuda (one process). Per program:
+    ('ok', ptx path relative to workdir, entry name) | ('skip', why) |
+    ('numba-compile', error)."""
+    info = [None] * len(progs)
+    items = []
+    for i, p in enumerate(progs):
+        try:
+            numba_render.render(p, f'p{i}')
+            items.append((p, f'p{i}'))
+        except numba_render.Unsupported as e:
+            info[i] = ('skip', str(e))
+    if not items:
+        return info
+    d = os.path.join(workdir, f'{tag}_numba')
+    os.makedirs(d, exist_ok=True)
+    py = os.path.join(d, 'kernels.py')
+    with open(py, 'w') as fh:
+        fh.write(numba_render.module_source(items))
+    res_path = os.path.join(d, 'numba_result.json')
+    if os.path.exists(res_path):
+        os.remove(res_path)
+    cmd = [find_numba_python(), py, d, ','.join(f'{pfx}_k' for _, pfx in items)]
+    r = run(cmd, 1800)
+    if r.returncode != 0 or not os.path.exists(res_path):
+        raise Infra(f'numba compile failed: {" ".join(cmd)}\n{r.stderr.decode(errors="replace")[-4000:]}')
+    with open(res_path) as fh:
+        res = json.load(fh)
+    for p, pfx in items:
+        i = int(pfx[1:])
+        x = res.get(pfx + '_k') or {'error': 'no result'}
+        if 'error' in x:
+            info[i] = ('numba-compile', x['error'])
+        else:
+            inject(os.path.join(d, x['ptx']))
+            info[i] = ('ok', os.path.join(os.path.basename(d), x['ptx']), x['entry'])
+    return info
 
 
 def reference(progs, workdir, tag, check_twice=False):
@@ -253,6 +316,9 @@ def run_gpu(manifest, lib, n, timeout_case=None):
             if 'start' in msg:
                 current = msg['start']
                 deadline[0] = time.time() + timeout_case
+            elif 'i' in msg and 'module_error' in msg:   # a case's own PTX module (numba)
+                res[msg['i']] = ('module', msg['module_error'])
+                current = None
             elif 'module_error' in msg:
                 module_err = msg['module_error']
             elif 'i' in msg:
@@ -330,14 +396,23 @@ def ptx_of_prog_module_fallback(manifest_path, progs, lib):
 
 
 def evaluate(progs, modes, workdir, tag, lib, check_twice=False):
-    """Build and run a batch. Returns {mode: [None | (kind, desc)]}, expected."""
+    """Build and run a batch. Returns {mode: [None | (kind, desc)]}, expected.
+    Kinds besides the failures: 'skip' (not in the numba subset) and
+    'numba-compile' (numba-cuda rejected the rendering: a tester problem)."""
     os.makedirs(workdir, exist_ok=True)
-    cu = os.path.join(workdir, f'{tag}.cu')
-    with open(cu, 'w') as fh:
-        fh.write(cuda_source(progs))
-    expected = reference(progs, workdir, tag, check_twice)
+    nv = [m for m in modes if m in MODES]
+    nb = numba_build(progs, workdir, tag) if NUMBA in modes else None
+    need = list(range(len(progs))) if nv else [i for i in range(len(progs)) if nb[i][0] == 'ok']
+    expected = [None] * len(progs)
+    if need:
+        for i, e in zip(need, reference([progs[i] for i in need], workdir, tag, check_twice)):
+            expected[i] = e
     results = {}
-    for mode in modes:
+    if nv:
+        cu = os.path.join(workdir, f'{tag}.cu')
+        with open(cu, 'w') as fh:
+            fh.write(cuda_source(progs))
+    for mode in nv:
         ptx = os.path.join(workdir, f'{tag}_{mode}.ptx')
         compile_ptx(cu, mode, ptx)
         man = os.path.join(workdir, f'{tag}_{mode}.json')
@@ -346,7 +421,33 @@ def evaluate(progs, modes, workdir, tag, lib, check_twice=False):
         if got and all(g is not None and g[0] == 'module' for g in got) and len(progs) > 1:
             got = ptx_of_prog_module_fallback(man, progs, lib)
         results[mode] = [compare(p, e, g) for p, e, g in zip(progs, expected, got)]
+    if nb is not None:
+        res = [None] * len(progs)
+        cases, idx = [], []
+        for i, (p, x) in enumerate(zip(progs, nb)):
+            if x[0] == 'ok':
+                cases.append(numba_case(p, x[2], expected[i], x[1]))
+                idx.append(i)
+            else:
+                res[i] = x
+        if cases:
+            man = os.path.join(workdir, f'{tag}_{NUMBA}.json')
+            with open(man, 'w') as fh:
+                json.dump({'mode': NUMBA, 'cases': cases}, fh)
+            got = run_gpu(man, lib, len(cases))
+            for i, g in zip(idx, got):
+                res[i] = compare(progs[i], expected[i], g)
+        results[NUMBA] = res
     return results, expected
+
+
+def numba_case(p, entry, exp, ptx=None):
+    """A manifest case of a numba kernel: its parameters are numba arrays."""
+    c = case_json(p, entry, exp)
+    c['abi'] = 'numba'
+    if ptx is not None:
+        c['ptx'] = ptx
+    return c
 
 
 # ---------------------------------------------------------------- minimizer
@@ -585,6 +686,8 @@ def minimize(p, mode, kind, lib, workdir, budget_s=600, chunk=12):
 
 
 def write_fixture(p, mode, lib, outdir, name, note):
+    if mode == NUMBA:
+        return write_numba_fixture(p, lib, outdir, name, note)
     d = os.path.join(outdir, name)
     os.makedirs(d, exist_ok=True)
     progs = [p]
@@ -606,6 +709,41 @@ def write_fixture(p, mode, lib, outdir, name, note):
     with open(os.path.join(d, 'case.json'), 'w') as fh:
         json.dump(case, fh, indent=1)
     man = {'ptx': 'kernel.ptx', 'mode': mode, 'cases': [case_json(p, 'p0_k', exp)]}
+    with open(os.path.join(d, 'manifest.json'), 'w') as fh:
+        json.dump(man, fh)
+    got = run_gpu(os.path.join(d, 'manifest.json'), lib, 1)[0]
+    c = compare(p, exp, got)
+    return d, c
+
+
+def write_numba_fixture(p, lib, outdir, name, note):
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    progs = [p]
+    with open(os.path.join(d, 'kernel.py'), 'w') as fh:
+        fh.write(numba_render.module_source([(p, 'p0')]))
+    with tempfile.TemporaryDirectory() as td:
+        exp = reference(progs, td, 'ref', check_twice=True)[0]
+        with open(os.path.join(d, 'reference.cpp'), 'w') as fh:
+            fh.write(host_source(progs))
+    res_path = os.path.join(d, 'numba_result.json')
+    r = run([find_numba_python(), 'kernel.py', '.', 'p0_k:kernel.ptx'], 600, cwd=d)
+    if r.returncode != 0 or not os.path.exists(res_path):
+        raise Infra('numba compile failed on fixture ' + d + '\n' + r.stderr.decode(errors='replace')[-2000:])
+    with open(res_path) as fh:
+        res = json.load(fh)['p0_k']
+    os.remove(res_path)
+    if 'error' in res:
+        raise Infra('numba compile failed on fixture ' + d + ': ' + res['error'])
+    with open(os.path.join(d, 'cmd.txt'), 'w') as fh:
+        fh.write('python kernel.py . p0_k:kernel.ptx   # numba-cuda 0.30.4 (/tmp/ptxvk-client-venv): '
+                 'cuda.compile_ptx(p0_k, (uint32[::1],) * 3, cc=(8, 0)) with NVVM option fma=0\n')
+    case = numba_case(p, res['entry'], exp)
+    case['mode'] = NUMBA
+    case['note'] = note
+    with open(os.path.join(d, 'case.json'), 'w') as fh:
+        json.dump(case, fh, indent=1)
+    man = {'ptx': 'kernel.ptx', 'mode': NUMBA, 'cases': [numba_case(p, res['entry'], exp)]}
     with open(os.path.join(d, 'manifest.json'), 'w') as fh:
         json.dump(man, fh)
     got = run_gpu(os.path.join(d, 'manifest.json'), lib, 1)[0]
@@ -642,12 +780,16 @@ def main():
     ap.add_argument('--avoid', default='', help="comma-separated known bugs to steer around: fdiv0 (float division by zero)")
     ap.add_argument('--case-timeout', type=int, default=120, help='seconds per case on ptxvk')
     ap.add_argument('--short', action='store_true', help=f'--seed {SHORT_SEED} --count {SHORT_COUNT}')
+    ap.add_argument('--short-numba', action='store_true',
+                    help=f'--seed {SHORT_NUMBA_SEED} --count {SHORT_NUMBA_COUNT} --modes numba')
     ap.add_argument('--wait-lib', type=int, default=0, help='seconds to wait for --lib to appear')
     ap.add_argument('--check-ref', action='store_true', help='run each host reference twice')
     ap.add_argument('--keep', action='store_true', help='keep the work directory')
     a = ap.parse_args()
     if a.short:
         a.seed, a.count = SHORT_SEED, SHORT_COUNT
+    if a.short_numba:
+        a.seed, a.count, a.modes = SHORT_NUMBA_SEED, SHORT_NUMBA_COUNT, NUMBA
     CASE_TIMEOUT[0] = a.case_timeout
     gen.AVOID.update(x for x in a.avoid.split(',') if x)
     for x in a.inject:
@@ -655,10 +797,13 @@ def main():
         INJECT.append((pat, repl))
     modes = [m for m in a.modes.split(',') if m]
     for m in modes:
-        if m not in MODES:
+        if m not in ALL_MODES:
             ap.error(f'unknown mode {m}')
     try:
-        find_nvcc()
+        if any(m in MODES for m in modes):
+            find_nvcc()
+        if NUMBA in modes:
+            find_numba_python()
         wait_for_lib(a.lib, a.wait_lib)
     except Infra as e:
         log(f'difftest: INFRASTRUCTURE ERROR: {e}')
@@ -671,7 +816,7 @@ def main():
     if a.seeds:
         seeds = [int(x) for x in a.seeds.split(',')]
     batches = [seeds[i:i + a.batch] for i in range(0, len(seeds), a.batch)]
-    passed = failed = 0
+    passed = failed = skipped = 0
     failures = []
     infra = []
 
@@ -690,11 +835,17 @@ def main():
                 infra.append(str(e))
                 log(f'difftest: batch {bi}: INFRASTRUCTURE ERROR: {e}')
                 continue
-            np = nf = 0
+            np = nf = ns = 0
             for mode in modes:
                 for i, r in enumerate(res[mode]):
                     if r is None:
                         np += 1
+                    elif r[0] == 'skip':
+                        ns += 1
+                    elif r[0] == 'numba-compile':
+                        infra.append(f'numba compile: seed {progs[i].seed}: {r[1]}')
+                        log(f'difftest: NUMBA-COMPILE-ERROR seed={progs[i].seed} (batch {bi}, '
+                            f'{os.path.join(work, f"b{bi}")}): {r[1][-600:]}')
                     else:
                         nf += 1
                         failures.append((progs[i], mode, r, bi, i))
@@ -702,7 +853,9 @@ def main():
                             f'{os.path.join(work, f"b{bi}")}): {r[0]}: {r[1][:600]}')
             passed += np
             failed += nf
-            log(f'difftest: batch {bi}: {np} passed, {nf} failed ({time.time() - t0:.0f} s)')
+            skipped += ns
+            log(f'difftest: batch {bi}: {np} passed, {nf} failed' + (f', {ns} skipped' if ns else '')
+                + f' ({time.time() - t0:.0f} s)')
     if a.minimize and failures:
         seen = set()
         for p, mode, r, bi, i in failures:
@@ -721,7 +874,9 @@ def main():
     if not a.out and not a.keep and not failures and not infra:
         shutil.rmtree(work, ignore_errors=True)
     if infra:
-        log(f'difftest: {len(infra)} batch(es) had infrastructure errors')
+        log(f'difftest: {len(infra)} batch(es) or program(s) had infrastructure errors')
+    if skipped:
+        log(f'difftest: {skipped} skipped (programs outside the numba subset; not counted as passed)')
     log(f'difftest: {passed} passed, {failed} failed')
     if infra:
         return 2

@@ -1,7 +1,9 @@
 //! The differential tester's regression fixtures (`tests/difftest/fixtures/`):
-//! each directory holds a generated CUDA kernel (`kernel.cu`), the PTX `nvcc`
-//! made of it (`kernel.ptx`, command in `cmd.txt`) and `case.json` with the
-//! launch, the input and the output the host reference computed. Every
+//! each directory holds a generated CUDA kernel (`kernel.cu`, or `kernel.py`
+//! for numba), the PTX `nvcc` or numba made of it (`kernel.ptx`, command in
+//! `cmd.txt`) and `case.json` with the launch, the input and the output the
+//! host reference computed (`"abi": "numba"`: the three buffers are passed
+//! as numba arrays, seven parameters each). Every
 //! fixture runs through the Rust runtime (validation layer on, `spirv-val`
 //! on every module) and through the C ABI of `libcuda.so`, and must match
 //! the reference word for word (the output buffer poisoned first).
@@ -58,7 +60,18 @@ fn run_fixture(gpu: &mut dyn Gpu, dir: &Path) -> Result<Vec<String>> {
     let d_out = gpu.alloc(out_words * 4)?;
     gpu.copy_htod(d_out, &to_bytes(&vec![POISON; out_words]))?;
     let d_atom = gpu.upload(&atom_init)?;
-    gpu.launch(k, dim3(&case, "grid"), dim3(&case, "block"), 0, &[&arg(d_in), &arg(d_out), &arg(d_atom)])?;
+    let arrays = [(d_in, input.len()), (d_out, out_words), (d_atom, atom_init.len())];
+    let args: Vec<Vec<u8>> = match case["abi"].as_str() {
+        None | Some("cuda") => arrays.iter().map(|&(d, _)| arg(d)).collect(),
+        // numba arrays: meminfo, parent, nitems, itemsize, data, shape[0], strides[0].
+        Some("numba") => arrays
+            .iter()
+            .flat_map(|&(d, n)| [arg(0u64), arg(0u64), arg(n as i64), arg(4i64), arg(d), arg(n as i64), arg(4i64)])
+            .collect(),
+        Some(other) => panic!("{name}: unknown abi {other:?}"),
+    };
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    gpu.launch(k, dim3(&case, "grid"), dim3(&case, "block"), 0, &args)?;
     gpu.synchronize()?;
     let got_out: Vec<u32> = from_bytes(&gpu.copy_dtoh(d_out, out_words * 4)?);
     let got_atom: Vec<u32> = from_bytes(&gpu.copy_dtoh(d_atom, atom_init.len() * 4)?);
