@@ -17,10 +17,12 @@ cargo test --workspace
 # PyPI; PTXVK_SKIP_CLIENTS=1 skips them offline).
 if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 ]]; then
     libcuda/tests/clients/run.sh
-    # The differential tester's short fixed-seed run (300 generated kernels
-    # through nvcc -O3/-G and ptxvk against a host reference; nvcc comes from
-    # the clients' environment; PTXVK_SKIP_DIFFTEST=1 skips it).
+    # The differential tester's short fixed-seed runs (150 generated kernels
+    # through nvcc -O3 and -G, 50 through numba, each on ptxvk against a host
+    # reference; nvcc and numba come from the clients' environment;
+    # PTXVK_SKIP_DIFFTEST=1 skips them).
     if [[ "${PTXVK_SKIP_DIFFTEST:-0}" != 1 ]]; then
         tests/difftest/run.sh --short
+        tests/difftest/run.sh --short-numba
     fi
 fi

@@ -3,7 +3,8 @@
 # real-client virtual environment (libcuda/tests/clients/run.sh creates it)
 # and the release libcuda.so.1:
 #
-#   tests/difftest/run.sh --short          # the test command's fixed-seed run
+#   tests/difftest/run.sh --short          # the test command's fixed-seed runs
+#   tests/difftest/run.sh --short-numba    #   (both are in scripts/test.sh)
 #   tests/difftest/run.sh --seed 7 --count 10000 --minimize   # a long run
 #
 # Environment: PTXVK_CLIENT_VENV (default /tmp/ptxvk-client-venv).
@@ -19,6 +20,8 @@ if [[ -z "${NVCC:-}" ]]; then
     fi
 fi
 export NVCC
+# Mode numba compiles with numba-cuda from the same environment.
+export NUMBA_PYTHON="${NUMBA_PYTHON:-$venv/bin/python}"
 libdir="$("$root/libcuda/build-libcuda.sh")"
 if [[ -z "${VK_ICD_FILENAMES:-}" && -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json && -z "${PTXVK_DEVICE:-}" ]]; then
     export VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
