@@ -1047,7 +1047,8 @@ impl ContextInner {
             loop_limit: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIMIT_ENV).is_ok_and(|v| v == "0"),
             // It recomputes values a loop leaves behind for lanes that left early.
-            loop_live_outs_in_memory: self.info.driver_name == "llvmpipe",
+            loop_live_outs_in_memory: self.info.driver_name == "llvmpipe"
+                && !std::env::var(crate::instance::LOOP_LIVE_OUTS_ENV).is_ok_and(|v| v == "0"),
             recursion_stack_bytes: self.stack_bytes.load(std::sync::atomic::Ordering::Relaxed),
         }
     }

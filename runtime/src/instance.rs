@@ -21,6 +21,11 @@ pub const VALIDATION_ENV: &str = "PTXVK_VALIDATION";
 /// translates, and refuse modules it rejects (tests set it).
 pub const SPIRV_VAL_ENV: &str = "PTXVK_SPIRV_VAL";
 
+/// `PTXVK_LOOP_LIVE_OUTS=0`: on llvmpipe, leave registers that a loop writes
+/// and code after it reads as ordinary variables (for measurements; results
+/// can be wrong: see the translator's `loop_live_outs_in_memory`).
+pub const LOOP_LIVE_OUTS_ENV: &str = "PTXVK_LOOP_LIVE_OUTS";
+
 /// `PTXVK_DUMP=<folder>`: write every PTX module the runtime translates, and
 /// its SPIR-V, to `<folder>/<n>-<file name>.ptx` and `.spv` (for bug
 /// reports: what a client such as numba actually loads).
