@@ -31,6 +31,18 @@ HOST_PRELUDE = r"""
 #include <vector>
 #include <unistd.h>
 
+// CUDA's fminf/fmaxf/fmin/fmax (PTX min/max without .NaN): a NaN operand,
+// quiet or signaling, yields the other operand. glibc returns NaN for a
+// signaling one (IEEE 754-2008 minNum/maxNum), which CUDA never does.
+static inline float dt_host_fminf(float a, float b) { return std::isnan(a) ? b : std::isnan(b) ? a : std::fmin(a, b); }
+static inline float dt_host_fmaxf(float a, float b) { return std::isnan(a) ? b : std::isnan(b) ? a : std::fmax(a, b); }
+static inline double dt_host_fmin(double a, double b) { return std::isnan(a) ? b : std::isnan(b) ? a : std::fmin(a, b); }
+static inline double dt_host_fmax(double a, double b) { return std::isnan(a) ? b : std::isnan(b) ? a : std::fmax(a, b); }
+#define fminf dt_host_fminf
+#define fmaxf dt_host_fmaxf
+#define fmin dt_host_fmin
+#define fmax dt_host_fmax
+
 #define __global__
 #define __device__
 #define __host__

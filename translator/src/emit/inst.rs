@@ -362,8 +362,17 @@ fn int_binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -
         let amt = get(e, fx, b, K::Int(32), false)?;
         return shift(e, fx, d, va, amt, bits, opcode == "shl", signed && opcode == "shr");
     }
-    let va = get(e, fx, a, k, signed)?;
-    let vb = get(e, fx, b, k, signed)?;
+    let mut va = get(e, fx, a, k, signed)?;
+    let mut vb = get(e, fx, b, k, signed)?;
+    if opcode == "and" && e.opts.zero_operand_workaround {
+        // Constant masks hidden from llvmpipe (see `zero::launder_int`).
+        if matches!(a, Operand::Int(..)) {
+            va = super::zero::launder_int(e, va, bits)?;
+        }
+        if matches!(b, Operand::Int(..)) {
+            vb = super::zero::launder_int(e, vb, bits)?;
+        }
+    }
     let r = match opcode {
         "add" | "sub" if inst.has("sat") => {
             if t != ScalarType::S32 {

@@ -133,22 +133,43 @@ pub(crate) fn hide_zero_constants(words: Vec<u32>, p: &Prepared) -> Vec<u32> {
     m.assemble()
 }
 
+/// An opaque zero of `bits` (32 or 64) bits: `LocalInvocationIndex >> 31`.
+fn opaque_zero(e: &mut Emitter, bits: u32) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let c31 = e.c_u32(31);
+    let index = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
+    let zero = e.b.shift_right_logical(u32t, None, index, c31).map_err(internal1)?;
+    if bits == 64 {
+        let it = e.t_int(64);
+        return e.b.u_convert(it, None, zero).map_err(internal1);
+    }
+    Ok(zero)
+}
+
 /// `v` (a float of kind `k`) with its bits OR-ed with an opaque zero (see
 /// the module docs); other kinds pass unchanged.
 pub(crate) fn launder(e: &mut Emitter, v: Word, k: K) -> Result<Word, Diagnostic> {
     let K::Float(bits @ (32 | 64)) = k else {
         return Ok(v);
     };
-    let u32t = e.t_int(32);
-    let c31 = e.c_u32(31);
-    let index = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
-    let mut zero = e.b.shift_right_logical(u32t, None, index, c31).map_err(internal1)?;
+    let zero = opaque_zero(e, bits)?;
     let it = e.t_int(bits);
-    if bits == 64 {
-        zero = e.b.u_convert(it, None, zero).map_err(internal1)?;
-    }
     let ft = e.t_float(bits);
     let i = e.b.bitcast(it, None, v).map_err(internal1)?;
     let i = e.b.bitwise_or(it, None, i, zero).map_err(internal1)?;
     e.b.bitcast(ft, None, i).map_err(internal1)
+}
+
+/// An integer `v` of `bits` (32 or 64) bits OR-ed with an opaque zero: for
+/// the constant masks of `and`, which llvmpipe miscompiles in
+/// `c ? (x & ~m) | (y & m) : x` (the differential tester's seed 1601331:
+/// the select returned `x` with `c` true; with either mask or operand not a
+/// constant the result is right).
+pub(crate) fn launder_int(e: &mut Emitter, v: Word, bits: u32) -> Result<Word, Diagnostic> {
+    if bits != 32 && bits != 64 {
+        return Ok(v);
+    }
+    let zero = opaque_zero(e, bits)?;
+    let it = e.t_int(bits);
+    e.b.bitwise_or(it, None, v, zero).map_err(internal1)
 }
