@@ -247,7 +247,9 @@ def apply_poly_2d(a, out):
         out[r, c] = poly(a[r, c]) + math.sqrt(abs(a[r, c]))
 
 
-@cuda.jit("void(float64, float64, float64, int32, int32[:, :])")
+# No explicit signature: one would compile at import and make the primary
+# context current before test_cuda_python's context checks run.
+@cuda.jit
 def escape_time(re0, im0, step, maxit, counts):
     x0, y0 = cuda.grid(2)
     sx, sy = cuda.gridsize(2)
@@ -280,7 +282,7 @@ def escape_time_reference(re0, im0, step, maxit, rows, cols):
 def test_escape_time_grid_stride(grid, block):
     """Issue 16: nested grid-stride loops around a loop with two exits lost
     the stores of their last iteration on lavapipe."""
-    rows, cols, args = 120, 160, (-2.0, -1.2, 0.015, 200)
+    rows, cols, args = 120, 160, (-2.0, -1.2, 0.015, np.int32(200))
     counts = poisoned((rows, cols), np.int32)
     escape_time[grid, block](*args, counts)
     got = counts.copy_to_host()
