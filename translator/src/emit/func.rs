@@ -832,11 +832,8 @@ fn memory_registers<'n>(
     if memory.is_empty() {
         return Ok(());
     }
-    let u32t = e.t_int(32);
     let two = e.c_u32(2);
-    let c31 = e.c_u32(31);
-    let index = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
-    let opaque_zero = e.b.shift_right_logical(u32t, None, index, c31).map_err(internal1)?;
+    let opaque_zero = super::zero::opaque_zero(e, 32)?;
     for &(name, k, pt, init) in memory {
         let ty = e.kty(k);
         let arr = e.ty(TyKey::Array(ty, two));

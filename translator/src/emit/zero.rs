@@ -134,7 +134,7 @@ pub(crate) fn hide_zero_constants(words: Vec<u32>, p: &Prepared) -> Vec<u32> {
 }
 
 /// An opaque zero of `bits` (32 or 64) bits: `LocalInvocationIndex >> 31`.
-fn opaque_zero(e: &mut Emitter, bits: u32) -> Result<Word, Diagnostic> {
+pub(crate) fn opaque_zero(e: &mut Emitter, bits: u32) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     let c31 = e.c_u32(31);
     let index = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
