@@ -110,6 +110,15 @@ struct Cli {
     /// left the loop early, from their stale inputs).
     #[arg(long = "loop-live-outs-in-memory", default_value_t = false)]
     loop_live_outs_in_memory: bool,
+    /// Fuse `mul` + `add`/`sub` pairs without rounding modifiers into one
+    /// fused multiply-add where NVIDIA's ptxas does (`--fmad=false`: keep
+    /// every product and sum separately rounded).
+    #[arg(long = "fmad", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    fmad: bool,
+    /// Print how many `add`/`sub` instructions the contraction rule fuses
+    /// and stop.
+    #[arg(long = "print-contractions", default_value_t = false)]
+    print_contractions: bool,
     /// Bytes of each thread's stack for recursive functions (256 to
     /// 1048576).
     #[arg(long = "recursion-stack-bytes", default_value_t = ptxvk_translator::recursion::STACK_BYTES)]
@@ -159,6 +168,10 @@ fn run(cli: Cli) -> Result<(), String> {
     if cli.parse_only {
         return ptxvk_translator::check_syntax(&source, &name).map_err(|d| d.to_string());
     }
+    if cli.print_contractions {
+        let stats = ptxvk_translator::contraction_stats(&source, &name).map_err(|d| d.to_string())?;
+        return write_out(&cli, format!("fused {}\n", stats.fused_sites).as_bytes());
+    }
     let opts = Options {
         target_env: match cli.target_env {
             Env::Vulkan12 => TargetEnv::Vulkan1_2,
@@ -184,6 +197,7 @@ fn run(cli: Cli) -> Result<(), String> {
         unroll_spin_loops: cli.unroll_spin_loops,
         loop_limit: cli.loop_limit,
         loop_live_outs_in_memory: cli.loop_live_outs_in_memory,
+        contract: cli.fmad,
         recursion_stack_bytes: cli.recursion_stack_bytes,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;

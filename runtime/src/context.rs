@@ -1049,6 +1049,8 @@ impl ContextInner {
             // It recomputes values a loop leaves behind for lanes that left early.
             loop_live_outs_in_memory: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIVE_OUTS_ENV).is_ok_and(|v| v == "0"),
+            // ptxas fuses mul + add pairs without rounding modifiers.
+            contract: !std::env::var(crate::instance::FMAD_ENV).is_ok_and(|v| v == "0" || v == "false"),
             recursion_stack_bytes: self.stack_bytes.load(std::sync::atomic::Ordering::Relaxed),
         }
     }

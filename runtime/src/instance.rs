@@ -26,6 +26,12 @@ pub const SPIRV_VAL_ENV: &str = "PTXVK_SPIRV_VAL";
 /// can be wrong: see the translator's `loop_live_outs_in_memory`).
 pub const LOOP_LIVE_OUTS_ENV: &str = "PTXVK_LOOP_LIVE_OUTS";
 
+/// `PTXVK_FMAD=0`: keep every `mul` and `add`/`sub` without a rounding
+/// modifier separately rounded instead of fusing the pairs NVIDIA's `ptxas`
+/// fuses (the translator's `contract`; nvcc's `--fmad=false` for PTX that
+/// was compiled with the default `--fmad=true`).
+pub const FMAD_ENV: &str = "PTXVK_FMAD";
+
 /// `PTXVK_DUMP=<folder>`: write every PTX module the runtime translates, and
 /// its SPIR-V, to `<folder>/<n>-<file name>.ptx` and `.spv` (for bug
 /// reports: what a client such as numba actually loads).

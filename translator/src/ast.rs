@@ -413,7 +413,11 @@ impl Instruction {
 
     /// How many of the leading operands are destinations: a `call`'s
     /// result list, or those the decoded form marks as outputs (0 when the
-    /// instruction did not decode).
+    /// instruction did not decode). A form whose block in `isa/ptx.isa` has
+    /// no operand type rules marks nothing; there the first operand is the
+    /// destination when it is a register, a vector or pair of registers or
+    /// `_` (PTX writes destinations first; instructions without one start
+    /// with an address, an immediate or nothing).
     pub fn destinations(&self) -> usize {
         let ops = self.operands.as_slice();
         if self.opcode == "call" {
@@ -421,6 +425,22 @@ impl Instruction {
         }
         let Some(d) = &self.decoded else { return 0 };
         let form = d.form();
+        let unruled = form.operands.iter().all(|s| !s.out && matches!(s.ty, crate::isa::table::TypeRule::Any));
+        if unruled {
+            // Those that start with a label or a register they read.
+            let no_destination = match &*self.opcode {
+                "bar" | "barrier" => !self.has("red"),
+                "bra" | "brx" | "nanosleep" | "stackrestore" | "pmevent" => true,
+                _ => false,
+            };
+            if no_destination {
+                return 0;
+            }
+            return usize::from(matches!(
+                ops.first(),
+                Some(Operand::Name { .. } | Operand::Vector(..) | Operand::Pair(..) | Operand::Sink(_))
+            ));
+        }
         let mut outs = 0;
         while outs < ops.len() && form.operands.get(outs).is_some_and(|s| s.out) {
             outs += 1;

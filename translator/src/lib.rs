@@ -38,6 +38,7 @@ pub mod abi;
 pub mod ast;
 pub mod cfg;
 pub mod check;
+pub mod contract;
 pub mod diag;
 mod emit;
 mod fxhash;
@@ -177,6 +178,11 @@ pub struct Options {
     /// already left the loop, from their stale inputs (see
     /// `emit/live_out.rs`).
     pub loop_live_outs_in_memory: bool,
+    /// Fuse the `mul` + `add`/`sub` pairs without rounding modifiers that
+    /// NVIDIA's `ptxas` fuses into one fused multiply-add (see
+    /// [`contract`]); off keeps every `mul` and `add` separately rounded,
+    /// as nvcc's `--fmad=false` would.
+    pub contract: bool,
     /// Bytes of the per-thread stack of recursive functions (see
     /// [`recursion`]); [`recursion::STACK_BYTES`] by default, at most
     /// [`recursion::MAX_STACK_BYTES`].
@@ -202,6 +208,7 @@ impl Default for Options {
             unroll_spin_loops: 0,
             loop_limit: false,
             loop_live_outs_in_memory: false,
+            contract: true,
             recursion_stack_bytes: recursion::STACK_BYTES,
         }
     }
@@ -221,6 +228,9 @@ pub struct Translation {
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
     let mut module = front_end(source, file_name)?;
+    if options.contract {
+        contract_module(&mut module).map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
+    }
     let rewritten = recursion::run(&mut module, options.recursion_stack_bytes)
         .map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
     if !rewritten.is_empty() {
@@ -235,6 +245,28 @@ pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Tra
     spin::run(&mut module, options.unroll_spin_loops);
     let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;
     Ok(Translation { spirv, info })
+}
+
+/// Run [`contract`] on a checked module and decode what it wrote.
+fn contract_module(module: &mut ast::Module) -> Result<contract::Stats, Diagnostic> {
+    let (rewritten, stats) = contract::run(module);
+    if !rewritten.is_empty() {
+        let errors = check::run_functions(module, |name| rewritten.contains(name));
+        if let Some(first) = errors.into_iter().next() {
+            return Err(Diagnostic::error(
+                first.span,
+                format!("internal error in the contraction pass: {}", first.message),
+            ));
+        }
+    }
+    Ok(stats)
+}
+
+/// The multiply-add pairs [`translate`] fuses (see [`contract`]), and the
+/// module as PTX-like text after the rewrite is not kept: only the counts.
+pub fn contraction_stats(source: &str, file_name: &str) -> Result<contract::Stats, Diagnostics> {
+    let mut module = front_end(source, file_name)?;
+    contract_module(&mut module).map_err(|d| Diagnostics::new(file_name, source, vec![d]))
 }
 
 /// Check syntax, instruction forms and operand types without lowering.
