@@ -24,5 +24,12 @@ if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 ]]; then
     if [[ "${PTXVK_SKIP_DIFFTEST:-0}" != 1 ]]; then
         tests/difftest/run.sh --short
         tests/difftest/run.sh --short-numba
+        # Multiply-add contraction (docs/contraction.md): 150 generated
+        # programs, each checked against ptxas's SASS (ptxas and nvdisasm
+        # from the clients' environment) and run bit for bit.
+        venv="${PTXVK_CLIENT_VENV:-/tmp/ptxvk-client-venv}"
+        nvbin=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cu*/bin | tail -n 1)
+        PATH="$nvbin:$PATH" python3 tests/difftest/contract.py --require-ptxas \
+            --lib "$(libcuda/build-libcuda.sh)/libcuda.so.1" --count 150 --seed 1
     fi
 fi

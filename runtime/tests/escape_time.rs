@@ -42,8 +42,10 @@ fn numba_count(y: usize, x: usize) -> u32 {
     let mut k: i64 = 1;
     loop {
         let count = k as u32;
-        let (a, b, ab) = (zr * zr, zi * zi, zr * zi);
-        let re = a - b;
+        let (b, ab) = (zi * zi, zr * zi);
+        // ptxas fuses `zr*zr - zi*zi` (docs/contraction.md): zr*zr is the first
+        // of two single-use products.
+        let re = zr.mul_add(zr, -b);
         let im = zr.mul_add(zi, ab);
         if k >= MAXIT as i64 {
             return count;

@@ -653,6 +653,8 @@ def main():
     ap.add_argument('--ptx2spv', default=None, help='ptx2spv binary (default: target/{release,debug}/ptx2spv)')
     ap.add_argument('--ptxas', default=shutil.which('ptxas'))
     ap.add_argument('--nvdisasm', default=shutil.which('nvdisasm'))
+    ap.add_argument('--require-ptxas', action='store_true',
+                    help='fail when ptxas or nvdisasm is missing instead of skipping that check')
     ap.add_argument('--count', type=int, default=100)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--program', type=int, action='append', default=[],
@@ -674,6 +676,8 @@ def main():
         from cuda_runner import Driver
         drv = Driver(args.lib)
     check_sass = bool(args.ptxas and args.nvdisasm)
+    if args.require_ptxas and not check_sass:
+        sys.exit('contract.py: ptxas or nvdisasm not found (pip nvidia-cuda-nvcc, nvidia-cuda-nvdisasm)')
     workdir = tempfile.mkdtemp(prefix='contract-')
     passed = failed = sass_checked = fused_total = 0
     seeds = args.program or [args.seed * 1_000_003 + k for k in range(args.count)]

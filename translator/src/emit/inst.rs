@@ -194,6 +194,13 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             }
             Ok(())
         }
+        // Programmatic dependent launch: `.wait` waits until the grids this
+        // one depends on have completed and their memory is visible, and
+        // `.launch_dependents` lets dependent grids start early. The runtime
+        // never starts a grid before the previous work of its stream has
+        // completed (with a memory barrier in between), so the wait is
+        // already satisfied and the early start is a hint it does not take.
+        "griddepcontrol" => Ok(()),
         "trap" | "brkpt" => Err(unsupported(inst, "kernel traps are not supported yet")),
         "call" => super::call::call(e, fx, inst, None),
         "shfl" | "vote" | "match" | "redux" | "activemask" | "elect" => {
