@@ -43,7 +43,7 @@ enum Break {
     SyntaxMiddle,
     /// The last entry is not closed.
     SyntaxEnd,
-    /// `griddepcontrol.wait;` (which the translator refuses) in the second
+    /// `brkpt;` (which the translator refuses: no debugger to stop in) in the second
     /// entry only: the first one translates.
     Unsupported,
     /// Module data over the translator's limit (1 GiB): refused after the
@@ -87,7 +87,7 @@ fn ptx(f: Flavour, brk: Option<Break>) -> Vec<u8> {
     let accumulate = if f.square { "fma.rn.f64 \t%fd11, %fd6, %fd6, %fd11;" } else { "add.f64 \t%fd11, %fd11, %fd6;" };
     let start = if matches!(brk, Some(Break::SyntaxStart)) { "this is not PTX;\n" } else { "" };
     let middle = if matches!(brk, Some(Break::SyntaxMiddle)) { "\tadd.f64 \t%fd11, %fd11,, ;\n" } else { "" };
-    let unsupported = if matches!(brk, Some(Break::Unsupported)) { "\tgriddepcontrol.wait;\n" } else { "" };
+    let unsupported = if matches!(brk, Some(Break::Unsupported)) { "\tbrkpt;\n" } else { "" };
     let end = if matches!(brk, Some(Break::SyntaxEnd)) { "" } else { "}\n" };
     let huge = if matches!(brk, Some(Break::TooLarge)) {
         "// .globl\thuge\n.global .align 8 .b8 huge[2147483648];\n"
@@ -399,7 +399,7 @@ fn failed_module_load_leaves_nothing_behind() {
         assert_eq!(rc, expected_failure(brk), "{brk:?}: cuModuleLoadDataEx(B): {log}");
         assert_eq!(load_module(api, &bad).err(), Some(expected_failure(brk)), "{brk:?}: cuModuleLoadData(B)");
         if matches!(brk, Break::Unsupported) {
-            assert!(log.contains("griddepcontrol"), "{log}");
+            assert!(log.contains("brkpt"), "{log}");
         }
         run(api, &ka, A, &mut rng);
         let c = load_module(api, &ptx(C, None)).expect("load C");
