@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# CuPy 14.2 on the built libcuda.so.1 (test_cupy.py), in its own virtual
+# environment (about 2 GB with the CUDA toolkit wheels CuPy's [ctk] extra
+# pulls; needs PyPI the first time). Not part of scripts/test.sh.
+#
+#   libcuda/tests/clients/cupy/run.sh [pytest args...]
+#
+# Environment: PTXVK_CUPY_VENV (default /tmp/ptxvk-cupy-venv).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../../.." && pwd)"
+venv="${PTXVK_CUPY_VENV:-/tmp/ptxvk-cupy-venv}"
+if [[ ! -x "$venv/bin/python" ]]; then
+    python3 -m venv "$venv"
+fi
+stamp="$venv/.ptxvk-requirements"
+if ! cmp -s "$here/requirements.txt" "$stamp"; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/requirements.txt" >&2
+    cp "$here/requirements.txt" "$stamp"
+fi
+libdir="$("$root/libcuda/build-libcuda.sh")"
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [[ -z "${VK_ICD_FILENAMES:-}" && -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json && -z "${PTXVK_DEVICE:-}" ]]; then
+    export VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+fi
+# CuPy's own kernels as PTX (NVRTC), which the shim translates.
+export CUPY_COMPILE_WITH_PTX=1
+cd /tmp
+echo "== CuPy =="
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning "$@" "$here"

@@ -1,0 +1,61 @@
+"""CuPy 14.2 through the shim (run.sh sets CUPY_COMPILE_WITH_PTX=1).
+
+Issue 24: results that depend on multiply-add contraction (NVRTC leaves
+`mul` + `sub` pairs without `.rn` that ptxas fuses) and CUB reductions after
+another library's load (Thrust's, which used to fail on `griddepcontrol`).
+Each test runs in a fresh process where order matters.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+
+
+def test_remainder_of_the_issue_matches_numpy():
+    got = float(cp.remainder(cp.asarray([255.6]), cp.asarray([1.2]))[0])
+    assert got == float(np.remainder(255.6, 1.2))
+    assert 3.7e-15 < got < 3.8e-15
+
+
+def test_remainder_matches_numpy_bit_for_bit():
+    # With x - floor(x / y) * y fused into one rounding, CuPy's remainder is
+    # the exact remainder rounded once, as numpy's fmod-based one: every
+    # element is equal (with separate roundings about 8% are).
+    rng = np.random.default_rng(24)
+    x = rng.uniform(-1e3, 1e3, 4000)
+    y = rng.uniform(0.1, 10.0, 4000) * rng.choice([-1.0, 1.0], 4000)
+    got = cp.remainder(cp.asarray(x), cp.asarray(y)).get()
+    np.testing.assert_array_equal(got, np.remainder(x, y))
+
+
+def test_fmod_and_unwrap_match_numpy():
+    got = cp.fmod(cp.asarray([255.6, -7.5, 1e10]), cp.asarray([1.2, 2.0, 3.3])).get()
+    np.testing.assert_array_equal(got, np.fmod([255.6, -7.5, 1e10], [1.2, 2.0, 3.3]))
+    p = np.array([0.0, 3.5, 7.1, 12.9, -2.0, 20.0, 255.6])
+    np.testing.assert_array_equal(cp.unwrap(cp.asarray(p)).get(), np.unwrap(p))
+    rng = np.random.default_rng(7)
+    q = np.cumsum(rng.uniform(-4, 4, 500))
+    np.testing.assert_allclose(cp.unwrap(cp.asarray(q)).get(), np.unwrap(q), rtol=0, atol=1e-12)
+
+
+SORT_THEN_SUM = """
+import cupy as cp
+try:
+    cp.sort(cp.arange(10.)[::-1])
+except Exception as e:
+    print('sort:', type(e).__name__, e)
+print(float(cp.arange(6.).sum()), float(cp.arange(1000.).sum()))
+"""
+
+
+def test_cub_sums_after_thrust():
+    env = dict(__import__("os").environ, CUPY_ACCELERATORS="cub")
+    out = subprocess.run([sys.executable, "-c", SORT_THEN_SUM], capture_output=True, text=True, env=env,
+                         timeout=1200)
+    assert out.returncode == 0, out.stderr[-2000:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert last == "15.0 499500.0", out.stdout
