@@ -56,8 +56,12 @@
 //! it fuses less than `ptxas`.
 
 use crate::ast::{FloatImm, Function, Guard, Instruction, Module, ModuleItem, Operand, ScalarType, Statement, VarDecl};
+use crate::fxhash::Fx;
 use crate::short_str::Str;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Fx>>;
 
 /// What [`run`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -67,8 +71,9 @@ pub struct Stats {
 }
 
 /// Contract the `mul` + `add`/`sub` pairs `ptxas` would fuse in every
-/// function body. Returns the names of the functions it rewrote (their new
-/// instructions still need decoding by [`crate::check`]) and the counts.
+/// function body. Returns the names of the functions where an instruction
+/// it wrote did not decode (for [`crate::check`] to report; none is
+/// expected) and the counts.
 pub fn run(module: &mut Module) -> (HashSet<String>, Stats) {
     let prefix = fresh_prefix(module);
     let mut rewritten = HashSet::new();
@@ -76,12 +81,21 @@ pub fn run(module: &mut Module) -> (HashSet<String>, Stats) {
     for item in &mut module.items {
         let ModuleItem::Function(f) = item else { continue };
         let n = contract_function(f, &prefix);
-        if n > 0 {
-            stats.fused_sites += n;
+        stats.fused_sites += n;
+        if n > 0 && !decoded(f.body.as_deref().unwrap_or(&[])) {
             rewritten.insert(f.name.clone());
         }
     }
     (rewritten, stats)
+}
+
+/// Whether every instruction of a body decoded.
+fn decoded(body: &[Statement]) -> bool {
+    body.iter().all(|s| match s {
+        Statement::Inst(i) => i.decoded.is_some(),
+        Statement::Block(b) => decoded(b),
+        _ => true,
+    })
 }
 
 /// A register-name prefix no declaration of the module starts with.
@@ -204,9 +218,12 @@ fn jump_to_next(body: &[Statement], i: usize, targets: &HashMap<String, usize>) 
 
 /// The registers an instruction reads (its guard, its source operands) and
 /// writes. An instruction that did not decode reads and writes every name.
-fn reads_writes(inst: &Instruction) -> (Vec<&str>, Vec<&str>) {
-    let mut reads = Vec::new();
-    let mut writes = Vec::new();
+/// Register names an instruction mentions (most mention few).
+type Names<'a> = smallvec::SmallVec<[&'a str; 4]>;
+
+fn reads_writes(inst: &Instruction) -> (Names<'_>, Names<'_>) {
+    let mut reads = Names::new();
+    let mut writes = Names::new();
     if let Some(g) = &inst.guard {
         reads.push(&*g.name);
     }
@@ -329,8 +346,10 @@ fn mov_type(t: ScalarType) -> &'static str {
     }
 }
 
+/// A new instruction at `template`'s place, decoded (`decoded` stays
+/// `None` if it does not decode, which [`crate::check`] then reports).
 fn make(template: &Instruction, guard: Option<Guard>, opcode: &str, mods: &[&str], ops: Vec<Operand>) -> Instruction {
-    Instruction {
+    let mut inst = Instruction {
         span: template.span,
         guard,
         opcode_span: template.opcode_span,
@@ -338,7 +357,9 @@ fn make(template: &Instruction, guard: Option<Guard>, opcode: &str, mods: &[&str
         modifiers: mods.iter().map(|m| Str::from(*m)).collect(),
         operands: ops.into_iter().collect(),
         decoded: None,
-    }
+    };
+    inst.decoded = crate::check::decode(&inst).ok();
+    inst
 }
 
 fn name_op(template: &Instruction, name: &str) -> Operand {
@@ -359,7 +380,7 @@ fn negate_imm(op: &Operand) -> Option<Operand> {
 /// Contract one function; returns the number of fused sites.
 fn contract_function(f: &mut Function, prefix: &str) -> usize {
     let Some(body) = f.body.as_mut() else { return 0 };
-    let mut targets = HashMap::new();
+    let mut targets = HashMap::default();
     branch_targets(body, &mut targets);
 
     // Basic blocks: the block of each top-level statement. A label no
@@ -387,28 +408,28 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
         };
     }
 
-    // Where each register is mentioned.
-    let mut mentions: HashMap<&str, Mention> = HashMap::new();
-    for (i, s) in body.iter().enumerate() {
-        let b = block_of[i];
-        let (reads, writes): (Vec<&str>, Vec<&str>) = match s {
-            Statement::Inst(inst) => {
-                let (r, w) = reads_writes(inst);
-                // A guarded write keeps the old value where the guard fails.
-                if inst.guard.is_some() {
-                    (r.iter().chain(&w).copied().collect(), w)
-                } else {
-                    (r, w)
-                }
-            }
+    // What each instruction reads and writes, and where each register is
+    // mentioned.
+    let rws: Vec<(Names, Names)> = body
+        .iter()
+        .map(|s| match s {
+            Statement::Inst(inst) => reads_writes(inst),
             Statement::Block(inner) => {
                 let mut v = Vec::new();
                 names_in(inner, &mut v);
-                (v.clone(), v)
+                (v.iter().copied().collect(), v.into_iter().collect())
             }
-            _ => continue,
-        };
-        for (n, is_read) in reads.iter().map(|n| (*n, true)).chain(writes.iter().map(|n| (*n, false))) {
+            _ => (Names::new(), Names::new()),
+        })
+        .collect();
+    let mut mentions: HashMap<&str, Mention> = HashMap::default();
+    for (i, s) in body.iter().enumerate() {
+        let b = block_of[i];
+        let (reads, writes) = &rws[i];
+        // A guarded write keeps the old value where the guard fails: a read.
+        let guarded = matches!(s, Statement::Inst(inst) if inst.guard.is_some());
+        let reads = reads.iter().chain(writes.iter().filter(|_| guarded));
+        for (n, is_read) in reads.map(|n| (*n, true)).chain(writes.iter().map(|n| (*n, false))) {
             match mentions.get_mut(n) {
                 Some(m) => {
                     if m.block != b {
@@ -426,8 +447,8 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
     // Scan each block for products and sites.
     let mut products: Vec<Product> = Vec::new();
     let mut sites: Vec<Site> = Vec::new();
-    let mut alias: HashMap<&str, (usize, bool)> = HashMap::new();
-    let mut sources: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut alias: HashMap<&str, (usize, bool)> = HashMap::default();
+    let mut sources: HashMap<&str, Vec<usize>> = HashMap::default();
     let mut cur_block = usize::MAX;
     for (i, s) in body.iter().enumerate() {
         if block_of[i] != cur_block {
@@ -454,7 +475,7 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
             }
             _ => continue,
         };
-        let (reads, writes) = reads_writes(inst);
+        let (reads, writes) = &rws[i];
         let opcode = &*inst.opcode;
         let ops = inst.operands.as_slice();
 
@@ -518,7 +539,7 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
                     }
                 }
             } else {
-                for n in &reads {
+                for n in reads.iter() {
                     if let Some((p, _)) = alias.get(n) {
                         products[*p].escaped = true;
                     }
@@ -528,7 +549,7 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
 
         // Writes. A guarded write keeps the old value where the guard fails:
         // a use of the product the register held.
-        for n in &writes {
+        for n in writes.iter() {
             if let Some((p, _)) = alias.remove(n) {
                 if inst.guard.is_some() {
                     products[p].escaped = true;
@@ -574,6 +595,7 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
         }
     }
     drop(sources);
+    drop(rws);
     drop(mentions);
 
     // Which product each site fuses.
@@ -585,11 +607,11 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
 
     // The rewrite.
     let mut fresh = Fresh { prefix, next: 0, decls: Vec::new() };
-    let mut edits: HashMap<usize, Edit> = HashMap::new();
+    let mut edits: HashMap<usize, Edit> = HashMap::default();
     // Per product: its multiplicands as the sites use them, and a negated
     // form of the first, made at the `mul` when needed.
-    let mut operands: HashMap<usize, (Operand, Operand)> = HashMap::new();
-    let mut negated: HashMap<usize, (Operand, Operand)> = HashMap::new();
+    let mut operands: HashMap<usize, (Operand, Operand)> = HashMap::default();
+    let mut negated: HashMap<usize, (Operand, Operand)> = HashMap::default();
     let mut count = 0;
     for (id, s) in sites.iter().enumerate() {
         let Some((k, p, neg)) = chosen(id) else { continue };
