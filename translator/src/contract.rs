@@ -377,15 +377,12 @@ fn negate_imm(op: &Operand) -> Option<Operand> {
     Some(Operand::Float(*s, v))
 }
 
-/// Contract one function; returns the number of fused sites.
-fn contract_function(f: &mut Function, prefix: &str) -> usize {
-    let Some(body) = f.body.as_mut() else { return 0 };
+/// The basic block of each top-level statement, as `ptxas` sees blocks: a
+/// label no branch names does not start one, nor does the label that an
+/// unconditional `bra` right before it names as its only branch.
+fn basic_blocks(body: &[Statement]) -> Vec<usize> {
     let mut targets = HashMap::default();
     branch_targets(body, &mut targets);
-
-    // Basic blocks: the block of each top-level statement. A label no
-    // branch names does not start one, nor does the label an unconditional
-    // `bra` right before it names as its only branch.
     let mut block_of = Vec::with_capacity(body.len());
     let mut block = 0usize;
     let mut end_after = false;
@@ -407,6 +404,13 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
             _ => false,
         };
     }
+    block_of
+}
+
+/// Contract one function; returns the number of fused sites.
+fn contract_function(f: &mut Function, prefix: &str) -> usize {
+    let Some(body) = f.body.as_mut() else { return 0 };
+    let block_of = basic_blocks(body);
 
     // What each instruction reads and writes, and where each register is
     // mentioned.
@@ -598,15 +602,29 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
     drop(rws);
     drop(mentions);
 
-    // Which product each site fuses.
     let choice = choose(&products, &sites);
+    let mut fresh = Fresh { prefix, next: 0, decls: Vec::new() };
+    let (edits, count) = rewrite(body, &products, &sites, &choice, &mut fresh);
+    if count > 0 {
+        apply(body, edits, fresh.decls, f.span);
+    }
+    count
+}
+
+/// The edits that turn each site `choice` fuses into a fused multiply-add
+/// (with the `neg` and `mov` instructions it needs), and their number.
+fn rewrite(
+    body: &[Statement],
+    products: &[Product],
+    sites: &[Site],
+    choice: &[Option<usize>],
+    fresh: &mut Fresh,
+) -> (HashMap<usize, Edit>, usize) {
     let chosen = |id: usize| -> Option<(usize, usize, bool)> {
         let k = choice[id]?;
         sites[id].slots[k].map(|(p, neg)| (k, p, neg))
     };
 
-    // The rewrite.
-    let mut fresh = Fresh { prefix, next: 0, decls: Vec::new() };
     let mut edits: HashMap<usize, Edit> = HashMap::default();
     // Per product: its multiplicands as the sites use them, and a negated
     // form of the first, made at the `mul` when needed.
@@ -689,10 +707,16 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
         edits.entry(s.at).or_default().replace = Some(fma);
         count += 1;
     }
-    if count == 0 {
-        return 0;
-    }
+    (edits, count)
+}
 
+/// Applies `edits` back to front and declares the fresh registers.
+fn apply(
+    body: &mut Vec<Statement>,
+    mut edits: HashMap<usize, Edit>,
+    decls: Vec<(ScalarType, String)>,
+    span: crate::diag::Span,
+) {
     // Apply, back to front.
     let mut keys: Vec<usize> = edits.keys().copied().collect();
     keys.sort_unstable_by(|x, y| y.cmp(x));
@@ -703,9 +727,8 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
         }
         body.splice(at..at, edit.before);
     }
-    let span = f.span;
     let mut by_type: Vec<(ScalarType, Vec<String>)> = Vec::new();
-    for (t, n) in fresh.decls {
+    for (t, n) in decls {
         match by_type.iter_mut().find(|(u, _)| *u == t) {
             Some((_, v)) => v.push(n),
             None => by_type.push((t, vec![n])),
@@ -719,7 +742,6 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
         })
         .collect();
     body.splice(0..0, decls);
-    count
 }
 
 /// Record that register `n` is written at position `pos`: products that
