@@ -659,6 +659,8 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--program', type=int, action='append', default=[],
                     help='run only this program seed (as FAIL lines print it); repeatable')
+    ap.add_argument('--write-fixture', metavar='DIR', help='write each program as a cargo-test fixture in DIR')
+    ap.add_argument('--note', default='', help="the fixture's note")
     ap.add_argument('--out-dir', default=None, help='where failing programs are written')
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -705,8 +707,10 @@ def main():
                     problems.append(f'ptxas made {n} FFMA/DFMA, model fused {len(fz)} + {explicit} explicit fma')
             except RuntimeError as e:
                 problems.append(str(e))
+        if args.write_fixture:
+            print('wrote', write_fixture(args.write_fixture, seed, prog, fz, ptx, random.Random(seed + 1), args.note))
         if drv is not None and not problems:
-            problems += run_program(drv, prog, fz, ptx, rng)
+            problems += run_program(drv, prog, fz, ptx, random.Random(seed + 1))
         if problems:
             failed += 1
             print(f'FAIL seed {seed}: ' + '; '.join(problems[:3]), flush=True)
@@ -721,7 +725,9 @@ def main():
     sys.exit(1 if failed else 0)
 
 
-def run_program(drv, prog, fz, ptx, rng):
+def make_case(prog, fz, rng):
+    """Random inputs for THREADS threads, the launch, and every thread's
+    expected output words (POISON where a skipped block would store)."""
     ty = prog['ty']
     n_in = prog['n_in']
     n_out = len(prog['stores'])
@@ -749,23 +755,50 @@ def run_program(drv, prog, fz, ptx, rng):
             else:
                 words += words_of(out[k], ty)
                 k += 1
+        if not words:
+            words = [POISON] * w
         expected.append(words)
     in_words = [wd for ins in inputs for x in ins for wd in words_of(x, ty)]
+    case = {'kernel': 'k', 'in_words': in_words, 'out_words': THREADS * max(n_out, 1) * w,
+            'atom_words': 1, 'atom_init': [0], 'grid': [THREADS // 64, 1, 1], 'block': [64, 1, 1]}
+    return case, expected, inputs
+
+
+def run_program(drv, prog, fz, ptx, rng):
+    case, expected, inputs = make_case(prog, fz, rng)
     mod = drv.load(ptx)
     try:
-        case = {'kernel': 'k', 'in_words': in_words, 'out_words': THREADS * max(n_out, 1) * w,
-                'atom_words': 1, 'atom_init': [0], 'grid': [THREADS // 64, 1, 1], 'block': [64, 1, 1]}
         got, _ = drv.run_case(mod, case)
     finally:
         drv.unload(mod)
     problems = []
+    per = len(expected[0])
     for t in range(THREADS):
-        g = got[t * n_out * w:(t + 1) * n_out * w]
+        g = got[t * per:(t + 1) * per]
         if g != expected[t]:
             problems.append(f'thread {t}: got {[hex(x) for x in g]}, expected {[hex(x) for x in expected[t]]}, '
                             f'inputs {inputs[t]}')
             break
     return problems
+
+
+def write_fixture(outdir, seed, prog, fz, ptx, rng, note):
+    """A fixture for tests/tests/difftest_fixtures.rs: kernel.ptx, case.json
+    with the model's expected words, cmd.txt."""
+    case, expected, _ = make_case(prog, fz, rng)
+    d = os.path.join(outdir, f'contract_seed{seed}')
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, 'kernel.ptx'), 'w') as f:
+        f.write(ptx)
+    case.update({'expected_out': [wd for row in expected for wd in row], 'expected_atom': [0],
+                 'seed': seed, 'mode': 'contract', 'note': note})
+    import json
+    with open(os.path.join(d, 'case.json'), 'w') as f:
+        json.dump(case, f)
+    with open(os.path.join(d, 'cmd.txt'), 'w') as f:
+        f.write(f'python3 tests/difftest/contract.py --program {seed} --write-fixture tests/difftest/fixtures '
+                f'(generated PTX; expected words from the exact model of docs/contraction.md)\n')
+    return d
 
 
 if __name__ == '__main__':

@@ -630,6 +630,13 @@ fn rewrite(
     // form of the first, made at the `mul` when needed.
     let mut operands: HashMap<usize, (Operand, Operand)> = HashMap::default();
     let mut negated: HashMap<usize, (Operand, Operand)> = HashMap::default();
+    // The last site that fuses each product.
+    let mut last_site = vec![0; products.len()];
+    for (id, s) in sites.iter().enumerate() {
+        if let Some((_, p, _)) = chosen(id) {
+            last_site[p] = last_site[p].max(s.pos);
+        }
+    }
     let mut count = 0;
     for (id, s) in sites.iter().enumerate() {
         let Some((k, p, neg)) = chosen(id) else { continue };
@@ -642,7 +649,9 @@ fn rewrite(
         // d = ±(a*b) + c with the signs of the site.
         let negate_product = neg ^ (is_sub && k == 1);
         let negate_addend = is_sub && k == 0;
-        let needs_copy = pr.clobber.is_some_and(|c| c < s.pos);
+        // Copies when the block writes a multiplicand before any site that
+        // fuses the product (the copies serve every site).
+        let needs_copy = pr.clobber.is_some_and(|c| c < last_site[p]);
         let (a, b) = operands
             .entry(p)
             .or_insert_with(|| {
