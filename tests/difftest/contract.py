@@ -84,6 +84,8 @@ def round_frac(q, ty):
 
 
 def flush(x, ty, ftz):
+    if x is None:
+        raise OverflowError  # an operand overflowed: the caller draws new inputs
     if ftz and ty == 'f32' and x != 0 and abs(x) < 2.0 ** -126:
         return math_copysign0(x)
     return x
