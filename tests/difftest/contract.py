@@ -202,16 +202,25 @@ def gen_program(rng):
             return prog_ftz if rng.random() < 0.85 else not prog_ftz
 
         def canon(x):
-            while isinstance(x, int) and vals[x].op == 'mov':
+            """The value x copies, and whether negated (through mov and neg)."""
+            neg = False
+            while isinstance(x, int) and (vals[x].op == 'mov' or (vals[x].op == 'neg' and not vals[x].ftz)):
+                neg ^= vals[x].op == 'neg'
                 x = vals[x].args[0]
-            return x if isinstance(x, int) else ('imm', x[1])
+            return (x if isinstance(x, int) else ('imm', x[1]), neg)
 
         def key(v):
-            # ptxas computes an expression once: keep every one distinct.
-            if v.op in ('add', 'gadd', 'mul'):
-                a = sorted((canon(x) for x in v.args[-2:]), key=repr)
-                return ('mul' if v.op == 'mul' else 'add', tuple(a), v.rnd, v.ftz, v.sat, v.block)
-            if v.op in ('sub', 'neg', 'abs', 'fma'):
+            # ptxas computes an expression once (x - y and -y + x too):
+            # keep every one distinct.
+            if v.op in ('add', 'gadd', 'sub'):
+                a, b = (canon(x) for x in v.args[-2:])
+                if v.op == 'sub':
+                    b = (b[0], not b[1])
+                return ('add', tuple(sorted((a, b), key=repr)), v.rnd, v.ftz, v.sat, v.block)
+            if v.op == 'mul':
+                a, b = (canon(x) for x in v.args)
+                return ('mul', tuple(sorted((a[0], b[0]), key=repr)), a[1] ^ b[1], v.rnd, v.ftz, v.sat, v.block)
+            if v.op in ('neg', 'abs', 'fma'):
                 return (v.op, tuple(canon(x) for x in v.args), v.rnd, v.ftz, v.sat, v.block)
             return None
 
@@ -303,9 +312,17 @@ def fusion(prog):
             if isinstance(x, int):
                 consumers[x].append((i, k))
 
+    def imm_product(p):
+        # ptxas recomputes a product with an immediate multiplicand where it
+        # is used: its uses in other blocks are sites too.
+        return any(isinstance(a, tuple) for a in vals[p].args)
+
+    def same_block(c, p):
+        return vals[c].block == vals[p].block or imm_product(p)
+
     def is_copy(c, src):
         v = vals[c]
-        return v.op in ('mov', 'neg') and v.block == vals[src].block and not (v.op == 'neg' and v.ftz)
+        return v.op in ('mov', 'neg') and same_block(c, src) and not (v.op == 'neg' and v.ftz)
 
     # For each product: the sites it could be fused into, or None (escapes).
     def holders(p):
@@ -339,7 +356,7 @@ def fusion(prog):
 
     def site_ok(c, p):
         v, pv = vals[c], vals[p]
-        return (v.op in ('add', 'sub') and not v.rnd and v.ftz == pv.ftz and v.block == pv.block)
+        return (v.op in ('add', 'sub') and not v.rnd and v.ftz == pv.ftz and same_block(c, p))
 
     sites = {}  # site -> [slot0, slot1] of (product, negated) or None
     escaped = set(p for p, h in products.items() if h == 'escape')
@@ -357,7 +374,7 @@ def fusion(prog):
                 if cv.op == 'gadd':
                     # operands 1 and 2 of a guarded add are its sources
                     slot = k - 1
-                    ok = (not cv.rnd and cv.ftz == vals[p].ftz and cv.block == vals[p].block)
+                    ok = (not cv.rnd and cv.ftz == vals[p].ftz and same_block(c, p))
                 elif site_ok(c, p):
                     slot = k
                     ok = True
@@ -404,7 +421,7 @@ def fusion(prog):
         if c in out:
             continue
         slots = sites[c]
-        cand = [(open_uses[sl[0]], slot) for slot, sl in enumerate(slots)
+        cand = [(uses[sl[0]], slot) for slot, sl in enumerate(slots)
                 if sl is not None and ok(sl[0]) and addend[sl[0]] == 0]
         if cand:
             fuse(c, min(cand)[1])
@@ -556,7 +573,10 @@ def render(prog, rng):
                         and vals[x].op not in ('in', 'gadd'):
                     free.append((v.block, vals[x].reg))
             reuse = [r for b, r in free if b == v.block]
-            if v.op != 'gadd' and reuse and rng.random() < 0.5:
+            # (a product with an immediate keeps a register of its own: the
+            # translator fuses it across blocks only then)
+            imm_mul = v.op == 'mul' and any(isinstance(x, tuple) for x in v.args)
+            if v.op != 'gadd' and not imm_mul and reuse and rng.random() < 0.5:
                 r = rng.choice(reuse)
                 free.remove((v.block, r))
                 v.reg = r

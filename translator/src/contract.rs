@@ -20,17 +20,20 @@
 //!   modifier, with the same `.ftz` as the product (`.sat` allowed, guard
 //!   allowed), in the same basic block as the product, one of whose two
 //!   operands holds the product: directly, through `mov` copies, or through
-//!   plain `neg` (a negated product).
+//!   plain `neg` (a negated product). A product with an immediate
+//!   multiplicand may have sites in any block: `ptxas` recomputes it where
+//!   it is used (here when its register is written only by the `mul`,
+//!   before any other mention).
 //! - A product *escapes* when any use of its value is not a site: a store,
 //!   another `mul`, an `add.rn`, both operands of one `add`, a guarded
 //!   copy or a guarded write of a register holding it, a `neg.ftz` or
-//!   `abs`, a use in another basic block. `ptxas` never fuses it.
+//!   `abs`, a use in another basic block (but for the products with an
+//!   immediate above). `ptxas` never fuses it.
 //! - Sites are visited in program order twice. First, a product whose only
 //!   use is the site is fused there (the first operand when both are such
-//!   products): its `FMUL` disappears. Then a product all of whose
-//!   remaining uses are sites not yet fused is fused; when both operands
-//!   qualify, the one with fewer remaining uses, the first operand on a
-//!   tie. A product that became the addend of a fused site is fused
+//!   products): its `FMUL` disappears. Then a product none of whose uses
+//!   is the addend of a fused site is fused; when both operands qualify,
+//!   the one with fewer uses in all, the first operand on a tie. A product that became the addend of a fused site is fused
 //!   nowhere after that, but stays fused where it already was (its `FMUL`
 //!   then stays too, and a fused site may repeat the multiply).
 //! - Basic blocks are those of the PTX after `ptxas` merges straight-line
@@ -272,6 +275,10 @@ struct Mention {
     block: usize,
     multi: bool,
     first_reads: bool,
+    /// Statement index of the first mention.
+    first_at: usize,
+    /// How many statements write it.
+    writes: usize,
 }
 
 /// A product: an unguarded `mul` whose value may be fused.
@@ -289,12 +296,15 @@ struct Product {
     /// Position in the block of the first write of a multiplicand register
     /// after the `mul` (the `mul` itself when it writes one of them).
     clobber: Option<usize>,
+    /// Its basic block.
+    block: usize,
 }
 
 /// An `add`/`sub` that reads a product.
 struct Site {
     at: usize,
     pos: usize,
+    block: usize,
     /// For each source operand: the product it holds and whether negated.
     slots: [Option<(usize, bool)>; 2],
 }
@@ -434,15 +444,18 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
         let guarded = matches!(s, Statement::Inst(inst) if inst.guard.is_some());
         let reads = reads.iter().chain(writes.iter().filter(|_| guarded));
         for (n, is_read) in reads.map(|n| (*n, true)).chain(writes.iter().map(|n| (*n, false))) {
-            match mentions.get_mut(n) {
-                Some(m) => {
-                    if m.block != b {
-                        m.multi = true;
-                    }
-                }
-                None => {
-                    mentions.insert(n, Mention { block: b, multi: false, first_reads: is_read });
-                }
+            let m = mentions.entry(n).or_insert(Mention {
+                block: b,
+                multi: false,
+                first_reads: is_read,
+                first_at: i,
+                writes: 0,
+            });
+            if m.block != b {
+                m.multi = true;
+            }
+            if !is_read {
+                m.writes += 1;
             }
         }
     }
@@ -452,12 +465,16 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
     let mut products: Vec<Product> = Vec::new();
     let mut sites: Vec<Site> = Vec::new();
     let mut alias: HashMap<&str, (usize, bool)> = HashMap::default();
+    // Products with an immediate multiplicand whose register is written
+    // only by the `mul`, before any other mention: `ptxas` recomputes them
+    // where they are used, so sites in any block fuse them.
+    let mut global: HashMap<&str, usize> = HashMap::default();
     let mut sources: HashMap<&str, Vec<usize>> = HashMap::default();
     let mut cur_block = usize::MAX;
     for (i, s) in body.iter().enumerate() {
         if block_of[i] != cur_block {
             for (n, (p, _)) in alias.drain() {
-                if live_out(n) {
+                if live_out(n) && global.get(n) != Some(&p) {
                     products[p].escaped = true;
                 }
             }
@@ -487,12 +504,12 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
         let site_form = if matches!(opcode, "add" | "sub") && ops.len() == 3 { plain_arith(inst, true) } else { None };
         let mut copy: Option<(usize, bool)> = None;
         if let Some((ty, ftz)) = site_form {
-            let held: [Option<(usize, bool)>; 2] = [1, 2].map(|k| reg(&ops[k]).and_then(|n| alias.get(n).copied()));
+            let holds: [Option<(usize, bool)>; 2] = [1, 2].map(|k| reg(&ops[k]).and_then(|n| held(&alias, &global, n)));
             let mut slots = [None, None];
             for k in 0..2 {
-                let Some((p, neg)) = held[k] else { continue };
+                let Some((p, neg)) = holds[k] else { continue };
                 let other_ok = usable(&ops[2 - k], ty);
-                let same_twice = held[1 - k].is_some_and(|(q, _)| q == p);
+                let same_twice = holds[1 - k].is_some_and(|(q, _)| q == p);
                 let fits = products[p].ty == ty && products[p].ftz == ftz;
                 if fits && other_ok && !same_twice {
                     slots[k] = Some((p, neg));
@@ -507,11 +524,11 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
                         products[*p].uses.push((id, k));
                     }
                 }
-                sites.push(Site { at: i, pos: i, slots });
+                sites.push(Site { at: i, pos: i, block: block_of[i], slots });
             }
             if let Some(g) = &inst.guard {
-                if let Some((p, _)) = alias.get(&*g.name) {
-                    products[*p].escaped = true;
+                if let Some((p, _)) = held(&alias, &global, &g.name) {
+                    products[p].escaped = true;
                 }
             }
         } else {
@@ -521,7 +538,7 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
                 _ => None,
             };
             if let (Some(negates), Some(src)) = (copy_form, ops.get(1).and_then(reg)) {
-                if let Some(&(p, neg)) = alias.get(src) {
+                if let Some((p, neg)) = held(&alias, &global, src) {
                     let t = &*inst.modifiers[0];
                     let ok = if negates {
                         t == type_name(products[p].ty)
@@ -538,14 +555,14 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
                     }
                 }
                 if let Some(g) = &inst.guard {
-                    if let Some((p, _)) = alias.get(&*g.name) {
-                        products[*p].escaped = true;
+                    if let Some((p, _)) = held(&alias, &global, &g.name) {
+                        products[p].escaped = true;
                     }
                 }
             } else {
                 for n in reads.iter() {
-                    if let Some((p, _)) = alias.get(n) {
-                        products[*p].escaped = true;
+                    if let Some((p, _)) = held(&alias, &global, n) {
+                        products[p].escaped = true;
                     }
                 }
             }
@@ -578,6 +595,8 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
                             sources.entry(n).or_default().push(p);
                         }
                     }
+                    let imm = ops[1..].iter().any(|op| matches!(op, Operand::Float(..)));
+                    let once = mentions.get(d).is_some_and(|m| m.writes == 1 && m.first_at == i);
                     products.push(Product {
                         at: i,
                         ty,
@@ -587,17 +606,22 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
                         escaped: false,
                         uses: Vec::new(),
                         clobber: clob,
+                        block: block_of[i],
                     });
                     alias.insert(d, (p, false));
+                    if imm && once {
+                        global.insert(d, p);
+                    }
                 }
             }
         }
     }
     for (n, (p, _)) in alias.drain() {
-        if live_out(n) {
+        if live_out(n) && global.get(n) != Some(&p) {
             products[p].escaped = true;
         }
     }
+    drop(global);
     drop(sources);
     drop(rws);
     drop(mentions);
@@ -631,10 +655,14 @@ fn rewrite(
     let mut operands: HashMap<usize, (Operand, Operand)> = HashMap::default();
     let mut negated: HashMap<usize, (Operand, Operand)> = HashMap::default();
     // The last site that fuses each product.
+    // and whether one is in another block (then the block's writes are not
+    // tracked: the multiplicands are copied at the `mul`).
     let mut last_site = vec![0; products.len()];
+    let mut far = vec![false; products.len()];
     for (id, s) in sites.iter().enumerate() {
         if let Some((_, p, _)) = chosen(id) {
             last_site[p] = last_site[p].max(s.pos);
+            far[p] |= s.block != products[p].block;
         }
     }
     let mut count = 0;
@@ -651,7 +679,7 @@ fn rewrite(
         let negate_addend = is_sub && k == 0;
         // Copies when the block writes a multiplicand before any site that
         // fuses the product (the copies serve every site).
-        let needs_copy = pr.clobber.is_some_and(|c| c < last_site[p]);
+        let needs_copy = pr.clobber.is_some_and(|c| c < last_site[p]) || far[p];
         let (a, b) = operands
             .entry(p)
             .or_insert_with(|| {
@@ -753,6 +781,13 @@ fn apply(
     body.splice(0..0, decls);
 }
 
+/// The product register `n` holds here, and whether negated: a copy or
+/// product of this block, or a product [`contract_function`] lets every
+/// block fuse.
+fn held(alias: &HashMap<&str, (usize, bool)>, global: &HashMap<&str, usize>, n: &str) -> Option<(usize, bool)> {
+    alias.get(n).copied().or_else(|| global.get(n).map(|&p| (p, false)))
+}
+
 /// Record that register `n` is written at position `pos`: products that
 /// read it as a multiplicand are clobbered there.
 fn clobber(sources: &mut HashMap<&str, Vec<usize>>, products: &mut [Product], n: &str, pos: usize) {
@@ -768,48 +803,44 @@ fn clobber(sources: &mut HashMap<&str, Vec<usize>>, products: &mut [Product], n:
 ///
 /// 1. a product whose only use is the site is fused there (the first
 ///    operand when both are such products);
-/// 2. then a product all of whose remaining uses are sites not yet fused
-///    with another product (it is not the addend of a fused multiply-add)
-///    is fused; when both operands qualify, the one with fewer remaining
-///    uses, the first operand on a tie.
+/// 2. then a product none of whose uses is the addend of a fused site
+///    (all its uses are sites, fused with it or not yet fused) is fused;
+///    when both operands qualify, the one with fewer uses in all, the first
+///    operand on a tie.
 fn choose(products: &[Product], sites: &[Site]) -> Vec<Option<usize>> {
     let mut choice: Vec<Option<usize>> = vec![None; sites.len()];
-    // Uses at sites not yet fused, and uses as the addend of a fused site.
-    let mut open: Vec<usize> = products.iter().map(|p| p.uses.len()).collect();
+    // Uses as the addend of a fused site.
     let mut addend: Vec<usize> = vec![0; products.len()];
-    let fuse = |id: usize, k: usize, choice: &mut [Option<usize>], open: &mut [usize], addend: &mut [usize]| {
+    let fuse = |id: usize, k: usize, choice: &mut [Option<usize>], addend: &mut [usize]| {
         choice[id] = Some(k);
         for (j, slot) in sites[id].slots.iter().enumerate() {
-            if let Some((p, _)) = slot {
-                open[*p] -= 1;
-                if j != k {
-                    addend[*p] += 1;
-                }
+            if let (Some((p, _)), true) = (slot, j != k) {
+                addend[*p] += 1;
             }
         }
     };
     for (id, s) in sites.iter().enumerate() {
         let single = |k: usize| s.slots[k].is_some_and(|(p, _)| !products[p].escaped && products[p].uses.len() == 1);
         if let Some(k) = (0..2).find(|&k| single(k)) {
-            fuse(id, k, &mut choice, &mut open, &mut addend);
+            fuse(id, k, &mut choice, &mut addend);
         }
     }
     for (id, s) in sites.iter().enumerate() {
         if choice[id].is_some() {
             continue;
         }
-        let eligible = |k: usize, open: &[usize], addend: &[usize]| -> Option<usize> {
+        let eligible = |k: usize, addend: &[usize]| -> Option<usize> {
             let (p, _) = s.slots[k]?;
-            (!products[p].escaped && addend[p] == 0).then_some(open[p])
+            (!products[p].escaped && addend[p] == 0).then_some(products[p].uses.len())
         };
-        let pick = match (eligible(0, &open, &addend), eligible(1, &open, &addend)) {
+        let pick = match (eligible(0, &addend), eligible(1, &addend)) {
             (Some(a), Some(b)) => Some(if b < a { 1 } else { 0 }),
             (Some(_), None) => Some(0),
             (None, Some(_)) => Some(1),
             (None, None) => None,
         };
         if let Some(k) = pick {
-            fuse(id, k, &mut choice, &mut open, &mut addend);
+            fuse(id, k, &mut choice, &mut addend);
         }
     }
     choice
