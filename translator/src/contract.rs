@@ -303,7 +303,6 @@ struct Product {
 /// An `add`/`sub` that reads a product.
 struct Site {
     at: usize,
-    pos: usize,
     block: usize,
     /// For each source operand: the product it holds and whether negated.
     slots: [Option<(usize, bool)>; 2],
@@ -524,7 +523,7 @@ fn contract_function(f: &mut Function, prefix: &str) -> usize {
                         products[*p].uses.push((id, k));
                     }
                 }
-                sites.push(Site { at: i, pos: i, block: block_of[i], slots });
+                sites.push(Site { at: i, block: block_of[i], slots });
             }
             if let Some(g) = &inst.guard {
                 if let Some((p, _)) = held(&alias, &global, &g.name) {
@@ -661,7 +660,7 @@ fn rewrite(
     let mut far = vec![false; products.len()];
     for (id, s) in sites.iter().enumerate() {
         if let Some((_, p, _)) = chosen(id) {
-            last_site[p] = last_site[p].max(s.pos);
+            last_site[p] = last_site[p].max(s.at);
             far[p] |= s.block != products[p].block;
         }
     }
