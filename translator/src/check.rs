@@ -580,6 +580,13 @@ impl Checker {
                     }
                     return;
                 }
+                // A one-element vector is its element, as ptxas reads it
+                // (Triton writes `ld.global.b32 { %r1 }, [%rd1]`).
+                (Operand::Vector(_, elems), None) if elems.len() == 1 => {
+                    let v = self.value_quiet(&elems[0]);
+                    self.scalar(inst, spec, &elems[0], v, want, relaxed);
+                    return;
+                }
                 (Operand::Vector(s, _), None) => {
                     self.error(*s, format!("'{}' takes a scalar here; a vector needs .v2, .v4 or .v8", mnemonic()));
                     return;

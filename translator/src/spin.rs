@@ -157,6 +157,9 @@ fn plain(inst: &Instruction) -> bool {
             | "elect"
             | "wgmma"
             | "mma"
+            | "ldmatrix"
+            | "stmatrix"
+            | "movmatrix"
             | "setmaxnreg"
     ) && !inst.operands.iter().any(|o| matches!(o, Operand::List(..)))
 }

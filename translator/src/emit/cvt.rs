@@ -496,7 +496,7 @@ fn cvt_special(
 }
 
 /// The exact f64 value of an FP8 pattern (low 8 bits of a 32-bit integer).
-fn fp8_to_f64(e: &mut Emitter, x: Word, fmt: Fmt) -> R {
+pub(crate) fn fp8_to_f64(e: &mut Emitter, x: Word, fmt: Fmt) -> R {
     let u32t = e.t_int(32);
     let dt = e.t_float(64);
     let bt = e.t_bool();

@@ -40,6 +40,7 @@ mod inst;
 mod live_out;
 mod loop_limit;
 mod mem;
+mod mma;
 mod printf;
 mod rounding;
 mod spv;

@@ -100,6 +100,7 @@ fn called(inst: &Instruction) -> Option<&str> {
 pub(crate) fn is_warp_op(inst: &Instruction) -> bool {
     match inst.opcode.as_str() {
         "shfl" | "vote" | "match" | "redux" | "activemask" | "elect" => true,
+        "mma" | "ldmatrix" | "stmatrix" | "movmatrix" => true,
         "bar" => inst.has("warp"),
         _ => false,
     }

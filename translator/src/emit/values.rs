@@ -361,6 +361,8 @@ pub(crate) fn get(e: &mut Emitter, fx: &mut Fx, op: &Operand, want: K, signed: b
         }
         Operand::Int(_, v) => Ok(imm_int(e, *v, want)),
         Operand::Float(_, f) => Ok(imm_float(e, *f, want)),
+        // A one-element vector is its element (`{ %r1 }`, as ptxas reads it).
+        Operand::Vector(_, v) if v.len() == 1 => get(e, fx, &v[0], want, signed),
         Operand::Not(span, inner) => {
             if want != K::Pred {
                 return Err(Diagnostic::error(*span, "'!' applies only to predicates"));
@@ -438,6 +440,7 @@ pub(crate) fn set(
 ) -> Result<(), Diagnostic> {
     match op {
         Operand::Sink(_) => Ok(()),
+        Operand::Vector(_, parts) if parts.len() == 1 => set(e, fx, &parts[0], v, have, signed),
         Operand::Name { span, name, component } => {
             let Some(&(var, k)) = fx.regs.get(name.as_str()) else {
                 return Err(Diagnostic::error(*span, format!("'{name}' is not a register")));

@@ -400,6 +400,7 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Wor
         "redux" => redux(e, fx, inst, active),
         "elect" => elect(e, fx, inst, active),
         "bar" if inst.has("warp") => warp_sync(e, inst),
+        "mma" | "ldmatrix" | "stmatrix" | "movmatrix" => super::mma::emit(e, fx, inst, active),
         _ => Err(unsupported(inst, "")),
     }
 }

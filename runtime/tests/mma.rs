@@ -1,0 +1,404 @@
+//! Tensor-core instructions (issue 18): the nvcc kernels of
+//! `tests/fixtures/mma.cu` (inline-asm `mma.sync` of every shape family and
+//! type, `ldmatrix`, `movmatrix`), on every warp path the device offers.
+//!
+//! Inputs are random (fixed seeds), outputs poisoned. Each D is checked two
+//! ways:
+//! - bit for bit against a host model of the translator's documented
+//!   arithmetic (`docs/tensor-cores.md`: exact products summed in `k` order
+//!   from C, f32 rounding after each addition; f64 fused multiply-adds;
+//!   exact integers), which catches any fragment-layout mistake;
+//! - for the float types, against the exact result with the bound that
+//!   arithmetic guarantees, `|d - exact| <= K·u·(|c| + Σ|a·b|)` (`u` =
+//!   2^-24 for f32; plus half an f16 ulp when D is f16), which is what a
+//!   program may rely on whatever the summation order.
+
+mod common;
+
+use common::{assert_clean, context, Lcg};
+use ptxvk_runtime::{Context, Module, WarpPath};
+
+const PTX: &str = include_str!("../../tests/fixtures/mma.ptx");
+const POISON: u32 = 0xABAB_ABAB;
+/// Warps per block (each on its own matrices).
+const WARPS: usize = 2;
+
+fn on_every_path(name: &str, body: impl Fn(&Context, &Module)) {
+    let ctx = context();
+    for path in [WarpPath::Native, WarpPath::Slice, WarpPath::Emulated] {
+        if !ctx.info().warp_paths.contains(&path) {
+            eprintln!("{name}: skipping the {} warp path (subgroup size {})", path.name(), ctx.info().subgroup_size);
+            continue;
+        }
+        let m = ctx.load_module_with_warp_path(PTX, "mma.ptx", path).expect("translate and load");
+        body(&ctx, &m);
+    }
+    assert_clean(&ctx);
+}
+
+/// Runs `kernel` with one block of `WARPS` warps; buffers are words.
+fn launch(ctx: &Context, m: &Module, kernel: &str, inputs: &[&[u32]], out_words: usize) -> Vec<u32> {
+    let f = m.function(kernel).unwrap();
+    let mut ptrs = Vec::new();
+    for data in inputs {
+        let d = ctx.alloc((data.len().max(1) * 4) as u64).unwrap();
+        let bytes: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
+        ctx.copy_htod(d, &bytes).unwrap();
+        ptrs.push(d);
+    }
+    let out = ctx.alloc((out_words as u64 + 16) * 4).unwrap();
+    ctx.memset_d32(out, POISON, out_words as u64 + 16).unwrap();
+    ptrs.push(out);
+    let args: Vec<Vec<u8>> = ptrs.iter().map(|p| p.to_le_bytes().to_vec()).collect();
+    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    let params = f.pack_params(&refs).unwrap();
+    ctx.launch(&f, [1, 1, 1], [32 * WARPS as u32, 1, 1], 0, &params).unwrap();
+    let got = common::download_u32(ctx, out, out_words + 16);
+    assert!(got[out_words..].iter().all(|&w| w == POISON), "{kernel}: wrote past the output");
+    got[..out_words].to_vec()
+}
+
+/// Element types of A and B.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Ty {
+    F16,
+    Bf16,
+    Tf32,
+    S8,
+    U8,
+    S4,
+    U4,
+    B1,
+}
+
+impl Ty {
+    fn bits(self) -> usize {
+        match self {
+            Ty::F16 | Ty::Bf16 => 16,
+            Ty::Tf32 => 32,
+            Ty::S8 | Ty::U8 => 8,
+            Ty::S4 | Ty::U4 => 4,
+            Ty::B1 => 1,
+        }
+    }
+
+    /// A random element (its bits).
+    fn random(self, rng: &mut Lcg) -> u32 {
+        let r = rng.next_u32();
+        match self {
+            // Sign, exponent 2^-6..2^5, 10 random mantissa bits.
+            Ty::F16 => (r & 0x83ff) | ((9 + (r >> 16) % 12) << 10),
+            // bf16: exponent 2^-6..2^5 (biased 121..132), 7 mantissa bits.
+            Ty::Bf16 => (r & 0x807f) | ((121 + (r >> 16) % 12) << 7),
+            // tf32 in f32 layout: 10 mantissa bits, the low 13 bits zero.
+            Ty::Tf32 => (r & 0x807f_e000) | ((121 + (r >> 8) % 12) << 23),
+            _ => r & ((1u32 << self.bits()) - 1),
+        }
+    }
+
+    /// The exact value of an element (floats) or its integer value.
+    fn value(self, bits: u32) -> f64 {
+        match self {
+            Ty::F16 => f16_value(bits),
+            Ty::Bf16 => f32::from_bits(bits << 16) as f64,
+            Ty::Tf32 => f32::from_bits(bits) as f64,
+            Ty::S8 => bits as u8 as i8 as f64,
+            Ty::U8 => bits as f64,
+            Ty::S4 => (((bits << 28) as i32) >> 28) as f64,
+            Ty::U4 | Ty::B1 => bits as f64,
+        }
+    }
+}
+
+fn f16_value(h: u32) -> f64 {
+    let s = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = ((h >> 10) & 0x1f) as i32;
+    let m = (h & 0x3ff) as f64;
+    s * if e == 0 { m * 2f64.powi(-24) } else { (1024.0 + m) * 2f64.powi(e - 25) }
+}
+
+/// f32 → f16 bits, round to nearest even (finite, in range).
+fn f16_bits(x: f32) -> u32 {
+    let x = x as f64;
+    let s = if x.is_sign_negative() { 0x8000 } else { 0 };
+    let a = x.abs();
+    if a == 0.0 {
+        return s;
+    }
+    let e = a.log2().floor() as i32;
+    let e = e.max(-14);
+    let q = a / 2f64.powi(e - 10); // significand scaled to 11 bits
+    let r = q.round_ties_even();
+    let (mut m, mut e) = (r as u32, e);
+    if m >= 2048 {
+        m /= 2;
+        e += 1;
+    }
+    if m < 1024 {
+        return s | m; // subnormal
+    }
+    s | (((e + 15) as u32) << 10) | (m - 1024)
+}
+
+/// Pack elements of `bits` each into words, little-endian.
+fn pack(elems: &[u32], bits: usize) -> Vec<u32> {
+    let mut words = vec![0u32; (elems.len() * bits).div_ceil(32)];
+    for (i, &x) in elems.iter().enumerate() {
+        let bit = i * bits;
+        words[bit / 32] |= x << (bit % 32);
+    }
+    words
+}
+
+/// Accumulator types.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Acc {
+    F32,
+    S32,
+}
+
+struct Case {
+    kernel: &'static str,
+    m: usize,
+    k: usize,
+    a: Ty,
+    b: Ty,
+    acc: Acc,
+    sat: bool,
+    /// b1: `and` (else `xor`).
+    and: bool,
+}
+
+const fn case(kernel: &'static str, m: usize, k: usize, a: Ty, b: Ty, acc: Acc) -> Case {
+    Case { kernel, m, k, a, b, acc, sat: false, and: false }
+}
+
+fn check_case(ctx: &Context, module: &Module, c: &Case, seed: u64) {
+    const N: usize = 8;
+    let mut rng = Lcg(seed);
+    let (m, k) = (c.m, c.k);
+    let a: Vec<u32> = (0..WARPS * m * k).map(|_| c.a.random(&mut rng)).collect();
+    let b: Vec<u32> = (0..WARPS * k * N).map(|_| c.b.random(&mut rng)).collect();
+    let cin: Vec<u32> = (0..WARPS * m * N)
+        .map(|_| match c.acc {
+            Acc::F32 => ((rng.next_u32() % 2000) as f32 / 64.0 - 15.6).to_bits(),
+            Acc::S32 => {
+                if c.sat && rng.next_u32().is_multiple_of(4) {
+                    // Near the limits, so that saturation happens.
+                    if rng.next_u32() & 1 == 0 {
+                        0x7fff_ff00 + rng.next_u32() % 256
+                    } else {
+                        0x8000_0000 + rng.next_u32() % 256
+                    }
+                } else {
+                    rng.next_u32() >> 8
+                }
+            }
+        })
+        .collect();
+    let got = launch(ctx, module, c.kernel, &[&pack(&a, c.a.bits()), &pack(&b, c.b.bits()), &cin], WARPS * m * N);
+    let mut saturated = 0;
+    for w in 0..WARPS {
+        for i in 0..m {
+            for j in 0..N {
+                let at = w * m * N + i * N + j;
+                let ai = |kk: usize| a[w * m * k + i * k + kk];
+                let bi = |kk: usize| b[w * k * N + kk * N + j];
+                let want = match c.acc {
+                    Acc::S32 if c.a == Ty::B1 => {
+                        let mut s = cin[at];
+                        for kk in 0..k {
+                            let x = if c.and { ai(kk) & bi(kk) } else { ai(kk) ^ bi(kk) };
+                            s = s.wrapping_add(x);
+                        }
+                        s
+                    }
+                    Acc::S32 => {
+                        let mut s = cin[at] as i32 as i64;
+                        for kk in 0..k {
+                            s += c.a.value(ai(kk)) as i64 * c.b.value(bi(kk)) as i64;
+                        }
+                        if c.sat {
+                            let cl = s.clamp(i32::MIN as i64, i32::MAX as i64);
+                            saturated += (cl != s) as usize;
+                            cl as i32 as u32
+                        } else {
+                            s as i32 as u32
+                        }
+                    }
+                    Acc::F32 => {
+                        let mut s = f32::from_bits(cin[at]);
+                        let mut exact = s as f64;
+                        let mut mag = (s as f64).abs();
+                        for kk in 0..k {
+                            let p = c.a.value(ai(kk)) * c.b.value(bi(kk));
+                            assert_eq!(p as f32 as f64, p, "products are exact in f32");
+                            s += p as f32;
+                            exact += p;
+                            mag += p.abs();
+                        }
+                        let g = f32::from_bits(got[at]) as f64;
+                        let bound = k as f64 * 2f64.powi(-24) * mag;
+                        assert!(
+                            (g - exact).abs() <= bound,
+                            "{}: D[{w}][{i}][{j}] = {g}, exact {exact}, bound {bound}",
+                            c.kernel
+                        );
+                        s.to_bits()
+                    }
+                };
+                assert_eq!(got[at], want, "{}: warp {w} D[{i}][{j}]: got {:#x}, want {want:#x}", c.kernel, got[at]);
+            }
+        }
+    }
+    if c.sat {
+        assert!(saturated > 0, "{}: no result saturated; the test would not see .satfinite", c.kernel);
+    }
+}
+
+#[test]
+fn mma_every_shape_and_type() {
+    let cases = [
+        case("mma_m16n8k16_f32_f16", 16, 16, Ty::F16, Ty::F16, Acc::F32),
+        case("mma_m16n8k16_f32_bf16", 16, 16, Ty::Bf16, Ty::Bf16, Acc::F32),
+        case("mma_m16n8k8_f32_f16", 16, 8, Ty::F16, Ty::F16, Acc::F32),
+        case("mma_m16n8k8_f32_bf16", 16, 8, Ty::Bf16, Ty::Bf16, Acc::F32),
+        case("mma_m16n8k8_f32_tf32", 16, 8, Ty::Tf32, Ty::Tf32, Acc::F32),
+        case("mma_m16n8k4_f32_tf32", 16, 4, Ty::Tf32, Ty::Tf32, Acc::F32),
+        case("mma_m16n8k32_s32_s8", 16, 32, Ty::S8, Ty::S8, Acc::S32),
+        Case { sat: true, ..case("mma_m16n8k32_s32_u8s8_sat", 16, 32, Ty::U8, Ty::S8, Acc::S32) },
+        case("mma_m16n8k16_s32_u8", 16, 16, Ty::U8, Ty::U8, Acc::S32),
+        case("mma_m8n8k16_s32_s8u8", 8, 16, Ty::S8, Ty::U8, Acc::S32),
+        case("mma_m16n8k64_s32_s4", 16, 64, Ty::S4, Ty::S4, Acc::S32),
+        Case { sat: true, ..case("mma_m8n8k32_s32_u4s4_sat", 8, 32, Ty::U4, Ty::S4, Acc::S32) },
+        case("mma_m16n8k256_b1_xor", 16, 256, Ty::B1, Ty::B1, Acc::S32),
+        Case { and: true, ..case("mma_m8n8k128_b1_and", 8, 128, Ty::B1, Ty::B1, Acc::S32) },
+    ];
+    on_every_path("mma", |ctx, m| {
+        for (n, c) in cases.iter().enumerate() {
+            check_case(ctx, m, c, 1000 + n as u64);
+        }
+    });
+}
+
+/// f16 accumulators: D is the f32 sum rounded once to f16.
+#[test]
+fn mma_f16_accumulators() {
+    on_every_path("mma f16", |ctx, module| {
+        let mut rng = Lcg(77);
+        for (kernel, k, d_f16) in [("mma_m16n8k16_f16_f16", 16, true), ("mma_m16n8k8_f32_f16_f16c", 8, false)] {
+            let a: Vec<u32> = (0..WARPS * 16 * k).map(|_| Ty::F16.random(&mut rng)).collect();
+            let b: Vec<u32> = (0..WARPS * k * 8).map(|_| Ty::F16.random(&mut rng)).collect();
+            let c: Vec<u32> = (0..WARPS * 128).map(|_| Ty::F16.random(&mut rng)).collect();
+            let out_words = if d_f16 { WARPS * 64 } else { WARPS * 128 };
+            let got = launch(ctx, module, kernel, &[&pack(&a, 16), &pack(&b, 16), &pack(&c, 16)], out_words);
+            for w in 0..WARPS {
+                for i in 0..16 {
+                    for j in 0..8 {
+                        let at = w * 128 + i * 8 + j;
+                        let mut s = f16_value(c[at]) as f32;
+                        for kk in 0..k {
+                            let p = f16_value(a[w * 16 * k + i * k + kk]) * f16_value(b[w * k * 8 + kk * 8 + j]);
+                            s += p as f32;
+                        }
+                        let g = if d_f16 { (got[at / 2] >> (16 * (at % 2))) & 0xffff } else { got[at] };
+                        let want = if d_f16 { f16_bits(s) } else { s.to_bits() };
+                        assert_eq!(g, want, "{kernel}: warp {w} D[{i}][{j}]: got {g:#x}, want {want:#x} ({s})");
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// f64: each D element is C plus the products in `k` order, each step a
+/// correctly rounded fused multiply-add (the ISA: "identical to .f64 fma").
+#[test]
+fn mma_f64() {
+    on_every_path("mma f64", |ctx, module| {
+        let mut rng = Lcg(5);
+        let mut rnd = || {
+            let m = (u64::from(rng.next_u32()) << 21 | u64::from(rng.next_u32() >> 11)) | 1 << 52;
+            let v = m as f64 * 2f64.powi(-52 + (rng.next_u32() % 9) as i32 - 4);
+            if rng.next_u32() & 1 == 1 {
+                -v
+            } else {
+                v
+            }
+        };
+        let a: Vec<f64> = (0..WARPS * 32).map(|_| rnd()).collect();
+        let b: Vec<f64> = (0..WARPS * 32).map(|_| rnd()).collect();
+        let c: Vec<f64> = (0..WARPS * 64).map(|_| rnd()).collect();
+        let words = |v: &[f64]| -> Vec<u32> {
+            v.iter().flat_map(|x| [x.to_bits() as u32, (x.to_bits() >> 32) as u32]).collect()
+        };
+        let got = launch(ctx, module, "mma_m8n8k4_f64", &[&words(&a), &words(&b), &words(&c)], WARPS * 128);
+        for w in 0..WARPS {
+            for i in 0..8 {
+                for j in 0..8 {
+                    let at = w * 64 + i * 8 + j;
+                    let mut s = c[at];
+                    for kk in 0..4 {
+                        s = a[w * 32 + i * 4 + kk].mul_add(b[w * 32 + kk * 8 + j], s);
+                    }
+                    let g = f64::from_bits(u64::from(got[2 * at]) | u64::from(got[2 * at + 1]) << 32);
+                    assert_eq!(g.to_bits(), s.to_bits(), "mma f64: warp {w} D[{i}][{j}]: got {g}, want {s}");
+                }
+            }
+        }
+    });
+}
+
+/// `ldmatrix` (x1, x2, x4, `.trans`, shared and generic addresses) and
+/// `movmatrix`, with each warp's row addresses permuted.
+#[test]
+fn ldmatrix_and_movmatrix() {
+    on_every_path("ldmatrix", |ctx, module| {
+        let mut rng = Lcg(9);
+        // 32 rows of 4 data words and a padding word, per warp.
+        let src: Vec<u32> = (0..WARPS * 32 * 5).map(|_| rng.next_u32()).collect();
+        let mut perm: Vec<u32> = Vec::new();
+        for _ in 0..WARPS {
+            let mut p: Vec<u32> = (0..32).collect();
+            for i in (1..32).rev() {
+                p.swap(i, rng.next_u32() as usize % (i + 1));
+            }
+            perm.extend(p);
+        }
+        let per_warp = 32 * 4 * 6;
+        let got = launch(ctx, module, "ldmatrix_kinds", &[&src, &perm], WARPS * per_warp);
+        for w in 0..WARPS {
+            // Element (r, c) of matrix mat: half c of row 8*mat + r.
+            let elem = |mat: usize, r: usize, c: usize| -> u32 {
+                let slot = perm[w * 32 + 8 * mat + r] as usize;
+                let word = src[w * 160 + slot * 5 + c / 2];
+                (word >> (16 * (c % 2))) & 0xffff
+            };
+            let frag = |mat: usize, lane: usize, trans: bool| -> u32 {
+                let (g, t) = (lane / 4, lane % 4);
+                let e = |j: usize| if trans { elem(mat, 2 * t + j, g) } else { elem(mat, g, 2 * t + j) };
+                e(0) | e(1) << 16
+            };
+            let out = &got[w * per_warp..];
+            for lane in 0..32 {
+                for mat in 0..4 {
+                    let want = [
+                        frag(mat, lane, false),
+                        frag(mat, lane, true),
+                        if mat < 2 { frag(mat, lane, false) } else { 0 },
+                        if mat < 1 { frag(mat, lane, true) } else { 0 },
+                        frag(mat, lane, false),
+                        if mat < 1 { frag(mat, lane, true) } else { 0 },
+                    ];
+                    for (kind, want) in want.iter().enumerate() {
+                        let g = out[kind * 128 + lane * 4 + mat];
+                        assert_eq!(
+                            g, *want,
+                            "warp {w} kind {kind} lane {lane} matrix {mat}: got {g:#x}, want {want:#x}"
+                        );
+                    }
+                }
+            }
+        }
+    });
+}
