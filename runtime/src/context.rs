@@ -1067,7 +1067,12 @@ impl ContextInner {
             // Best effort: a dump that cannot be written does not fail the load.
             let _ = std::fs::write(p.with_extension("ptx"), ptx);
         }
-        let translation = ptxvk_translator::translate(ptx, file_name, &self.options(emulate_fma, warp_path))
+        let mut options = self.options(emulate_fma, warp_path);
+        // PTX from the `ptxas` stand-in keeps the assembler's `--fmad=false`.
+        if ptxvk_translator::ptxas_standin_fmad(ptx) == Some(false) {
+            options.contract = false;
+        }
+        let translation = ptxvk_translator::translate(ptx, file_name, &options)
             .map_err(|d| Error::InvalidPtx(d.to_string()))?;
         if let Some(p) = &dump {
             let bytes: Vec<u8> = translation.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();

@@ -54,6 +54,19 @@ pub mod structurize;
 pub mod tma;
 
 pub use abi::*;
+
+/// The first line of what the `ptxas` stand-in (`ptx2spv/src/bin/ptxas.rs`)
+/// writes in place of a cubin: this mark, then the options that change
+/// results (` --fmad=false`), then the PTX on the following lines.
+pub const PTXAS_STANDIN_MARK: &str = "// ptxvk ptxas stand-in:";
+
+/// For PTX written by the `ptxas` stand-in, whether `ptxas` was asked to
+/// contract (`--fmad`, true unless `--fmad=false`); `None` for other PTX.
+pub fn ptxas_standin_fmad(ptx: &str) -> Option<bool> {
+    let first = ptx.lines().next()?;
+    let options = first.strip_prefix(PTXAS_STANDIN_MARK)?;
+    Some(!options.split_whitespace().any(|o| o == "--fmad=false"))
+}
 pub use diag::{Diagnostic, Diagnostics, Span};
 
 /// The Vulkan environment the SPIR-V targets.
