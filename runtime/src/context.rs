@@ -1072,8 +1072,8 @@ impl ContextInner {
         if ptxvk_translator::ptxas_standin_fmad(ptx) == Some(false) {
             options.contract = false;
         }
-        let translation = ptxvk_translator::translate(ptx, file_name, &options)
-            .map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        let translation =
+            ptxvk_translator::translate(ptx, file_name, &options).map_err(|d| Error::InvalidPtx(d.to_string()))?;
         if let Some(p) = &dump {
             let bytes: Vec<u8> = translation.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
             let _ = std::fs::write(p.with_extension("spv"), bytes);

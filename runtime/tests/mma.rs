@@ -86,7 +86,9 @@ impl Ty {
     fn random(self, rng: &mut Lcg) -> u32 {
         let r = rng.next_u32();
         match self {
-            // Sign, exponent 2^-6..2^5, 10 random mantissa bits.
+            // Sign, exponent 2^-6..2^5, 10 random mantissa bits; one in
+            // eight subnormal.
+            Ty::F16 if (r >> 28) < 2 => r & 0x83ff,
             Ty::F16 => (r & 0x83ff) | ((9 + (r >> 16) % 12) << 10),
             // bf16: exponent 2^-6..2^5 (biased 121..132), 7 mantissa bits.
             Ty::Bf16 => (r & 0x807f) | ((121 + (r >> 16) % 12) << 7),
@@ -396,6 +398,50 @@ fn ldmatrix_and_movmatrix() {
                             g, *want,
                             "warp {w} kind {kind} lane {lane} matrix {mat}: got {g:#x}, want {want:#x}"
                         );
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// `m8n8k4` with f16 inputs (sm_70's quad-pair form): each quad-pair of a
+/// warp computes its own 8×8 product; `.row.col` with f32 accumulators and
+/// `.col.row` with f16 ones.
+#[test]
+fn mma_m8n8k4_quad_pairs() {
+    on_every_path("mma m8n8k4", |ctx, module| {
+        let mut rng = Lcg(31);
+        let products = WARPS * 4;
+        for (kernel, f16_acc) in [("mma_m8n8k4_row_col_f32", false), ("mma_m8n8k4_col_row_f16", true)] {
+            let a: Vec<u32> = (0..products * 32).map(|_| Ty::F16.random(&mut rng)).collect();
+            let b: Vec<u32> = (0..products * 32).map(|_| Ty::F16.random(&mut rng)).collect();
+            let c: Vec<u32> = (0..products * 64)
+                .map(|_| {
+                    if f16_acc {
+                        Ty::F16.random(&mut rng)
+                    } else {
+                        ((rng.next_u32() % 2000) as f32 / 64.0 - 15.6).to_bits()
+                    }
+                })
+                .collect();
+            let cw = if f16_acc { pack(&c, 16) } else { c.clone() };
+            let out_words = if f16_acc { products * 32 } else { products * 64 };
+            let got = launch(ctx, module, kernel, &[&pack(&a, 16), &pack(&b, 16), &cw], out_words);
+            for p in 0..products {
+                for i in 0..8 {
+                    for j in 0..8 {
+                        let at = p * 64 + i * 8 + j;
+                        let mut s = if f16_acc { f16_value(c[at]) as f32 } else { f32::from_bits(c[at]) };
+                        for kk in 0..4 {
+                            s += (f16_value(a[p * 32 + i * 4 + kk]) * f16_value(b[p * 32 + kk * 8 + j])) as f32;
+                        }
+                        let (g, want) = if f16_acc {
+                            ((got[at / 2] >> (16 * (at % 2))) & 0xffff, f16_bits(s))
+                        } else {
+                            (got[at], s.to_bits())
+                        };
+                        assert_eq!(g, want, "{kernel}: product {p} D[{i}][{j}]: got {g:#x}, want {want:#x}");
                     }
                 }
             }

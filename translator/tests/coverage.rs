@@ -112,11 +112,63 @@ fn sample(form: &Form) -> String {
         let op = if spec.selector == Some(true) { format!("{op}.b0") } else { op };
         ops.push(op);
     }
+    if let Some(frags) = mma_fragments(&mnemonic) {
+        for (op, frag) in ops.iter_mut().zip(frags) {
+            *op = frag;
+        }
+    }
     if ops.is_empty() {
         mnemonic
     } else {
         format!("{mnemonic} {}", ops.join(", "))
     }
+}
+
+/// The fragment operands (d, a, b, c) of a dense `mma` sample: registers per
+/// thread as the ISA counts them (M·K/32 A elements, K·N/32 B, M·N/32 C/D,
+/// packed 32 bits to a register; f64 one to a register).
+fn mma_fragments(mnemonic: &str) -> Option<Vec<String>> {
+    let mods: Vec<&str> = mnemonic.split('.').collect();
+    if mods[0] != "mma" || mods[1] != "sync" {
+        return None;
+    }
+    let shape = mods.iter().find_map(|m| {
+        let (m_, rest) = m.strip_prefix('m')?.split_once('n')?;
+        let (n_, k_) = rest.split_once('k')?;
+        Some((m_.parse::<usize>().ok()?, n_.parse::<usize>().ok()?, k_.parse::<usize>().ok()?))
+    })?;
+    let (m, n, k) = shape;
+    let bits = |t: &str| -> Option<usize> {
+        Some(match t {
+            "f64" => 64,
+            "f32" | "s32" | "tf32" => 32,
+            "f16" | "bf16" => 16,
+            "s8" | "u8" | "e4m3" | "e5m2" => 8,
+            "s4" | "u4" => 4,
+            "b1" => 1,
+            _ => return None,
+        })
+    };
+    let types: Vec<&str> = mods.iter().copied().filter(|t| bits(t).is_some()).collect();
+    let [d, a, _, c] = types.as_slice() else { return None };
+    let per_reg = |t: &str| if t == "f64" { 1 } else { 32 / bits(t).unwrap_or(32) };
+    let ty = |t: &str| match t {
+        "f32" => Some(ScalarType::F32),
+        "f64" => Some(ScalarType::F64),
+        _ => None,
+    };
+    let vec = |t: &str, count: usize, base: usize| -> String {
+        let v: Vec<String> = (0..count).map(|i| reg(ty(t), base + i)).collect();
+        format!("{{{}}}", v.join(", "))
+    };
+    if (m, n, k) == (8, 8, 4) && *a == "f16" {
+        // The quad-pair form: A and B 2 registers, C/D 8 elements.
+        let acc = |t: &str| if t == "f16" { 4 } else { 8 };
+        return Some(vec![vec(d, acc(d), 0), vec(a, 2, 4), vec(a, 2, 12), vec(c, acc(c), 8)]);
+    }
+    let acc = |t: &str| m * n / 32 / per_reg(t).min(2);
+    let ab = |count: usize| count / (32 * per_reg(a));
+    Some(vec![vec(d, acc(d), 0), vec(a, ab(m * k), 4), vec(a, ab(k * n), 12), vec(c, acc(c), 8)])
 }
 
 fn kernel(body: &str) -> String {

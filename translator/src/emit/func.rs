@@ -635,7 +635,10 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     };
     let (per_invocation, fixed) = super::uniform::scratch_words(e, plans, entry);
     let scratch_var = if per_invocation + fixed > 0 {
-        Some(super::uniform::scratch_variable(e, per_invocation, fixed))
+        if e.scratch_var.is_none() {
+            e.scratch_var = Some(super::uniform::scratch_variable(e, per_invocation, fixed));
+        }
+        e.scratch_var
     } else {
         None
     };

@@ -152,11 +152,27 @@ struct Geometry {
     n: u32,
     k: u32,
     e: u32,
+    /// `m8n8k4` with f16 A/B (sm_70's form): four independent products, one
+    /// per quad-pair (lanes `4q..4q+3` and `16+4q..16+4q+3`), folded here
+    /// into one block-diagonal 32×32 D (quad-pair `q` owns rows and columns
+    /// `8q..8q+7`; its A rows and B columns likewise).
+    quad: Option<QuadPair>,
+}
+
+/// The layouts of the quad-pair form.
+#[derive(Clone, Copy, Debug)]
+struct QuadPair {
+    a_col: bool,
+    b_row: bool,
+    acc_f16: bool,
 }
 
 impl Geometry {
     /// Registers of A or B per lane, or elements of C/D per lane.
     fn count(&self, role: Role) -> u32 {
+        if self.quad.is_some() {
+            return if role == Role::C { 8 } else { 2 };
+        }
         match role {
             Role::A => self.m * self.k / (32 * self.e),
             Role::B => self.k * self.n / (32 * self.e),
@@ -168,6 +184,20 @@ impl Geometry {
     /// `r` is the element index and `i` is 0). See the module docs.
     fn coord(&self, role: Role, lane: u32, r: u32, i: u32) -> (u32, u32) {
         let (g, t, e) = (lane >> 2, lane & 3, self.e);
+        if let Some(qp) = self.quad {
+            // The ISA's "Matrix fragments for mma.m8n8k4 with .f16".
+            let base = 8 * (g & 3);
+            let hi = 4 * (lane >> 4);
+            let a = 2 * r + i;
+            return match role {
+                Role::A if qp.a_col => (base + a + hi, t),
+                Role::A => (base + t + hi, a),
+                Role::B if qp.b_row => (t, base + a + hi),
+                Role::B => (a, base + t + hi),
+                Role::C if qp.acc_f16 => (base + t + hi, base + r),
+                Role::C => (base + (lane & 1) + (r & 2) + hi, base + (r & 4) + (lane & 2) + (r & 1)),
+            };
+        }
         match role {
             Role::A if self.m == 16 => (g + 8 * (r & 1), t * e + 4 * e * (r >> 1) + i),
             Role::A => (g, t * e + 4 * e * r + i),
@@ -190,24 +220,37 @@ impl Geometry {
     }
 }
 
-/// A lane expression `c + wg·g + wt·t` (`g`, `t` of the reading lane).
+/// A lane expression `c + Σ w[b]·bit b of the reading lane`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct LaneExpr {
     c: i32,
-    wg: i32,
-    wt: i32,
+    w: [i32; 5],
 }
 
 impl LaneExpr {
-    /// Fit `f(lane)` (for all 32 lanes) to the affine form, if it has it.
+    /// `c + wg·g + wt·t` (`g = lane >> 2`, `t = lane & 3`).
+    fn gt(c: i32, wg: i32, wt: i32) -> LaneExpr {
+        LaneExpr { c, w: [wt, 2 * wt, wg, 2 * wg, 4 * wg] }
+    }
+
+    /// Fit `f(lane)` (for all 32 lanes) to the form, if it has it.
     fn fit(f: impl Fn(u32) -> u32) -> Option<LaneExpr> {
         let c = f(0) as i32;
-        let x = LaneExpr { c, wt: f(1) as i32 - c, wg: f(4) as i32 - c };
+        let mut w = [0; 5];
+        for (b, wb) in w.iter_mut().enumerate() {
+            *wb = f(1 << b) as i32 - c;
+        }
+        let x = LaneExpr { c, w };
         (0..32).all(|l| x.eval(l) == f(l) as i32).then_some(x)
     }
 
+    /// The value, when it does not depend on the lane.
+    fn constant(&self) -> Option<u32> {
+        (self.w == [0; 5]).then_some(self.c as u32)
+    }
+
     fn eval(&self, lane: u32) -> i32 {
-        self.c + self.wg * (lane >> 2) as i32 + self.wt * (lane & 3) as i32
+        self.c + (0..5).map(|b| self.w[b] * ((lane >> b) & 1) as i32).sum::<i32>()
     }
 }
 
@@ -216,8 +259,11 @@ impl LaneExpr {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Source {
     lane: LaneExpr,
-    reg: u32,
-    elem: u32,
+    /// The register; the same in every lane except in the quad-pair form
+    /// with a `.col` A or `.row` B, where it depends on the reading lane.
+    reg: LaneExpr,
+    /// The element in the register (likewise).
+    elem: LaneExpr,
 }
 
 fn internal(what: &str) -> Diagnostic {
@@ -228,15 +274,13 @@ fn internal(what: &str) -> Diagnostic {
 /// every lane, where `rc(lane)` gives its coordinates.
 fn locate(owners: &HashMap<(u32, u32), (u32, u32, u32)>, rc: impl Fn(u32) -> (u32, u32)) -> Result<Source, Diagnostic> {
     let own = |l: u32| owners.get(&rc(l)).copied();
-    let Some((_, reg, elem)) = own(0) else { return Err(internal("mma element without owner")) };
-    for l in 0..32 {
-        match own(l) {
-            Some((_, r, i)) if r == reg && i == elem => {}
-            _ => return Err(internal("mma fragment layout is not lane-uniform")),
-        }
+    if (0..32).any(|l| own(l).is_none()) {
+        return Err(internal("mma element without owner"));
     }
-    let lane = LaneExpr::fit(|l| own(l).map_or(0, |o| o.0)).ok_or_else(|| internal("mma owner lane is not affine"))?;
-    Ok(Source { lane, reg, elem })
+    let fit = |f: &dyn Fn((u32, u32, u32)) -> u32| {
+        LaneExpr::fit(|l| own(l).map_or(0, f)).ok_or_else(|| internal("mma fragment source is not linear in the lane"))
+    };
+    Ok(Source { lane: fit(&|o| o.0)?, reg: fit(&|o| o.1)?, elem: fit(&|o| o.2)? })
 }
 
 /// Per-instruction lane values: the lane, `g` and `t`, and lane expressions
@@ -266,9 +310,24 @@ impl LaneCtx {
         }
         let u32t = e.t_int(32);
         let mut acc = e.c_u32(x.c as u32);
-        for (w, v) in [(x.wg, self.g), (x.wt, self.t)] {
-            if w != 0 {
-                let c = e.c_u32(w as u32);
+        let w = x.w;
+        let terms: Vec<(i32, Word)> = if w[1] == 2 * w[0] && w[3] == 2 * w[2] && w[4] == 4 * w[2] {
+            vec![(w[2], self.g), (w[0], self.t)]
+        } else {
+            let mut t = Vec::new();
+            for (b, &wb) in w.iter().enumerate() {
+                if wb != 0 {
+                    let sh = e.c_u32(b as u32);
+                    let s = o(e, Op::ShiftRightLogical, u32t, &[self.lane, sh])?;
+                    let one = e.c_u32(1);
+                    t.push((wb, o(e, Op::BitwiseAnd, u32t, &[s, one])?));
+                }
+            }
+            t
+        };
+        for (wt, v) in terms {
+            if wt != 0 {
+                let c = e.c_u32(wt as u32);
                 let p = o(e, Op::IMul, u32t, &[v, c])?;
                 acc = o(e, Op::IAdd, u32t, &[acc, p])?;
             }
@@ -323,12 +382,11 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Wor
     }
 }
 
-/// One A or B register of every lane, as 32-bit words (two for f64).
-fn share_reg(e: &mut Emitter, fx: &mut Fx, op: &Operand, wide: bool) -> Result<Vec<Lanes>, Diagnostic> {
+/// One A or B register as the 32-bit words to share (two for f64, low first).
+fn reg_words(e: &mut Emitter, fx: &mut Fx, op: &Operand, wide: bool) -> Result<Vec<Word>, Diagnostic> {
     let u32t = e.t_int(32);
     if !wide {
-        let v = get(e, fx, op, K::Int(32), false)?;
-        return Ok(vec![warp::share(e, fx, v)?]);
+        return Ok(vec![get(e, fx, op, K::Int(32), false)?]);
     }
     let v = get(e, fx, op, K::Int(64), false)?;
     let lo = o(e, Op::UConvert, u32t, &[v])?;
@@ -336,9 +394,27 @@ fn share_reg(e: &mut Emitter, fx: &mut Fx, op: &Operand, wide: bool) -> Result<V
     let c32 = e.c_int(64, 32);
     let hi = o(e, Op::ShiftRightLogical, u64t, &[v, c32])?;
     let hi = o(e, Op::UConvert, u32t, &[hi])?;
-    let a = warp::share(e, fx, lo)?;
-    let b = warp::share(e, fx, hi)?;
-    Ok(vec![a, b])
+    Ok(vec![lo, hi])
+}
+
+/// Words per invocation a warp matrix instruction shares in one exchange
+/// (see [`super::warp::share_many`]); 1 for other instructions.
+pub(crate) fn exchange_words(inst: &Instruction) -> u32 {
+    match inst.opcode.as_str() {
+        "mma" => mma_geometry(inst)
+            .map_or(1, |(geo, wide)| (geo.count(Role::A) + geo.count(Role::B)) * if wide { 2 } else { 1 }),
+        "ldmatrix" => 2,
+        "stmatrix" => 4,
+        _ => 1,
+    }
+}
+
+/// The geometry of an `mma` and whether its A/B registers are 64-bit.
+fn mma_geometry(inst: &Instruction) -> Option<(Geometry, bool)> {
+    let (m, n, k) = shape(inst)?;
+    let at = inst.modifiers.iter().filter_map(|m| Elem::from_name(m.as_str())).nth(1)?;
+    let quad = (m == 8 && k == 4 && at == Elem::F16).then_some(QuadPair { a_col: false, b_row: false, acc_f16: false });
+    Some((Geometry { m, n, k, e: at.per_reg(), quad }, at == Elem::F64))
 }
 
 /// Read a shared register of lane `lane` (a u32, or for f64 a u64 built from two words).
@@ -365,15 +441,32 @@ fn field(e: &mut Emitter, w: Word, at: u32, n: u32, signed: bool) -> R {
     o(e, op, u32t, &[w, off, cnt])
 }
 
+/// GLSL.std.450 `UnpackHalf2x16`.
+const UNPACK_HALF_2X16: u32 = 62;
+
 /// Element `i` of register word `w` as a value to multiply: an f32 (f64 for
 /// f64) for float types, an i32 for integer types.
 fn decode(e: &mut Emitter, elem: Elem, w: Word, i: u32) -> R {
     let ft = e.t_float(32);
     match elem {
-        Elem::F16 | Elem::Bf16 => {
-            let h = field(e, w, 16 * i, 16, false)?;
-            let fmt = if elem == Elem::F16 { Fmt::F16 } else { Fmt::BF16 };
-            super::half::to_f32(e, h, fmt)
+        Elem::F16 => {
+            // UnpackHalf2x16 widens exactly (subnormals included) in one
+            // instruction, without the Float16 capability.
+            let v2 = e.ty(super::TyKey::Vec(ft, 2));
+            let both = super::inst::ext(e, v2, UNPACK_HALF_2X16, &[w])?;
+            e.b.composite_extract(ft, None, both, [i]).map_err(internal1)
+        }
+        Elem::Bf16 => {
+            // The high half as it is, or the low half shifted up.
+            let u32t = e.t_int(32);
+            let x = if i == 1 {
+                let m = e.c_u32(0xffff_0000);
+                o(e, Op::BitwiseAnd, u32t, &[w, m])?
+            } else {
+                let c16 = e.c_u32(16);
+                o(e, Op::ShiftLeftLogical, u32t, &[w, c16])?
+            };
+            o(e, Op::Bitcast, ft, &[x])
         }
         Elem::Tf32 => {
             // The top 19 bits (sign, exponent, 10 mantissa bits).
@@ -401,39 +494,58 @@ fn decode(e: &mut Emitter, elem: Elem, w: Word, i: u32) -> R {
 }
 
 /// Words of A and B registers that this lane read: (role, register, lane) → word.
-type Words = HashMap<(Role, u32, LaneExpr), Word>;
+type Words = HashMap<(Role, LaneExpr, LaneExpr), Word>;
 
-/// Share the registers of `ops` (A or B) and read the words `need` lists.
-#[allow(clippy::too_many_arguments)]
+/// Share every A and B register in one exchange and read the words `need`
+/// lists (A sources first, then B). A register that depends on the reading
+/// lane is read from every register and selected.
 fn gather(
     e: &mut Emitter,
     fx: &mut Fx,
     lc: &mut LaneCtx,
-    role: Role,
-    ops: &[&Operand],
+    regs: [(Role, &[&Operand], &[Source]); 2],
     wide: bool,
-    need: &[Source],
-    words: &mut Words,
-) -> Result<(), Diagnostic> {
-    for (r, op) in ops.iter().enumerate() {
-        let r = r as u32;
-        let mut lanes_needed: Vec<LaneExpr> = Vec::new();
-        for s in need.iter().filter(|s| s.reg == r) {
-            if !lanes_needed.contains(&s.lane) {
-                lanes_needed.push(s.lane);
-            }
-        }
-        if lanes_needed.is_empty() {
-            continue;
-        }
-        let shared = share_reg(e, fx, op, wide)?;
-        for l in lanes_needed {
-            let lw = lc.expr(e, l)?;
-            let w = read_reg(e, fx, &shared, lw)?;
-            words.insert((role, r, l), w);
+) -> Result<Words, Diagnostic> {
+    let mut values = Vec::new();
+    let mut at = HashMap::new();
+    for (role, ops, _) in &regs {
+        for (r, op) in ops.iter().enumerate() {
+            at.insert((*role, r as u32), values.len());
+            values.extend(reg_words(e, fx, op, wide)?);
         }
     }
-    Ok(())
+    let lanes = warp::share_many(e, fx, &values)?;
+    let per = if wide { 2 } else { 1 };
+    let mut words = Words::new();
+    for (role, ops, need) in &regs {
+        for s in need.iter() {
+            if words.contains_key(&(*role, s.reg, s.lane)) {
+                continue;
+            }
+            let lw = lc.expr(e, s.lane)?;
+            let read = |e: &mut Emitter, r: u32| -> R {
+                let i = *at.get(&(*role, r)).ok_or_else(|| internal("mma register not shared"))?;
+                read_reg(e, fx, &lanes[i..i + per], lw)
+            };
+            let w = match s.reg.constant() {
+                Some(r) => read(e, r)?,
+                None => {
+                    let which = lc.expr(e, s.reg)?;
+                    let mut w = read(e, 0)?;
+                    for r in 1..ops.len() as u32 {
+                        let x = read(e, r)?;
+                        let rc = e.c_u32(r);
+                        let is = cmp(e, Op::IEqual, which, rc)?;
+                        let t = e.t_int(if wide { 64 } else { 32 });
+                        w = sel(e, t, is, x, w)?;
+                    }
+                    w
+                }
+            };
+            words.insert((*role, s.reg, s.lane), w);
+        }
+    }
+    Ok(words)
 }
 
 /// `mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype{.op.popc} d, a, b, c`.
@@ -459,8 +571,19 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
     else {
         return Err(unsupported(inst, "bad type combination"));
     };
-    if m == 8 && n == 8 && k == 4 && at == Elem::F16 {
-        return Err(unsupported(inst, "the m8n8k4 f16 quad-pair form is not supported yet"));
+    let quad = (m == 8 && n == 8 && k == 4 && at == Elem::F16).then(|| {
+        let layouts: Vec<&str> =
+            inst.modifiers.iter().map(|m| m.as_str()).filter(|m| *m == "row" || *m == "col").collect();
+        QuadPair {
+            a_col: layouts.first() == Some(&"col"),
+            b_row: layouts.get(1) == Some(&"row"),
+            acc_f16: ct == Acc::F16 && dt == Acc::F16,
+        }
+    });
+    if quad.is_some() && ct != dt {
+        // The ISA requires a .f32 D for a .f32 C; an .f16 C with an .f32 D
+        // has C and D in different lanes.
+        return Err(unsupported(inst, "m8n8k4 with different C and D types"));
     }
     let floaty = matches!(at, Elem::F16 | Elem::Bf16 | Elem::Tf32 | Elem::E4m3 | Elem::E5m2);
     let valid_acc = match at {
@@ -472,8 +595,8 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
     if !valid_acc || !same_family || !(m == 16 || m == 8) || n != 8 {
         return Err(unsupported(inst, "bad shape or type combination"));
     }
-    let geo = Geometry { m, n, k, e: at.per_reg() };
-    if geo.count(Role::A) == 0 || geo.count(Role::B) == 0 || (m * k) % (32 * geo.e) != 0 {
+    let geo = Geometry { m, n, k, e: at.per_reg(), quad };
+    if geo.count(Role::A) == 0 || geo.count(Role::B) == 0 || (quad.is_none() && (m * k) % (32 * geo.e) != 0) {
         return Err(unsupported(inst, "bad shape for the type"));
     }
     let [d_op, a_op, b_op, c_op] = inst.operands.as_slice() else {
@@ -497,7 +620,7 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
         for kk in (0..k).step_by(step as usize) {
             let sa = locate(&a_own, |l| (geo.coord(Role::C, l, j, 0).0, kk))?;
             let sb = locate(&b_own, |l| (kk, geo.coord(Role::C, l, j, 0).1))?;
-            if binary && (sa.elem != 0 || sb.elem != 0) {
+            if binary && (sa.elem.constant() != Some(0) || sb.elem.constant() != Some(0)) {
                 return Err(internal("b1 word not aligned"));
             }
             terms.push((sa, sb));
@@ -508,18 +631,28 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
     // Device side: read what this lane needs.
     let mut lc = lane_ctx(e, fx)?;
     let wide = at == Elem::F64;
-    let mut words = Words::new();
     let need_a: Vec<Source> = plan.iter().flatten().map(|p| p.0).collect();
     let need_b: Vec<Source> = plan.iter().flatten().map(|p| p.1).collect();
-    gather(e, fx, &mut lc, Role::A, &a_regs, wide, &need_a, &mut words)?;
-    gather(e, fx, &mut lc, Role::B, &b_regs, wide, &need_b, &mut words)?;
+    let words = gather(e, fx, &mut lc, [(Role::A, &a_regs, &need_a), (Role::B, &b_regs, &need_b)], wide)?;
     let mut values: HashMap<(Role, Source), Word> = HashMap::new();
     let mut value = |e: &mut Emitter, role: Role, elem: Elem, s: Source| -> R {
         if let Some(&v) = values.get(&(role, s)) {
             return Ok(v);
         }
         let w = *words.get(&(role, s.reg, s.lane)).ok_or_else(|| internal("mma word not read"))?;
-        let v = if binary { w } else { decode(e, elem, w, s.elem)? };
+        let v = match s.elem.constant() {
+            _ if binary => w,
+            Some(i) => decode(e, elem, w, i)?,
+            None => {
+                // Shift the lane-dependent element down to element 0.
+                let u32t = e.t_int(32);
+                let i = lc.expr(e, s.elem)?;
+                let bits = e.c_u32(elem.bits());
+                let sh = o(e, Op::IMul, u32t, &[i, bits])?;
+                let x = o(e, Op::ShiftRightLogical, u32t, &[w, sh])?;
+                decode(e, elem, x, 0)?
+            }
+        };
         values.insert((role, s), v);
         Ok(v)
     };
@@ -681,17 +814,14 @@ fn ldmatrix(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
     let d_regs = fragment(inst, d_op, "the destination", num)?;
     let trans = inst.has("trans");
     let (shared, words) = address_words(e, fx, inst, a_op)?;
-    let mut lanes = Vec::new();
-    for w in words {
-        lanes.push(warp::share(e, fx, w)?);
-    }
+    let lanes = warp::share_many(e, fx, &words)?;
     let mut lc = lane_ctx(e, fx)?;
     let u32t = e.t_int(32);
     for (m, d) in d_regs.iter().enumerate() {
         let m = m as i32;
         let v = if !trans {
             // Row l >> 2 of matrix m, bytes 4(l & 3)..+4.
-            let src = lc.expr(e, LaneExpr { c: 8 * m, wg: 1, wt: 0 })?;
+            let src = lc.expr(e, LaneExpr::gt(8 * m, 1, 0))?;
             let row: Vec<Word> = lanes.iter().map(|l| warp::read(e, fx, *l, src)).collect::<Result<_, _>>()?;
             let four = e.c_u32(4);
             let off = o(e, Op::IMul, u32t, &[lc.t, four])?;
@@ -701,7 +831,7 @@ fn ldmatrix(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
             // Rows 2(l & 3) and +1 of matrix m, bytes 2(l >> 2)..+2.
             let mut halves = Vec::new();
             for j in 0..2 {
-                let src = lc.expr(e, LaneExpr { c: 8 * m + j, wg: 0, wt: 2 })?;
+                let src = lc.expr(e, LaneExpr::gt(8 * m + j, 0, 2))?;
                 let row: Vec<Word> = lanes.iter().map(|l| warp::read(e, fx, *l, src)).collect::<Result<_, _>>()?;
                 let two = e.c_u32(2);
                 let off = o(e, Op::IMul, u32t, &[lc.g, two])?;
@@ -761,9 +891,12 @@ fn stmatrix(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
     let i = o(e, Op::BitwiseAnd, u32t, &[lc.lane, seven])?;
     let three = e.c_u32(3);
     let mine = o(e, Op::ShiftRightLogical, u32t, &[lc.lane, three])?;
-    for (m, r) in r_regs.iter().enumerate() {
-        let v = get(e, fx, r, K::Int(32), false)?;
-        let lanes = warp::share(e, fx, v)?;
+    let mut values = Vec::new();
+    for r in &r_regs {
+        values.push(get(e, fx, r, K::Int(32), false)?);
+    }
+    let regs_shared = warp::share_many(e, fx, &values)?;
+    for (m, &lanes) in regs_shared.iter().enumerate() {
         let mut row_words = Vec::new();
         if !trans {
             for c in 0..4 {
@@ -874,7 +1007,7 @@ mod tests {
             (16, 8, 256, 32),
         ];
         for (m, n, k, e) in shapes {
-            let geo = Geometry { m, n, k, e };
+            let geo = Geometry { m, n, k, e, quad: None };
             assert_eq!(geo.owners(Role::A).len() as u32, m * k, "A {m}x{n}x{k}");
             assert_eq!(geo.owners(Role::B).len() as u32, k * n, "B {m}x{n}x{k}");
             let mut d = std::collections::HashSet::new();
@@ -901,7 +1034,7 @@ mod tests {
     /// The ISA's own formulas for m16n8k16 f16 A (a0..a7).
     #[test]
     fn m16n8k16_a_matches_the_isa() {
-        let geo = Geometry { m: 16, n: 8, k: 16, e: 2 };
+        let geo = Geometry { m: 16, n: 8, k: 16, e: 2, quad: None };
         for lane in 0..32 {
             let (g, t) = (lane >> 2, lane % 4);
             for idx in 0..8u32 {

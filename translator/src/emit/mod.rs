@@ -142,6 +142,14 @@ pub(crate) struct Emitter<'o> {
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
     pub uniform_fns: BTreeSet<String>,
+    /// Words per invocation of one emulated warp exchange: the most any
+    /// warp instruction of the module shares at once ([`warp::share_many`]).
+    pub exchange_words: u32,
+    /// Scratch words (per invocation, fixed) of the module's one scratch
+    /// array ([`uniform::module_scratch_words`]).
+    pub module_scratch: (u32, u32),
+    /// That array, created with the first entry that needs it.
+    pub scratch_var: Option<Word>,
     /// Module-scope variables of warp and uniform-mode emission, created
     /// before any function (see [`warp::Globals`]).
     pub warp: warp::Globals,
@@ -316,6 +324,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         grid_offset: None,
         spec_wg_x: 0,
         uniform_fns: BTreeSet::new(),
+        exchange_words: 1,
+        module_scratch: (0, 0),
+        scratch_var: None,
         warp: warp::Globals::default(),
         shared_var_narrow: None,
         shared_var_wide: None,
@@ -504,6 +515,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         }
     }
     e.uniform_fns = uniform::functions(&plans, opts.warp_path);
+    e.exchange_words = plans.values().flat_map(|p| p.instructions()).map(mma::exchange_words).max().unwrap_or(1).max(1);
+    e.module_scratch = uniform::module_scratch_words(&e, &plans);
     // Workgroup-uniform functions are emitted from regions of their own.
     for (name, plan) in plans.iter_mut() {
         if e.uniform_fns.contains(name) {

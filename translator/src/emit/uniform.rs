@@ -159,19 +159,41 @@ fn needs_votes(e: &Emitter, plan: &Plan) -> bool {
 }
 
 /// Scratch words (per invocation, fixed) an entry needs, when it runs in
-/// uniform mode: two exchange words per invocation when a warp operation in
-/// its call tree is emulated; the vote slots when a function of the tree
-/// takes votes (or exchanges, which come after them). `plans` is the entry's
-/// call tree. Kernels whose barriers are all in straight-line code and
-/// conditionals need none.
+/// uniform mode: exchange buffers when a warp operation in its call tree is
+/// emulated; the vote slots when a function of the tree takes votes (or
+/// exchanges, which come after them). `plans` is the entry's call tree.
+/// Kernels whose barriers are all in straight-line code and conditionals
+/// need none. An entry that needs any gets the module's size
+/// ([`module_scratch_words`]): all entries share one scratch array.
 pub(crate) fn scratch_words(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> (u32, u32) {
     if !e.uniform_fns.contains(&entry.func.name) {
         return (0, 0);
     }
-    let uniform: Vec<&&Plan> = plans.iter().filter(|p| e.uniform_fns.contains(&p.func.name)).collect();
+    let uniform: Vec<&Plan> = plans.iter().copied().filter(|p| e.uniform_fns.contains(&p.func.name)).collect();
+    let (per, fixed) = tree_scratch_words(e, &uniform);
+    if per + fixed == 0 {
+        (0, 0)
+    } else {
+        e.module_scratch
+    }
+}
+
+/// (per invocation, fixed) scratch words of the uniform functions `uniform`:
+/// two exchange buffers of [`Emitter::exchange_words`] words per invocation
+/// when one of them has an emulated warp operation, the vote slots when one
+/// takes votes or exchanges.
+fn tree_scratch_words(e: &Emitter, uniform: &[&Plan]) -> (u32, u32) {
     let exchange = e.opts.warp_path == WarpPath::Emulated && uniform.iter().any(|p| p.instructions().any(is_warp_op));
     let votes = uniform.iter().any(|p| needs_votes(e, p));
-    (if exchange { 2 } else { 0 }, if exchange || votes { VOTE_WORDS } else { 0 })
+    (if exchange { 2 * e.exchange_words } else { 0 }, if exchange || votes { VOTE_WORDS } else { 0 })
+}
+
+/// The scratch size of the module: enough for every entry. One Workgroup
+/// array serves all entries (the validation layer adds up every Workgroup
+/// variable of a module against the device limit).
+pub(crate) fn module_scratch_words(e: &Emitter, plans: &HashMap<String, Plan>) -> (u32, u32) {
+    let uniform: Vec<&Plan> = plans.values().filter(|p| e.uniform_fns.contains(&p.func.name)).collect();
+    tree_scratch_words(e, &uniform)
 }
 
 /// The scratch array of an entry: `wg_size * per_invocation + fixed` words.

@@ -19,8 +19,9 @@
 //! [`super::uniform::is_collective`]): the function runs in
 //! workgroup-uniform mode, every invocation executes every warp instruction,
 //! and `active` (the invocation's state is active and its guard holds) says
-//! which lanes take part. An exchange uses one of two buffers of one word
-//! per invocation in the scratch array (after the vote slots), alternating
+//! which lanes take part. An exchange uses one of two buffers of
+//! [`Emitter::exchange_words`] words per invocation in the scratch array
+//! (after the vote slots; word `j` of every invocation together), alternating
 //! by a private counter that is the same in every invocation, so one barrier
 //! per exchange suffices: buffer `k % 2` is rewritten by exchange `k + 2`,
 //! after every invocation passed exchange `k + 1`'s barrier and so finished
@@ -154,31 +155,51 @@ fn subgroup_scope(e: &mut Emitter) -> Word {
 /// Make every lane's `value` (u32) readable by the lanes of its warp. On the
 /// emulated path every invocation of the workgroup must execute it.
 pub(crate) fn share(e: &mut Emitter, fx: &Fx, value: Word) -> Result<Lanes, Diagnostic> {
+    Ok(share_many(e, fx, &[value])?[0])
+}
+
+/// [`share`] several values at once: on the emulated path one exchange (one
+/// barrier) for all of them, buffer word `j` holding value `j` (at most
+/// [`Emitter::exchange_words`] values).
+pub(crate) fn share_many(e: &mut Emitter, fx: &Fx, values: &[Word]) -> Result<Vec<Lanes>, Diagnostic> {
     let u32t = e.t_int(32);
     match e.opts.warp_path {
         WarpPath::Emulated => {
+            if values.len() as u32 > e.exchange_words {
+                return Err(missing("exchange words for this warp instruction"));
+            }
             let counter = e.warp.exchanges.ok_or_else(|| missing("exchange counter"))?;
             let k = e.b.load(u32t, None, counter, None, []).map_err(internal1)?;
             let one = e.c_u32(1);
             let k1 = e.b.i_add(u32t, None, k, one).map_err(internal1)?;
             e.b.store(counter, k1, None, []).map_err(internal1)?;
             let bit = e.b.bitwise_and(u32t, None, k, one).map_err(internal1)?;
-            let buf = e.b.i_mul(u32t, None, bit, e.spec_wg_x).map_err(internal1)?;
+            let words = e.c_u32(e.exchange_words);
+            let size = e.b.i_mul(u32t, None, words, e.spec_wg_x).map_err(internal1)?;
+            let buf = e.b.i_mul(u32t, None, bit, size).map_err(internal1)?;
             let votes = e.c_u32(super::uniform::VOTE_WORDS);
             let off = e.b.i_add(u32t, None, buf, votes).map_err(internal1)?;
-            let mine = e.b.i_add(u32t, None, off, fx.linear).map_err(internal1)?;
-            let p = super::barrier::scratch_ptr(e, fx, mine)?;
-            e.b.store(p, value, None, []).map_err(internal1)?;
-            super::barrier::scratch_barrier(e)?;
             let not31 = e.c_u32(!31);
             let warp = e.b.bitwise_and(u32t, None, fx.linear, not31).map_err(internal1)?;
-            Ok(Lanes::Scratch(e.b.i_add(u32t, None, off, warp).map_err(internal1)?))
+            let mut bases = Vec::new();
+            for (j, &value) in values.iter().enumerate() {
+                let jc = e.c_u32(j as u32);
+                let col = e.b.i_mul(u32t, None, jc, e.spec_wg_x).map_err(internal1)?;
+                let start = e.b.i_add(u32t, None, off, col).map_err(internal1)?;
+                let mine = e.b.i_add(u32t, None, start, fx.linear).map_err(internal1)?;
+                let p = super::barrier::scratch_ptr(e, fx, mine)?;
+                e.b.store(p, value, None, []).map_err(internal1)?;
+                bases.push(e.b.i_add(u32t, None, start, warp).map_err(internal1)?);
+            }
+            super::barrier::scratch_barrier(e)?;
+            Ok(bases.into_iter().map(Lanes::Scratch).collect())
         }
-        WarpPath::Native => Ok(Lanes::Subgroup { value, base: e.c_u32(0) }),
+        WarpPath::Native => Ok(values.iter().map(|&value| Lanes::Subgroup { value, base: e.c_u32(0) }).collect()),
         WarpPath::Slice => {
             let local = load_input(e, e.warp.subgroup_local_id, "SubgroupLocalInvocationId")?;
             let not31 = e.c_u32(!31);
-            Ok(Lanes::Subgroup { value, base: e.b.bitwise_and(u32t, None, local, not31).map_err(internal1)? })
+            let base = e.b.bitwise_and(u32t, None, local, not31).map_err(internal1)?;
+            Ok(values.iter().map(|&value| Lanes::Subgroup { value, base }).collect())
         }
     }
 }
