@@ -448,3 +448,147 @@ fn mma_m8n8k4_quad_pairs() {
         }
     });
 }
+
+const PTX_SM90: &str = include_str!("../../tests/fixtures/mma_sm90.ptx");
+
+fn on_every_path_sm90(name: &str, body: impl Fn(&Context, &Module)) {
+    let ctx = context();
+    for path in [WarpPath::Native, WarpPath::Slice, WarpPath::Emulated] {
+        if !ctx.info().warp_paths.contains(&path) {
+            eprintln!("{name}: skipping the {} warp path (subgroup size {})", path.name(), ctx.info().subgroup_size);
+            continue;
+        }
+        let m = ctx.load_module_with_warp_path(PTX_SM90, "mma_sm90.ptx", path).expect("translate and load");
+        body(&ctx, &m);
+    }
+    assert_clean(&ctx);
+}
+
+/// The exact value of an FP8 pattern (`e4m3`: bias 7, 3 mantissa bits;
+/// `e5m2`: bias 15, 2 mantissa bits), finite patterns only.
+fn fp8_value(x: u32, e4m3: bool) -> f64 {
+    let (mbits, bias) = if e4m3 { (3, 7) } else { (2, 15) };
+    let s = if x & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = ((x & 0x7f) >> mbits) as i32;
+    let m = (x & ((1 << mbits) - 1)) as f64;
+    s * if e == 0 {
+        m * 2f64.powi(1 - bias - mbits as i32)
+    } else {
+        (m + (1 << mbits) as f64) * 2f64.powi(e - bias - mbits as i32)
+    }
+}
+
+/// FP8 products (exact in f32) summed in `k` order, and the f64 `m16n8k16`
+/// shape (fused multiply-adds in `k` order).
+#[test]
+fn mma_fp8_and_f64_m16n8k16() {
+    on_every_path_sm90("mma sm_90", |ctx, module| {
+        let mut rng = Lcg(41);
+        // Finite FP8 patterns: e4m3 exponent fields 0..=14, e5m2 0..=30.
+        let a: Vec<u32> = (0..WARPS * 16 * 32)
+            .map(|_| {
+                let r = rng.next_u32();
+                (r & 0x87) | ((r >> 8) % 15) << 3
+            })
+            .collect();
+        let b: Vec<u32> = (0..WARPS * 32 * 8)
+            .map(|_| {
+                let r = rng.next_u32();
+                (r & 0x83) | ((r >> 8) % 31) << 2
+            })
+            .collect();
+        let c: Vec<u32> = (0..WARPS * 128).map(|_| ((rng.next_u32() % 2000) as f32 / 64.0 - 15.6).to_bits()).collect();
+        let got = launch(ctx, module, "mma_m16n8k32_f32_e4m3_e5m2", &[&pack(&a, 8), &pack(&b, 8), &c], WARPS * 128);
+        for w in 0..WARPS {
+            for i in 0..16 {
+                for j in 0..8 {
+                    let at = w * 128 + i * 8 + j;
+                    let mut s = f32::from_bits(c[at]);
+                    for kk in 0..32 {
+                        let p = fp8_value(a[w * 512 + i * 32 + kk], true) * fp8_value(b[w * 256 + kk * 8 + j], false);
+                        s += p as f32;
+                    }
+                    assert_eq!(
+                        got[at],
+                        s.to_bits(),
+                        "e4m3 x e5m2: warp {w} D[{i}][{j}]: got {}",
+                        f32::from_bits(got[at])
+                    );
+                }
+            }
+        }
+        let mut rnd = || {
+            let m = (u64::from(rng.next_u32()) << 21 | u64::from(rng.next_u32() >> 11)) | 1 << 52;
+            let v = m as f64 * 2f64.powi(-52 + (rng.next_u32() % 9) as i32 - 4);
+            if rng.next_u32() & 1 == 1 {
+                -v
+            } else {
+                v
+            }
+        };
+        let a: Vec<f64> = (0..WARPS * 256).map(|_| rnd()).collect();
+        let b: Vec<f64> = (0..WARPS * 128).map(|_| rnd()).collect();
+        let c: Vec<f64> = (0..WARPS * 128).map(|_| rnd()).collect();
+        let words = |v: &[f64]| -> Vec<u32> {
+            v.iter().flat_map(|x| [x.to_bits() as u32, (x.to_bits() >> 32) as u32]).collect()
+        };
+        let got = launch(ctx, module, "mma_m16n8k16_f64", &[&words(&a), &words(&b), &words(&c)], WARPS * 256);
+        for w in 0..WARPS {
+            for i in 0..16 {
+                for j in 0..8 {
+                    let at = w * 128 + i * 8 + j;
+                    let mut s = c[at];
+                    for kk in 0..16 {
+                        s = a[w * 256 + i * 16 + kk].mul_add(b[w * 128 + kk * 8 + j], s);
+                    }
+                    let g = f64::from_bits(u64::from(got[2 * at]) | u64::from(got[2 * at + 1]) << 32);
+                    assert_eq!(g.to_bits(), s.to_bits(), "f64 m16n8k16: warp {w} D[{i}][{j}]: got {g}, want {s}");
+                }
+            }
+        }
+    });
+}
+
+/// `stmatrix` (x4, x4.trans, x1) to permuted row addresses.
+#[test]
+fn stmatrix_kinds() {
+    on_every_path_sm90("stmatrix", |ctx, module| {
+        let mut rng = Lcg(43);
+        let src: Vec<u32> = (0..WARPS * 128).map(|_| rng.next_u32()).collect();
+        let mut perm: Vec<u32> = Vec::new();
+        for _ in 0..WARPS {
+            let mut p: Vec<u32> = (0..32).collect();
+            for i in (1..32).rev() {
+                p.swap(i, rng.next_u32() as usize % (i + 1));
+            }
+            perm.extend(p);
+        }
+        let got = launch(ctx, module, "stmatrix_kinds", &[&src, &perm], WARPS * 480);
+        for w in 0..WARPS {
+            // Element (r, c) of fragment matrix m: lane 4r + c/2, register m, half c % 2.
+            let frag =
+                |m: usize, r: usize, c: usize| (src[w * 128 + (4 * r + c / 2) * 4 + m] >> (16 * (c % 2))) & 0xffff;
+            for kind in 0..3 {
+                let mut want = vec![0xCDCD_CDCDu32; 160];
+                let mats = if kind == 2 { 1 } else { 4 };
+                for m in 0..mats {
+                    for r in 0..8 {
+                        let slot = perm[w * 32 + 8 * m + r] as usize;
+                        for c in 0..4 {
+                            let e = |col: usize| if kind == 1 { frag(m, col, r) } else { frag(m, r, col) };
+                            want[slot * 5 + c] = e(2 * c) | e(2 * c + 1) << 16;
+                        }
+                    }
+                }
+                let g = &got[w * 480 + kind * 160..w * 480 + kind * 160 + 160];
+                for i in 0..160 {
+                    assert_eq!(
+                        g[i], want[i],
+                        "stmatrix kind {kind} warp {w} word {i}: got {:#x}, want {:#x}",
+                        g[i], want[i]
+                    );
+                }
+            }
+        }
+    });
+}
