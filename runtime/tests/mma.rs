@@ -472,9 +472,9 @@ fn fp8_value(x: u32, e4m3: bool) -> f64 {
     let e = ((x & 0x7f) >> mbits) as i32;
     let m = (x & ((1 << mbits) - 1)) as f64;
     s * if e == 0 {
-        m * 2f64.powi(1 - bias - mbits as i32)
+        m * 2f64.powi(1 - bias - mbits)
     } else {
-        (m + (1 << mbits) as f64) * 2f64.powi(e - bias - mbits as i32)
+        (m + (1 << mbits) as f64) * 2f64.powi(e - bias - mbits)
     }
 }
 

@@ -51,7 +51,7 @@ use std::collections::HashMap;
 
 /// The element type of an A or B matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Elem {
+pub(crate) enum Elem {
     F16,
     Bf16,
     Tf32,
@@ -66,7 +66,7 @@ enum Elem {
 }
 
 impl Elem {
-    fn from_name(m: &str) -> Option<Elem> {
+    pub(crate) fn from_name(m: &str) -> Option<Elem> {
         Some(match m {
             "f16" => Elem::F16,
             "bf16" => Elem::Bf16,
@@ -83,7 +83,7 @@ impl Elem {
         })
     }
 
-    fn bits(self) -> u32 {
+    pub(crate) fn bits(self) -> u32 {
         match self {
             Elem::F16 | Elem::Bf16 => 16,
             Elem::Tf32 => 32,
@@ -95,7 +95,7 @@ impl Elem {
     }
 
     /// Elements per register.
-    fn per_reg(self) -> u32 {
+    pub(crate) fn per_reg(self) -> u32 {
         if self == Elem::F64 {
             1
         } else {
@@ -103,7 +103,7 @@ impl Elem {
         }
     }
 
-    fn is_int(self) -> bool {
+    pub(crate) fn is_int(self) -> bool {
         matches!(self, Elem::S8 | Elem::U8 | Elem::S4 | Elem::U4 | Elem::B1)
     }
 }
@@ -139,7 +139,7 @@ impl Acc {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Role {
+pub(crate) enum Role {
     A,
     B,
     C,
@@ -147,7 +147,7 @@ enum Role {
 
 /// The shape of an `mma` and the elements per A/B register.
 #[derive(Clone, Copy, Debug)]
-struct Geometry {
+pub(crate) struct Geometry {
     m: u32,
     n: u32,
     k: u32,
@@ -168,6 +168,19 @@ struct QuadPair {
 }
 
 impl Geometry {
+    /// An `m16n8kK`/`m8n8kK` geometry with `e` elements per register.
+    pub(crate) fn standard(m: u32, n: u32, k: u32, e: u32) -> Geometry {
+        Geometry { m, n, k, e, quad: None }
+    }
+
+    pub(crate) fn count_a(&self) -> u32 {
+        self.count(Role::A)
+    }
+
+    pub(crate) fn owners_a(&self) -> HashMap<(u32, u32), (u32, u32, u32)> {
+        self.owners(Role::A)
+    }
+
     /// Registers of A or B per lane, or elements of C/D per lane.
     fn count(&self, role: Role) -> u32 {
         if self.quad.is_some() {
@@ -257,7 +270,7 @@ impl LaneExpr {
 /// Where a lane finds one element of A or B: a lane expression, a register
 /// and the element in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Source {
+pub(crate) struct Source {
     lane: LaneExpr,
     /// The register; the same in every lane except in the quad-pair form
     /// with a `.col` A or `.row` B, where it depends on the reading lane.
@@ -272,7 +285,10 @@ fn internal(what: &str) -> Diagnostic {
 
 /// The source of element (row, col) of `role` for the D element `j` of
 /// every lane, where `rc(lane)` gives its coordinates.
-fn locate(owners: &HashMap<(u32, u32), (u32, u32, u32)>, rc: impl Fn(u32) -> (u32, u32)) -> Result<Source, Diagnostic> {
+pub(crate) fn locate(
+    owners: &HashMap<(u32, u32), (u32, u32, u32)>,
+    rc: impl Fn(u32) -> (u32, u32),
+) -> Result<Source, Diagnostic> {
     let own = |l: u32| owners.get(&rc(l)).copied();
     if (0..32).any(|l| own(l).is_none()) {
         return Err(internal("mma element without owner"));
@@ -285,14 +301,14 @@ fn locate(owners: &HashMap<(u32, u32), (u32, u32, u32)>, rc: impl Fn(u32) -> (u3
 
 /// Per-instruction lane values: the lane, `g` and `t`, and lane expressions
 /// already computed.
-struct LaneCtx {
-    g: Word,
-    t: Word,
+pub(crate) struct LaneCtx {
+    pub g: Word,
+    pub t: Word,
     lane: Word,
     cache: HashMap<LaneExpr, Word>,
 }
 
-fn lane_ctx(e: &mut Emitter, fx: &Fx) -> Result<LaneCtx, Diagnostic> {
+pub(crate) fn lane_ctx(e: &mut Emitter, fx: &Fx) -> Result<LaneCtx, Diagnostic> {
     let u32t = e.t_int(32);
     let m31 = e.c_u32(31);
     let lane = o(e, Op::BitwiseAnd, u32t, &[fx.linear, m31])?;
@@ -350,7 +366,12 @@ fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
     Diagnostic::error(inst.opcode_span, format!("unsupported instruction '{}'{extra}", inst.mnemonic()))
 }
 
-fn fragment<'o>(inst: &Instruction, op: &'o Operand, what: &str, n: u32) -> Result<Vec<&'o Operand>, Diagnostic> {
+pub(crate) fn fragment<'o>(
+    inst: &Instruction,
+    op: &'o Operand,
+    what: &str,
+    n: u32,
+) -> Result<Vec<&'o Operand>, Diagnostic> {
     let r = regs(op);
     if r.len() as u32 != n {
         return Err(Diagnostic::error(
@@ -362,7 +383,7 @@ fn fragment<'o>(inst: &Instruction, op: &'o Operand, what: &str, n: u32) -> Resu
 }
 
 /// The `mXnYkZ` shape modifier.
-fn shape(inst: &Instruction) -> Option<(u32, u32, u32)> {
+pub(crate) fn shape(inst: &Instruction) -> Option<(u32, u32, u32)> {
     inst.modifiers.iter().find_map(|m| {
         let rest = m.as_str().strip_prefix('m')?;
         let (m_, rest) = rest.split_once('n')?;
@@ -404,7 +425,8 @@ pub(crate) fn exchange_words(inst: &Instruction) -> u32 {
         "mma" => mma_geometry(inst)
             .map_or(1, |(geo, wide)| (geo.count(Role::A) + geo.count(Role::B)) * if wide { 2 } else { 1 }),
         "ldmatrix" => 2,
-        "stmatrix" => 4,
+        // wgmma's A in registers: four per lane in every shape.
+        "stmatrix" | "wgmma" => 4,
         _ => 1,
     }
 }
@@ -433,7 +455,7 @@ fn read_reg(e: &mut Emitter, fx: &Fx, lanes: &[Lanes], lane: Word) -> R {
 }
 
 /// Bits `[at, at + n)` of a 32-bit word, zero- or sign-extended to 32 bits.
-fn field(e: &mut Emitter, w: Word, at: u32, n: u32, signed: bool) -> R {
+pub(crate) fn field(e: &mut Emitter, w: Word, at: u32, n: u32, signed: bool) -> R {
     let u32t = e.t_int(32);
     let off = e.c_u32(at);
     let cnt = e.c_u32(n);
@@ -446,7 +468,7 @@ const UNPACK_HALF_2X16: u32 = 62;
 
 /// Element `i` of register word `w` as a value to multiply: an f32 (f64 for
 /// f64) for float types, an i32 for integer types.
-fn decode(e: &mut Emitter, elem: Elem, w: Word, i: u32) -> R {
+pub(crate) fn decode(e: &mut Emitter, elem: Elem, w: Word, i: u32) -> R {
     let ft = e.t_float(32);
     match elem {
         Elem::F16 => {
@@ -494,7 +516,7 @@ fn decode(e: &mut Emitter, elem: Elem, w: Word, i: u32) -> R {
 }
 
 /// Words of A and B registers that this lane read: (role, register, lane) → word.
-type Words = HashMap<(Role, LaneExpr, LaneExpr), Word>;
+pub(crate) type Words = HashMap<(Role, LaneExpr, LaneExpr), Word>;
 
 /// Share every A and B register in one exchange and read the words `need`
 /// lists (A sources first, then B). A register that depends on the reading
@@ -546,6 +568,40 @@ fn gather(
         }
     }
     Ok(words)
+}
+
+/// The value of source `s` of `role` (its word read by [`gather`]).
+fn element(e: &mut Emitter, lc: &mut LaneCtx, words: &Words, role: Role, elem: Elem, s: Source) -> R {
+    let w = *words.get(&(role, s.reg, s.lane)).ok_or_else(|| internal("mma word not read"))?;
+    match s.elem.constant() {
+        Some(i) => decode(e, elem, w, i),
+        None => {
+            // Shift the lane-dependent element down to element 0.
+            let u32t = e.t_int(32);
+            let i = lc.expr(e, s.elem)?;
+            let bits = e.c_u32(elem.bits());
+            let sh = o(e, Op::IMul, u32t, &[i, bits])?;
+            let x = o(e, Op::ShiftRightLogical, u32t, &[w, sh])?;
+            decode(e, elem, x, 0)
+        }
+    }
+}
+
+/// Share an A fragment's registers (32-bit) in one exchange and read the
+/// words of `need` (for `wgmma` with A in registers).
+pub(crate) fn gather_a(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    lc: &mut LaneCtx,
+    regs: &[&Operand],
+    need: &[Source],
+) -> Result<Words, Diagnostic> {
+    gather(e, fx, lc, [(Role::A, regs, need), (Role::B, &[], &[])], false)
+}
+
+/// The value of A source `s` read by [`gather_a`].
+pub(crate) fn source_value(e: &mut Emitter, lc: &mut LaneCtx, words: &Words, elem: Elem, s: Source) -> R {
+    element(e, lc, words, Role::A, elem, s)
 }
 
 /// `mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype{.op.popc} d, a, b, c`.
@@ -639,19 +695,10 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
         if let Some(&v) = values.get(&(role, s)) {
             return Ok(v);
         }
-        let w = *words.get(&(role, s.reg, s.lane)).ok_or_else(|| internal("mma word not read"))?;
-        let v = match s.elem.constant() {
-            _ if binary => w,
-            Some(i) => decode(e, elem, w, i)?,
-            None => {
-                // Shift the lane-dependent element down to element 0.
-                let u32t = e.t_int(32);
-                let i = lc.expr(e, s.elem)?;
-                let bits = e.c_u32(elem.bits());
-                let sh = o(e, Op::IMul, u32t, &[i, bits])?;
-                let x = o(e, Op::ShiftRightLogical, u32t, &[w, sh])?;
-                decode(e, elem, x, 0)?
-            }
+        let v = if binary {
+            *words.get(&(role, s.reg, s.lane)).ok_or_else(|| internal("mma word not read"))?
+        } else {
+            element(e, &mut lc, &words, role, elem, s)?
         };
         values.insert((role, s), v);
         Ok(v)

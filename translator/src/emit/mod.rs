@@ -48,6 +48,7 @@ mod stack;
 mod uniform;
 mod values;
 mod warp;
+mod wgmma;
 mod zero;
 
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
@@ -516,7 +517,6 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     }
     e.uniform_fns = uniform::functions(&plans, opts.warp_path);
     e.exchange_words = plans.values().flat_map(|p| p.instructions()).map(mma::exchange_words).max().unwrap_or(1).max(1);
-    e.module_scratch = uniform::module_scratch_words(&e, &plans);
     // Workgroup-uniform functions are emitted from regions of their own.
     for (name, plan) in plans.iter_mut() {
         if e.uniform_fns.contains(name) {
@@ -525,6 +525,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             }
         }
     }
+    // After `plan_uniform`: the vote slots depend on the uniform regions.
+    e.module_scratch = uniform::module_scratch_words(&e, &plans);
     let any_uniform = !e.uniform_fns.is_empty();
     e.warp = warp::Globals::new(&mut e, any_uniform);
     // Created with the first entry that may loop: the validation layer adds
