@@ -33,3 +33,10 @@ if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 ]]; then
             --lib "$(libcuda/build-libcuda.sh)/libcuda.so.1" --count 150 --seed 1
     fi
 fi
+# Stock Triton 3.9 (its own environment, about 1.1 GB): the tutorial
+# kernels through kernel[grid](...) with ptxvk's ptxas stand-in, at compute
+# capability 8.0 (mma.sync, ldmatrix) and 9.0 (wgmma), about 5 minutes;
+# PTXVK_SKIP_TRITON=1 skips them.
+if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 && "${PTXVK_SKIP_TRITON:-0}" != 1 ]]; then
+    libcuda/tests/clients/triton/run.sh
+fi
