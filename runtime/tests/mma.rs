@@ -471,11 +471,7 @@ fn fp8_value(x: u32, e4m3: bool) -> f64 {
     let s = if x & 0x80 != 0 { -1.0 } else { 1.0 };
     let e = ((x & 0x7f) >> mbits) as i32;
     let m = (x & ((1 << mbits) - 1)) as f64;
-    s * if e == 0 {
-        m * 2f64.powi(1 - bias - mbits)
-    } else {
-        (m + (1 << mbits) as f64) * 2f64.powi(e - bias - mbits)
-    }
+    s * if e == 0 { m * 2f64.powi(1 - bias - mbits) } else { (m + (1 << mbits) as f64) * 2f64.powi(e - bias - mbits) }
 }
 
 /// FP8 products (exact in f32) summed in `k` order, and the f64 `m16n8k16`
@@ -591,4 +587,305 @@ fn stmatrix_kinds() {
             }
         }
     });
+}
+
+const PTX_WMMA: &str = include_str!("../../tests/fixtures/wmma.ptx");
+
+/// Storage types of wmma A/B matrices.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum WTy {
+    Plain(Ty),
+    /// f32 storage converted to tf32 by the kernel (`__float_to_tf32`, round to nearest, ties away).
+    Tf32FromF32,
+    F64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum WAcc {
+    F32,
+    F16,
+    F64,
+    S32,
+}
+
+struct WCase {
+    kernel: &'static str,
+    m: usize,
+    n: usize,
+    k: usize,
+    ty: WTy,
+    a_row: bool,
+    b_row: bool,
+    lda: usize,
+    ldb: usize,
+    acc: WAcc,
+}
+
+/// tf32 as `cvt.rna.tf32.f32` makes it (finite values).
+fn tf32_rna(x: u32) -> u32 {
+    let mag = (x & 0x7fff_ffff) + 0x1000;
+    (x & 0x8000_0000) | (mag & 0x7fff_e000)
+}
+
+fn f64_words(v: &[f64]) -> Vec<u32> {
+    v.iter().flat_map(|x| [x.to_bits() as u32, (x.to_bits() >> 32) as u32]).collect()
+}
+
+/// `nvcuda::wmma` kernels of every shape and type: loads with both layouts
+/// and padded leading dimensions, element-wise work on the accumulator
+/// fragment (every element, duplicates included, once), the product, the
+/// store; bit for bit against the documented arithmetic.
+#[test]
+fn wmma_every_shape_and_type() {
+    use WAcc::*;
+    let cases = [
+        WCase {
+            kernel: "wmma_f16_m16n16k16_f32",
+            m: 16,
+            n: 16,
+            k: 16,
+            ty: WTy::Plain(Ty::F16),
+            a_row: true,
+            b_row: false,
+            lda: 24,
+            ldb: 24,
+            acc: F32,
+        },
+        WCase {
+            kernel: "wmma_f16_m32n8k16_f16",
+            m: 32,
+            n: 8,
+            k: 16,
+            ty: WTy::Plain(Ty::F16),
+            a_row: false,
+            b_row: true,
+            lda: 40,
+            ldb: 16,
+            acc: F16,
+        },
+        WCase {
+            kernel: "wmma_f16_m8n32k16_f32",
+            m: 8,
+            n: 32,
+            k: 16,
+            ty: WTy::Plain(Ty::F16),
+            a_row: true,
+            b_row: true,
+            lda: 16,
+            ldb: 40,
+            acc: F32,
+        },
+        WCase {
+            kernel: "wmma_bf16_m16n16k16_f32",
+            m: 16,
+            n: 16,
+            k: 16,
+            ty: WTy::Plain(Ty::Bf16),
+            a_row: true,
+            b_row: false,
+            lda: 16,
+            ldb: 16,
+            acc: F32,
+        },
+        WCase {
+            kernel: "wmma_tf32_m16n16k8_f32",
+            m: 16,
+            n: 16,
+            k: 8,
+            ty: WTy::Tf32FromF32,
+            a_row: true,
+            b_row: false,
+            lda: 8,
+            ldb: 8,
+            acc: F32,
+        },
+        WCase {
+            kernel: "wmma_f64_m8n8k4",
+            m: 8,
+            n: 8,
+            k: 4,
+            ty: WTy::F64,
+            a_row: true,
+            b_row: false,
+            lda: 4,
+            ldb: 4,
+            acc: F64,
+        },
+        WCase {
+            kernel: "wmma_s8_m16n16k16",
+            m: 16,
+            n: 16,
+            k: 16,
+            ty: WTy::Plain(Ty::S8),
+            a_row: true,
+            b_row: false,
+            lda: 32,
+            ldb: 16,
+            acc: S32,
+        },
+        WCase {
+            kernel: "wmma_u8_m32n8k16",
+            m: 32,
+            n: 8,
+            k: 16,
+            ty: WTy::Plain(Ty::U8),
+            a_row: false,
+            b_row: true,
+            lda: 32,
+            ldb: 8,
+            acc: S32,
+        },
+        WCase {
+            kernel: "wmma_s4_m8n8k32",
+            m: 8,
+            n: 8,
+            k: 32,
+            ty: WTy::Plain(Ty::S4),
+            a_row: true,
+            b_row: false,
+            lda: 32,
+            ldb: 32,
+            acc: S32,
+        },
+        WCase {
+            kernel: "wmma_b1_m8n8k128",
+            m: 8,
+            n: 8,
+            k: 128,
+            ty: WTy::Plain(Ty::B1),
+            a_row: true,
+            b_row: false,
+            lda: 128,
+            ldb: 128,
+            acc: S32,
+        },
+    ];
+    let ctx = context();
+    for path in [WarpPath::Native, WarpPath::Slice, WarpPath::Emulated] {
+        if !ctx.info().warp_paths.contains(&path) {
+            continue;
+        }
+        let module = ctx.load_module_with_warp_path(PTX_WMMA, "wmma.ptx", path).expect("translate and load");
+        for (seed, c) in cases.iter().enumerate() {
+            let mut rng = Lcg(500 + seed as u64);
+            let (m, n, k) = (c.m, c.n, c.k);
+            // Storage sizes (elements) of A and B with their leading dimensions.
+            let size_a = if c.a_row { m * c.lda } else { k * c.lda };
+            let size_b = if c.b_row { k * c.ldb } else { n * c.ldb };
+            let at_a = |r: usize, col: usize| if c.a_row { r * c.lda + col } else { col * c.lda + r };
+            let at_b = |r: usize, col: usize| if c.b_row { r * c.ldb + col } else { col * c.ldb + r };
+            let gen = |rng: &mut Lcg, len: usize| -> Vec<u32> {
+                (0..WARPS * len)
+                    .map(|_| match c.ty {
+                        WTy::Plain(t) => t.random(rng),
+                        WTy::Tf32FromF32 => {
+                            let r = rng.next_u32();
+                            (r & 0x807f_ffff) | ((121 + (r >> 8) % 12) << 23)
+                        }
+                        WTy::F64 => 0,
+                    })
+                    .collect()
+            };
+            let words_of = |v: &[u32]| -> Vec<u32> {
+                match c.ty {
+                    WTy::Plain(t) => pack(v, t.bits()),
+                    _ => v.to_vec(),
+                }
+            };
+            let value = |bits: u32| -> f64 {
+                match c.ty {
+                    WTy::Plain(t) => t.value(bits),
+                    WTy::Tf32FromF32 => f32::from_bits(tf32_rna(bits)) as f64,
+                    WTy::F64 => 0.0,
+                }
+            };
+            if c.ty == WTy::F64 {
+                let mut rnd =
+                    |_: usize| (rng.next_u32() as i32 as f64) * 2f64.powi(-31) * (1 + rng.next_u32() % 7) as f64;
+                let a: Vec<f64> = (0..WARPS * size_a).map(&mut rnd).collect();
+                let b: Vec<f64> = (0..WARPS * size_b).map(&mut rnd).collect();
+                let cc: Vec<f64> = (0..WARPS * m * n).map(&mut rnd).collect();
+                let got = launch(
+                    &ctx,
+                    &module,
+                    c.kernel,
+                    &[&f64_words(&a), &f64_words(&b), &f64_words(&cc)],
+                    WARPS * m * n * 2,
+                );
+                for w in 0..WARPS {
+                    for i in 0..m {
+                        for j in 0..n {
+                            let at = w * m * n + i * n + j;
+                            let mut s = cc[at] * 0.5;
+                            for kk in 0..k {
+                                s = a[w * size_a + at_a(i, kk)].mul_add(b[w * size_b + at_b(kk, j)], s);
+                            }
+                            let g = f64::from_bits(u64::from(got[2 * at]) | u64::from(got[2 * at + 1]) << 32);
+                            assert_eq!(
+                                g.to_bits(),
+                                s.to_bits(),
+                                "{}: warp {w} D[{i}][{j}]: got {g}, want {s}",
+                                c.kernel
+                            );
+                        }
+                    }
+                }
+                continue;
+            }
+            let a = gen(&mut rng, size_a);
+            let b = gen(&mut rng, size_b);
+            let cin: Vec<u32> = (0..WARPS * m * n)
+                .map(|_| match c.acc {
+                    F32 => ((rng.next_u32() % 2000) as f32 / 64.0 - 15.6).to_bits(),
+                    // Normal f16 values (halving them is exact).
+                    F16 => {
+                        let r = rng.next_u32();
+                        (r & 0x83ff) | ((9 + (r >> 16) % 12) << 10)
+                    }
+                    _ => rng.next_u32() >> 4,
+                })
+                .collect();
+            let c_words = if c.acc == F16 { pack(&cin, 16) } else { cin.clone() };
+            let out_words = if c.acc == F16 { WARPS * m * n / 2 } else { WARPS * m * n };
+            let got = launch(&ctx, &module, c.kernel, &[&words_of(&a), &words_of(&b), &c_words], out_words);
+            for w in 0..WARPS {
+                for i in 0..m {
+                    for j in 0..n {
+                        let at = w * m * n + i * n + j;
+                        let ai = |kk: usize| a[w * size_a + at_a(i, kk)];
+                        let bi = |kk: usize| b[w * size_b + at_b(kk, j)];
+                        let (g, want) = match c.acc {
+                            S32 => {
+                                let mut s = cin[at].wrapping_add(1);
+                                for kk in 0..k {
+                                    let p = if c.ty == WTy::Plain(Ty::B1) {
+                                        ai(kk) ^ bi(kk)
+                                    } else {
+                                        (value(ai(kk)) * value(bi(kk))) as i64 as u32
+                                    };
+                                    s = s.wrapping_add(p);
+                                }
+                                (got[at], s)
+                            }
+                            F32 | F16 => {
+                                let c0 = if c.acc == F16 { f16_value(cin[at]) as f32 } else { f32::from_bits(cin[at]) };
+                                let mut s = c0 * 0.5;
+                                for kk in 0..k {
+                                    s += (value(ai(kk)) * value(bi(kk))) as f32;
+                                }
+                                if c.acc == F16 {
+                                    ((got[at / 2] >> (16 * (at % 2))) & 0xffff, f16_bits(s))
+                                } else {
+                                    (got[at], s.to_bits())
+                                }
+                            }
+                            F64 => unreachable!(),
+                        };
+                        assert_eq!(g, want, "{}: warp {w} D[{i}][{j}]: got {g:#x}, want {want:#x}", c.kernel);
+                    }
+                }
+            }
+        }
+    }
+    assert_clean(&ctx);
 }

@@ -160,6 +160,7 @@ fn plain(inst: &Instruction) -> bool {
             | "ldmatrix"
             | "stmatrix"
             | "movmatrix"
+            | "wmma"
             | "setmaxnreg"
     ) && !inst.operands.iter().any(|o| matches!(o, Operand::List(..)))
 }

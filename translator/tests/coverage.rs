@@ -129,6 +129,9 @@ fn sample(form: &Form) -> String {
 /// packed 32 bits to a register; f64 one to a register).
 fn mma_fragments(mnemonic: &str) -> Option<Vec<String>> {
     let mods: Vec<&str> = mnemonic.split('.').collect();
+    if mods[0] == "wmma" {
+        return wmma_fragments(&mods);
+    }
     if mods[0] != "mma" || mods[1] != "sync" {
         return None;
     }
@@ -169,6 +172,69 @@ fn mma_fragments(mnemonic: &str) -> Option<Vec<String>> {
     let acc = |t: &str| m * n / 32 / per_reg(t).min(2);
     let ab = |count: usize| count / (32 * per_reg(a));
     Some(vec![vec(d, acc(d), 0), vec(a, ab(m * k), 4), vec(a, ab(k * n), 12), vec(c, acc(c), 8)])
+}
+
+/// The operands of a `wmma` sample with the ISA's fragment register counts
+/// (f16 A/B: 8; other A/B: M·K/32 (K·N/32) elements packed 32 bits to a
+/// register; C/D: M·N/32 elements, two to a register for f16).
+fn wmma_fragments(mods: &[&str]) -> Option<Vec<String>> {
+    let (m, n, k) = mods.iter().find_map(|x| {
+        let (m_, rest) = x.strip_prefix('m')?.split_once('n')?;
+        let (n_, k_) = rest.split_once('k')?;
+        Some((m_.parse::<usize>().ok()?, n_.parse::<usize>().ok()?, k_.parse::<usize>().ok()?))
+    })?;
+    let bits = |t: &str| -> Option<usize> {
+        Some(match t {
+            "f64" => 64,
+            "f32" | "s32" | "tf32" => 32,
+            "f16" | "bf16" => 16,
+            "s8" | "u8" => 8,
+            "s4" | "u4" => 4,
+            "b1" => 1,
+            _ => return None,
+        })
+    };
+    let types: Vec<&str> = mods.iter().copied().filter(|t| bits(t).is_some()).collect();
+    let ab = |t: &str, elems: usize| {
+        if t == "f16" {
+            8
+        } else if t == "f64" {
+            elems / 32
+        } else {
+            elems * bits(t).unwrap_or(32) / 1024
+        }
+    };
+    let cd = |t: &str| if t == "f16" { m * n / 64 } else { m * n / 32 };
+    let ty = |t: &str| match t {
+        "f32" => Some(ScalarType::F32),
+        "f64" => Some(ScalarType::F64),
+        _ => None,
+    };
+    let vec = |t: &str, count: usize, base: usize| -> String {
+        let v: Vec<String> = (0..count.max(1)).map(|i| reg(ty(t), base + i)).collect();
+        format!("{{{}}}", v.join(", "))
+    };
+    let last = *types.last()?;
+    match mods.get(1).copied() {
+        Some("load") => {
+            let count = match mods.get(2).copied() {
+                Some("a") => ab(last, m * k),
+                Some("b") => ab(last, k * n),
+                _ => cd(last),
+            };
+            Some(vec![vec(last, count, 0), "[%rd1]".to_string()])
+        }
+        Some("store") => Some(vec!["[%rd1]".to_string(), vec(last, cd(last), 0)]),
+        _ => {
+            // wmma.mma: .dtype.ctype (f16 A/B implied) or .dtype.atype.btype.ctype.
+            let (d, a, c) = match types.as_slice() {
+                [d, c] => (*d, "f16", *c),
+                [d, a, _, c] => (*d, *a, *c),
+                _ => return None,
+            };
+            Some(vec![vec(d, cd(d), 0), vec(a, ab(a, m * k), 10), vec(a, ab(a, k * n), 20), vec(c, cd(c), 30)])
+        }
+    }
 }
 
 fn kernel(body: &str) -> String {

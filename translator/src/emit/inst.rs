@@ -204,7 +204,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
         "trap" | "brkpt" => Err(unsupported(inst, "kernel traps are not supported yet")),
         "call" => super::call::call(e, fx, inst, None),
         "shfl" | "vote" | "match" | "redux" | "activemask" | "elect" | "mma" | "ldmatrix" | "stmatrix"
-        | "movmatrix" | "wgmma" => {
+        | "movmatrix" | "wgmma" | "wmma" => {
             let t = e.c_bool(true);
             super::warp::emit(e, fx, inst, t)
         }

@@ -110,7 +110,7 @@ impl Elem {
 
 /// The type of the C and D matrices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Acc {
+pub(crate) enum Acc {
     F16,
     F32,
     F64,
@@ -118,7 +118,7 @@ enum Acc {
 }
 
 impl Acc {
-    fn from_name(m: &str) -> Option<Acc> {
+    pub(crate) fn from_name(m: &str) -> Option<Acc> {
         Some(match m {
             "f16" => Acc::F16,
             "f32" => Acc::F32,
@@ -171,6 +171,14 @@ impl Geometry {
     /// An `m16n8kK`/`m8n8kK` geometry with `e` elements per register.
     pub(crate) fn standard(m: u32, n: u32, k: u32, e: u32) -> Geometry {
         Geometry { m, n, k, e, quad: None }
+    }
+
+    pub(crate) fn count_role(&self, role: Role) -> u32 {
+        self.count(role)
+    }
+
+    pub(crate) fn coord_role(&self, role: Role, lane: u32, r: u32, i: u32) -> (u32, u32) {
+        self.coord(role, lane, r, i)
     }
 
     pub(crate) fn count_a(&self) -> u32 {
@@ -247,7 +255,7 @@ impl LaneExpr {
     }
 
     /// Fit `f(lane)` (for all 32 lanes) to the form, if it has it.
-    fn fit(f: impl Fn(u32) -> u32) -> Option<LaneExpr> {
+    pub(crate) fn fit(f: impl Fn(u32) -> u32) -> Option<LaneExpr> {
         let c = f(0) as i32;
         let mut w = [0; 5];
         for (b, wb) in w.iter_mut().enumerate() {
@@ -320,7 +328,7 @@ pub(crate) fn lane_ctx(e: &mut Emitter, fx: &Fx) -> Result<LaneCtx, Diagnostic> 
 }
 
 impl LaneCtx {
-    fn expr(&mut self, e: &mut Emitter, x: LaneExpr) -> R {
+    pub(crate) fn expr(&mut self, e: &mut Emitter, x: LaneExpr) -> R {
         if let Some(&w) = self.cache.get(&x) {
             return Ok(w);
         }
@@ -427,6 +435,8 @@ pub(crate) fn exchange_words(inst: &Instruction) -> u32 {
         "ldmatrix" => 2,
         // wgmma's A in registers: four per lane in every shape.
         "stmatrix" | "wgmma" => 4,
+        // One mma tile at a time: at most four A and two B registers.
+        "wmma" => 6,
         _ => 1,
     }
 }
@@ -641,7 +651,6 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
         // has C and D in different lanes.
         return Err(unsupported(inst, "m8n8k4 with different C and D types"));
     }
-    let floaty = matches!(at, Elem::F16 | Elem::Bf16 | Elem::Tf32 | Elem::E4m3 | Elem::E5m2);
     let valid_acc = match at {
         Elem::F64 => dt == Acc::F64 && ct == Acc::F64,
         _ if at.is_int() => dt == Acc::S32 && ct == Acc::S32,
@@ -664,6 +673,36 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
     let a_regs = fragment(inst, a_op, "A", geo.count(Role::A))?;
     let b_regs = fragment(inst, b_op, "B", geo.count(Role::B))?;
     let c_regs = fragment(inst, c_op, "C", acc_regs(ct))?;
+    let tile = Tile { geo, at, bt, ct, dt, satfinite: inst.has("satfinite"), and: inst.has("and") };
+    mma_tile(e, fx, active, &tile, [&d_regs, &a_regs, &b_regs, &c_regs])
+}
+
+/// One `mma` product: its geometry and types.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tile {
+    pub geo: Geometry,
+    pub at: Elem,
+    pub bt: Elem,
+    pub ct: Acc,
+    pub dt: Acc,
+    pub satfinite: bool,
+    /// b1: `.and` (else `.xor`).
+    pub and: bool,
+}
+
+/// Emit one product `D = A·B + C` on fragment registers (`d`, `a`, `b`,
+/// `c` in that order, each in the tile's register counts).
+pub(crate) fn mma_tile(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    active: Word,
+    tile: &Tile,
+    [d_regs, a_regs, b_regs, c_regs]: [&[&Operand]; 4],
+) -> Result<(), Diagnostic> {
+    let Tile { geo, at, bt, ct, dt, .. } = *tile;
+    let k = geo.k;
+    let nd = geo.count(Role::C);
+    let floaty = matches!(at, Elem::F16 | Elem::Bf16 | Elem::Tf32 | Elem::E4m3 | Elem::E5m2);
 
     // Host side: the sources of every product of every D element.
     let a_own = geo.owners(Role::A);
@@ -689,7 +728,7 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
     let wide = at == Elem::F64;
     let need_a: Vec<Source> = plan.iter().flatten().map(|p| p.0).collect();
     let need_b: Vec<Source> = plan.iter().flatten().map(|p| p.1).collect();
-    let words = gather(e, fx, &mut lc, [(Role::A, &a_regs, &need_a), (Role::B, &b_regs, &need_b)], wide)?;
+    let words = gather(e, fx, &mut lc, [(Role::A, a_regs, &need_a), (Role::B, b_regs, &need_b)], wide)?;
     let mut values: HashMap<(Role, Source), Word> = HashMap::new();
     let mut value = |e: &mut Emitter, role: Role, elem: Elem, s: Source| -> R {
         if let Some(&v) = values.get(&(role, s)) {
@@ -720,8 +759,7 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
         c_vals.push(v);
     }
 
-    let satfinite = inst.has("satfinite");
-    let and = inst.has("and");
+    let (satfinite, and) = (tile.satfinite, tile.and);
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
     let ft = e.t_float(32);

@@ -49,6 +49,7 @@ mod uniform;
 mod values;
 mod warp;
 mod wgmma;
+mod wmma;
 mod zero;
 
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};

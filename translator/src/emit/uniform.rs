@@ -101,6 +101,7 @@ pub(crate) fn is_warp_op(inst: &Instruction) -> bool {
     match inst.opcode.as_str() {
         "shfl" | "vote" | "match" | "redux" | "activemask" | "elect" => true,
         "mma" | "ldmatrix" | "stmatrix" | "movmatrix" => true,
+        "wmma" => inst.has("mma"),
         // With A in registers it exchanges them within each warp.
         "wgmma" => inst.has("mma_async") && matches!(inst.operands.get(1), Some(Operand::Vector(..))),
         "bar" => inst.has("warp"),

@@ -423,6 +423,7 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Wor
         "bar" if inst.has("warp") => warp_sync(e, inst),
         "mma" | "ldmatrix" | "stmatrix" | "movmatrix" => super::mma::emit(e, fx, inst, active),
         "wgmma" => super::wgmma::emit(e, fx, inst, active),
+        "wmma" => super::wmma::emit(e, fx, inst, active),
         _ => Err(unsupported(inst, "")),
     }
 }
