@@ -336,3 +336,40 @@ def test_flash_attention_fp16():
     bound = pv * (2.0**-11 + S * U32 + 16 * U32) + f16_half_ulp(ref) * 1.01
     err = np.abs(got - ref)
     assert np.all(err <= bound), f"max error {err.max()}, worst ratio {(err / bound).max()}"
+
+
+# Layouts of the tensor-core operands: Triton picks the shared-memory
+# layout (swizzle width from the tile's row bytes, K- or MN-major from the
+# strides) and, on sm_90, the wgmma descriptors; each configuration below
+# reaches different ones (32/64/128-byte swizzles, M-major A, K-major B).
+LAYOUTS = [
+    # (name, a column-major, b column-major, BM, BN, BK)
+    ("rowA-rowB-k16-n16", False, False, 64, 16, 16),
+    ("colA-colB-k64-n32", True, True, 64, 32, 64),
+    ("rowA-colB-k32-n64", False, True, 64, 64, 32),
+    ("colA-rowB-k16-n32", True, False, 64, 32, 16),
+]
+
+
+@pytest.mark.parametrize("case", LAYOUTS, ids=[c[0] for c in LAYOUTS])
+def test_matmul_operand_layouts(case):
+    _, a_col, b_col, BM, BN, BK = case
+    rng = np.random.default_rng(13)
+    M, N, K = 128, 128, 128
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    # Column-major storage: the transpose's rows.
+    da = DeviceArray(np.ascontiguousarray(a.T) if a_col else a)
+    db = DeviceArray(np.ascontiguousarray(b.T) if b_col else b)
+    sam, sak = (1, M) if a_col else (K, 1)
+    sbk, sbn = (1, K) if b_col else (N, 1)
+    c = DeviceArray.poisoned((M, N), np.float32)
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    matmul_kernel[grid](da, db, c, M, N, K, sam, sak, sbk, sbn, N, 1, BM=BM, BN=BN, BK=BK, GROUP_M=4,
+                        ALLOW_TF32=False, num_warps=4, num_stages=2)
+    got = c.numpy().astype(np.float64)
+    aa, bb = a.astype(np.float64), b.astype(np.float64)
+    ref = aa @ bb
+    bound = K * U32 * (np.abs(aa) @ np.abs(bb))
+    err = np.abs(got - ref)
+    assert np.all(err <= bound), f"max error {err.max()}, worst bound ratio {(err / bound).max()}"
