@@ -10,14 +10,15 @@
 //! 3. TMA copy throughput: `cp.async.bulk.tensor` through the emulated copy
 //!    engine against a plain `ld.global`/`st.global` copy kernel ([`tma`]);
 //! 4. recursive device functions on the translator's explicit stack against
-//!    the same walk with a hand-made stack ([`recursion`]).
+//!    the same walk with a hand-made stack ([`recursion`]);
+//! 5. GEMM through tensor-core `mma.sync` (f16) against f32 FMA ([`gemm`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
 //! ```
 //!
 //! (`ptxvk-bench tma` runs only the TMA copy benchmark, `ptxvk-bench
-//! recursion` only the recursion one;
+//! recursion` only the recursion one, `ptxvk-bench gemm` only the GEMMs;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -28,6 +29,7 @@
 
 mod baseline;
 mod frontend;
+mod gemm;
 mod recursion;
 mod tma;
 
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
     };
     exit(match args.as_slice() {
         [_, a] if a == "recursion" => on_device(recursion::run),
+        [_, a] if a == "gemm" => on_device(gemm::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),
@@ -112,7 +115,9 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     let tma_ok = tma::run(&ctx)?;
     println!();
     let recursion_ok = recursion::run(&ctx)?;
-    Ok(saxpy_ok && tma_ok && recursion_ok)
+    println!();
+    let gemm_ok = gemm::run(&ctx)?;
+    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok)
 }
 
 /// Elements in the float-cost kernels.

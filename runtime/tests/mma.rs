@@ -889,3 +889,81 @@ fn wmma_every_shape_and_type() {
     }
     assert_clean(&ctx);
 }
+
+const PTX_GEMM: &str = include_str!("../../tests/fixtures/gemm.ptx");
+
+/// A CUTLASS-style GEMM (`tests/fixtures/gemm.cu`: double-buffered
+/// `cp.async` into padded shared tiles, `ldmatrix` (`.trans` for B),
+/// `mma.m16n8k16`), 128×128×96 over a grid of 4 blocks of 4 warps, against
+/// the host: each C element is the products added in `k` order in f32 (bit
+/// for bit), within `K·u·Σ|a·b|` of the exact sum. And the f32 FMA GEMM of
+/// the same file (sequential `fmaf` in `k` order, bit for bit).
+#[test]
+fn gemm_cp_async_ldmatrix_mma() {
+    let ctx = context();
+    let module = ctx.load_module(PTX_GEMM, "gemm.ptx").expect("translate and load");
+    let (m, n, k) = (128usize, 128usize, 96usize);
+    let mut rng = Lcg(71);
+    let a: Vec<u32> = (0..m * k).map(|_| Ty::F16.random(&mut rng)).collect();
+    let b: Vec<u32> = (0..k * n).map(|_| Ty::F16.random(&mut rng)).collect();
+    let run = |kernel: &str, block: u32, inputs: [Vec<u32>; 2]| -> Vec<u32> {
+        let f = module.function(kernel).unwrap();
+        let mut ptrs = Vec::new();
+        for data in &inputs {
+            let d = ctx.alloc((data.len() * 4) as u64).unwrap();
+            let bytes: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
+            ctx.copy_htod(d, &bytes).unwrap();
+            ptrs.push(d);
+        }
+        let out = ctx.alloc((m * n * 4 + 64) as u64).unwrap();
+        ctx.memset_d32(out, POISON, (m * n + 16) as u64).unwrap();
+        let mut args: Vec<Vec<u8>> = ptrs.iter().map(|p| p.to_le_bytes().to_vec()).collect();
+        args.push(out.to_le_bytes().to_vec());
+        for d in [m, n, k] {
+            args.push((d as i32).to_le_bytes().to_vec());
+        }
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        let params = f.pack_params(&refs).unwrap();
+        ctx.launch(&f, [(n / 64) as u32, (m / 64) as u32, 1], [block, 1, 1], 0, &params).unwrap();
+        let got = common::download_u32(&ctx, out, m * n + 16);
+        assert!(got[m * n..].iter().all(|&w| w == POISON), "{kernel}: wrote past C");
+        got[..m * n].to_vec()
+    };
+    let got = run("hgemm_mma", 128, [pack(&a, 16), pack(&b, 16)]);
+    for i in 0..m {
+        for j in 0..n {
+            let (mut s, mut exact, mut mag) = (0f32, 0f64, 0f64);
+            for kk in 0..k {
+                let p = f16_value(a[i * k + kk]) * f16_value(b[kk * n + j]);
+                s += p as f32;
+                exact += p;
+                mag += p.abs();
+            }
+            let g = f32::from_bits(got[i * n + j]);
+            assert!(
+                ((g as f64) - exact).abs() <= k as f64 * 2f64.powi(-24) * mag,
+                "hgemm C[{i}][{j}] = {g}, exact {exact}"
+            );
+            assert_eq!(got[i * n + j], s.to_bits(), "hgemm C[{i}][{j}]: got {g}, want {s}");
+        }
+    }
+    let af: Vec<f32> = a.iter().map(|&h| f16_value(h) as f32).collect();
+    let bf: Vec<f32> = b.iter().map(|&h| f16_value(h) as f32).collect();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    let got = run("sgemm_fma", 256, [bits(&af), bits(&bf)]);
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = 0f32;
+            for kk in 0..k {
+                s = af[i * k + kk].mul_add(bf[kk * n + j], s);
+            }
+            assert_eq!(
+                got[i * n + j],
+                s.to_bits(),
+                "sgemm C[{i}][{j}]: got {}, want {s}",
+                f32::from_bits(got[i * n + j])
+            );
+        }
+    }
+    assert_clean(&ctx);
+}
