@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
 use crate::context::{self, ContextObj};
@@ -29,10 +29,39 @@ pub struct LibraryObj {
     name: String,
     /// Entry names, in module order.
     entries: Vec<String>,
-    /// Loaded module handle per context handle.
-    modules: Mutex<BTreeMap<usize, usize>>,
+    /// The library's module in each context, keyed by the context's handle.
+    modules: Mutex<BTreeMap<usize, LoadedIn>>,
     /// Kernel handle per entry name.
     kernels: Mutex<BTreeMap<String, usize>>,
+}
+
+/// A library's module in one context.
+///
+/// Handles are addresses, and an address is reused once its object is
+/// freed: after a primary-context reset frees the library's module, another
+/// module (of the same entry names, say) may be loaded at the same address.
+/// The weak references keep both allocations, so while this record exists
+/// no other context or module can take their addresses, and they tell
+/// whether the module this record names is still the one registered under
+/// its handle.
+struct LoadedIn {
+    context: Weak<ContextObj>,
+    handle: usize,
+    module: Weak<module::ModuleObj>,
+}
+
+impl LoadedIn {
+    fn new(ctx: &Arc<ContextObj>, handle: Handle, module: &Arc<module::ModuleObj>) -> Self {
+        LoadedIn { context: Arc::downgrade(ctx), handle: handle as usize, module: Arc::downgrade(module) }
+    }
+
+    /// The module, while it is the live module registered under its handle
+    /// (neither unloaded nor freed by a context reset or destruction).
+    fn live(&self) -> Option<Arc<module::ModuleObj>> {
+        let registered = module::MODULES.get(self.handle as Handle)?;
+        let ours = self.module.upgrade()?;
+        Arc::ptr_eq(&registered, &ours).then_some(ours)
+    }
 }
 
 /// A `CUkernel`.
@@ -73,14 +102,15 @@ impl LibraryObj {
     fn module_in(&self, ctx: &Arc<ContextObj>) -> CuResult<(Handle, Arc<module::ModuleObj>)> {
         let key = handle_of(ctx) as usize;
         let mut modules = lock(&self.modules);
-        if let Some(&h) = modules.get(&key) {
-            if let Some(m) = module::MODULES.get(h as Handle) {
-                return Ok((h as Handle, m));
+        if let Some(loaded) = modules.get(&key) {
+            let same_context = loaded.context.upgrade().is_some_and(|c| Arc::ptr_eq(&c, ctx));
+            if let (true, Some(m)) = (same_context, loaded.live()) {
+                return Ok((loaded.handle as Handle, m));
             }
         }
         let h = module::load(ctx, self.ptx.as_bytes(), &self.name).map_err(|(code, _)| code)?;
-        modules.insert(key, h as usize);
         let m = module::lookup(h)?;
+        modules.insert(key, LoadedIn::new(ctx, h, &m));
         Ok((h, m))
     }
 
@@ -172,7 +202,8 @@ unsafe fn load_library(
     let (ptx, entries, loaded) = outcome?;
     let mut modules = BTreeMap::new();
     if let Some((ctx, h)) = &loaded {
-        modules.insert(handle_of(ctx) as usize, *h as usize);
+        let m = module::lookup(*h)?;
+        modules.insert(handle_of(ctx) as usize, LoadedIn::new(ctx, *h, &m));
     }
     let obj = LibraryObj {
         ptx,
@@ -251,8 +282,12 @@ pub fn library_unload(library: Handle) -> CuResult<()> {
     let lib = LIBRARIES
         .remove(library)
         .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because(format!("{library:p} is not a live library")))?;
-    for (_, hmod) in std::mem::take(&mut *lock(&lib.modules)) {
-        let _ = module::module_unload(hmod as Handle);
+    for (_, loaded) in std::mem::take(&mut *lock(&lib.modules)) {
+        // Only the library's own module: one freed by a context reset may
+        // have left its handle to another module.
+        if loaded.live().is_some() {
+            let _ = module::module_unload(loaded.handle as Handle);
+        }
     }
     for (_, k) in std::mem::take(&mut *lock(&lib.kernels)) {
         KERNELS.remove(k as Handle);

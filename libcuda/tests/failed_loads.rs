@@ -515,3 +515,35 @@ fn library_never_takes_another_module_for_its_own() {
     check(api, cu!(api.cuCtxPopCurrent_v2(&mut popped)), "pop");
     check(api, cu!(api.cuDevicePrimaryCtxRelease_v2(0)), "release");
 }
+
+/// As above without the failed load between the reset and module C: the
+/// allocation freed by the reset is the likeliest one for C's module to take.
+#[test]
+fn library_module_freed_by_reset_is_not_confused_with_the_next_module() {
+    let api = init();
+    let mut primary: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuDevicePrimaryCtxRetain(&mut primary, 0)), "retain");
+    check(api, cu!(api.cuCtxPushCurrent_v2(primary)), "push");
+    let mut rng = Lcg(977);
+    let a = load_library(api, &ptx(A, None)).expect("load A");
+    let ka = library_kernels(api, a);
+    run(api, &ka, A, &mut rng);
+    for _ in 0..4 {
+        check(api, cu!(api.cuDevicePrimaryCtxReset_v2(0)), "reset");
+        let c = load_module(api, &ptx(C, None)).expect("load C");
+        let kc = functions(api, c);
+        run(api, &kc, C, &mut rng);
+        run(api, &ka, A, &mut rng);
+        run(api, &kc, C, &mut rng);
+        check(api, cu!(api.cuModuleUnload(c)), "unload C");
+    }
+    // Unloading the library leaves a module loaded after it alone.
+    check(api, cu!(api.cuDevicePrimaryCtxReset_v2(0)), "reset");
+    let c = load_module(api, &ptx(C, None)).expect("load C");
+    check(api, cu!(api.cuLibraryUnload(a)), "unload A");
+    run(api, &functions(api, c), C, &mut rng);
+    check(api, cu!(api.cuModuleUnload(c)), "unload C");
+    let mut popped: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuCtxPopCurrent_v2(&mut popped)), "pop");
+    check(api, cu!(api.cuDevicePrimaryCtxRelease_v2(0)), "release");
+}
