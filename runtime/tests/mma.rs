@@ -24,13 +24,18 @@ const POISON: u32 = 0xABAB_ABAB;
 const WARPS: usize = 2;
 
 fn on_every_path(name: &str, body: impl Fn(&Context, &Module)) {
+    on_every_path_of(PTX, "mma.ptx", name, body)
+}
+
+/// Runs `body` on the module `ptx` translated for each warp path the device offers.
+fn on_every_path_of(ptx: &str, file: &str, name: &str, body: impl Fn(&Context, &Module)) {
     let ctx = context();
     for path in [WarpPath::Native, WarpPath::Slice, WarpPath::Emulated] {
         if !ctx.info().warp_paths.contains(&path) {
             eprintln!("{name}: skipping the {} warp path (subgroup size {})", path.name(), ctx.info().subgroup_size);
             continue;
         }
-        let m = ctx.load_module_with_warp_path(PTX, "mma.ptx", path).expect("translate and load");
+        let m = ctx.load_module_with_warp_path(ptx, file, path).expect("translate and load");
         body(&ctx, &m);
     }
     assert_clean(&ctx);
@@ -69,6 +74,8 @@ enum Ty {
     S4,
     U4,
     B1,
+    E4m3,
+    E5m2,
 }
 
 impl Ty {
@@ -76,7 +83,7 @@ impl Ty {
         match self {
             Ty::F16 | Ty::Bf16 => 16,
             Ty::Tf32 => 32,
-            Ty::S8 | Ty::U8 => 8,
+            Ty::S8 | Ty::U8 | Ty::E4m3 | Ty::E5m2 => 8,
             Ty::S4 | Ty::U4 => 4,
             Ty::B1 => 1,
         }
@@ -94,6 +101,9 @@ impl Ty {
             Ty::Bf16 => (r & 0x807f) | ((121 + (r >> 16) % 12) << 7),
             // tf32 in f32 layout: 10 mantissa bits, the low 13 bits zero.
             Ty::Tf32 => (r & 0x807f_e000) | ((121 + (r >> 8) % 12) << 23),
+            // Finite FP8 patterns: e4m3 exponent fields 0..=14, e5m2 0..=30.
+            Ty::E4m3 => (r & 0x87) | ((r >> 8) % 15) << 3,
+            Ty::E5m2 => (r & 0x83) | ((r >> 8) % 31) << 2,
             _ => r & ((1u32 << self.bits()) - 1),
         }
     }
@@ -108,6 +118,8 @@ impl Ty {
             Ty::U8 => bits as f64,
             Ty::S4 => (((bits << 28) as i32) >> 28) as f64,
             Ty::U4 | Ty::B1 => bits as f64,
+            Ty::E4m3 => fp8_value(bits, true),
+            Ty::E5m2 => fp8_value(bits, false),
         }
     }
 }
@@ -452,16 +464,7 @@ fn mma_m8n8k4_quad_pairs() {
 const PTX_SM90: &str = include_str!("../../tests/fixtures/mma_sm90.ptx");
 
 fn on_every_path_sm90(name: &str, body: impl Fn(&Context, &Module)) {
-    let ctx = context();
-    for path in [WarpPath::Native, WarpPath::Slice, WarpPath::Emulated] {
-        if !ctx.info().warp_paths.contains(&path) {
-            eprintln!("{name}: skipping the {} warp path (subgroup size {})", path.name(), ctx.info().subgroup_size);
-            continue;
-        }
-        let m = ctx.load_module_with_warp_path(PTX_SM90, "mma_sm90.ptx", path).expect("translate and load");
-        body(&ctx, &m);
-    }
-    assert_clean(&ctx);
+    on_every_path_of(PTX_SM90, "mma_sm90.ptx", name, body)
 }
 
 /// The exact value of an FP8 pattern (`e4m3`: bias 7, 3 mantissa bits;
@@ -966,4 +969,315 @@ fn gemm_cp_async_ldmatrix_mma() {
         }
     }
     assert_clean(&ctx);
+}
+
+const PTX_F64_RND: &str = include_str!("../../tests/fixtures/mma_f64_rnd.ptx");
+
+/// f64 `mma.sync` and `wmma.mma` with `.rn`, `.rz`, `.rm` and `.rp`: each D
+/// element is C plus the products in `k` order, each step a fused
+/// multiply-add rounded in the instruction's mode (checked against
+/// rustc_apfloat's). The inputs have full 53-bit significands, so every
+/// step rounds; warp 1's are scaled near the top of the range, so that
+/// some sums overflow (to infinity or to the largest finite value,
+/// depending on the mode).
+#[test]
+fn f64_rounding_modes() {
+    use rustc_apfloat::ieee::Double;
+    use rustc_apfloat::{Float, Round};
+    on_every_path_of(PTX_F64_RND, "mma_f64_rnd.ptx", "f64 rounding", |ctx, module| {
+        let mut rng = Lcg(61);
+        let mut rnd = |w: usize| {
+            let m = (u64::from(rng.next_u32()) << 21 | u64::from(rng.next_u32() >> 11)) | 1 << 52;
+            let scale = if w == 0 { -52 + (rng.next_u32() % 9) as i32 - 4 } else { 457 + (rng.next_u32() % 3) as i32 };
+            let v = m as f64 * 2f64.powi(scale);
+            if rng.next_u32() & 1 == 1 {
+                -v
+            } else {
+                v
+            }
+        };
+        let a: Vec<f64> = (0..WARPS * 32).map(|i| rnd(i / 32)).collect();
+        let b: Vec<f64> = (0..WARPS * 32).map(|i| rnd(i / 32)).collect();
+        let c: Vec<f64> = (0..WARPS * 64).map(|i| rnd(i / 64)).collect();
+        let d = |x: f64| Double::from_bits(u128::from(x.to_bits()));
+        let mut overflowed = [0usize; 4];
+        for (mi, (mode, round)) in [
+            ("rn", Round::NearestTiesToEven),
+            ("rz", Round::TowardZero),
+            ("rm", Round::TowardNegative),
+            ("rp", Round::TowardPositive),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for kind in ["mma", "wmma"] {
+                let kernel = format!("{kind}_f64_{mode}");
+                let got = launch(ctx, module, &kernel, &[&f64_words(&a), &f64_words(&b), &f64_words(&c)], WARPS * 128);
+                for w in 0..WARPS {
+                    for i in 0..8 {
+                        for j in 0..8 {
+                            let at = w * 64 + i * 8 + j;
+                            let mut s = d(c[at]);
+                            for kk in 0..4 {
+                                s = d(a[w * 32 + i * 4 + kk]).mul_add_r(d(b[w * 32 + kk * 8 + j]), s, round).value;
+                            }
+                            let want = f64::from_bits(s.to_bits() as u64);
+                            let g = f64::from_bits(u64::from(got[2 * at]) | u64::from(got[2 * at + 1]) << 32);
+                            assert_eq!(
+                                g.to_bits(),
+                                want.to_bits(),
+                                "{kernel}: warp {w} D[{i}][{j}]: got {g:e}, want {want:e}"
+                            );
+                            if want.is_infinite() || want.abs() == f64::MAX {
+                                overflowed[mi] += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(overflowed.iter().all(|&n| n > 0), "no overflowing sums in some mode: {overflowed:?}");
+    });
+}
+
+const PTX_SP: &str = include_str!("../../tests/fixtures/mma_sp.ptx");
+
+/// Accumulators of the sparse cases.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SpAcc {
+    F16,
+    F32,
+    S32,
+}
+
+/// One `mma.sp` kernel of `tests/fixtures/mma_sp.cu`.
+struct SpCase {
+    kernel: &'static str,
+    k: usize,
+    a: Ty,
+    b: Ty,
+    acc: SpAcc,
+    /// The sparsity selector.
+    f: usize,
+    sat: bool,
+    /// `::ordered_metadata` (indices ascending in each field); plain
+    /// `mma.sp` cases get descending pairs too.
+    ordered: bool,
+}
+
+/// The lane and bit offset of the metadata field of `row` and `chunk`,
+/// from the ISA's figures "Sparse MMA metadata layout" (one thread of each
+/// quad, or a pair of threads, or all four; see `mma_sp.rs` for sources).
+fn sp_meta_place(c: &SpCase, chunks: usize, row: usize, chunk: usize) -> (usize, usize) {
+    let g = row % 8;
+    let upper = row >= 8;
+    match c.a {
+        // 16-bit and tf32 types: one register holds rows g (bits 0..16)
+        // and g+8 (bits 16..32), four fields each.
+        Ty::F16 | Ty::Bf16 | Ty::Tf32 => {
+            let bits = if upper { 16 } else { 0 } + 4 * (chunk % 4);
+            if chunks == 4 {
+                (4 * g + c.f, bits)
+            } else {
+                (4 * g + 2 * c.f + chunk / 4, bits)
+            }
+        }
+        // 8- and 4-bit types: one register is one row's eight fields.
+        _ => {
+            if chunks == 8 {
+                (4 * g + 2 * c.f + upper as usize, 4 * chunk)
+            } else {
+                (4 * g + upper as usize + 2 * (chunk / 8), 4 * (chunk % 8))
+            }
+        }
+    }
+}
+
+/// `mma.sp` and `mma.sp::ordered_metadata` of every shape and type, and
+/// every sparsity selector of the 16-bit `m16n8k16` shape: random
+/// compressed A, metadata (the registers of lanes that do not supply
+/// metadata are random too) and B; each D is C plus the stored A elements
+/// times the B rows their metadata selects, in compressed-column order,
+/// bit for bit.
+#[test]
+fn mma_sparse_every_shape_and_type() {
+    use SpAcc::*;
+    let sp = |kernel, k, a, b, acc, f, sat, ordered| SpCase { kernel, k, a, b, acc, f, sat, ordered };
+    let cases = [
+        sp("sp_f16_k16_f32_s0", 16, Ty::F16, Ty::F16, F32, 0, false, false),
+        sp("sp_f16_k16_f32_s1", 16, Ty::F16, Ty::F16, F32, 1, false, false),
+        sp("sp_f16_k16_f32_s2", 16, Ty::F16, Ty::F16, F32, 2, false, false),
+        sp("sp_f16_k16_f32_s3", 16, Ty::F16, Ty::F16, F32, 3, false, false),
+        sp("sp_f16_k16_f16_s1", 16, Ty::F16, Ty::F16, F16, 1, false, false),
+        sp("sp_f16_k32_f32_s0", 32, Ty::F16, Ty::F16, F32, 0, false, false),
+        sp("sp_f16_k32_f32_s1", 32, Ty::F16, Ty::F16, F32, 1, false, false),
+        sp("sp_f16_k32_f16_s0", 32, Ty::F16, Ty::F16, F16, 0, false, true),
+        sp("sp_bf16_k16_s2", 16, Ty::Bf16, Ty::Bf16, F32, 2, false, true),
+        sp("sp_bf16_k32_s1", 32, Ty::Bf16, Ty::Bf16, F32, 1, false, false),
+        sp("sp_tf32_k8_s0", 8, Ty::Tf32, Ty::Tf32, F32, 0, false, false),
+        sp("sp_tf32_k8_s3", 8, Ty::Tf32, Ty::Tf32, F32, 3, false, true),
+        sp("sp_tf32_k16_s1", 16, Ty::Tf32, Ty::Tf32, F32, 1, false, false),
+        sp("sp_s8_k32_s0", 32, Ty::S8, Ty::S8, S32, 0, false, false),
+        sp("sp_u8s8_k32_sat_s1", 32, Ty::U8, Ty::S8, S32, 1, true, false),
+        sp("sp_s8u8_k64_s0", 64, Ty::S8, Ty::U8, S32, 0, false, true),
+        sp("sp_u8_k64_sat_s0", 64, Ty::U8, Ty::U8, S32, 0, true, false),
+        sp("sp_s4_k64_s1", 64, Ty::S4, Ty::S4, S32, 1, false, false),
+        sp("sp_u4_k64_sat_s0", 64, Ty::U4, Ty::U4, S32, 0, true, true),
+        sp("sp_s4u4_k128_s0", 128, Ty::S4, Ty::U4, S32, 0, false, false),
+        sp("sp_e4m3_k64_s0", 64, Ty::E4m3, Ty::E4m3, F32, 0, false, true),
+        sp("sp_e5m2e4m3_k64_s0", 64, Ty::E5m2, Ty::E4m3, F32, 0, false, false),
+    ];
+    on_every_path_of(PTX_SP, "mma_sp.ptx", "mma.sp", |ctx, module| {
+        for (i, c) in cases.iter().enumerate() {
+            check_sparse(ctx, module, c, 700 + i as u64);
+        }
+    });
+}
+
+fn check_sparse(ctx: &Context, module: &Module, c: &SpCase, seed: u64) {
+    const M: usize = 16;
+    const N: usize = 8;
+    let mut rng = Lcg(seed);
+    let k = c.k;
+    let kc = k / 2;
+    let e = 32 / c.a.bits();
+    // Chunk width and stored elements per chunk.
+    let (w, s) = match c.a {
+        Ty::Tf32 => (2, 1),
+        Ty::S4 | Ty::U4 => (8, 4),
+        _ => (4, 2),
+    };
+    let chunks = k / w;
+    // The compressed 16×K/2 A and the K×8 B both take K/(4e) registers.
+    let (a_regs, b_regs, c_regs) = (k / (4 * e), k / (4 * e), if c.acc == SpAcc::F16 { 2 } else { 4 });
+    let (mut a_in, mut b_in, mut c_in, mut e_in) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut want = Vec::new();
+    let mut saturated = 0;
+    for _warp in 0..WARPS {
+        let a: Vec<u32> = (0..M * kc).map(|_| c.a.random(&mut rng)).collect();
+        let b: Vec<u32> = (0..k * N).map(|_| c.b.random(&mut rng)).collect();
+        let cm: Vec<u32> = (0..M * N)
+            .map(|_| match c.acc {
+                SpAcc::F16 => f16_bits((rng.next_u32() % 2000) as f32 / 64.0 - 15.6),
+                SpAcc::F32 => ((rng.next_u32() % 2000) as f32 / 64.0 - 15.6).to_bits(),
+                SpAcc::S32 if c.sat && rng.next_u32().is_multiple_of(3) => {
+                    if rng.next_u32() & 1 == 0 {
+                        0x7fff_ff00 + rng.next_u32() % 256
+                    } else {
+                        0x8000_0000 + rng.next_u32() % 256
+                    }
+                }
+                SpAcc::S32 => rng.next_u32() >> 8,
+            })
+            .collect();
+        // Metadata: per row and chunk, a 4-bit field.
+        let meta: Vec<u32> = (0..M * chunks)
+            .map(|_| {
+                if c.a == Ty::Tf32 {
+                    return if rng.next_u32() & 1 == 0 { 0b0100 } else { 0b1110 };
+                }
+                let i0 = rng.next_u32() % 4;
+                let i1 = (i0 + 1 + rng.next_u32() % 3) % 4;
+                let (lo, hi) = if c.ordered || rng.next_u32() & 1 == 0 {
+                    (i0.min(i1), i0.max(i1))
+                } else {
+                    (i0.max(i1), i0.min(i1))
+                };
+                lo | hi << 2
+            })
+            .collect();
+        // The column of B that compressed element `x` of `row` multiplies.
+        let k_of = |row: usize, x: usize| -> usize {
+            let (chunk, slot) = (x / s, x % s);
+            let nib = meta[row * chunks + chunk] as usize;
+            let pos = match w {
+                2 => (nib & 3) >> 1,
+                8 => 2 * ((nib >> (2 * (slot / 2))) & 3) + slot % 2,
+                _ => (nib >> (2 * slot)) & 3,
+            };
+            w * chunk + pos
+        };
+        // Lane registers.
+        let mut e_reg: Vec<u32> = (0..32).map(|_| rng.next_u32()).collect();
+        for row in 0..M {
+            for chunk in 0..chunks {
+                let (lane, bit) = sp_meta_place(c, chunks, row, chunk);
+                e_reg[lane] = (e_reg[lane] & !(15 << bit)) | meta[row * chunks + chunk] << bit;
+            }
+        }
+        for (lane, &e_lane) in e_reg.iter().enumerate() {
+            let (g, t) = (lane / 4, lane % 4);
+            for r in 0..a_regs {
+                let mut word = 0;
+                for i in 0..e {
+                    let (row, col) = (g + 8 * (r & 1), t * e + 4 * e * (r >> 1) + i);
+                    word |= a[row * kc + col] << (i * c.a.bits());
+                }
+                a_in.push(word);
+            }
+            for r in 0..b_regs {
+                let mut word = 0;
+                for i in 0..e {
+                    word |= b[(t * e + 4 * e * r + i) * N + g] << (i * c.b.bits());
+                }
+                b_in.push(word);
+            }
+            let at = |j: usize| (g + 8 * (j >> 1)) * N + 2 * t + (j & 1);
+            for r in 0..c_regs {
+                c_in.push(match c.acc {
+                    SpAcc::F16 => cm[at(2 * r)] | cm[at(2 * r + 1)] << 16,
+                    _ => cm[at(r)],
+                });
+            }
+            e_in.push(e_lane);
+            // Expected D elements of this lane.
+            let mut d = Vec::new();
+            for j in 0..4 {
+                let (row, col) = (g + 8 * (j >> 1), 2 * t + (j & 1));
+                let cv = cm[row * N + col];
+                let bv = |x: usize| b[k_of(row, x) * N + col];
+                d.push(match c.acc {
+                    SpAcc::S32 => {
+                        let mut acc = cv as i32 as i64;
+                        for x in 0..kc {
+                            let p = c.a.value(a[row * kc + x]) as i64 * c.b.value(bv(x)) as i64;
+                            acc = if c.sat { acc + p } else { (acc as i32).wrapping_add(p as i32) as i64 };
+                        }
+                        if c.sat {
+                            let cl = acc.clamp(i32::MIN as i64, i32::MAX as i64);
+                            saturated += (cl != acc) as usize;
+                            cl as i32 as u32
+                        } else {
+                            acc as i32 as u32
+                        }
+                    }
+                    SpAcc::F32 | SpAcc::F16 => {
+                        let mut acc = if c.acc == SpAcc::F16 { f16_value(cv) as f32 } else { f32::from_bits(cv) };
+                        for x in 0..kc {
+                            let p = c.a.value(a[row * kc + x]) * c.b.value(bv(x));
+                            assert_eq!(p as f32 as f64, p, "products are exact in f32");
+                            acc += p as f32;
+                        }
+                        if c.acc == SpAcc::F16 {
+                            f16_bits(acc)
+                        } else {
+                            acc.to_bits()
+                        }
+                    }
+                });
+            }
+            match c.acc {
+                SpAcc::F16 => want.extend([d[0] | d[1] << 16, d[2] | d[3] << 16]),
+                _ => want.extend(d),
+            }
+        }
+    }
+    let got = launch(ctx, module, c.kernel, &[&a_in, &b_in, &c_in, &e_in], WARPS * 32 * c_regs);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let (warp, lane, r) = (i / (32 * c_regs), i / c_regs % 32, i % c_regs);
+        assert_eq!(g, w, "{}: warp {warp} lane {lane} D register {r}: got {g:#x}, want {w:#x}", c.kernel);
+    }
+    if c.sat {
+        assert!(saturated > 0, "{}: no result saturated; the test would not see .satfinite", c.kernel);
+    }
 }

@@ -132,7 +132,8 @@ fn mma_fragments(mnemonic: &str) -> Option<Vec<String>> {
     if mods[0] == "wmma" {
         return wmma_fragments(&mods);
     }
-    if mods[0] != "mma" || mods[1] != "sync" {
+    let sparse = mods[0] == "mma" && (mods[1] == "sp" || mods[1].starts_with("sp::"));
+    if mods[0] != "mma" || (mods[1] != "sync" && !sparse) {
         return None;
     }
     let shape = mods.iter().find_map(|m| {
@@ -171,6 +172,17 @@ fn mma_fragments(mnemonic: &str) -> Option<Vec<String>> {
     }
     let acc = |t: &str| m * n / 32 / per_reg(t).min(2);
     let ab = |count: usize| count / (32 * per_reg(a));
+    if sparse {
+        // A compressed to M·K/2; then the metadata register and selector 0.
+        return Some(vec![
+            vec(d, acc(d), 0),
+            vec(a, ab(m * k / 2), 4),
+            vec(a, ab(k * n), 12),
+            vec(c, acc(c), 8),
+            reg(None, 30),
+            "0".to_string(),
+        ]);
+    }
     Some(vec![vec(d, acc(d), 0), vec(a, ab(m * k), 4), vec(a, ab(k * n), 12), vec(c, acc(c), 8)])
 }
 

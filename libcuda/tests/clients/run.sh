@@ -43,4 +43,6 @@ if [[ "${1:-}" == "--suite" ]]; then
     exit 0
 fi
 echo "== real clients: numba-cuda, cuda-python, cuda.h programs, nvcc programs =="
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning "$@" "$here"
+# Triton has its own environment and runner (triton/run.sh); its directory
+# would also shadow the triton package here.
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning --ignore="$here/triton" "$@" "$here"

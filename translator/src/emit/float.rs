@@ -213,7 +213,7 @@ fn arith32(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Word, rnd: Rnd) -> R {
 }
 
 /// f64 arithmetic in a directed rounding mode: nearest result, exact error, one-ulp step.
-fn arith64_directed(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Word, rnd: Rnd) -> R {
+pub(crate) fn arith64_directed(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Word, rnd: Rnd) -> R {
     let dt = e.t_float(64);
     let (r, err, finite) = match ar {
         Ar::Add | Ar::Sub => {

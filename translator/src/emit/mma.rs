@@ -228,7 +228,7 @@ impl Geometry {
     }
 
     /// Where every element of A or B lives: (row, column) → (lane, register, element).
-    fn owners(&self, role: Role) -> HashMap<(u32, u32), (u32, u32, u32)> {
+    pub(crate) fn owners(&self, role: Role) -> HashMap<(u32, u32), (u32, u32, u32)> {
         let mut map = HashMap::new();
         for lane in 0..32 {
             for r in 0..self.count(role) {
@@ -266,7 +266,7 @@ impl LaneExpr {
     }
 
     /// The value, when it does not depend on the lane.
-    fn constant(&self) -> Option<u32> {
+    pub(crate) fn constant(&self) -> Option<u32> {
         (self.w == [0; 5]).then_some(self.c as u32)
     }
 
@@ -285,6 +285,13 @@ pub(crate) struct Source {
     reg: LaneExpr,
     /// The element in the register (likewise).
     elem: LaneExpr,
+}
+
+impl Source {
+    /// The lane, register and element expressions.
+    pub(crate) fn parts(&self) -> (LaneExpr, LaneExpr, LaneExpr) {
+        (self.lane, self.reg, self.elem)
+    }
 }
 
 fn internal(what: &str) -> Diagnostic {
@@ -430,6 +437,10 @@ fn reg_words(e: &mut Emitter, fx: &mut Fx, op: &Operand, wide: bool) -> Result<V
 /// (see [`super::warp::share_many`]); 1 for other instructions.
 pub(crate) fn exchange_words(inst: &Instruction) -> u32 {
     match inst.opcode.as_str() {
+        // Sparse: the compressed A (half the dense registers), B and the metadata.
+        "mma" if inst.has("sp") || inst.has("sp::ordered_metadata") => {
+            mma_geometry(inst).map_or(1, |(geo, _)| geo.count(Role::A) / 2 + geo.count(Role::B) + 1)
+        }
         "mma" => mma_geometry(inst)
             .map_or(1, |(geo, wide)| (geo.count(Role::A) + geo.count(Role::B)) * if wide { 2 } else { 1 }),
         "ldmatrix" => 2,
@@ -617,7 +628,7 @@ pub(crate) fn source_value(e: &mut Emitter, lc: &mut LaneCtx, words: &Words, ele
 /// `mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype{.op.popc} d, a, b, c`.
 fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result<(), Diagnostic> {
     if inst.has("sp") || inst.has("sp::ordered_metadata") {
-        return Err(unsupported(inst, "sparse mma is not supported yet"));
+        return super::mma_sp::mma_sp(e, fx, inst, active);
     }
     if inst.modifiers.iter().any(|m| m.as_str().starts_with("kind::") || m.as_str() == "block_scale") {
         return Err(unsupported(inst, "sm_100+ kinds are not supported"));
@@ -673,7 +684,7 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
     let a_regs = fragment(inst, a_op, "A", geo.count(Role::A))?;
     let b_regs = fragment(inst, b_op, "B", geo.count(Role::B))?;
     let c_regs = fragment(inst, c_op, "C", acc_regs(ct))?;
-    let tile = Tile { geo, at, bt, ct, dt, satfinite: inst.has("satfinite"), and: inst.has("and") };
+    let tile = Tile::new(inst, geo, at, bt, ct, dt)?;
     mma_tile(e, fx, active, &tile, [&d_regs, &a_regs, &b_regs, &c_regs])
 }
 
@@ -688,6 +699,28 @@ pub(crate) struct Tile {
     pub satfinite: bool,
     /// b1: `.and` (else `.xor`).
     pub and: bool,
+    /// f64: the rounding of each fused multiply-add (`.rn` when absent).
+    pub rnd: Rnd,
+}
+
+impl Tile {
+    /// The tile of `inst`, with its `.satfinite`, `.and` and rounding
+    /// modifiers (a rounding other than `.rn` only for f64).
+    pub(crate) fn new(
+        inst: &Instruction,
+        geo: Geometry,
+        at: Elem,
+        bt: Elem,
+        ct: Acc,
+        dt: Acc,
+    ) -> Result<Tile, Diagnostic> {
+        let rnd = match Rnd::of(inst) {
+            None | Some(Rnd::Rn) => Rnd::Rn,
+            Some(r @ (Rnd::Rz | Rnd::Rm | Rnd::Rp)) if at == Elem::F64 => r,
+            Some(_) => return Err(unsupported(inst, "this rounding modifier with these types")),
+        };
+        Ok(Tile { geo, at, bt, ct, dt, satfinite: inst.has("satfinite"), and: inst.has("and"), rnd })
+    }
 }
 
 /// Emit one product `D = A·B + C` on fragment registers (`d`, `a`, `b`,
@@ -702,7 +735,6 @@ pub(crate) fn mma_tile(
     let Tile { geo, at, bt, ct, dt, .. } = *tile;
     let k = geo.k;
     let nd = geo.count(Role::C);
-    let floaty = matches!(at, Elem::F16 | Elem::Bf16 | Elem::Tf32 | Elem::E4m3 | Elem::E5m2);
 
     // Host side: the sources of every product of every D element.
     let a_own = geo.owners(Role::A);
@@ -743,7 +775,29 @@ pub(crate) fn mma_tile(
         Ok(v)
     };
 
-    // C elements.
+    let c_vals = read_c(e, fx, ct, c_regs, nd)?;
+    let mut d_vals = Vec::new();
+    for (j, terms) in plan.iter().enumerate() {
+        let mut acc = start_acc(e, tile, c_vals[j])?;
+        for &(sa, sb) in terms {
+            let a = value(e, Role::A, at, sa)?;
+            let b = value(e, Role::B, bt, sb)?;
+            acc = accumulate(e, tile, acc, a, b)?;
+        }
+        d_vals.push(finish_acc(e, tile, acc)?);
+    }
+    write_d(e, fx, active, dt, d_regs, &d_vals)
+}
+
+/// The `nd` C elements of this lane, as values to accumulate on (f16 C
+/// widened to f32).
+pub(crate) fn read_c(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    ct: Acc,
+    c_regs: &[&Operand],
+    nd: u32,
+) -> Result<Vec<Word>, Diagnostic> {
     let mut c_vals = Vec::new();
     for j in 0..nd {
         let v = match ct {
@@ -758,57 +812,77 @@ pub(crate) fn mma_tile(
         };
         c_vals.push(v);
     }
+    Ok(c_vals)
+}
 
-    let (satfinite, and) = (tile.satfinite, tile.and);
+/// The accumulator a D element starts from: its C value (64-bit for
+/// `.satfinite` integer sums).
+pub(crate) fn start_acc(e: &mut Emitter, tile: &Tile, c: Word) -> R {
+    if tile.satfinite && tile.at.is_int() {
+        let u64t = e.t_int(64);
+        return o(e, Op::SConvert, u64t, &[c]);
+    }
+    Ok(c)
+}
+
+/// `acc + a·b` in the tile's arithmetic (see the module docs); `a` and `b`
+/// are decoded elements, or for b1 whole words.
+pub(crate) fn accumulate(e: &mut Emitter, tile: &Tile, acc: Word, a: Word, b: Word) -> R {
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
     let ft = e.t_float(32);
-    let mut d_vals = Vec::new();
-    for (j, terms) in plan.iter().enumerate() {
-        let mut acc = c_vals[j];
-        if satfinite {
-            acc = o(e, Op::SConvert, u64t, &[acc])?;
+    let at = tile.at;
+    Ok(if at == Elem::B1 {
+        let x = o(e, if tile.and { Op::BitwiseAnd } else { Op::BitwiseXor }, u32t, &[a, b])?;
+        let p = o(e, Op::BitCount, u32t, &[x])?;
+        o(e, Op::IAdd, u32t, &[acc, p])?
+    } else if at.is_int() {
+        let p = o(e, Op::IMul, u32t, &[a, b])?;
+        if tile.satfinite {
+            let p = o(e, Op::SConvert, u64t, &[p])?;
+            o(e, Op::IAdd, u64t, &[acc, p])?
+        } else {
+            o(e, Op::IAdd, u32t, &[acc, p])?
         }
-        for &(sa, sb) in terms {
-            let a = value(e, Role::A, at, sa)?;
-            let b = value(e, Role::B, bt, sb)?;
-            acc = if binary {
-                let x = o(e, if and { Op::BitwiseAnd } else { Op::BitwiseXor }, u32t, &[a, b])?;
-                let p = o(e, Op::BitCount, u32t, &[x])?;
-                o(e, Op::IAdd, u32t, &[acc, p])?
-            } else if at.is_int() {
-                let p = o(e, Op::IMul, u32t, &[a, b])?;
-                if satfinite {
-                    let p = o(e, Op::SConvert, u64t, &[p])?;
-                    o(e, Op::IAdd, u64t, &[acc, p])?
-                } else {
-                    o(e, Op::IAdd, u32t, &[acc, p])?
-                }
-            } else if wide {
-                super::float::fma_value(e, a, b, acc, 64)?
-            } else if floaty {
-                let p = o(e, Op::FMul, ft, &[a, b])?;
-                // Keep the product and the sum separate (the product is exact).
-                let s = o(e, Op::FAdd, ft, &[acc, p])?;
-                e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
-                s
-            } else {
-                return Err(internal("mma element kind"));
-            };
-        }
-        if satfinite && at.is_int() {
-            let lo = e.c_int(64, i32::MIN as i64 as u64);
-            let hi = e.c_int(64, i32::MAX as u64);
-            let below = cmp(e, Op::SLessThan, acc, lo)?;
-            let above = cmp(e, Op::SGreaterThan, acc, hi)?;
-            let v = sel(e, u64t, below, lo, acc)?;
-            let v = sel(e, u64t, above, hi, v)?;
-            acc = o(e, Op::UConvert, u32t, &[v])?;
-        }
-        d_vals.push(acc);
-    }
+    } else if at == Elem::F64 && tile.rnd != Rnd::Rn {
+        super::float::arith64_directed(e, super::float::Ar::Fma, a, b, acc, tile.rnd)?
+    } else if at == Elem::F64 {
+        super::float::fma_value(e, a, b, acc, 64)?
+    } else {
+        let p = o(e, Op::FMul, ft, &[a, b])?;
+        // Keep the product and the sum separate (the product is exact).
+        let s = o(e, Op::FAdd, ft, &[acc, p])?;
+        e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
+        s
+    })
+}
 
-    // D registers.
+/// The D value of an accumulator (`.satfinite` sums clamped to s32).
+pub(crate) fn finish_acc(e: &mut Emitter, tile: &Tile, acc: Word) -> R {
+    if !(tile.satfinite && tile.at.is_int()) {
+        return Ok(acc);
+    }
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let lo = e.c_int(64, i32::MIN as i64 as u64);
+    let hi = e.c_int(64, i32::MAX as u64);
+    let below = cmp(e, Op::SLessThan, acc, lo)?;
+    let above = cmp(e, Op::SGreaterThan, acc, hi)?;
+    let v = sel(e, u64t, below, lo, acc)?;
+    let v = sel(e, u64t, above, hi, v)?;
+    o(e, Op::UConvert, u32t, &[v])
+}
+
+/// Write D elements to the D registers (f16 D rounded to nearest even and packed in pairs).
+pub(crate) fn write_d(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    active: Word,
+    dt: Acc,
+    d_regs: &[&Operand],
+    d_vals: &[Word],
+) -> Result<(), Diagnostic> {
+    let u32t = e.t_int(32);
     for (r, d) in d_regs.iter().enumerate() {
         match dt {
             Acc::F16 => {

@@ -41,6 +41,7 @@ mod live_out;
 mod loop_limit;
 mod mem;
 mod mma;
+mod mma_sp;
 mod printf;
 mod rounding;
 mod spv;

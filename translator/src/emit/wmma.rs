@@ -343,9 +343,6 @@ fn wmma_mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
     let (Some(dt), Some(at), Some(bt), Some(ct)) = (dt, at, bt, ct) else {
         return Err(unsupported(inst, "types"));
     };
-    if at == Elem::F64 && inst.modifiers.iter().any(|m| matches!(m.as_str(), "rz" | "rm" | "rp")) {
-        return Err(unsupported(inst, "directed rounding of f64 wmma"));
-    }
     let Some(l) = Layout::new(at, shape3) else { return Err(unsupported(inst, "shape and type")) };
     let [d_op, a_op, b_op, c_op] = inst.operands.as_slice() else {
         return Err(Diagnostic::error(inst.span, format!("'{}' expects d, a, b, c", inst.mnemonic())));
@@ -354,7 +351,7 @@ fn wmma_mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
     let a = mma::fragment(inst, a_op, "A", isa_regs(&l, Role::A, at, dt))?;
     let b = mma::fragment(inst, b_op, "B", isa_regs(&l, Role::B, at, dt))?;
     let c = mma::fragment(inst, c_op, "C", isa_regs(&l, Role::C, at, ct))?;
-    let tile = Tile { geo: l.tile, at, bt, ct, dt, satfinite: inst.has("satfinite"), and: inst.has("and") };
+    let tile = Tile::new(inst, l.tile, at, bt, ct, dt)?;
     let (pa, pb, pc) = (l.per_tile(Role::A) as usize, l.per_tile(Role::B) as usize, l.per_tile(Role::C) as usize);
     let acc_regs = |t: Acc| if t == Acc::F16 { pc / 2 } else { pc };
     let (mt, nt) = l.tiles(Role::C);
