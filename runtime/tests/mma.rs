@@ -1069,23 +1069,28 @@ struct SpCase {
 /// from the ISA's figures "Sparse MMA metadata layout" (one thread of each
 /// quad, or a pair of threads, or all four; see `mma_sp.rs` for sources).
 fn sp_meta_place(c: &SpCase, chunks: usize, row: usize, chunk: usize) -> (usize, usize) {
+    meta_place(c.a, c.f, chunks, row, chunk)
+}
+
+/// [`sp_meta_place`] for A type `a` and selector `f`.
+fn meta_place(a: Ty, f: usize, chunks: usize, row: usize, chunk: usize) -> (usize, usize) {
     let g = row % 8;
     let upper = row >= 8;
-    match c.a {
+    match a {
         // 16-bit and tf32 types: one register holds rows g (bits 0..16)
         // and g+8 (bits 16..32), four fields each.
         Ty::F16 | Ty::Bf16 | Ty::Tf32 => {
             let bits = if upper { 16 } else { 0 } + 4 * (chunk % 4);
             if chunks == 4 {
-                (4 * g + c.f, bits)
+                (4 * g + f, bits)
             } else {
-                (4 * g + 2 * c.f + chunk / 4, bits)
+                (4 * g + 2 * f + chunk / 4, bits)
             }
         }
         // 8- and 4-bit types: one register is one row's eight fields.
         _ => {
             if chunks == 8 {
-                (4 * g + 2 * c.f + upper as usize, 4 * chunk)
+                (4 * g + 2 * f + upper as usize, 4 * chunk)
             } else {
                 (4 * g + upper as usize + 2 * (chunk / 8), 4 * (chunk % 8))
             }
@@ -1279,5 +1284,351 @@ fn check_sparse(ctx: &Context, module: &Module, c: &SpCase, seed: u64) {
     }
     if c.sat {
         assert!(saturated > 0, "{}: no result saturated; the test would not see .satfinite", c.kernel);
+    }
+}
+
+const PTX_WGMMA: &str = include_str!("../../tests/fixtures/wgmma.ptx");
+
+/// One `wgmma.mma_async` kernel of `tests/fixtures/wgmma.cu`.
+struct WgCase {
+    kernel: &'static str,
+    n: usize,
+    /// K of the instruction (of the dense A; the compressed A has K/2).
+    k: usize,
+    a: Ty,
+    b: Ty,
+    acc: SpAcc,
+    /// `.sp` with this selector.
+    sparse: Option<usize>,
+    /// A in registers.
+    rs: bool,
+    /// `imm-trans-a`, `imm-trans-b` (MN-major A, B).
+    trans: (bool, bool),
+    /// `imm-scale-a · imm-scale-b` is -1.
+    negate: bool,
+    sat: bool,
+}
+
+/// Swizzle widths in bytes of the descriptor modes 0..=3.
+const SWIZZLE: [usize; 4] = [0, 128, 64, 32];
+
+/// A shared-memory tile of `rows` rows (M of A or N of B) and `kbytes`
+/// bytes of K per row, in descriptor mode `mode`, K- or MN-major: the
+/// leading and stride byte offsets, and the byte offset of unit `u`
+/// (`ub` bytes: an element, or a 32-bit word of b1) of row `r`, swizzled.
+/// These are the ISA's canonical layouts ("Shared Memory Matrix Layout"):
+/// 8×16-byte core matrices without swizzling, `S`-byte rows of 8-row
+/// groups (K-major) or of 8-K groups (MN-major) with it, address bits
+/// [4, 4+b) XORed with [7, 7+b).
+struct Tile {
+    mode: usize,
+    mn_major: bool,
+    rows: usize,
+    kbytes: usize,
+    lbo: usize,
+    sbo: usize,
+}
+
+impl Tile {
+    fn new(mode: usize, mn_major: bool, rows: usize, kbytes: usize) -> Tile {
+        let s = SWIZZLE[mode];
+        let (lbo, sbo) = match (mn_major, s) {
+            // K blocks after all the row groups.
+            (false, 0) => (128 * rows.div_ceil(8), 128),
+            (false, s) => (0, 8 * s),
+            (true, 0) => (128 * rows.div_ceil(8), 128),
+            // 8-K groups of S bytes, then MN blocks of S/2 elements... after all K groups.
+            (true, s) => (8 * s * (kbytes / 16).max(1), 8 * s),
+        };
+        Tile { mode, mn_major, rows, kbytes, lbo, sbo }
+    }
+
+    fn desc(&self) -> u64 {
+        ((self.lbo as u64 >> 4) << 16) | ((self.sbo as u64 >> 4) << 32) | ((self.mode as u64) << 62)
+    }
+
+    /// Byte offset of element (`r`, `k`) of `eb` bytes (K-major: `k` in
+    /// elements; MN-major: `eb` is the element size).
+    fn offset(&self, r: usize, k: usize, eb: usize) -> usize {
+        let s = SWIZZLE[self.mode];
+        let off = if !self.mn_major {
+            let kb = k * eb;
+            if s == 0 {
+                (r % 8) * 16 + (r / 8) * self.sbo + kb % 16 + (kb / 16) * self.lbo
+            } else {
+                (r % 8) * s + (r / 8) * self.sbo + kb
+            }
+        } else {
+            let t = 16 / eb;
+            if s == 0 {
+                (r % t) * eb + (r / t) * self.sbo + (k % 8) * 16 + (k / 8) * self.lbo
+            } else {
+                let wt = (s / 16) * t;
+                (r % wt) * eb + (r / wt) * self.lbo + (k % 8) * s + (k / 8) * self.sbo
+            }
+        };
+        let b = match s {
+            128 => 3,
+            64 => 2,
+            32 => 1,
+            _ => 0,
+        };
+        let mask = ((1 << b) - 1) << 4;
+        let off = off ^ ((off >> 3) & mask);
+        assert!(off + eb <= 8192, "tile of {} rows x {} bytes does not fit", self.rows, self.kbytes);
+        off
+    }
+}
+
+/// Writes `units[r][u]` (`ub` bytes each) into a 2048-word image.
+fn tile_image(t: &Tile, units: &[Vec<u32>], ub: usize) -> Vec<u32> {
+    let mut bytes = vec![0u8; 8192];
+    for (r, row) in units.iter().enumerate() {
+        for (u, &v) in row.iter().enumerate() {
+            let at = t.offset(r, u, ub);
+            bytes[at..at + ub].copy_from_slice(&v.to_le_bytes()[..ub]);
+        }
+    }
+    bytes.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// `wgmma.mma_async` (dense and `.sp`, A from a descriptor or registers)
+/// of every type, on tiles in each swizzle mode, K- and MN-major: each D
+/// is scale-d·C plus the products in `k` order (compressed-column order
+/// with `.sp`), bit for bit.
+#[test]
+fn wgmma_every_type_layout_and_sparsity() {
+    use SpAcc::*;
+    let wg = |kernel, n, k, a, b, acc| WgCase {
+        kernel,
+        n,
+        k,
+        a,
+        b,
+        acc,
+        sparse: None,
+        rs: false,
+        trans: (false, false),
+        negate: false,
+        sat: false,
+    };
+    let cases = [
+        wg("wg_f16_kk", 16, 16, Ty::F16, Ty::F16, F32),
+        WgCase { trans: (true, true), negate: true, ..wg("wg_f16_tt", 16, 16, Ty::F16, Ty::F16, F32) },
+        WgCase { trans: (false, true), negate: true, ..wg("wg_f16_f16acc", 8, 16, Ty::F16, Ty::F16, F16) },
+        WgCase { trans: (true, false), ..wg("wg_bf16_tk", 8, 16, Ty::Bf16, Ty::Bf16, F32) },
+        wg("wg_tf32", 8, 8, Ty::Tf32, Ty::Tf32, F32),
+        wg("wg_e4m3_e5m2", 8, 32, Ty::E4m3, Ty::E5m2, F32),
+        WgCase { sat: true, ..wg("wg_s8_u8_sat", 8, 32, Ty::S8, Ty::U8, S32) },
+        wg("wg_b1", 8, 256, Ty::B1, Ty::B1, S32),
+        WgCase { rs: true, trans: (false, true), negate: true, ..wg("wg_f16_rs", 8, 16, Ty::F16, Ty::F16, F32) },
+        WgCase { rs: true, ..wg("wg_s8_rs", 8, 32, Ty::S8, Ty::S8, S32) },
+        WgCase { sparse: Some(0), ..wg("wg_sp_f16_s0", 8, 32, Ty::F16, Ty::F16, F32) },
+        WgCase { sparse: Some(1), ..wg("wg_sp_bf16_s1", 8, 32, Ty::Bf16, Ty::Bf16, F32) },
+        WgCase { sparse: Some(1), ..wg("wg_sp_tf32_s1", 8, 16, Ty::Tf32, Ty::Tf32, F32) },
+        WgCase { sparse: Some(0), ..wg("wg_sp_e4m3_s0", 8, 64, Ty::E4m3, Ty::E4m3, F32) },
+        WgCase { sparse: Some(0), ..wg("wg_sp_s8_s0", 8, 64, Ty::S8, Ty::S8, S32) },
+        WgCase { sparse: Some(1), rs: true, ..wg("wg_sp_f16_rs_s1", 8, 32, Ty::F16, Ty::F16, F32) },
+    ];
+    let ctx = context();
+    for path in [WarpPath::Native, WarpPath::Slice, WarpPath::Emulated] {
+        if !ctx.info().warp_paths.contains(&path) {
+            continue;
+        }
+        let module = ctx.load_module_with_warp_path(PTX_WGMMA, "wgmma.ptx", path).expect("translate and load");
+        for (i, c) in cases.iter().enumerate() {
+            // 32-byte swizzling holds 32 bytes of K: not the 64 of a sparse B.
+            let modes: &[usize] = if c.sparse.is_some() { &[0, 1, 2] } else { &[0, 1, 2, 3] };
+            for &mode in modes {
+                for scale_d in [true, false] {
+                    if !scale_d && mode != 1 {
+                        continue;
+                    }
+                    check_wgmma(&ctx, &module, c, mode, scale_d, 900 + 10 * i as u64 + mode as u64);
+                }
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+fn check_wgmma(ctx: &Context, module: &Module, c: &WgCase, mode: usize, scale_d: bool, seed: u64) {
+    const M: usize = 64;
+    let mut rng = Lcg(seed);
+    let (n, k) = (c.n, c.k);
+    let ka = if c.sparse.is_some() { k / 2 } else { k };
+    let bits = c.a.bits();
+    // Units: elements, or 32-bit words of b1.
+    let (ub, per_unit) = if c.a == Ty::B1 { (4, 32) } else { (bits / 8, 1) };
+    let a: Vec<Vec<u32>> = (0..M).map(|_| (0..ka / per_unit).map(|_| unit(c.a, &mut rng)).collect()).collect();
+    let b: Vec<Vec<u32>> = (0..n).map(|_| (0..k / per_unit).map(|_| unit(c.b, &mut rng)).collect()).collect();
+    let (w, s) = match c.a {
+        Ty::Tf32 => (2, 1),
+        _ => (4, 2),
+    };
+    let chunks = k / w;
+    let meta: Vec<u32> = (0..M * chunks)
+        .map(|_| {
+            if c.a == Ty::Tf32 {
+                return if rng.next_u32() & 1 == 0 { 0b0100 } else { 0b1110 };
+            }
+            let i0 = rng.next_u32() % 4;
+            let i1 = (i0 + 1 + rng.next_u32() % 3) % 4;
+            i0.min(i1) | i0.max(i1) << 2
+        })
+        .collect();
+    let k_of = |row: usize, x: usize| -> usize {
+        let (chunk, slot) = (x / s, x % s);
+        let nib = meta[row * chunks + chunk] as usize;
+        let pos = if w == 2 { (nib & 3) >> 1 } else { (nib >> (2 * slot)) & 3 };
+        w * chunk + pos
+    };
+    let ta = Tile::new(mode, c.trans.0, M, ka * bits / 8);
+    let tb = Tile::new(mode, c.trans.1, n, k * bits / 8);
+    // With A in registers the A tile is noise, which the product must not read.
+    let img_a = if c.rs { (0..2048).map(|_| rng.next_u32()).collect() } else { tile_image(&ta, &a, ub) };
+    let img_b = tile_image(&tb, &b, ub);
+    let nd = n / 2;
+    let regs = if c.acc == SpAcc::F16 { nd / 2 } else { nd };
+    let c_elems: Vec<u32> = (0..128 * nd)
+        .map(|_| match c.acc {
+            SpAcc::F16 => f16_bits((rng.next_u32() % 2000) as f32 / 64.0 - 15.6),
+            SpAcc::F32 => ((rng.next_u32() % 2000) as f32 / 64.0 - 15.6).to_bits(),
+            SpAcc::S32 if c.sat && rng.next_u32().is_multiple_of(3) => 0x7fff_ff00 + rng.next_u32() % 256,
+            SpAcc::S32 => rng.next_u32() >> 8,
+        })
+        .collect();
+    let (mut r_in, mut e_in, mut c_in, mut want) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let e_per = 32 / bits;
+    let mut saturated = 0;
+    for tid in 0..128 {
+        let (wp, lane) = (tid / 32, tid % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        // A registers (the mma.m16n8k A fragment of the warp's 16 rows).
+        for r in 0..4 {
+            let mut word = 0u32;
+            if c.a == Ty::B1 {
+                word = a[16 * wp + g + 8 * (r & 1)][t + 4 * (r >> 1)];
+            } else {
+                for i in 0..e_per {
+                    let col = t * e_per + 4 * e_per * (r >> 1) + i;
+                    if col < ka {
+                        word |= a[16 * wp + g + 8 * (r & 1)][col] << (i * bits);
+                    }
+                }
+            }
+            r_in.push(word);
+        }
+        // Metadata: the lanes' registers of mma.sp with this K, per warp.
+        let mut e_reg = rng.next_u32();
+        if let Some(f) = c.sparse {
+            for row in 0..16 {
+                for chunk in 0..chunks {
+                    let (l, bit) = meta_place(c.a, f, chunks, row, chunk);
+                    if l == lane {
+                        e_reg = (e_reg & !(15 << bit)) | meta[(16 * wp + row) * chunks + chunk] << bit;
+                    }
+                }
+            }
+        }
+        e_in.push(e_reg);
+        let mut d = Vec::new();
+        for i in 0..nd {
+            let (row, col) = (16 * wp + g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2));
+            let cv = c_elems[tid * nd + i];
+            let terms: Vec<(u32, u32)> = (0..ka / per_unit)
+                .map(|u| match c.sparse {
+                    Some(_) => (a[row][u], b[col][k_of(row, u)]),
+                    None => (a[row][u], b[col][u]),
+                })
+                .collect();
+            d.push(match c.acc {
+                SpAcc::S32 => {
+                    let mut acc: i64 = if scale_d { cv as i32 as i64 } else { 0 };
+                    for (x, y) in terms {
+                        let p = if c.a == Ty::B1 {
+                            (x & y).count_ones() as i64
+                        } else {
+                            c.a.value(x) as i64 * c.b.value(y) as i64
+                        };
+                        acc = if c.sat { acc + p } else { (acc as i32).wrapping_add(p as i32) as i64 };
+                    }
+                    if c.sat {
+                        let cl = acc.clamp(i32::MIN as i64, i32::MAX as i64);
+                        saturated += (cl != acc) as usize;
+                        cl as i32 as u32
+                    } else {
+                        acc as i32 as u32
+                    }
+                }
+                SpAcc::F32 | SpAcc::F16 => {
+                    let c0 = if c.acc == SpAcc::F16 { f16_value(cv) as f32 } else { f32::from_bits(cv) };
+                    let mut acc = if scale_d { c0 } else { 0.0 };
+                    for (x, y) in terms {
+                        let p = c.a.value(x) * c.b.value(y);
+                        assert_eq!(p as f32 as f64, p, "products are exact in f32");
+                        acc += if c.negate { -(p as f32) } else { p as f32 };
+                    }
+                    if c.acc == SpAcc::F16 {
+                        f16_bits(acc)
+                    } else {
+                        acc.to_bits()
+                    }
+                }
+            });
+        }
+        if c.acc == SpAcc::F16 {
+            for j in 0..regs {
+                c_in.push(c_elems[tid * nd + 2 * j] | c_elems[tid * nd + 2 * j + 1] << 16);
+                want.push(d[2 * j] | d[2 * j + 1] << 16);
+            }
+        } else {
+            c_in.extend(&c_elems[tid * nd..(tid + 1) * nd]);
+            want.extend(d);
+        }
+    }
+    // Launch: one warpgroup.
+    let f = module.function(c.kernel).unwrap();
+    let mut ptrs = Vec::new();
+    for data in [&img_a, &img_b, &r_in, &e_in, &c_in] {
+        let d = ctx.alloc((data.len() * 4) as u64).unwrap();
+        let bytes: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
+        ctx.copy_htod(d, &bytes).unwrap();
+        ptrs.push(d);
+    }
+    let out_words = 128 * regs;
+    let out = ctx.alloc((out_words as u64 + 16) * 4).unwrap();
+    ctx.memset_d32(out, POISON, out_words as u64 + 16).unwrap();
+    ptrs.push(out);
+    let mut args: Vec<Vec<u8>> = ptrs.iter().map(|p| p.to_le_bytes().to_vec()).collect();
+    args.push(ta.desc().to_le_bytes().to_vec());
+    args.push(tb.desc().to_le_bytes().to_vec());
+    args.push((scale_d as i32).to_le_bytes().to_vec());
+    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    let params = f.pack_params(&refs).unwrap();
+    ctx.launch(&f, [1, 1, 1], [128, 1, 1], 0, &params).unwrap();
+    let got = common::download_u32(ctx, out, out_words + 16);
+    assert!(got[out_words..].iter().all(|&x| x == POISON), "{}: wrote past the output", c.kernel);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g,
+            w,
+            "{} (swizzle mode {mode}, scale-d {scale_d}): thread {} D register {}: got {g:#x}, want {w:#x}",
+            c.kernel,
+            i / regs,
+            i % regs
+        );
+    }
+    if c.sat && scale_d {
+        assert!(saturated > 0, "{}: no result saturated", c.kernel);
+    }
+}
+
+/// A random unit of `ty`: an element, or for b1 a word of 32.
+fn unit(ty: Ty, rng: &mut Lcg) -> u32 {
+    if ty == Ty::B1 {
+        rng.next_u32()
+    } else {
+        ty.random(rng)
     }
 }

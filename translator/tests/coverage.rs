@@ -15,7 +15,9 @@ use ptxvk_translator::{front_end, translate, Options};
 use std::fmt::Write;
 
 /// Registers declared in every sample, by type.
-const DECLS: &str = "    .reg .pred %p<8>;\n    .reg .b16 %rs<16>;\n    .reg .b32 %r<64>;\n    .reg .f32 %f<16>;\n    .reg .b64 %rd<16>;\n    .reg .f64 %fd<16>;\n";
+/// The sample kernel's registers, and shared memory for instructions that
+/// read it through descriptors (`wgmma`).
+const DECLS: &str = "    .shared .align 1024 .b8 smem[1024];\n    .reg .pred %p<8>;\n    .reg .b16 %rs<16>;\n    .reg .b32 %r<64>;\n    .reg .f32 %f<16>;\n    .reg .b64 %rd<16>;\n    .reg .f64 %fd<16>;\n";
 
 /// A register name of type `t` (the `k`-th one).
 fn reg(t: Option<ScalarType>, k: usize) -> String {
@@ -112,6 +114,12 @@ fn sample(form: &Form) -> String {
         let op = if spec.selector == Some(true) { format!("{op}.b0") } else { op };
         ops.push(op);
     }
+    if mnemonic.starts_with("wgmma.mma_async") {
+        let names: Vec<&str> = form.operands.iter().filter(|o| !o.optional).map(|o| o.name.as_ref()).collect();
+        if let Some(w) = wgmma_operands(&mnemonic, &names) {
+            ops = w;
+        }
+    }
     if let Some(frags) = mma_fragments(&mnemonic) {
         for (op, frag) in ops.iter_mut().zip(frags) {
             *op = frag;
@@ -122,6 +130,41 @@ fn sample(form: &Form) -> String {
     } else {
         format!("{mnemonic} {}", ops.join(", "))
     }
+}
+
+/// The operands of a `wgmma.mma_async` sample, by name: D with the ISA's
+/// register count (N/2 f32 or s32, N/4 f16x2), descriptors, four A
+/// registers, the metadata register, selector 0, a scale-d predicate and
+/// immediates 1.
+fn wgmma_operands(mnemonic: &str, names: &[&str]) -> Option<Vec<String>> {
+    let mods: Vec<&str> = mnemonic.split('.').collect();
+    let n: usize = mods.iter().find_map(|m| m.strip_prefix("m64n")?.split_once('k')?.0.parse().ok())?;
+    let dtype = *mods.iter().find(|m| matches!(**m, "f16" | "f32" | "s32"))?;
+    let (count, t) = match dtype {
+        "f32" => (n / 2, Some(ScalarType::F32)),
+        "s32" => (n / 2, None),
+        _ => (n / 4, None),
+    };
+    let regs = |t: Option<ScalarType>, count: usize, base: usize| -> String {
+        let v: Vec<String> = (0..count).map(|i| reg(t, base + i)).collect();
+        format!("{{{}}}", v.join(", "))
+    };
+    names
+        .iter()
+        .map(|name| {
+            Some(match *name {
+                "d" => regs(t, count, 0),
+                "a" => regs(None, 4, 40),
+                "a-desc" => "%rd2".to_string(),
+                "b-desc" => "%rd3".to_string(),
+                "sp-meta" => reg(None, 50),
+                "sp-sel" => "0".to_string(),
+                "scale-d" => "%p1".to_string(),
+                n if n.starts_with("imm-") => "1".to_string(),
+                _ => return None,
+            })
+        })
+        .collect()
 }
 
 /// The fragment operands (d, a, b, c) of a dense `mma` sample: registers per

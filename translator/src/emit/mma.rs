@@ -620,6 +620,11 @@ pub(crate) fn gather_a(
     gather(e, fx, lc, [(Role::A, regs, need), (Role::B, &[], &[])], false)
 }
 
+/// The whole word of A source `s` read by [`gather_a`] (b1: 32 elements).
+pub(crate) fn source_word(words: &Words, s: Source) -> R {
+    words.get(&(Role::A, s.reg, s.lane)).copied().ok_or_else(|| internal("mma word not read"))
+}
+
 /// The value of A source `s` read by [`gather_a`].
 pub(crate) fn source_value(e: &mut Emitter, lc: &mut LaneCtx, words: &Words, elem: Elem, s: Source) -> R {
     element(e, lc, words, Role::A, elem, s)

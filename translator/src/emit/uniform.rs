@@ -102,8 +102,11 @@ pub(crate) fn is_warp_op(inst: &Instruction) -> bool {
         "shfl" | "vote" | "match" | "redux" | "activemask" | "elect" => true,
         "mma" | "ldmatrix" | "stmatrix" | "movmatrix" => true,
         "wmma" => inst.has("mma"),
-        // With A in registers it exchanges them within each warp.
-        "wgmma" => inst.has("mma_async") && matches!(inst.operands.get(1), Some(Operand::Vector(..))),
+        // With A in registers it exchanges them within each warp; with .sp
+        // the metadata.
+        "wgmma" => {
+            inst.has("mma_async") && (inst.has("sp") || matches!(inst.operands.get(1), Some(Operand::Vector(..))))
+        }
         "bar" => inst.has("warp"),
         _ => false,
     }

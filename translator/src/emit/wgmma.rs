@@ -59,9 +59,6 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Wor
     if !inst.has("mma_async") {
         return Err(unsupported(inst, ""));
     }
-    if inst.has("sp") {
-        return Err(unsupported(inst, "sparse wgmma is not supported yet"));
-    }
     mma_async(e, fx, inst, active)
 }
 
@@ -164,8 +161,11 @@ fn element_address(e: &mut Emitter, d: &Desc, mn_major: bool, bytes: u32, r: Wor
 }
 
 /// An element of `elem` loaded from shared byte address `addr`, as a value
-/// to multiply (f32 or i32).
+/// to multiply (f32 or i32; for b1 a word of 32 elements).
 fn load_element(e: &mut Emitter, fx: &Fx, elem: Elem, addr: Word) -> R {
+    if elem == Elem::B1 {
+        return super::mem::load(e, fx, super::mem::Addr::Shared(addr), K::Int(32), false);
+    }
     let bits = elem.bits();
     let v = super::mem::load(e, fx, super::mem::Addr::Shared(addr), K::Int(bits), false)?;
     let u32t = e.t_int(32);
@@ -173,7 +173,14 @@ fn load_element(e: &mut Emitter, fx: &Fx, elem: Elem, addr: Word) -> R {
     mma::decode(e, elem, w, 0)
 }
 
-/// `wgmma.mma_async.sync.aligned.shape.dtype.atype.btype d, a(-desc), b-desc, scale-d{, imm-scale-a, imm-scale-b{, imm-trans-a}, imm-trans-b}`.
+/// `wgmma.mma_async{.sp}.sync.aligned.shape.dtype.atype.btype d, a(-desc), b-desc{, sp-meta, sp-sel}, scale-d{, imm-scale-a, imm-scale-b{, imm-trans-a}, imm-trans-b}`
+/// (b1: `.s32.b1.b1.and.popc d, a(-desc), b-desc, scale-d`).
+///
+/// With `.sp`, A is the compressed 64×K/2 matrix (descriptor or registers,
+/// laid out as a dense A of that K) and each warp's metadata is that of
+/// `mma.sp` with the same K per warp ([`super::mma_sp::meta_at`]); b1
+/// elements move as 32-bit words (element `k` is bit `k % 32` of word
+/// `k / 32`, byte `k / 8` in memory).
 fn mma_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result<(), Diagnostic> {
     let Some((m, n, k)) = mma::shape(inst) else { return Err(unsupported(inst, "no shape")) };
     let types: Vec<&str> = inst
@@ -186,28 +193,45 @@ fn mma_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> 
     let (Some(at), Some(bt)) = (Elem::from_name(an), Elem::from_name(bn)) else {
         return Err(unsupported(inst, "bad types"));
     };
-    if m != 64 || n % 8 != 0 || at == Elem::B1 || at == Elem::F64 {
+    let sparse = inst.has("sp");
+    let binary = at == Elem::B1;
+    if m != 64 || n % 8 != 0 || n > 256 || at == Elem::F64 || at.bits() != bt.bits() {
         return Err(unsupported(inst, "shape or type"));
+    }
+    if k != (256 / at.bits()) * if sparse { 2 } else { 1 } {
+        return Err(unsupported(inst, "K for the type"));
+    }
+    if binary && (sparse || !inst.has("and") || !inst.has("popc")) {
+        return Err(unsupported(inst, "b1 needs .and.popc, and has no sparse form"));
     }
     let acc_f16 = *dn == "f16";
     let int = at.is_int();
     let ops = inst.operands.as_slice();
-    if ops.len() < 4 {
-        return Err(Diagnostic::error(inst.span, format!("'{}' expects d, a, b, scale-d, ...", inst.mnemonic())));
+    // The index of scale-d: after the metadata and selector with .sp.
+    let sd = if sparse { 5 } else { 3 };
+    if ops.len() <= sd {
+        return Err(Diagnostic::error(
+            inst.span,
+            format!(
+                "'{}' expects d, a, b, {}scale-d, ...",
+                inst.mnemonic(),
+                if sparse { "sp-meta, sp-sel, " } else { "" }
+            ),
+        ));
     }
-    let (d_op, a_op, b_op, scale_d) = (&ops[0], &ops[1], &ops[2], &ops[3]);
+    let (d_op, a_op, b_op, scale_d) = (&ops[0], &ops[1], &ops[2], &ops[sd]);
     let a_regs = matches!(a_op, Operand::Vector(..));
     let imm = |i: usize| -> i128 {
-        match ops.get(i) {
+        match ops.get(sd + i) {
             Some(Operand::Int(_, v)) => *v,
             _ => 1,
         }
     };
-    let (sa, sb) = if int { (1, 1) } else { (imm(4), imm(5)) };
+    let (sa, sb) = if int { (1, 1) } else { (imm(1), imm(2)) };
     // Transposition: only for f16/bf16; `imm-trans-a` is absent with A in registers.
     let (ta, tb) = match (at, a_regs) {
-        (Elem::F16 | Elem::Bf16, false) => (imm(6) == 1, imm(7) == 1),
-        (Elem::F16 | Elem::Bf16, true) => (false, imm(6) == 1),
+        (Elem::F16 | Elem::Bf16, false) => (imm(3) == 1, imm(4) == 1),
+        (Elem::F16 | Elem::Bf16, true) => (false, imm(3) == 1),
         _ => (false, false),
     };
     let nd = n / 2;
@@ -229,31 +253,37 @@ fn mma_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> 
     let two = e.c_u32(2);
     let col0 = o(e, Op::IMul, u32t, &[lc.t, two])?;
 
-    // A values: a[h][k] for the lane's rows 16w + g + 8h.
-    let bytes = at.bits() / 8;
+    // Units of A and B: elements, or for b1 32-bit words.
+    let (unit_bytes, per_unit) = if binary { (4, 32) } else { (at.bits() / 8, 1) };
+    let ka = if sparse { k / 2 } else { k };
+    // A values: a[h][k] for the lane's rows 16w + g + 8h (compressed columns with .sp).
     let mut a_vals: Vec<Vec<Word>> = vec![Vec::new(), Vec::new()];
     if a_regs {
-        let geo = mma::Geometry::standard(16, 8, k, at.per_reg());
+        let geo = mma::Geometry::standard(16, 8, ka, at.per_reg());
         let regs = mma::fragment(inst, a_op, "A", geo.count_a())?;
         let own = geo.owners_a();
         let mut need = Vec::new();
         for h in 0..2 {
-            for kk in 0..k {
-                need.push(mma::locate(&own, |l| ((l >> 2) + 8 * h, kk))?);
+            for u in 0..ka / per_unit {
+                need.push(mma::locate(&own, |l| ((l >> 2) + 8 * h, u * per_unit))?);
             }
         }
         let words = mma::gather_a(e, fx, &mut lc, &regs, &need)?;
         for h in 0..2 {
-            for kk in 0..k {
-                let s = need[(h * k + kk) as usize];
-                a_vals[h as usize].push(mma::source_value(e, &mut lc, &words, at, s)?);
+            for u in 0..ka / per_unit {
+                let s = need[(h * (ka / per_unit) + u) as usize];
+                a_vals[h as usize].push(if binary {
+                    mma::source_word(&words, s)?
+                } else {
+                    mma::source_value(e, &mut lc, &words, at, s)?
+                });
             }
         }
     } else {
         let da = descriptor(e, fx, a_op)?;
         for (h, row) in [row0, row1].into_iter().enumerate() {
-            for kk in 0..k {
-                let addr = element_address(e, &da, ta, bytes, row, kk)?;
+            for u in 0..ka / per_unit {
+                let addr = element_address(e, &da, ta, unit_bytes, row, u)?;
                 a_vals[h].push(load_element(e, fx, at, addr)?);
             }
         }
@@ -266,13 +296,16 @@ fn mma_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> 
             let off = e.c_u32(8 * j + c);
             let col = o(e, Op::IAdd, u32t, &[col0, off])?;
             let mut v = Vec::new();
-            for kk in 0..k {
-                let addr = element_address(e, &db, tb, bt.bits() / 8, col, kk)?;
+            for u in 0..k / per_unit {
+                let addr = element_address(e, &db, tb, unit_bytes, col, u)?;
                 v.push(load_element(e, fx, bt, addr)?);
             }
             b_vals.push(v);
         }
     }
+    // With .sp: where each stored A element's B row is, per row half and
+    // compressed column (the same for every column of B).
+    let positions = if sparse { Some(sparse_positions(e, fx, &mut lc, inst, at, k, &ops[3], &ops[4])?) } else { None };
     // scale-d: a predicate (or an immediate).
     let keep = match scale_d {
         Operand::Int(_, v) => e.c_bool(*v != 0),
@@ -304,10 +337,29 @@ fn mma_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> 
             if int && satfinite {
                 acc = o(e, Op::SConvert, u64t, &[acc])?;
             }
-            for kk in 0..k as usize {
-                let a = a_vals[h][kk];
-                let b = b_vals[col][kk];
-                acc = if int {
+            for u in 0..(ka / per_unit) as usize {
+                let a = a_vals[h][u];
+                let b = match &positions {
+                    None => b_vals[col][u],
+                    Some(pos) => {
+                        // The B element at the position the metadata gives.
+                        let (chunk, cands, p) = &pos[h][u];
+                        let mut b = b_vals[col][(chunk + cands[0]) as usize];
+                        for &q in &cands[1..] {
+                            let qc = e.c_u32(q);
+                            let is = cmp(e, Op::IEqual, *p, qc)?;
+                            let x = b_vals[col][(chunk + q) as usize];
+                            let ty = if int { u32t } else { ft };
+                            b = sel(e, ty, is, x, b)?;
+                        }
+                        b
+                    }
+                };
+                acc = if binary {
+                    let x = o(e, Op::BitwiseAnd, u32t, &[a, b])?;
+                    let p = o(e, Op::BitCount, u32t, &[x])?;
+                    o(e, Op::IAdd, u32t, &[acc, p])?
+                } else if int {
                     let p = o(e, Op::IMul, u32t, &[a, b])?;
                     if satfinite {
                         let p = o(e, Op::SConvert, u64t, &[p])?;
@@ -351,4 +403,64 @@ fn mma_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> 
         }
     }
     Ok(())
+}
+
+/// For each row half `h` and compressed column: the first B row of its
+/// chunk, the positions it may take, and the position its metadata gives.
+type Positions = Vec<Vec<(u32, Vec<u32>, Word)>>;
+
+/// The metadata of a sparse `wgmma`: each warp's register `sp-meta` laid
+/// out as `mma.sp`'s of the same K for the warp's 16 rows, selector `sp-sel`.
+#[allow(clippy::too_many_arguments)]
+fn sparse_positions(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    lc: &mut mma::LaneCtx,
+    inst: &Instruction,
+    at: Elem,
+    k: u32,
+    meta_op: &Operand,
+    sel_op: &Operand,
+) -> Result<Positions, Diagnostic> {
+    use super::mma_sp::{max_selector, meta_at, Sparsity};
+    let sp = Sparsity::of(at);
+    let chunks = k / sp.w;
+    let f = match sel_op {
+        Operand::Int(_, v) if (0..=max_selector(at, chunks) as i128).contains(v) => *v as u32,
+        other => {
+            return Err(Diagnostic::error(
+                other.span(),
+                format!(
+                    "'{}': sp-sel must be an integer constant in 0..={}",
+                    inst.mnemonic(),
+                    max_selector(at, chunks)
+                ),
+            ))
+        }
+    };
+    let meta = get(e, fx, meta_op, K::Int(32), false)?;
+    let lanes = super::warp::share_many(e, fx, &[meta])?;
+    let u32t = e.t_int(32);
+    let fifteen = e.c_u32(15);
+    let mut out = Vec::new();
+    for h in 0..2 {
+        let mut row = Vec::new();
+        for kc in 0..k / 2 {
+            let (chunk, slot) = (kc / sp.s, kc % sp.s);
+            let place = |l: u32| meta_at(at, chunks, f, (l >> 2) + 8 * h, chunk);
+            let lane = mma::LaneExpr::fit(|l| place(l).0)
+                .ok_or_else(|| unsupported(inst, "internal: wgmma.sp metadata lane"))?;
+            let bit = mma::LaneExpr::fit(|l| place(l).1)
+                .ok_or_else(|| unsupported(inst, "internal: wgmma.sp metadata offset"))?;
+            let lw = lc.expr(e, lane)?;
+            let word = super::warp::read(e, fx, lanes[0], lw)?;
+            let bw = lc.expr(e, bit)?;
+            let x = o(e, Op::ShiftRightLogical, u32t, &[word, bw])?;
+            let nibble = o(e, Op::BitwiseAnd, u32t, &[x, fifteen])?;
+            let p = sp.position(e, nibble, slot)?;
+            row.push((sp.w * chunk, sp.positions(slot), p));
+        }
+        out.push(row);
+    }
+    Ok(out)
 }
