@@ -854,11 +854,9 @@ pub(crate) fn accumulate(e: &mut Emitter, tile: &Tile, acc: Word, a: Word, b: Wo
     } else if at == Elem::F64 {
         super::float::fma_value(e, a, b, acc, 64)?
     } else {
-        let p = o(e, Op::FMul, ft, &[a, b])?;
-        // Keep the product and the sum separate (the product is exact).
-        let s = o(e, Op::FAdd, ft, &[acc, p])?;
-        e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
-        s
+        // The product of two narrow elements is exact in f32, so a fused
+        // and an unfused multiply-add give the same sum, rounded once.
+        super::inst::ext(e, ft, super::inst::glsl::FMA, &[a, b, acc])?
     })
 }
 

@@ -368,11 +368,9 @@ fn mma_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> 
                         o(e, Op::IAdd, u32t, &[acc, p])?
                     }
                 } else {
-                    let p = o(e, Op::FMul, ft, &[a, b])?;
-                    let p = if sa * sb < 0 { o(e, Op::FNegate, ft, &[p])? } else { p };
-                    let s = o(e, Op::FAdd, ft, &[acc, p])?;
-                    e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
-                    s
+                    // Exact products: fused or not, one rounding (see mma::accumulate).
+                    let a = if sa * sb < 0 { o(e, Op::FNegate, ft, &[a])? } else { a };
+                    super::inst::ext(e, ft, super::inst::glsl::FMA, &[a, b, acc])?
                 };
             }
             if int && satfinite {
