@@ -462,6 +462,11 @@ pub struct LaunchAttribute {
 const LAUNCH_ATTRIBUTE_COOPERATIVE: c_int = 2;
 /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`.
 const LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: c_int = 4;
+/// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`: `{CUevent event; int flags;
+/// int triggerAtBlockStart;}`.
+const LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: c_int = 7;
+/// `CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT`: `{CUevent event; int flags;}`.
+const LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: c_int = 12;
 /// Largest `CUlaunchAttributeID` of CUDA 13.
 const LAST_LAUNCH_ATTRIBUTE: c_int = 32;
 
@@ -470,9 +475,15 @@ const LAST_LAUNCH_ATTRIBUTE: c_int = 32;
 /// Attributes are checked: a cluster larger than one block is
 /// `CUDA_ERROR_NOT_SUPPORTED` (there are no clusters here); a nonzero
 /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE` makes it a cooperative launch (see
-/// [`launch_cooperative_kernel`]); the others (priority, access policy,
-/// programmatic serialisation, ...) need nothing, since launches run one
-/// after another.
+/// [`launch_cooperative_kernel`]); the events of
+/// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT` (which fires once every block
+/// has triggered its dependents or ended) and
+/// `CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT` (once every block has
+/// begun) are recorded on the stream after the kernel, which is later
+/// than CUDA's point and so orders everything it does; the others
+/// (priority, access policy, programmatic serialisation, ...) need nothing,
+/// since launches run one after another (a kernel's `griddepcontrol.wait`
+/// finds its prerequisites complete).
 ///
 /// # Safety
 /// `config` is NULL or readable, with `numAttrs` readable attributes; the
@@ -492,6 +503,7 @@ pub unsafe fn launch_kernel_ex(
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("config->attrs is NULL with numAttrs > 0"));
     }
     let mut cooperative = false;
+    let mut events: Vec<Handle> = Vec::new();
     for i in 0..cfg.num_attrs as usize {
         // SAFETY: `numAttrs` readable attributes, per the caller.
         let a = unsafe { cfg.attrs.add(i).read_unaligned() };
@@ -504,6 +516,15 @@ pub unsafe fn launch_kernel_ex(
                 }
             }
             LAUNCH_ATTRIBUTE_COOPERATIVE => cooperative = a.value[0] as u32 != 0,
+            LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
+                let event = a.value[0] as usize as Handle;
+                stream::lookup_event(event)?;
+                if a.value[1] as u32 & !1 != 0 {
+                    return Err(CuError::CUDA_ERROR_INVALID_VALUE
+                        .because(format!("launch attribute {}: unknown event flags {:#x}", a.id, a.value[1] as u32)));
+                }
+                events.push(event);
+            }
             id if (0..=LAST_LAUNCH_ATTRIBUTE).contains(&id) => {}
             id => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown launch attribute {id}"))),
         }
@@ -514,12 +535,19 @@ pub unsafe fn launch_kernel_ex(
     } else if unsafe {
         capture_launch(&f, hfunc, cfg.grid, cfg.block, cfg.shared_mem_bytes, cfg.stream, kernel_params, extra)
     }? {
+        for event in events {
+            stream::event_record(event, cfg.stream)?;
+        }
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
     stream::note_work(cfg.stream, || unsafe {
         launch(&f, cfg.grid, cfg.block, cfg.shared_mem_bytes, kernel_params, extra, cooperative)
-    })
+    })?;
+    for event in events {
+        stream::event_record(event, cfg.stream)?;
+    }
+    Ok(())
 }
 
 /// `cuLaunchCooperativeKernel(...)`: as `cuLaunchKernel` without `extra`,
