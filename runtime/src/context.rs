@@ -1072,16 +1072,30 @@ impl ContextInner {
         if ptxvk_translator::ptxas_standin_fmad(ptx) == Some(false) {
             options.contract = false;
         }
-        let translation =
-            ptxvk_translator::translate(ptx, file_name, &options).map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        let prepared =
+            ptxvk_translator::prepare(ptx, file_name, &options).map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        let translation = prepared.emit(&options).map_err(|d| Error::InvalidPtx(d.to_string()))?;
         if let Some(p) = &dump {
             let bytes: Vec<u8> = translation.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
             let _ = std::fs::write(p.with_extension("spv"), bytes);
         }
-        if std::env::var(crate::instance::SPIRV_VAL_ENV).is_ok_and(|v| v == "1") {
-            spirv_val(&translation.spirv, self.info.target_env, file_name)?;
+        let validate = std::env::var(crate::instance::SPIRV_VAL_ENV).is_ok_and(|v| v == "1");
+        // A module over SPIR-V's id limit (CUB's libraries, say) becomes one
+        // SPIR-V module per entry, each with the functions it calls; the
+        // module data layout and the launch metadata stay the whole module's.
+        // Should an entry not translate alone as it does in the module, the
+        // module stays whole (as drivers that take over-limit modules, such
+        // as llvmpipe, run it).
+        let split = (ptxvk_translator::id_bound(&translation.spirv) > max_module_ids())
+            .then(|| split_by_entry(&prepared, &options, &translation.info))
+            .and_then(|r| r.map_err(|e| log::warn!("{file_name}: kept as one SPIR-V module: {e}")).ok());
+        let shaders = split.unwrap_or_else(|| vec![translation.spirv]);
+        if validate {
+            for spirv in &shaders {
+                spirv_val(spirv, self.info.target_env, file_name)?;
+            }
         }
-        self.load_spirv(&translation.spirv, translation.info, warp_path)
+        self.load_shaders(&shaders, translation.info, warp_path)
     }
 
     pub(crate) fn load_spirv(
@@ -1090,7 +1104,26 @@ impl ContextInner {
         info: ptxvk_translator::ModuleInfo,
         warp_path: WarpPath,
     ) -> Result<Module> {
-        check_entry_points(spirv, &info)?;
+        self.load_shaders(&[spirv.to_vec()], info, warp_path)
+    }
+
+    /// Loads a module from one SPIR-V module for all entries, or one per
+    /// entry (in the order of `info.entries`).
+    fn load_shaders(
+        &self,
+        shaders: &[Vec<u32>],
+        info: ptxvk_translator::ModuleInfo,
+        warp_path: WarpPath,
+    ) -> Result<Module> {
+        match shaders {
+            [one] => check_entry_points(one, &info.entries)?,
+            many if many.len() == info.entries.len() => {
+                for (spirv, entry) in many.iter().zip(&info.entries) {
+                    check_entry_points(spirv, std::slice::from_ref(entry))?;
+                }
+            }
+            _ => return Err(Error::InvalidValue("one SPIR-V module per entry, or one for all".into())),
+        }
         for e in &info.entries {
             if e.push_constant_bytes > self.info.max_push_constant_bytes || e.push_constant_bytes % 4 != 0 {
                 return Err(Error::InvalidValue(format!(
@@ -1111,7 +1144,7 @@ impl ContextInner {
         } else {
             None
         };
-        let inner = ModuleInner::new(&self.device, spirv, info, data, warp_path)?;
+        let inner = ModuleInner::new(&self.device, shaders, info, data, warp_path)?;
         Ok(Module(Arc::new(inner)))
     }
 
@@ -1325,7 +1358,72 @@ fn check_aligned(buffer: &Buffer) -> Result<()> {
 }
 
 /// Checks that `spirv` is a SPIR-V module declaring every entry of `info`.
-fn check_entry_points(spirv: &[u32], info: &ptxvk_translator::ModuleInfo) -> Result<()> {
+/// The id bound above which a module is split into one SPIR-V module per
+/// entry: SPIR-V's limit, or `PTXVK_MAX_MODULE_IDS` (for tests).
+fn max_module_ids() -> u32 {
+    std::env::var(crate::instance::MAX_MODULE_IDS_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ptxvk_translator::MAX_SPIRV_IDS)
+}
+
+/// One SPIR-V module per entry of `whole`, in its order.
+fn split_by_entry(
+    prepared: &ptxvk_translator::Prepared,
+    options: &ptxvk_translator::Options,
+    whole: &ptxvk_translator::ModuleInfo,
+) -> Result<Vec<Vec<u32>>> {
+    let mut shaders = Vec::with_capacity(whole.entries.len());
+    for entry in &whole.entries {
+        let one = ptxvk_translator::Options { entry: Some(entry.name.clone()), ..options.clone() };
+        let t = prepared.emit(&one).map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        check_same_entry(whole, &t.info, &entry.name)?;
+        shaders.push(t.spirv);
+    }
+    Ok(shaders)
+}
+
+/// An entry translated alone must launch as the whole module's does: the
+/// same parameters, shared memory and scratch needs at most the module's,
+/// the same module data layout, and the module data words it uses where
+/// the whole module has them.
+fn check_same_entry(
+    whole: &ptxvk_translator::ModuleInfo,
+    alone: &ptxvk_translator::ModuleInfo,
+    name: &str,
+) -> Result<()> {
+    let a = whole.entries.iter().find(|e| e.name == name);
+    let b = alone.entries.iter().find(|e| e.name == name);
+    let within = |x: Option<u64>, y: Option<u64>| y.is_none() || x == y;
+    let same = match (a, b) {
+        (Some(a), Some(b)) => {
+            a.params == b.params
+                && a.param_bytes == b.param_bytes
+                && a.param_passing == b.param_passing
+                && a.push_constant_bytes == b.push_constant_bytes
+                && a.static_shared_bytes == b.static_shared_bytes
+                && a.uses_dynamic_shared == b.uses_dynamic_shared
+                && a.local_bytes == b.local_bytes
+                && b.scratch_words_per_invocation <= a.scratch_words_per_invocation
+                && b.scratch_words_fixed <= a.scratch_words_fixed
+                && b.loop_counter_words <= a.loop_counter_words
+                && whole.globals == alone.globals
+                && alone.global_data_bytes <= whole.global_data_bytes
+                && within(whole.trap_offset, alone.trap_offset)
+                && within(whole.printf_offset, alone.printf_offset)
+                && within(whole.heap_offset, alone.heap_offset)
+                && within(whole.grid_offset, alone.grid_offset)
+        }
+        _ => false,
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(Error::InvalidValue(format!("entry {name} translated alone has another layout")))
+    }
+}
+
+fn check_entry_points(spirv: &[u32], entries: &[ptxvk_translator::EntryInfo]) -> Result<()> {
     const MAGIC: u32 = 0x0723_0203;
     const OP_ENTRY_POINT: u32 = 15;
     if spirv.len() < 5 || spirv[0] != MAGIC {
@@ -1346,7 +1444,7 @@ fn check_entry_points(spirv: &[u32], info: &ptxvk_translator::ModuleInfo) -> Res
         }
         i += count;
     }
-    for e in &info.entries {
+    for e in entries {
         if !names.contains(&e.name) {
             return Err(Error::NotFound(format!("entry point {} is not in the SPIR-V module", e.name)));
         }

@@ -20,6 +20,9 @@ pub const VALIDATION_ENV: &str = "PTXVK_VALIDATION";
 /// `PTXVK_SPIRV_VAL=1`: run `spirv-val` on every module the runtime
 /// translates, and refuse modules it rejects (tests set it).
 pub const SPIRV_VAL_ENV: &str = "PTXVK_SPIRV_VAL";
+/// The id bound above which a module is translated to one SPIR-V module per
+/// entry (default: SPIR-V's universal limit, 4,194,303 ids); for tests.
+pub const MAX_MODULE_IDS_ENV: &str = "PTXVK_MAX_MODULE_IDS";
 
 /// `PTXVK_LOOP_LIVE_OUTS=0`: on llvmpipe, leave registers that a loop writes
 /// and code after it reads as ordinary variables (for measurements; results

@@ -20,7 +20,9 @@ pub(crate) struct ModuleInner {
     pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
     layouts: Vec<PipelineLayout>,
     cache: PipelineCache,
-    shader: ShaderModule,
+    /// One shader module for every entry, or one per entry (a module over
+    /// SPIR-V's id limit).
+    shaders: Vec<ShaderModule>,
     entry_names: Vec<CString>,
     /// The module data buffer, when the module has variables.
     pub(crate) data: Option<Arc<Buffer>>,
@@ -45,12 +47,12 @@ impl ModuleInner {
     /// already-initialised module data buffer, if any.
     pub(crate) fn new(
         device: &Arc<Device>,
-        spirv: &[u32],
+        spirv: &[Vec<u32>],
         info: ModuleInfo,
         data: Option<Arc<Buffer>>,
         warp_path: WarpPath,
     ) -> Result<ModuleInner> {
-        let shader = ShaderModule::new(device, spirv)?;
+        let shaders = spirv.iter().map(|words| ShaderModule::new(device, words)).collect::<Result<Vec<_>>>()?;
         let cache = PipelineCache::new(device)?;
         let mut layouts = Vec::with_capacity(info.entries.len());
         let mut entry_names = Vec::with_capacity(info.entries.len());
@@ -65,7 +67,7 @@ impl ModuleInner {
             pipelines: Mutex::new(HashMap::new()),
             layouts,
             cache,
-            shader,
+            shaders,
             entry_names,
             data,
             info,
@@ -90,8 +92,9 @@ impl ModuleInner {
         if let Some(p) = map.get(key) {
             return Ok((p.clone(), layout.raw));
         }
+        let shader = if self.shaders.len() == 1 { &self.shaders[0] } else { &self.shaders[key.entry] };
         let src = PipelineSource {
-            shader: &self.shader,
+            shader,
             layout,
             cache: &self.cache,
             entry_name: &self.entry_names[key.entry],
@@ -126,6 +129,12 @@ impl Module {
     pub fn global(&self, name: &str) -> Option<(u64, u64)> {
         let g = self.0.info.globals.iter().find(|g| g.name == name)?;
         Some((self.0.data_address() + g.offset, g.size))
+    }
+
+    /// How many SPIR-V modules the module became: 1, or one per entry for a
+    /// module over SPIR-V's id limit.
+    pub fn spirv_module_count(&self) -> usize {
+        self.0.shaders.len()
     }
 
     /// The translator's launch metadata.

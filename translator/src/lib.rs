@@ -240,6 +240,33 @@ pub struct Translation {
 ///
 /// `file_name` is used only in diagnostics.
 pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Translation, Diagnostics> {
+    prepare(source, file_name, options)?.emit(options)
+}
+
+/// A module parsed, checked and rewritten by the passes before lowering,
+/// ready to be lowered any number of times ([`Prepared::emit`]): the whole
+/// module, or one entry at a time (`Options::entry`).
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    module: ast::Module,
+    source: String,
+    file_name: String,
+}
+
+impl Prepared {
+    /// Lower to SPIR-V with `options`. The passes ran with the options
+    /// given to [`prepare`]; only the lowering options (`entry`, the warp
+    /// path, ...) take effect here.
+    pub fn emit(&self, options: &Options) -> Result<Translation, Diagnostics> {
+        let (spirv, info) =
+            emit::run(&self.module, options).map_err(|d| Diagnostics::new(&self.file_name, &self.source, d))?;
+        Ok(Translation { spirv, info })
+    }
+}
+
+/// Parse, check and run the passes that precede lowering ([`translate`]
+/// is this, then [`Prepared::emit`]).
+pub fn prepare(source: &str, file_name: &str, options: &Options) -> Result<Prepared, Diagnostics> {
     let mut module = front_end(source, file_name)?;
     if options.contract {
         contract_module(&mut module).map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
@@ -256,8 +283,16 @@ pub fn translate(source: &str, file_name: &str, options: &Options) -> Result<Tra
     }
     tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     spin::run(&mut module, options.unroll_spin_loops);
-    let (spirv, info) = emit::run(&module, options).map_err(|d| Diagnostics::new(file_name, source, d))?;
-    Ok(Translation { spirv, info })
+    Ok(Prepared { module, source: source.to_string(), file_name: file_name.to_string() })
+}
+
+/// The most ids a SPIR-V module may have (the id bound is one more): the
+/// universal limit of the SPIR-V specification ("Universal Limits").
+pub const MAX_SPIRV_IDS: u32 = 4_194_303;
+
+/// The id bound of a SPIR-V module (word 3 of its header; 0 when there is no header).
+pub fn id_bound(spirv: &[u32]) -> u32 {
+    spirv.get(3).copied().unwrap_or(0)
 }
 
 /// Run [`contract`] on a checked module and decode what it wrote.
