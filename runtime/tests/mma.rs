@@ -1139,6 +1139,47 @@ fn mma_sparse_every_shape_and_type() {
     });
 }
 
+/// Columns of A per metadata chunk, and stored elements per chunk.
+fn sparsity(a: Ty) -> (usize, usize) {
+    match a {
+        Ty::Tf32 => (2, 1),
+        Ty::S4 | Ty::U4 => (8, 4),
+        _ => (4, 2),
+    }
+}
+
+/// `fields` random metadata fields for A of type `a`: two different
+/// indices, ascending when `ordered` (else in either order); tf32's
+/// `0b0100` or `0b1110`.
+fn random_meta(rng: &mut Lcg, a: Ty, fields: usize, ordered: bool) -> Vec<u32> {
+    (0..fields)
+        .map(|_| {
+            if a == Ty::Tf32 {
+                return if rng.next_u32() & 1 == 0 { 0b0100 } else { 0b1110 };
+            }
+            let i0 = rng.next_u32() % 4;
+            let i1 = (i0 + 1 + rng.next_u32() % 3) % 4;
+            let (lo, hi) =
+                if ordered || rng.next_u32() & 1 == 0 { (i0.min(i1), i0.max(i1)) } else { (i0.max(i1), i0.min(i1)) };
+            lo | hi << 2
+        })
+        .collect()
+}
+
+/// The column of B (the row of dense A) that stored element `x` of `row`
+/// multiplies, from the row's metadata fields.
+fn sparse_column(meta: &[u32], a: Ty, chunks: usize, row: usize, x: usize) -> usize {
+    let (w, s) = sparsity(a);
+    let (chunk, slot) = (x / s, x % s);
+    let nib = meta[row * chunks + chunk] as usize;
+    let pos = match w {
+        2 => (nib & 3) >> 1,
+        8 => 2 * ((nib >> (2 * (slot / 2))) & 3) + slot % 2,
+        _ => (nib >> (2 * slot)) & 3,
+    };
+    w * chunk + pos
+}
+
 fn check_sparse(ctx: &Context, module: &Module, c: &SpCase, seed: u64) {
     const M: usize = 16;
     const N: usize = 8;
@@ -1146,13 +1187,7 @@ fn check_sparse(ctx: &Context, module: &Module, c: &SpCase, seed: u64) {
     let k = c.k;
     let kc = k / 2;
     let e = 32 / c.a.bits();
-    // Chunk width and stored elements per chunk.
-    let (w, s) = match c.a {
-        Ty::Tf32 => (2, 1),
-        Ty::S4 | Ty::U4 => (8, 4),
-        _ => (4, 2),
-    };
-    let chunks = k / w;
+    let chunks = k / sparsity(c.a).0;
     // The compressed 16×K/2 A and the K×8 B both take K/(4e) registers.
     let (a_regs, b_regs, c_regs) = (k / (4 * e), k / (4 * e), if c.acc == SpAcc::F16 { 2 } else { 4 });
     let (mut a_in, mut b_in, mut c_in, mut e_in) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -1175,33 +1210,8 @@ fn check_sparse(ctx: &Context, module: &Module, c: &SpCase, seed: u64) {
                 SpAcc::S32 => rng.next_u32() >> 8,
             })
             .collect();
-        // Metadata: per row and chunk, a 4-bit field.
-        let meta: Vec<u32> = (0..M * chunks)
-            .map(|_| {
-                if c.a == Ty::Tf32 {
-                    return if rng.next_u32() & 1 == 0 { 0b0100 } else { 0b1110 };
-                }
-                let i0 = rng.next_u32() % 4;
-                let i1 = (i0 + 1 + rng.next_u32() % 3) % 4;
-                let (lo, hi) = if c.ordered || rng.next_u32() & 1 == 0 {
-                    (i0.min(i1), i0.max(i1))
-                } else {
-                    (i0.max(i1), i0.min(i1))
-                };
-                lo | hi << 2
-            })
-            .collect();
-        // The column of B that compressed element `x` of `row` multiplies.
-        let k_of = |row: usize, x: usize| -> usize {
-            let (chunk, slot) = (x / s, x % s);
-            let nib = meta[row * chunks + chunk] as usize;
-            let pos = match w {
-                2 => (nib & 3) >> 1,
-                8 => 2 * ((nib >> (2 * (slot / 2))) & 3) + slot % 2,
-                _ => (nib >> (2 * slot)) & 3,
-            };
-            w * chunk + pos
-        };
+        let meta = random_meta(&mut rng, c.a, M * chunks, c.ordered);
+        let k_of = |row: usize, x: usize| sparse_column(&meta, c.a, chunks, row, x);
         // Lane registers.
         let mut e_reg: Vec<u32> = (0..32).map(|_| rng.next_u32()).collect();
         for row in 0..M {
@@ -1462,27 +1472,9 @@ fn check_wgmma(ctx: &Context, module: &Module, c: &WgCase, mode: usize, scale_d:
     let (ub, per_unit) = if c.a == Ty::B1 { (4, 32) } else { (bits / 8, 1) };
     let a: Vec<Vec<u32>> = (0..M).map(|_| (0..ka / per_unit).map(|_| unit(c.a, &mut rng)).collect()).collect();
     let b: Vec<Vec<u32>> = (0..n).map(|_| (0..k / per_unit).map(|_| unit(c.b, &mut rng)).collect()).collect();
-    let (w, s) = match c.a {
-        Ty::Tf32 => (2, 1),
-        _ => (4, 2),
-    };
-    let chunks = k / w;
-    let meta: Vec<u32> = (0..M * chunks)
-        .map(|_| {
-            if c.a == Ty::Tf32 {
-                return if rng.next_u32() & 1 == 0 { 0b0100 } else { 0b1110 };
-            }
-            let i0 = rng.next_u32() % 4;
-            let i1 = (i0 + 1 + rng.next_u32() % 3) % 4;
-            i0.min(i1) | i0.max(i1) << 2
-        })
-        .collect();
-    let k_of = |row: usize, x: usize| -> usize {
-        let (chunk, slot) = (x / s, x % s);
-        let nib = meta[row * chunks + chunk] as usize;
-        let pos = if w == 2 { (nib & 3) >> 1 } else { (nib >> (2 * slot)) & 3 };
-        w * chunk + pos
-    };
+    let chunks = k / sparsity(c.a).0;
+    let meta = random_meta(&mut rng, c.a, M * chunks, true);
+    let k_of = |row: usize, x: usize| sparse_column(&meta, c.a, chunks, row, x);
     let ta = Tile::new(mode, c.trans.0, M, ka * bits / 8);
     let tb = Tile::new(mode, c.trans.1, n, k * bits / 8);
     // With A in registers the A tile is noise, which the product must not read.

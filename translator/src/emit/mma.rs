@@ -630,6 +630,15 @@ pub(crate) fn source_value(e: &mut Emitter, lc: &mut LaneCtx, words: &Words, ele
     element(e, lc, words, Role::A, elem, s)
 }
 
+/// The type modifiers of a matrix instruction, in order (`.dtype.atype.btype.ctype`).
+pub(crate) fn type_names(inst: &Instruction) -> Vec<&str> {
+    inst.modifiers
+        .iter()
+        .map(|m| m.as_str())
+        .filter(|m| Acc::from_name(m).is_some() || Elem::from_name(m).is_some())
+        .collect()
+}
+
 /// `mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype{.op.popc} d, a, b, c`.
 fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result<(), Diagnostic> {
     if inst.has("sp") || inst.has("sp::ordered_metadata") {
@@ -639,12 +648,7 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
         return Err(unsupported(inst, "sm_100+ kinds are not supported"));
     }
     let Some((m, n, k)) = shape(inst) else { return Err(unsupported(inst, "no shape")) };
-    let types: Vec<&str> = inst
-        .modifiers
-        .iter()
-        .map(|m| m.as_str())
-        .filter(|m| Acc::from_name(m).is_some() || Elem::from_name(m).is_some())
-        .collect();
+    let types = type_names(inst);
     let [dn, an, bn, cn] = types.as_slice() else {
         return Err(unsupported(inst, "expects .dtype.atype.btype.ctype"));
     };

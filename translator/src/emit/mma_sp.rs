@@ -149,12 +149,7 @@ pub(crate) fn mma_sp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: W
         return Err(unsupported(inst, "sm_100+ kinds are not supported"));
     }
     let Some((m, n, k)) = mma::shape(inst) else { return Err(unsupported(inst, "no shape")) };
-    let types: Vec<&str> = inst
-        .modifiers
-        .iter()
-        .map(|m| m.as_str())
-        .filter(|m| Acc::from_name(m).is_some() || Elem::from_name(m).is_some())
-        .collect();
+    let types = mma::type_names(inst);
     let [dn, an, bn, cn] = types.as_slice() else {
         return Err(unsupported(inst, "expects .dtype.atype.btype.ctype"));
     };

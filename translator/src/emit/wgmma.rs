@@ -37,10 +37,9 @@
 //! `imm-scale-a`/`imm-scale-b` of -1 negate A or B.
 
 use super::func::Fx;
-use super::mma::{self, Elem};
-use super::rounding::{cmp, o, sel, Fmt, Rnd, R};
+use super::mma::{self, Acc, Elem, Tile};
+use super::rounding::{cmp, o, sel, Rnd, R};
 use super::values::{get, K};
-use super::warp::set_if;
 use super::Emitter;
 use crate::ast::{Instruction, Operand};
 use crate::diag::Diagnostic;
@@ -311,96 +310,47 @@ fn mma_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> 
         Operand::Int(_, v) => e.c_bool(*v != 0),
         op => get(e, fx, op, K::Pred, false)?,
     };
-    let satfinite = inst.has("satfinite");
-    let u64t = e.t_int(64);
-    for (r, d) in d_regs.iter().enumerate() {
-        let elems: Vec<u32> = if acc_f16 { vec![2 * r as u32, 2 * r as u32 + 1] } else { vec![r as u32] };
-        let mut outs = Vec::new();
-        for i in elems {
-            let h = ((i >> 1) & 1) as usize;
-            let col = ((i & 1) + 2 * (i >> 2)) as usize;
-            let mut acc = if int {
-                let c = get(e, fx, d, K::Int(32), false)?;
-                let z = e.c_u32(0);
-                sel(e, u32t, keep, c, z)?
-            } else if acc_f16 {
-                let w = get(e, fx, d, K::Int(32), false)?;
-                let h16 = mma::field(e, w, 16 * (i & 1), 16, false)?;
-                let c = super::half::to_f32(e, h16, Fmt::F16)?;
-                let z = e.c_f32(0.0);
-                sel(e, ft, keep, c, z)?
-            } else {
-                let c = get(e, fx, d, K::Float(32), false)?;
-                let z = e.c_f32(0.0);
-                sel(e, ft, keep, c, z)?
+    // The arithmetic of `mma` (see `mma::accumulate`): exact products, a
+    // fused multiply-add for the floats, exact integers, b1 `and` counts.
+    let dt = match *dn {
+        "f16" => Acc::F16,
+        "s32" => Acc::S32,
+        _ => Acc::F32,
+    };
+    let geo = mma::Geometry::standard(16, 8, k, at.per_reg());
+    let tile = Tile { geo, at, bt, ct: dt, dt, satfinite: inst.has("satfinite"), and: true, rnd: Rnd::Rn };
+    let c_vals = mma::read_c(e, fx, dt, &d_regs, nd)?;
+    let (zero, vt) = if int { (e.c_u32(0), u32t) } else { (e.c_f32(0.0), ft) };
+    let mut d_vals = Vec::new();
+    for (i, &c) in c_vals.iter().enumerate() {
+        let i = i as u32;
+        let h = ((i >> 1) & 1) as usize;
+        let col = ((i & 1) + 2 * (i >> 2)) as usize;
+        let c = sel(e, vt, keep, c, zero)?;
+        let mut acc = mma::start_acc(e, &tile, c)?;
+        for u in 0..(ka / per_unit) as usize {
+            let a = a_vals[h][u];
+            let a = if !int && sa * sb < 0 { o(e, Op::FNegate, ft, &[a])? } else { a };
+            let b = match &positions {
+                None => b_vals[col][u],
+                Some(pos) => {
+                    // The B element at the position the metadata gives.
+                    let (chunk, cands, p) = &pos[h][u];
+                    let mut b = b_vals[col][(chunk + cands[0]) as usize];
+                    for &q in &cands[1..] {
+                        let qc = e.c_u32(q);
+                        let is = cmp(e, Op::IEqual, *p, qc)?;
+                        let x = b_vals[col][(chunk + q) as usize];
+                        b = sel(e, vt, is, x, b)?;
+                    }
+                    b
+                }
             };
-            if int && satfinite {
-                acc = o(e, Op::SConvert, u64t, &[acc])?;
-            }
-            for u in 0..(ka / per_unit) as usize {
-                let a = a_vals[h][u];
-                let b = match &positions {
-                    None => b_vals[col][u],
-                    Some(pos) => {
-                        // The B element at the position the metadata gives.
-                        let (chunk, cands, p) = &pos[h][u];
-                        let mut b = b_vals[col][(chunk + cands[0]) as usize];
-                        for &q in &cands[1..] {
-                            let qc = e.c_u32(q);
-                            let is = cmp(e, Op::IEqual, *p, qc)?;
-                            let x = b_vals[col][(chunk + q) as usize];
-                            let ty = if int { u32t } else { ft };
-                            b = sel(e, ty, is, x, b)?;
-                        }
-                        b
-                    }
-                };
-                acc = if binary {
-                    let x = o(e, Op::BitwiseAnd, u32t, &[a, b])?;
-                    let p = o(e, Op::BitCount, u32t, &[x])?;
-                    o(e, Op::IAdd, u32t, &[acc, p])?
-                } else if int {
-                    let p = o(e, Op::IMul, u32t, &[a, b])?;
-                    if satfinite {
-                        let p = o(e, Op::SConvert, u64t, &[p])?;
-                        o(e, Op::IAdd, u64t, &[acc, p])?
-                    } else {
-                        o(e, Op::IAdd, u32t, &[acc, p])?
-                    }
-                } else {
-                    // Exact products: fused or not, one rounding (see mma::accumulate).
-                    let a = if sa * sb < 0 { o(e, Op::FNegate, ft, &[a])? } else { a };
-                    super::inst::ext(e, ft, super::inst::glsl::FMA, &[a, b, acc])?
-                };
-            }
-            if int && satfinite {
-                let lo = e.c_int(64, i32::MIN as i64 as u64);
-                let hi = e.c_int(64, i32::MAX as u64);
-                let below = cmp(e, Op::SLessThan, acc, lo)?;
-                let above = cmp(e, Op::SGreaterThan, acc, hi)?;
-                let v = sel(e, u64t, below, lo, acc)?;
-                let v = sel(e, u64t, above, hi, v)?;
-                acc = o(e, Op::UConvert, u32t, &[v])?;
-            }
-            outs.push(acc);
+            acc = mma::accumulate(e, &tile, acc, a, b)?;
         }
-        if acc_f16 {
-            let mut halves = Vec::new();
-            for v in outs {
-                let dt = e.t_float(64);
-                let x = o(e, Op::FConvert, dt, &[v])?;
-                let b = super::rounding::round_f64(e, x, Fmt::F16, Rnd::Rn, false)?;
-                halves.push(o(e, Op::UConvert, u32t, &[b])?);
-            }
-            let w = super::half::pack(e, &halves)?;
-            set_if(e, fx, active, d, w, K::Int(32))?;
-        } else if int {
-            set_if(e, fx, active, d, outs[0], K::Int(32))?;
-        } else {
-            set_if(e, fx, active, d, outs[0], K::Float(32))?;
-        }
+        d_vals.push(mma::finish_acc(e, &tile, acc)?);
     }
-    Ok(())
+    mma::write_d(e, fx, active, dt, &d_regs, &d_vals)
 }
 
 /// For each row half `h` and compressed column: the first B row of its

@@ -328,12 +328,7 @@ fn byte_address(e: &mut Emitter, base: Addr, idx: Word, bits: u32) -> Result<Add
 /// `wmma.mma.sync.aligned.alayout.blayout.shape.dtype{.atype.btype}.ctype{.satfinite} d, a, b, c`.
 fn wmma_mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result<(), Diagnostic> {
     let Some(shape3) = shape(inst) else { return Err(unsupported(inst, "no shape")) };
-    let types: Vec<&str> = inst
-        .modifiers
-        .iter()
-        .map(|m| m.as_str())
-        .filter(|m| Acc::from_name(m).is_some() || Elem::from_name(m).is_some())
-        .collect();
+    let types = mma::type_names(inst);
     let (dt, at, bt, ct) = match types.as_slice() {
         // f16 A and B are implicit: `.dtype.ctype`.
         [d, c] => (Acc::from_name(d), Some(Elem::F16), Some(Elem::F16), Acc::from_name(c)),
