@@ -1139,6 +1139,22 @@ fn mma_sparse_every_shape_and_type() {
     });
 }
 
+/// `start` plus `products` in order: wrapping in 32 bits, or with `sat`
+/// exact and clamped to s32 (counting the clamped results in `saturated`).
+fn int_sum(start: i64, products: impl Iterator<Item = i64>, sat: bool, saturated: &mut usize) -> u32 {
+    let mut acc = start;
+    for p in products {
+        acc = if sat { acc + p } else { (acc as i32).wrapping_add(p as i32) as i64 };
+    }
+    if sat {
+        let cl = acc.clamp(i32::MIN as i64, i32::MAX as i64);
+        *saturated += (cl != acc) as usize;
+        cl as i32 as u32
+    } else {
+        acc as i32 as u32
+    }
+}
+
 /// Columns of A per metadata chunk, and stored elements per chunk.
 fn sparsity(a: Ty) -> (usize, usize) {
     match a {
@@ -1253,18 +1269,8 @@ fn check_sparse(ctx: &Context, module: &Module, c: &SpCase, seed: u64) {
                 let bv = |x: usize| b[k_of(row, x) * N + col];
                 d.push(match c.acc {
                     SpAcc::S32 => {
-                        let mut acc = cv as i32 as i64;
-                        for x in 0..kc {
-                            let p = c.a.value(a[row * kc + x]) as i64 * c.b.value(bv(x)) as i64;
-                            acc = if c.sat { acc + p } else { (acc as i32).wrapping_add(p as i32) as i64 };
-                        }
-                        if c.sat {
-                            let cl = acc.clamp(i32::MIN as i64, i32::MAX as i64);
-                            saturated += (cl != acc) as usize;
-                            cl as i32 as u32
-                        } else {
-                            acc as i32 as u32
-                        }
+                        let products = (0..kc).map(|x| c.a.value(a[row * kc + x]) as i64 * c.b.value(bv(x)) as i64);
+                        int_sum(cv as i32 as i64, products, c.sat, &mut saturated)
                     }
                     SpAcc::F32 | SpAcc::F16 => {
                         let mut acc = if c.acc == SpAcc::F16 { f16_value(cv) as f32 } else { f32::from_bits(cv) };
@@ -1536,22 +1542,14 @@ fn check_wgmma(ctx: &Context, module: &Module, c: &WgCase, mode: usize, scale_d:
                 .collect();
             d.push(match c.acc {
                 SpAcc::S32 => {
-                    let mut acc: i64 = if scale_d { cv as i32 as i64 } else { 0 };
-                    for (x, y) in terms {
-                        let p = if c.a == Ty::B1 {
+                    let products = terms.into_iter().map(|(x, y)| {
+                        if c.a == Ty::B1 {
                             (x & y).count_ones() as i64
                         } else {
                             c.a.value(x) as i64 * c.b.value(y) as i64
-                        };
-                        acc = if c.sat { acc + p } else { (acc as i32).wrapping_add(p as i32) as i64 };
-                    }
-                    if c.sat {
-                        let cl = acc.clamp(i32::MIN as i64, i32::MAX as i64);
-                        saturated += (cl != acc) as usize;
-                        cl as i32 as u32
-                    } else {
-                        acc as i32 as u32
-                    }
+                        }
+                    });
+                    int_sum(if scale_d { cv as i32 as i64 } else { 0 }, products, c.sat, &mut saturated)
                 }
                 SpAcc::F32 | SpAcc::F16 => {
                     let c0 = if c.acc == SpAcc::F16 { f16_value(cv) as f32 } else { f32::from_bits(cv) };

@@ -639,6 +639,18 @@ pub(crate) fn type_names(inst: &Instruction) -> Vec<&str> {
         .collect()
 }
 
+/// The `.dtype.atype.btype.ctype` of an `mma` or `mma.sp`.
+pub(crate) fn dabc_types(inst: &Instruction) -> Result<(Acc, Elem, Elem, Acc), Diagnostic> {
+    let types = type_names(inst);
+    let [dn, an, bn, cn] = types.as_slice() else {
+        return Err(unsupported(inst, "expects .dtype.atype.btype.ctype"));
+    };
+    match (Acc::from_name(dn), Elem::from_name(an), Elem::from_name(bn), Acc::from_name(cn)) {
+        (Some(dt), Some(at), Some(bt), Some(ct)) => Ok((dt, at, bt, ct)),
+        _ => Err(unsupported(inst, "bad type combination")),
+    }
+}
+
 /// `mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype{.op.popc} d, a, b, c`.
 fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result<(), Diagnostic> {
     if inst.has("sp") || inst.has("sp::ordered_metadata") {
@@ -648,15 +660,7 @@ fn mma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result
         return Err(unsupported(inst, "sm_100+ kinds are not supported"));
     }
     let Some((m, n, k)) = shape(inst) else { return Err(unsupported(inst, "no shape")) };
-    let types = type_names(inst);
-    let [dn, an, bn, cn] = types.as_slice() else {
-        return Err(unsupported(inst, "expects .dtype.atype.btype.ctype"));
-    };
-    let (Some(dt), Some(at), Some(bt), Some(ct)) =
-        (Acc::from_name(dn), Elem::from_name(an), Elem::from_name(bn), Acc::from_name(cn))
-    else {
-        return Err(unsupported(inst, "bad type combination"));
-    };
+    let (dt, at, bt, ct) = dabc_types(inst)?;
     let quad = (m == 8 && n == 8 && k == 4 && at == Elem::F16).then(|| {
         let layouts: Vec<&str> =
             inst.modifiers.iter().map(|m| m.as_str()).filter(|m| *m == "row" || *m == "col").collect();

@@ -149,15 +149,7 @@ pub(crate) fn mma_sp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: W
         return Err(unsupported(inst, "sm_100+ kinds are not supported"));
     }
     let Some((m, n, k)) = mma::shape(inst) else { return Err(unsupported(inst, "no shape")) };
-    let types = mma::type_names(inst);
-    let [dn, an, bn, cn] = types.as_slice() else {
-        return Err(unsupported(inst, "expects .dtype.atype.btype.ctype"));
-    };
-    let (Some(dt), Some(at), Some(bt), Some(ct)) =
-        (Acc::from_name(dn), Elem::from_name(an), Elem::from_name(bn), Acc::from_name(cn))
-    else {
-        return Err(unsupported(inst, "bad type combination"));
-    };
+    let (dt, at, bt, ct) = mma::dabc_types(inst)?;
     let ks: &[u32] = match at {
         Elem::F16 | Elem::Bf16 => &[16, 32],
         Elem::Tf32 => &[8, 16],
