@@ -12,13 +12,16 @@
 //! 4. recursive device functions on the translator's explicit stack against
 //!    the same walk with a hand-made stack ([`recursion`]);
 //! 5. GEMM through tensor-core `mma.sync` (f16) against f32 FMA ([`gemm`]).
+//! 6. Shared memory in Workgroup memory against spilled to device memory,
+//!    and the spill code's cost where nothing spills ([`shared`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
 //! ```
 //!
 //! (`ptxvk-bench tma` runs only the TMA copy benchmark, `ptxvk-bench
-//! recursion` only the recursion one, `ptxvk-bench gemm` only the GEMMs;
+//! recursion` only the recursion one, `ptxvk-bench gemm` only the GEMMs,
+//! `ptxvk-bench shared` only the shared-memory one;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -31,6 +34,7 @@ mod baseline;
 mod frontend;
 mod gemm;
 mod recursion;
+mod shared;
 mod tma;
 
 use std::error::Error;
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
     exit(match args.as_slice() {
         [_, a] if a == "recursion" => on_device(recursion::run),
         [_, a] if a == "gemm" => on_device(gemm::run),
+        [_, a] if a == "shared" => on_device(shared::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),
@@ -117,7 +122,9 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     let recursion_ok = recursion::run(&ctx)?;
     println!();
     let gemm_ok = gemm::run(&ctx)?;
-    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok)
+    println!();
+    let shared_ok = shared::run(&ctx)?;
+    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok)
 }
 
 /// Elements in the float-cost kernels.

@@ -151,9 +151,49 @@ pub const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 76;
 /// Shared memory a CUDA block gets without opting in (48 KiB on every NVIDIA GPU).
 pub const DEFAULT_SHARED_PER_BLOCK: u32 = 48 * 1024;
 
-/// Shared memory per block without opting in: 48 KiB, or less if the device has less.
+/// Whether blocks may have more shared memory than the device's Workgroup
+/// memory: the runtime keeps the rest in device memory unless
+/// `PTXVK_SHARED_SPILL=0`.
+pub fn shared_spill() -> bool {
+    !std::env::var(ptxvk_runtime::instance::SHARED_SPILL_ENV).is_ok_and(|v| v == "0")
+}
+
+/// The shared memory of an NVIDIA GPU of compute capability `cc`: the most
+/// a block may opt in to, and the most per multiprocessor (bytes; the CUDA
+/// programming guide's "Technical Specifications per Compute Capability").
+pub fn architecture_shared(cc: (i32, i32)) -> (u32, u32) {
+    const K: u32 = 1024;
+    match cc {
+        (5, 2) | (6, 1) => (48 * K, 96 * K),
+        (..=6, _) => (48 * K, 64 * K),
+        (7, 5) => (64 * K, 64 * K),
+        (7, _) => (96 * K, 96 * K),
+        (8, 0) | (8, 7) => (163 * K, 164 * K),
+        (8, _) => (99 * K, 100 * K),
+        (9..=11, _) => (227 * K, 228 * K),
+        _ => (99 * K, 100 * K),
+    }
+}
+
+/// Shared memory per block without opting in: 48 KiB (on a device with
+/// less Workgroup memory too, unless spilling is off: then the device's).
 pub fn shared_per_block(info: &DeviceInfo) -> u32 {
-    info.max_shared_bytes.min(DEFAULT_SHARED_PER_BLOCK)
+    if shared_spill() {
+        DEFAULT_SHARED_PER_BLOCK
+    } else {
+        info.max_shared_bytes.min(DEFAULT_SHARED_PER_BLOCK)
+    }
+}
+
+/// The most shared memory a block may opt in to, and the most per
+/// multiprocessor: the reported architecture's (or the device's Workgroup
+/// memory, when spilling is off).
+pub fn shared_limits(info: &DeviceInfo) -> CuResult<(u32, u32)> {
+    if shared_spill() {
+        Ok(architecture_shared(driver::driver()?.compute_capability))
+    } else {
+        Ok((info.max_shared_bytes, info.max_shared_bytes))
+    }
 }
 
 fn to_int(v: impl TryInto<c_int>) -> c_int {
@@ -209,12 +249,12 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         50 => pci.map_or(0, |p| to_int(p.domain)), // PCI_DOMAIN_ID
         51 => 32,                                // TEXTURE_PITCH_ALIGNMENT
         79 | 80 => 1,                            // GLOBAL/LOCAL_L1_CACHE_SUPPORTED
-        81 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+        81 => to_int(shared_limits(info)?.1),    // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
         82 => 65536,                             // MAX_REGISTERS_PER_MULTIPROCESSOR
         83 => c_int::from(d.runtime()?.supports_managed()), // MANAGED_MEMORY
         87 => 2,                                 // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
         95 => c_int::from(info.cooperative_launch), // COOPERATIVE_LAUNCH
-        97 => to_int(info.max_shared_bytes),     // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        97 => to_int(shared_limits(info)?.0),    // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         99 => 1,                                 // HOST_REGISTER_SUPPORTED
         113 => c_int::from(d.runtime()?.info().host_import_alignment.is_some()), // READ_ONLY_HOST_REGISTER_SUPPORTED
         115 => 1,                                // MEMORY_POOLS_SUPPORTED (mempool.rs)

@@ -70,7 +70,14 @@ fn max_threads(f: &FunctionObj) -> u32 {
         limit = limit.min(u32::try_from(n).unwrap_or(u32::MAX));
     }
     if info.scratch_words_per_invocation > 0 {
-        let fixed = ptxvk_translator::abi::shared_words(info.static_shared_bytes, 0) as u64 * 4 + info.scratch_bytes(0);
+        // `.shared` that does not fit may spill; translator scratch may not.
+        let spills = info.shared_spill && crate::device::shared_spill();
+        let shared = if spills {
+            u64::from(ptxvk_translator::abi::SHARED_HOT_ALIGN) + 8
+        } else {
+            ptxvk_translator::abi::shared_words(info.static_shared_bytes, 0) as u64 * 4
+        };
+        let fixed = shared + info.scratch_bytes(0);
         let room = u64::from(device.max_shared_bytes).saturating_sub(fixed);
         let threads = room / (u64::from(info.scratch_words_per_invocation) * 4) / 32 * 32;
         limit = limit.min(u32::try_from(threads).unwrap_or(u32::MAX));
@@ -133,7 +140,7 @@ pub fn func_set_attribute(hfunc: Handle, attrib: c_int, value: c_int) -> CuResul
 pub fn set_function_attribute(f: &FunctionObj, attrib: c_int, value: c_int) -> CuResult<()> {
     match attrib {
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
-            let limit = f.context.runtime.info().max_shared_bytes;
+            let limit = crate::device::shared_limits(f.context.runtime.info())?.0;
             let static_bytes = f.function.info().static_shared_bytes;
             let v = u32::try_from(value)
                 .ok()
@@ -654,7 +661,8 @@ fn blocks_per_sm(f: &FunctionObj, block_size: c_int, dynamic_smem: usize) -> CuR
     let warps = (block_size + 31) / 32;
     let by_threads = MAX_THREADS_PER_SM / (warps * 32);
     let smem = u64::from(f.function.info().static_shared_bytes) + dynamic_smem as u64;
-    let by_smem = u64::from(info.max_shared_bytes).checked_div(smem).map_or(MAX_BLOCKS_PER_SM, to_int);
+    let per_sm = crate::device::shared_limits(info)?.1;
+    let by_smem = u64::from(per_sm).checked_div(smem).map_or(MAX_BLOCKS_PER_SM, to_int);
     // A device with known co-residency (llvmpipe: a "multiprocessor" is a
     // thread of its pool, which runs one workgroup at a time) holds
     // `coresident_workgroups / multiprocessor_count` blocks per
@@ -809,7 +817,7 @@ pub unsafe fn occupancy_available_dynamic_smem(
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("numBlocks and blockSize must be positive"));
     }
     let info = f.context.runtime.info();
-    let per_block = u64::from(info.max_shared_bytes) / num_blocks as u64;
+    let per_block = u64::from(crate::device::shared_limits(info)?.1) / num_blocks as u64;
     let avail = per_block
         .min(u64::from(f.max_dynamic_shared.load(Ordering::Relaxed)) + u64::from(f.function.info().static_shared_bytes))
         .saturating_sub(u64::from(f.function.info().static_shared_bytes));

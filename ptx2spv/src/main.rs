@@ -123,6 +123,11 @@ struct Cli {
     /// 1048576).
     #[arg(long = "recursion-stack-bytes", default_value_t = ptxvk_translator::recursion::STACK_BYTES)]
     recursion_stack_bytes: u32,
+    /// Emit `.shared` accesses so that shared memory beyond the device's
+    /// Workgroup memory can live in device memory (the spill constants of
+    /// the launch ABI; `--shared-spill=false`: Workgroup memory only).
+    #[arg(long = "shared-spill", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    shared_spill: bool,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -199,6 +204,7 @@ fn run(cli: Cli) -> Result<(), String> {
         loop_live_outs_in_memory: cli.loop_live_outs_in_memory,
         contract: cli.fmad,
         recursion_stack_bytes: cli.recursion_stack_bytes,
+        shared_spill: cli.shared_spill,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

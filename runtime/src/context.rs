@@ -43,6 +43,10 @@ struct State {
     /// The grid workspace of cooperative launches (see [`abi::grid`]),
     /// created at the first one.
     grid: Option<Arc<Buffer>>,
+    /// The spill area of `.shared` memory beyond the device's Workgroup
+    /// memory (see [`abi`], "Shared memory beyond Workgroup memory"),
+    /// created at the first launch that needs it and grown as needed.
+    spill: Option<Arc<Buffer>>,
 }
 
 /// The device heap of a context.
@@ -150,6 +154,7 @@ impl Context {
                 timestamps: Timestamps::default(),
                 heap: HeapState { buffer: None, limit: abi::heap::DEFAULT_HEAP_BYTES },
                 grid: None,
+                spill: None,
             }),
             info: device.info.clone(),
             device,
@@ -1052,6 +1057,7 @@ impl ContextInner {
             // ptxas fuses mul + add pairs without rounding modifiers.
             contract: !std::env::var(crate::instance::FMAD_ENV).is_ok_and(|v| v == "0" || v == "false"),
             recursion_stack_bytes: self.stack_bytes.load(std::sync::atomic::Ordering::Relaxed),
+            shared_spill: !std::env::var(crate::instance::SHARED_SPILL_ENV).is_ok_and(|v| v == "0"),
         }
     }
 
@@ -1220,14 +1226,23 @@ impl ContextInner {
         let granule = if f.module.warp_path == WarpPath::Slice { info.subgroup_size } else { 32 };
         let workgroup_size = abi::workgroup_size(block, granule);
         let scratch = entry.scratch_bytes(workgroup_size);
-        let shared_bytes = abi::shared_words(entry.static_shared_bytes, dynamic_shared_bytes) as u64 * 4 + scratch;
-        if shared_bytes > info.max_shared_bytes as u64 {
-            return Err(Error::LaunchOutOfResources(format!(
+        let shared = abi::shared_words(
+            entry.static_shared_bytes,
+            if entry.uses_dynamic_shared { dynamic_shared_bytes } else { 0 },
+        );
+        // The module's other `.shared` variable has one word (see the ABI's
+        // "Shared memory variables"); some tools count it.
+        let other = if both_shared_widths(&f.module.info) { 8 } else { 0 };
+        let plan = SharedPlan::new(entry, shared, scratch + other, info.max_shared_bytes).ok_or_else(|| {
+            Error::LaunchOutOfResources(format!(
                 "launch of {}: {} bytes of static and {dynamic_shared_bytes} of dynamic shared memory, with {scratch} \
-                 of warp scratch for {threads} threads, exceed the device's {}",
-                entry.name, entry.static_shared_bytes, info.max_shared_bytes
-            )));
-        }
+                 of warp scratch for {threads} threads, exceed the device's {}{}",
+                entry.name,
+                entry.static_shared_bytes,
+                info.max_shared_bytes,
+                if entry.shared_spill { " (and the most a block may spill)" } else { "" }
+            ))
+        })?;
         let param_bytes = entry.param_bytes as usize;
         if params.len() < param_bytes {
             return Err(Error::InvalidValue(format!(
@@ -1237,20 +1252,45 @@ impl ContextInner {
             )));
         }
         let params = &params[..param_bytes];
-        let key = PipelineKey {
-            entry: f.index,
-            workgroup_size: workgroup_size as u32,
-            ntid: block,
-            shared_words: abi::shared_words(
-                entry.static_shared_bytes,
-                if entry.uses_dynamic_shared { dynamic_shared_bytes } else { 0 },
-            ),
-            dynamic_shared_bytes,
-        };
+        let total_blocks = grid.iter().map(|&g| g as u64).product::<u64>();
+        // Workgroups per dispatch: the device's limit, and with spilling as
+        // many as the spill area's budget holds.
+        let mut limit = info.max_dispatch;
+        if plan.stride > 0 {
+            let most = (SPILL_BUDGET_BYTES / plan.stride as u64).max(1);
+            if cooperative && most < total_blocks {
+                return Err(Error::CooperativeLaunchTooLarge(format!(
+                    "cooperative launch of {}: {total_blocks} blocks each spilling {} bytes of shared memory \
+                     to device memory do not run at once",
+                    entry.name, plan.stride
+                )));
+            }
+            let mut room = most;
+            for d in 0..3 {
+                limit[d] = (limit[d] as u64).min(grid[d] as u64).min(room.max(1)) as u32;
+                room /= limit[d].max(1) as u64;
+            }
+        }
 
         let mut st = self.lock();
         st.stream.check()?;
         st.stream.maybe_flush()?;
+        let spill_address = if plan.stride > 0 {
+            let per_dispatch = limit.iter().map(|&l| l as u64).product::<u64>();
+            self.spill_area(&mut st, per_dispatch * plan.stride as u64)?
+        } else {
+            0
+        };
+        let key = PipelineKey {
+            entry: f.index,
+            workgroup_size: workgroup_size as u32,
+            ntid: block,
+            shared_words: if entry.shared_wide { 1 } else { plan.hot_words },
+            shared_wide_words: if entry.shared_wide { plan.hot_words.div_ceil(2) } else { 1 },
+            dynamic_shared_bytes,
+            spill_address,
+            spill_stride: plan.stride,
+        };
         if let (Some(off), Some(data)) = (f.module.info.trap_offset, &f.module.data) {
             let word = data.address + off;
             if !st.trap_words.iter().any(|(a, _, _)| *a == word) {
@@ -1297,11 +1337,16 @@ impl ContextInner {
         header[7] = (param_address >> 32) as u32;
 
         let d = &self.device.raw;
+        if spill_address != 0 {
+            // One spill area for the context: after all queued work, and
+            // before all later work, whatever its stream.
+            st.stream.order_next();
+        }
         let cmd = st.stream.begin_command()?;
         // SAFETY: `cmd` is recording; the pipeline and layout are live and kept
         // alive with their module until the batch completes.
         unsafe { d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.raw) };
-        let limit = info.max_dispatch;
+        let mut dispatches = 0u32;
         let mut z = 0;
         while z < grid[2] {
             let nz = (grid[2] - z).min(limit[2]);
@@ -1319,6 +1364,26 @@ impl ContextInner {
                             push[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
                         }
                     }
+                    if spill_address != 0 && dispatches > 0 {
+                        // The dispatches of a launch take turns in the spill area.
+                        let barrier = vk::MemoryBarrier::default()
+                            .src_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)
+                            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+                        let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
+                        // SAFETY: `cmd` is recording.
+                        unsafe {
+                            d.cmd_pipeline_barrier(
+                                cmd,
+                                stage,
+                                stage,
+                                vk::DependencyFlags::empty(),
+                                &[barrier],
+                                &[],
+                                &[],
+                            )
+                        };
+                    }
+                    dispatches += 1;
                     // SAFETY: `cmd` is recording with `pipeline` bound; the push
                     // range matches the layout's single range.
                     unsafe {
@@ -1334,7 +1399,79 @@ impl ContextInner {
             z += nz;
         }
         st.stream.keep(f.module.clone());
+        if spill_address != 0 {
+            st.stream.order_next();
+        }
         Ok(())
+    }
+
+    /// The device address of a spill area of at least `bytes`, kept alive
+    /// by the current batch.
+    fn spill_area(&self, st: &mut State, bytes: u64) -> Result<u64> {
+        let buffer = match &st.spill {
+            Some(b) if b.size >= bytes => b.clone(),
+            _ => {
+                // Grown by halves at least, so that a few sizes serve all launches.
+                let size = bytes.max(st.spill.as_ref().map_or(0, |b| b.size + b.size / 2));
+                let b = Arc::new(Buffer::new(
+                    &self.device,
+                    size,
+                    DEVICE_USAGE,
+                    MemoryLocation::GpuOnly,
+                    abi::SHARED_HOT_ALIGN as u64,
+                    "ptxvk shared spill area",
+                )?);
+                st.spill = Some(b.clone());
+                b
+            }
+        };
+        let address = buffer.address;
+        st.stream.keep(buffer);
+        Ok(address)
+    }
+}
+
+/// Most bytes of spilled `.shared` memory one dispatch uses; launches whose
+/// blocks spill more are dispatched in parts, one after another.
+const SPILL_BUDGET_BYTES: u64 = 256 << 20;
+
+/// Most `.shared` bytes a block may have when it spills: far beyond every
+/// CUDA architecture's 227 KiB (`libcuda` enforces the architecture's
+/// limits); offsets stay well inside 32 bits.
+const MAX_SPILLED_SHARED_BYTES: u64 = 1 << 30;
+
+/// Whether a module has entries of both `.shared` word widths (and so two
+/// `.shared` variables).
+fn both_shared_widths(info: &ptxvk_translator::ModuleInfo) -> bool {
+    let shared = |e: &&abi::EntryInfo| e.static_shared_bytes > 0 || e.uses_dynamic_shared;
+    let mut with = info.entries.iter().filter(shared);
+    with.clone().any(|e| e.shared_wide) && with.any(|e| !e.shared_wide)
+}
+
+/// Where a launch's `.shared` memory lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SharedPlan {
+    /// `SPEC_SHARED_WORDS`: the words in Workgroup memory.
+    hot_words: u32,
+    /// Spill bytes per block (0: all in Workgroup memory).
+    stride: u32,
+}
+
+impl SharedPlan {
+    /// `words` of `.shared` with `scratch` bytes of translator scratch in
+    /// `max` bytes of Workgroup memory; `None` when it cannot be done.
+    fn new(entry: &abi::EntryInfo, words: u32, scratch: u64, max: u32) -> Option<SharedPlan> {
+        let bytes = words as u64 * 4;
+        if bytes + scratch <= max as u64 {
+            return Some(SharedPlan { hot_words: words, stride: 0 });
+        }
+        let align = abi::SHARED_HOT_ALIGN as u64;
+        if !entry.shared_spill || bytes > MAX_SPILLED_SHARED_BYTES || scratch + align > max as u64 {
+            return None;
+        }
+        let hot = (max as u64 - scratch) / align * align;
+        let stride = (bytes - hot).div_ceil(align) * align;
+        Some(SharedPlan { hot_words: (hot / 4) as u32, stride: stride as u32 })
     }
 }
 
@@ -1403,6 +1540,8 @@ fn check_same_entry(
                 && a.push_constant_bytes == b.push_constant_bytes
                 && a.static_shared_bytes == b.static_shared_bytes
                 && a.uses_dynamic_shared == b.uses_dynamic_shared
+                && a.shared_spill == b.shared_spill
+                && a.shared_wide == b.shared_wide
                 && a.local_bytes == b.local_bytes
                 && b.scratch_words_per_invocation <= a.scratch_words_per_invocation
                 && b.scratch_words_fixed <= a.scratch_words_fixed

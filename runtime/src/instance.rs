@@ -43,6 +43,11 @@ pub const DUMP_ENV: &str = "PTXVK_DUMP";
 /// (`Options::loop_limit`; for measurements: a kernel past the limit then
 /// computes wrong results silently).
 pub const LOOP_LIMIT_ENV: &str = "PTXVK_LOOP_LIMIT";
+/// `PTXVK_SHARED_SPILL=0`: translate without the code that keeps `.shared`
+/// memory beyond the device's Workgroup memory in device memory (the
+/// translator's `shared_spill`; for measurements: launches needing more
+/// shared memory than the device has then fail).
+pub const SHARED_SPILL_ENV: &str = "PTXVK_SHARED_SPILL";
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 

@@ -93,10 +93,18 @@ pub(crate) struct PipelineKey {
     pub(crate) workgroup_size: u32,
     /// The CUDA block shape.
     pub(crate) ntid: [u32; 3],
-    /// [`abi::shared_words`] of the launch.
+    /// [`abi::SPEC_SHARED_WORDS`]: the launch's 32-bit `.shared` words in
+    /// Workgroup memory (1 for entries with 64-bit shared words).
     pub(crate) shared_words: u32,
+    /// [`abi::SPEC_SHARED_WIDE_WORDS`]: the same in 64-bit words for
+    /// entries with them (1 for others).
+    pub(crate) shared_wide_words: u32,
     /// The launch's dynamic shared memory in bytes (`%dynamic_smem_size`).
     pub(crate) dynamic_shared_bytes: u32,
+    /// [`abi::SPEC_SHARED_SPILL_ADDRESS`] (0: the launch does not spill).
+    pub(crate) spill_address: u64,
+    /// [`abi::SPEC_SHARED_SPILL_STRIDE`].
+    pub(crate) spill_stride: u32,
 }
 
 /// A compute `VkPipeline`.
@@ -123,9 +131,14 @@ pub(crate) struct PipelineSource<'a> {
     pub(crate) warp_path: ptxvk_translator::WarpPath,
 }
 
-/// Byte layout of the specialization data: six u32 then the u64 address at 24.
-const SPEC_DATA_BYTES: usize = 32;
+/// Byte layout of the specialization data: six u32, the module data
+/// address (u64) at 24, the spill address (u64) at 32, the spill stride at
+/// 40, the wide shared words at 44.
+const SPEC_DATA_BYTES: usize = 48;
 const SPEC_ADDRESS_OFFSET: u32 = 24;
+const SPEC_SPILL_ADDRESS_OFFSET: u32 = 32;
+const SPEC_SPILL_STRIDE_OFFSET: u32 = 40;
+const SPEC_WIDE_WORDS_OFFSET: u32 = 44;
 
 impl Pipeline {
     pub(crate) fn new(device: &Arc<Device>, src: &PipelineSource<'_>, key: &PipelineKey) -> Result<Self> {
@@ -137,6 +150,12 @@ impl Pipeline {
         }
         let a = SPEC_ADDRESS_OFFSET as usize;
         data[a..a + 8].copy_from_slice(&src.global_data_address.to_le_bytes());
+        let a = SPEC_SPILL_ADDRESS_OFFSET as usize;
+        data[a..a + 8].copy_from_slice(&key.spill_address.to_le_bytes());
+        let a = SPEC_SPILL_STRIDE_OFFSET as usize;
+        data[a..a + 4].copy_from_slice(&key.spill_stride.to_le_bytes());
+        let a = SPEC_WIDE_WORDS_OFFSET as usize;
+        data[a..a + 4].copy_from_slice(&key.shared_wide_words.to_le_bytes());
         let u32_entry =
             |id: u32, offset: u32| vk::SpecializationMapEntry::default().constant_id(id).offset(offset).size(4);
         let entries = [
@@ -150,6 +169,12 @@ impl Pipeline {
                 .constant_id(abi::SPEC_GLOBAL_DATA_ADDRESS)
                 .offset(SPEC_ADDRESS_OFFSET)
                 .size(8),
+            vk::SpecializationMapEntry::default()
+                .constant_id(abi::SPEC_SHARED_SPILL_ADDRESS)
+                .offset(SPEC_SPILL_ADDRESS_OFFSET)
+                .size(8),
+            u32_entry(abi::SPEC_SHARED_SPILL_STRIDE, SPEC_SPILL_STRIDE_OFFSET),
+            u32_entry(abi::SPEC_SHARED_WIDE_WORDS, SPEC_WIDE_WORDS_OFFSET),
         ];
         let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&data);
         let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default();

@@ -21,14 +21,40 @@
 //! pipeline creation from [`SPEC_WORKGROUP_SIZE_X`]. The runtime counts it
 //! with `.shared` against the device's limit ([`EntryInfo::scratch_bytes`]).
 //!
+//! # Shared memory variables
+//! A module has up to two `.shared` Workgroup variables, one of 32-bit
+//! words and one of 64-bit words (for entries with 64-bit shared atomics,
+//! [`EntryInfo::shared_wide`]), each sized by its own specialization
+//! constant. Some tools add up every Workgroup variable of a module, so the
+//! one an entry does not use is given length 1.
+//!
 //! # Specialization constants
 //! | id | type | meaning |
 //! |---|---|---|
 //! | [`SPEC_WORKGROUP_SIZE_X`] | u32 | padded thread count (workgroup size x) |
 //! | [`SPEC_NTID_X`]..[`SPEC_NTID_Z`] | u32 | the CUDA block shape |
-//! | [`SPEC_SHARED_WORDS`] | u32 | total `.shared` 32-bit words (static + dynamic), at least 1 |
+//! | [`SPEC_SHARED_WORDS`] | u32 | entries without [`EntryInfo::shared_wide`]: `.shared` 32-bit words in Workgroup memory (static + dynamic unless spilling), at least 1; others: 1 |
+//! | [`SPEC_SHARED_WIDE_WORDS`] | u32 | entries with [`EntryInfo::shared_wide`]: the same in 64-bit words; others: 1 |
 //! | [`SPEC_GLOBAL_DATA_ADDRESS`] | u64 | device address of the module's `.global`/`.const` data |
 //! | [`SPEC_DYNAMIC_SHARED_BYTES`] | u32 | dynamic shared memory of the launch, in bytes |
+//! | [`SPEC_SHARED_SPILL_ADDRESS`] | u64 | device address of the shared spill area; 0: none |
+//! | [`SPEC_SHARED_SPILL_STRIDE`] | u32 | bytes of the spill area per workgroup of a dispatch |
+//!
+//! # Shared memory beyond Workgroup memory
+//! CUDA gives a block up to 48 KiB of static and, opted in, up to 227 KiB
+//! of shared memory in all; Vulkan devices may have as little as 16 KiB of
+//! `Workgroup` memory (lavapipe: 32 KiB). An entry with
+//! [`EntryInfo::shared_spill`] keeps `.shared` bytes below the hot bytes,
+//! `4 * SPEC_SHARED_WORDS` (or `8 * SPEC_SHARED_WIDE_WORDS` with
+//! [`EntryInfo::shared_wide`]; a multiple of 16 bytes when spilling), in
+//! `Workgroup` memory and, when
+//! [`SPEC_SHARED_SPILL_ADDRESS`] is not 0, the bytes at and above it in
+//! device memory: byte `o` of workgroup `w` of a dispatch (`w` its linear
+//! index, `x + nx * (y + ny * z)` over `NumWorkgroups`) is at
+//! `address + w * SPEC_SHARED_SPILL_STRIDE + (o - hot bytes)`.
+//! Each dispatch needs its own area (or one dispatch after another), and
+//! `.shared` memory is never initialised, so nothing need be cleared. With
+//! the address 0 the test folds away when the pipeline is created.
 //!
 //! # Push constants
 //! A block of 32-bit words. Words 0..[`PUSH_HEADER_WORDS`] are the header:
@@ -56,6 +82,21 @@ pub const SPEC_GLOBAL_DATA_ADDRESS: u32 = 5;
 /// Specialization constant id of the launch's dynamic shared memory in bytes
 /// (`%dynamic_smem_size`).
 pub const SPEC_DYNAMIC_SHARED_BYTES: u32 = 6;
+/// Specialization constant id (64-bit) of the shared spill area's device
+/// address (see "Shared memory beyond Workgroup memory"); 0 when the launch
+/// fits in Workgroup memory.
+pub const SPEC_SHARED_SPILL_ADDRESS: u32 = 7;
+/// Specialization constant id of the spill area's bytes per workgroup.
+pub const SPEC_SHARED_SPILL_STRIDE: u32 = 8;
+/// Specialization constant id of the 64-bit `.shared` words of entries with
+/// [`EntryInfo::shared_wide`] (see "Shared memory variables").
+pub const SPEC_SHARED_WIDE_WORDS: u32 = 9;
+/// Vulkan's least `maxComputeSharedMemorySize` (bytes): every device has
+/// at least this much Workgroup memory.
+pub const MIN_WORKGROUP_BYTES: u32 = 16384;
+/// Alignment of the hot part of `.shared` when a launch spills (bytes): no
+/// access of up to 16 aligned bytes straddles it.
+pub const SHARED_HOT_ALIGN: u32 = 16;
 
 /// Number of 32-bit words in the push-constant header.
 pub const PUSH_HEADER_WORDS: u32 = 8;
@@ -141,6 +182,12 @@ pub struct EntryInfo {
     /// `Workgroup` words of loop-iteration counters (`Options::loop_limit`,
     /// when the kernel may loop); 0 otherwise.
     pub loop_counter_words: u32,
+    /// The entry can keep `.shared` bytes beyond `SPEC_SHARED_WORDS` in
+    /// device memory (see "Shared memory beyond Workgroup memory").
+    pub shared_spill: bool,
+    /// The entry's `.shared` memory is the module's variable of 64-bit
+    /// words, sized by [`SPEC_SHARED_WIDE_WORDS`] (see "Shared memory variables").
+    pub shared_wide: bool,
 }
 
 impl EntryInfo {

@@ -200,6 +200,12 @@ pub struct Options {
     /// [`recursion`]); [`recursion::STACK_BYTES`] by default, at most
     /// [`recursion::MAX_STACK_BYTES`].
     pub recursion_stack_bytes: u32,
+    /// Emit every `.shared` access so that the part of a block's shared
+    /// memory beyond the device's Workgroup memory can live in device memory
+    /// (see [`abi`]'s "Shared memory beyond Workgroup memory"); the branch
+    /// folds away in launches that fit, at pipeline creation. Off: shared
+    /// memory is only ever Workgroup memory.
+    pub shared_spill: bool,
 }
 
 impl Default for Options {
@@ -223,6 +229,7 @@ impl Default for Options {
             loop_live_outs_in_memory: false,
             contract: true,
             recursion_stack_bytes: recursion::STACK_BYTES,
+            shared_spill: true,
         }
     }
 }

@@ -45,7 +45,7 @@ pub(crate) struct Plan<'a> {
     /// Whether it has 64-bit atomics that may reach `.shared` memory (then
     /// the entry's shared memory is an array of 64-bit words).
     pub wide_atomics: bool,
-    shared: HashMap<String, Placed>,
+    pub(crate) shared: HashMap<String, Placed>,
     local: HashMap<String, Placed>,
     local_bytes: u32,
     regs: Regs,
@@ -584,13 +584,8 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     } else if cached.is_some() {
         cached
     } else if shared_wide {
-        // ceil(words / 2) 64-bit words.
         let u64t = e.t_int(64);
-        let one = e.c_u32(1);
-        let two = e.c_u32(2);
-        let words = e.spec_shared_words;
-        let plus = spec_op(e, u32t, spirv::Op::IAdd, &[words, one]);
-        let len = spec_op(e, u32t, spirv::Op::UDiv, &[plus, two]);
+        let len = e.spec_shared_wide_words;
         let arr = e.b.type_array(u64t, len);
         if e.decorated.insert(arr) {
             e.b.decorate(arr, spirv::Decoration::ArrayStride, [Operand::LiteralBit32(8)]);
@@ -653,11 +648,6 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
         passing: info.map(|i| i.param_passing).unwrap_or(ParamPassing::PushConstants),
         scratch_var,
     }
-}
-
-/// `OpSpecConstantOp` (rspirv's builder takes no operands for it).
-fn spec_op(e: &mut Emitter, ty: Word, op: spirv::Op, args: &[Word]) -> Word {
-    e.b.spec_constant_op(ty, op, args)
 }
 
 /// Emit an entry (`me` is `None`) or one entry's copy of a `.func`.

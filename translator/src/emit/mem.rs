@@ -24,6 +24,111 @@ pub(crate) enum Addr {
     Generic(Word),
 }
 
+/// The module's constants of `.shared` memory beyond Workgroup memory (see
+/// [`crate::abi`], "Shared memory beyond Workgroup memory").
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Spill {
+    /// `NumWorkgroups` input (in the interface of every entry with `.shared`).
+    pub num_workgroups: Word,
+    /// Spec constant: the spill area's device address (u64).
+    address: Word,
+    /// Spec constant: its bytes per workgroup (u32).
+    stride: Word,
+    /// Spec constant op: `address != 0`.
+    on: Word,
+    /// Spec constant ops: the first spilled byte, `4 * SPEC_SHARED_WORDS`
+    /// and (entries with 64-bit shared words) `8 * SPEC_SHARED_WIDE_WORDS`.
+    hot_bytes: Word,
+    hot_bytes_wide: Word,
+}
+
+impl Spill {
+    /// Declares the spill constants (after `e.spec_shared_words`).
+    pub(crate) fn new(e: &mut Emitter) -> Spill {
+        let u32t = e.t_int(32);
+        let u64t = e.t_int(64);
+        let bt = e.t_bool();
+        let v3 = e.ty(super::TyKey::Vec(u32t, 3));
+        let in_v3 = e.t_ptr(StorageClass::Input, v3);
+        let num_workgroups = e.b.variable(in_v3, None, StorageClass::Input, None);
+        e.b.decorate(num_workgroups, spirv::Decoration::BuiltIn, [SOp::BuiltIn(spirv::BuiltIn::NumWorkgroups)]);
+        let address = e.b.spec_constant_bit64(u64t, 0);
+        e.b.decorate(address, spirv::Decoration::SpecId, [SOp::LiteralBit32(crate::abi::SPEC_SHARED_SPILL_ADDRESS)]);
+        let stride = e.b.spec_constant_bit32(u32t, 0);
+        e.b.decorate(stride, spirv::Decoration::SpecId, [SOp::LiteralBit32(crate::abi::SPEC_SHARED_SPILL_STRIDE)]);
+        let zero = e.c_int(64, 0);
+        let on = e.b.spec_constant_op(bt, Op::INotEqual, &[address, zero]);
+        let four = e.c_u32(4);
+        let hot_bytes = e.b.spec_constant_op(u32t, Op::IMul, &[e.spec_shared_words, four]);
+        let eight = e.c_u32(8);
+        let hot_bytes_wide = e.b.spec_constant_op(u32t, Op::IMul, &[e.spec_shared_wide_words, eight]);
+        Spill { num_workgroups, address, stride, on, hot_bytes, hot_bytes_wide }
+    }
+}
+
+/// Run `body` on `.shared` byte `off` where it lives in this launch: with
+/// `Addr::Shared(off)` (Workgroup memory: `body` accesses the shared words
+/// directly) when `off` is below the hot bytes or nothing spills, else with
+/// `Addr::Global` of its place in the workgroup's spill area; the results
+/// merge with `OpPhi`. Without spilling, one direct call.
+fn shared_split(
+    e: &mut Emitter,
+    fx: &Fx,
+    off: Word,
+    result: Option<K>,
+    body: &mut AccessFn,
+) -> Result<Option<Word>, Diagnostic> {
+    let Some(s) = e.spill.filter(|_| fx.shared_var.is_some()) else {
+        return body(e, fx, Addr::Shared(off));
+    };
+    let bt = e.t_bool();
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let hot_bytes = if fx.shared_wide { s.hot_bytes_wide } else { s.hot_bytes };
+    let above = e.b.u_less_than_equal(bt, None, hot_bytes, off).map_err(internal1)?;
+    let spilled = e.b.logical_and(bt, None, s.on, above).map_err(internal1)?;
+    let far = e.b.id();
+    let near = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(spilled, far, near, []).map_err(internal1)?;
+    e.b.begin_block(Some(far)).map_err(internal1)?;
+    // The workgroup's linear index in its dispatch.
+    let v3 = e.ty(super::TyKey::Vec(u32t, 3));
+    let id = e.b.load(v3, None, e.workgroup_id, None, []).map_err(internal1)?;
+    let n = e.b.load(v3, None, s.num_workgroups, None, []).map_err(internal1)?;
+    let part = |e: &mut Emitter, v: Word, i: u32| e.b.composite_extract(u32t, None, v, [i]).map_err(internal1);
+    let (x, y, z) = (part(e, id, 0)?, part(e, id, 1)?, part(e, id, 2)?);
+    let (nx, ny) = (part(e, n, 0)?, part(e, n, 1)?);
+    let zy = e.b.i_mul(u32t, None, ny, z).map_err(internal1)?;
+    let zy = e.b.i_add(u32t, None, zy, y).map_err(internal1)?;
+    let w = e.b.i_mul(u32t, None, nx, zy).map_err(internal1)?;
+    let w = e.b.i_add(u32t, None, w, x).map_err(internal1)?;
+    let w = e.b.u_convert(u64t, None, w).map_err(internal1)?;
+    let stride = e.b.u_convert(u64t, None, s.stride).map_err(internal1)?;
+    let base = e.b.i_mul(u64t, None, w, stride).map_err(internal1)?;
+    let base = e.b.i_add(u64t, None, s.address, base).map_err(internal1)?;
+    let rel = e.b.i_sub(u32t, None, off, hot_bytes).map_err(internal1)?;
+    let rel = e.b.u_convert(u64t, None, rel).map_err(internal1)?;
+    let addr = e.b.i_add(u64t, None, base, rel).map_err(internal1)?;
+    let r1 = body(e, fx, Addr::Global(addr))?;
+    let end1 = e.current_label()?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(near)).map_err(internal1)?;
+    let r2 = body(e, fx, Addr::Shared(off))?;
+    let end2 = e.current_label()?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    match (result, r1, r2) {
+        (Some(k), Some(v1), Some(v2)) => {
+            let t = e.kty(k);
+            Ok(Some(e.b.phi(t, None, [(v1, end1), (v2, end2)]).map_err(internal1)?))
+        }
+        (None, ..) => Ok(None),
+        _ => Err(Diagnostic::error(Span::default(), "internal error: spilled shared access")),
+    }
+}
+
 /// The state space an instruction names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Space {
@@ -471,7 +576,13 @@ pub(crate) fn load(e: &mut Emitter, fx: &Fx, a: Addr, k: K, volatile: bool) -> R
             }
             e.b.load(t, None, p, Some(ma), [SOp::LiteralBit32(k.bits() / 8)]).map_err(internal1)
         }
-        Addr::Shared(off) => load_words(e, fx, StorageClass::Workgroup, off, k),
+        Addr::Shared(off) => {
+            let r = shared_split(e, fx, off, Some(k), &mut |e, fx, a| match a {
+                Addr::Shared(off) => load_words(e, fx, StorageClass::Workgroup, off, k).map(Some),
+                a => load(e, fx, a, k, volatile).map(Some),
+            })?;
+            r.ok_or_else(|| Diagnostic::error(Span::default(), "internal error: shared load"))
+        }
         Addr::Local(off) => load_words(e, fx, StorageClass::Private, off, k),
         Addr::Param(off) => load_param(e, fx, off, k),
         Addr::Generic(addr) => {
@@ -500,7 +611,13 @@ pub(crate) fn store(
             }
             e.b.store(p, v, Some(ma), [SOp::LiteralBit32(k.bits() / 8)]).map_err(internal1)
         }
-        Addr::Shared(off) => store_words(e, fx, StorageClass::Workgroup, off, v, k),
+        Addr::Shared(off) => {
+            shared_split(e, fx, off, None, &mut |e, fx, a| match a {
+                Addr::Shared(off) => store_words(e, fx, StorageClass::Workgroup, off, v, k).map(|_| None),
+                a => store(e, fx, a, v, k, volatile, span).map(|_| None),
+            })?;
+            Ok(())
+        }
         Addr::Local(off) => store_words(e, fx, StorageClass::Private, off, v, k),
         Addr::Param(_) => Err(Diagnostic::error(span, "stores to kernel parameters are not supported yet")),
         Addr::Generic(addr) => {
@@ -675,6 +792,26 @@ pub(crate) fn atom(
 /// One atomic read-modify-write at a resolved address; returns the old value's bits.
 #[allow(clippy::too_many_arguments)]
 fn atom_core(
+    e: &mut Emitter,
+    fx: &Fx,
+    inst: &Instruction,
+    a: Addr,
+    t: ScalarType,
+    op: &str,
+    vb: Word,
+    vc: Option<Word>,
+) -> Result<Word, Diagnostic> {
+    let Addr::Shared(off) = a else {
+        return atom_at(e, fx, inst, a, t, op, vb, vc);
+    };
+    let bits = mem_kind(t).bits();
+    shared_split(e, fx, off, Some(K::Int(bits)), &mut |e, fx, a| atom_at(e, fx, inst, a, t, op, vb, vc).map(Some))?
+        .ok_or_else(|| Diagnostic::error(inst.span, "internal error: shared atomic"))
+}
+
+/// [`atom_core`] with `.shared` addresses in Workgroup memory.
+#[allow(clippy::too_many_arguments)]
+fn atom_at(
     e: &mut Emitter,
     fx: &Fx,
     inst: &Instruction,

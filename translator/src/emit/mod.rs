@@ -117,8 +117,12 @@ pub(crate) struct Emitter<'o> {
     pub workgroup_id: Word,
     /// Spec constants `%ntid.x/y/z`.
     pub spec_ntid: [Word; 3],
-    /// Spec constant: total shared words.
+    /// Spec constant: the 32-bit words of the `.shared` variable of entries
+    /// without 64-bit shared atomics ([`abi::SPEC_SHARED_WORDS`]).
     pub spec_shared_words: Word,
+    /// Spec constant: the 64-bit words of the `.shared` variable of entries
+    /// with them ([`abi::SPEC_SHARED_WIDE_WORDS`]).
+    pub spec_shared_wide_words: Word,
     /// Spec constant: module data address (when the module has variables).
     pub spec_global_address: Option<Word>,
     /// Spec constant `%dynamic_smem_size`, created on first use.
@@ -161,6 +165,9 @@ pub(crate) struct Emitter<'o> {
     pub shared_var_wide: Option<Word>,
     /// Loop iterations so far per subgroup ([`loop_limit`]), when counted.
     pub loop_counter: Option<loop_limit::Counter>,
+    /// The shared spill area's constants, when `.shared` accesses may spill
+    /// ([`crate::Options::shared_spill`] and a kernel uses `.shared`).
+    pub spill: Option<mem::Spill>,
 }
 
 impl<'o> Emitter<'o> {
@@ -314,6 +321,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         workgroup_id: 0,
         spec_ntid: [0; 3],
         spec_shared_words: 0,
+        spec_shared_wide_words: 0,
         spec_global_address: None,
         spec_dynamic_shared: None,
         globals: HashMap::new(),
@@ -322,6 +330,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         address_taken: BTreeSet::new(),
         trap_offset: None,
         loop_counter: None,
+        spill: None,
         printf_offset: None,
         heap_offset: None,
         grid_offset: None,
@@ -534,9 +543,19 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     // Created with the first entry that may loop: the validation layer adds
     // up every Workgroup variable of a module.
     let mut loop_counter = None;
-    let sw = e.b.spec_constant_bit32(u32t, max_static_shared_words);
+    // The default counts for tools that check a module before it is
+    // specialised (the validation layer adds up Workgroup variables at
+    // vkCreateShaderModule): at most Vulkan's least maxComputeSharedMemorySize.
+    // Whoever dispatches sets the launch's value (see `abi`).
+    let sw = e.b.spec_constant_bit32(u32t, max_static_shared_words.min(abi::MIN_WORKGROUP_BYTES / 4));
     e.b.decorate(sw, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_SHARED_WORDS)]);
     e.spec_shared_words = sw;
+    let sww = e.b.spec_constant_bit32(u32t, max_static_shared_words.min(abi::MIN_WORKGROUP_BYTES / 4).div_ceil(2));
+    e.b.decorate(sww, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_SHARED_WIDE_WORDS)]);
+    e.spec_shared_wide_words = sww;
+    if opts.shared_spill && plans.values().any(|p| !p.shared.is_empty()) {
+        e.spill = Some(mem::Spill::new(&mut e));
+    }
 
     for name in &entry_names {
         let Some(plan) = plans.get(name) else { continue };
@@ -578,6 +597,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 let mut iface = vec![e.local_index, e.workgroup_id];
                 iface.extend(vars.push_var);
                 iface.extend(vars.shared_var);
+                iface.extend(e.spill.filter(|_| vars.shared_var.is_some()).map(|s| s.num_workgroups));
                 iface.extend(vars.local_var);
                 iface.extend(vars.exited_var);
                 iface.extend(vars.stack.map(|(v, _)| v));
@@ -609,6 +629,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             info.scratch_words_per_invocation = per_invocation;
             info.scratch_words_fixed = fixed;
             info.loop_counter_words = if e.loop_counter.is_some() { loop_limit::SLOTS } else { 0 };
+            info.shared_spill = e.spill.is_some() && vars.shared_var.is_some();
+            info.shared_wide = vars.shared_wide;
             entries.push(info);
         }
     }
@@ -713,6 +735,8 @@ pub(crate) fn entry_info(
         scratch_words_per_invocation: 0,
         scratch_words_fixed: 0,
         loop_counter_words: 0,
+        shared_spill: false,
+        shared_wide: false,
     })
 }
 
