@@ -122,6 +122,9 @@ pub(crate) struct ContextInner {
     /// Bytes of the per-thread stack of recursive functions in modules
     /// loaded from now on (`CU_LIMIT_STACK_SIZE`).
     stack_bytes: std::sync::atomic::AtomicU32,
+    /// Launches that spill `.shared` memory keep a hot part in Workgroup
+    /// memory (see [`Context::set_shared_hot_part`]).
+    shared_hot: std::sync::atomic::AtomicBool,
 }
 
 /// A CUDA-like context on one Vulkan device: allocates memory, loads PTX,
@@ -141,6 +144,7 @@ impl Context {
     /// Opens the device `selector` picks, probes it, and creates a context.
     pub fn new(selector: DeviceSelector) -> Result<Context> {
         let device = Device::new(selector)?;
+        let llvmpipe = device.info.driver_name == "llvmpipe";
         let stream = Stream::new(&device)?;
         let mut inner = ContextInner {
             managed: std::sync::OnceLock::new(),
@@ -159,6 +163,12 @@ impl Context {
             info: device.info.clone(),
             device,
             stack_bytes: std::sync::atomic::AtomicU32::new(ptxvk_translator::recursion::STACK_BYTES),
+            shared_hot: std::sync::atomic::AtomicBool::new(match std::env::var(crate::instance::SHARED_HOT_ENV) {
+                Ok(v) => v != "0",
+                // llvmpipe compiles a kernel with both paths of every shared
+                // access in minutes (CUB's radix sort: over ten).
+                Err(_) => !llvmpipe,
+            }),
         };
         inner.info.emulate_fma = crate::probe::needs_fma_emulation(&inner);
         if inner.info.supports_f64 {
@@ -543,6 +553,21 @@ impl Context {
         let v = v.max(u64::from(ptxvk_translator::recursion::STACK_BYTES));
         self.0.stack_bytes.store(v as u32, std::sync::atomic::Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Whether launches whose `.shared` memory exceeds the device's
+    /// Workgroup memory keep its first part there (each access then tests
+    /// where its byte lives, and the kernel's code for shared accesses
+    /// doubles) or keep all of it in device memory (one path, slower
+    /// accesses). Default: keep a hot part, except on llvmpipe, whose
+    /// compile time grows too much; `PTXVK_SHARED_HOT=0`/`1` chooses.
+    pub fn shared_hot_part(&self) -> bool {
+        self.0.shared_hot.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets [`Context::shared_hot_part`] for launches from now on.
+    pub fn set_shared_hot_part(&self, keep: bool) {
+        self.0.shared_hot.store(keep, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Size of the device heap of kernels' `malloc` in bytes
@@ -1233,8 +1258,10 @@ impl ContextInner {
         // The module's other `.shared` variable has one word (see the ABI's
         // "Shared memory variables"); some tools count it.
         let other = if both_shared_widths(&f.module.info) { 8 } else { 0 };
-        let plan = SharedPlan::new(entry, shared, scratch + other, info.max_shared_bytes).ok_or_else(|| {
-            Error::LaunchOutOfResources(format!(
+        let keep_hot = self.shared_hot.load(Ordering::Relaxed);
+        let plan =
+            SharedPlan::new(entry, shared, scratch + other, info.max_shared_bytes, keep_hot).ok_or_else(|| {
+                Error::LaunchOutOfResources(format!(
                 "launch of {}: {} bytes of static and {dynamic_shared_bytes} of dynamic shared memory, with {scratch} \
                  of warp scratch for {threads} threads, exceed the device's {}{}",
                 entry.name,
@@ -1242,7 +1269,7 @@ impl ContextInner {
                 info.max_shared_bytes,
                 if entry.shared_spill { " (and the most a block may spill)" } else { "" }
             ))
-        })?;
+            })?;
         let param_bytes = entry.param_bytes as usize;
         if params.len() < param_bytes {
             return Err(Error::InvalidValue(format!(
@@ -1285,8 +1312,9 @@ impl ContextInner {
             entry: f.index,
             workgroup_size: workgroup_size as u32,
             ntid: block,
-            shared_words: if entry.shared_wide { 1 } else { plan.hot_words },
-            shared_wide_words: if entry.shared_wide { plan.hot_words.div_ceil(2) } else { 1 },
+            shared_words: if entry.shared_wide { 1 } else { plan.hot_words.max(1) },
+            shared_wide_words: if entry.shared_wide { plan.hot_words.div_ceil(2).max(1) } else { 1 },
+            spill_hot_bytes: if plan.stride > 0 { plan.hot_words * 4 } else { 0 },
             dynamic_shared_bytes,
             spill_address,
             spill_stride: plan.stride,
@@ -1451,7 +1479,8 @@ fn both_shared_widths(info: &ptxvk_translator::ModuleInfo) -> bool {
 /// Where a launch's `.shared` memory lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct SharedPlan {
-    /// `SPEC_SHARED_WORDS`: the words in Workgroup memory.
+    /// The words in Workgroup memory (all of them unless spilling; then
+    /// the hot part, possibly none).
     hot_words: u32,
     /// Spill bytes per block (0: all in Workgroup memory).
     stride: u32,
@@ -1459,8 +1488,9 @@ struct SharedPlan {
 
 impl SharedPlan {
     /// `words` of `.shared` with `scratch` bytes of translator scratch in
-    /// `max` bytes of Workgroup memory; `None` when it cannot be done.
-    fn new(entry: &abi::EntryInfo, words: u32, scratch: u64, max: u32) -> Option<SharedPlan> {
+    /// `max` bytes of Workgroup memory, keeping a hot part there when
+    /// spilling if `keep_hot`; `None` when it cannot be done.
+    fn new(entry: &abi::EntryInfo, words: u32, scratch: u64, max: u32, keep_hot: bool) -> Option<SharedPlan> {
         let bytes = words as u64 * 4;
         if bytes + scratch <= max as u64 {
             return Some(SharedPlan { hot_words: words, stride: 0 });
@@ -1469,7 +1499,7 @@ impl SharedPlan {
         if !entry.shared_spill || bytes > MAX_SPILLED_SHARED_BYTES || scratch + align > max as u64 {
             return None;
         }
-        let hot = (max as u64 - scratch) / align * align;
+        let hot = if keep_hot { (max as u64 - scratch) / align * align } else { 0 };
         let stride = (bytes - hot).div_ceil(align) * align;
         Some(SharedPlan { hot_words: (hot / 4) as u32, stride: stride as u32 })
     }

@@ -48,6 +48,10 @@ pub const LOOP_LIMIT_ENV: &str = "PTXVK_LOOP_LIMIT";
 /// translator's `shared_spill`; for measurements: launches needing more
 /// shared memory than the device has then fail).
 pub const SHARED_SPILL_ENV: &str = "PTXVK_SHARED_SPILL";
+/// `PTXVK_SHARED_HOT=1`/`0`: launches that spill `.shared` memory keep (or
+/// do not keep) a hot part in Workgroup memory (default: keep, except on
+/// llvmpipe; see `Context::shared_hot_part`).
+pub const SHARED_HOT_ENV: &str = "PTXVK_SHARED_HOT";
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 

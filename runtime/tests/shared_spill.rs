@@ -3,7 +3,9 @@
 //! KiB and 200 KiB of dynamic shared memory, where lavapipe has 32 KiB. The
 //! part that does not fit lives in device memory per block; every access
 //! width, 32- and 64-bit shared atomics and generic pointers must give
-//! what the host model says, on random inputs into poisoned outputs.
+//! what the host model says, on random inputs into poisoned outputs, both
+//! with a hot part kept in Workgroup memory (the default on GPUs) and with
+//! all of a spilling block's shared memory in device memory (llvmpipe's).
 
 mod common;
 
@@ -46,20 +48,23 @@ fn static_48_kib() {
     let m = module(&ctx);
     let f = m.function("static48").unwrap();
     let blocks = 5;
-    let input = random(48, WORDS * blocks);
-    let din = upload_u32(&ctx, &input);
-    let dout = poisoned(&ctx, WORDS * blocks + 16);
-    launch(&ctx, &f, blocks as u32, 256, 0, &[din.to_le_bytes().to_vec(), dout.to_le_bytes().to_vec()]).unwrap();
-    let got = download_u32(&ctx, dout, WORDS * blocks + 16);
-    for b in 0..blocks {
-        let tile = &input[b * WORDS..(b + 1) * WORDS];
-        for i in 0..WORDS {
-            let o = tile[(i as u32).wrapping_mul(7919).wrapping_add(b as u32) as usize % WORDS];
-            let want = tile[i] ^ o.rotate_left(5);
-            assert_eq!(got[b * WORDS + i], want, "block {b} word {i}");
+    for hot in [false, true] {
+        ctx.set_shared_hot_part(hot);
+        let input = random(48 + hot as u64, WORDS * blocks);
+        let din = upload_u32(&ctx, &input);
+        let dout = poisoned(&ctx, WORDS * blocks + 16);
+        launch(&ctx, &f, blocks as u32, 256, 0, &[din.to_le_bytes().to_vec(), dout.to_le_bytes().to_vec()]).unwrap();
+        let got = download_u32(&ctx, dout, WORDS * blocks + 16);
+        for b in 0..blocks {
+            let tile = &input[b * WORDS..(b + 1) * WORDS];
+            for i in 0..WORDS {
+                let o = tile[(i as u32).wrapping_mul(7919).wrapping_add(b as u32) as usize % WORDS];
+                let want = tile[i] ^ o.rotate_left(5);
+                assert_eq!(got[b * WORDS + i], want, "hot part {hot}: block {b} word {i}");
+            }
         }
+        assert!(got[WORDS * blocks..].iter().all(|&w| w == POISON), "wrote past the output");
     }
-    assert!(got[WORDS * blocks..].iter().all(|&w| w == POISON), "wrote past the output");
     assert_clean(&ctx);
 }
 
@@ -103,7 +108,9 @@ fn dynamic_100_and_200_kib_every_access_width() {
     let ctx = context();
     let m = module(&ctx);
     let f = m.function("dynamic_mix").unwrap();
-    for (kib, blocks, seed) in [(100usize, 3usize, 100u64), (200, 2, 200)] {
+    let cases = [(100usize, 3usize, 100u64, false), (200, 2, 200, false), (100, 3, 101, true), (200, 2, 201, true)];
+    for (kib, blocks, seed, hot) in cases {
+        ctx.set_shared_hot_part(hot);
         let words = kib * 1024 / 4;
         let input = random(seed, words * blocks);
         let din = upload_u32(&ctx, &input);
@@ -114,7 +121,7 @@ fn dynamic_100_and_200_kib_every_access_width() {
         for b in 0..blocks {
             let want = mix_model(&input[b * words..(b + 1) * words]);
             for (i, (&g, &w)) in got[b * words..(b + 1) * words].iter().zip(&want).enumerate() {
-                assert_eq!(g, w, "{kib} KiB: block {b} word {i} of {words}");
+                assert_eq!(g, w, "{kib} KiB, hot part {hot}: block {b} word {i} of {words}");
             }
         }
         assert!(got[words * blocks..].iter().all(|&w| w == POISON), "{kib} KiB: wrote past the output");
@@ -130,7 +137,8 @@ fn every_block_has_its_own_shared_memory() {
     let m = module(&ctx);
     let f = m.function("isolation").unwrap();
     let (blocks, threads, slots) = (3000usize, 32usize, 4usize);
-    for kib in [40usize, 200] {
+    for (kib, hot) in [(40usize, false), (200, false), (200, true)] {
+        ctx.set_shared_hot_part(hot);
         let words = kib * 1024 / 4;
         let dout = poisoned(&ctx, blocks * threads + 16);
         let args =
@@ -141,7 +149,7 @@ fn every_block_has_its_own_shared_memory() {
             for t in 0..threads {
                 let u = (t + 1) % threads;
                 let want: u32 = (0..slots).map(|k| (b * 1000 + u * 7 + k) as u32).sum();
-                assert_eq!(got[b * threads + t], want, "{kib} KiB: block {b} thread {t}");
+                assert_eq!(got[b * threads + t], want, "{kib} KiB, hot part {hot}: block {b} thread {t}");
             }
         }
         assert!(got[blocks * threads..].iter().all(|&w| w == POISON), "{kib} KiB: wrote past the output");

@@ -39,22 +39,25 @@
 //! | [`SPEC_DYNAMIC_SHARED_BYTES`] | u32 | dynamic shared memory of the launch, in bytes |
 //! | [`SPEC_SHARED_SPILL_ADDRESS`] | u64 | device address of the shared spill area; 0: none |
 //! | [`SPEC_SHARED_SPILL_STRIDE`] | u32 | bytes of the spill area per workgroup of a dispatch |
+//! | [`SPEC_SHARED_HOT_BYTES`] | u32 | with a spill area: the `.shared` bytes kept in Workgroup memory (a multiple of 16; 0: none) |
 //!
 //! # Shared memory beyond Workgroup memory
 //! CUDA gives a block up to 48 KiB of static and, opted in, up to 227 KiB
 //! of shared memory in all; Vulkan devices may have as little as 16 KiB of
 //! `Workgroup` memory (lavapipe: 32 KiB). An entry with
-//! [`EntryInfo::shared_spill`] keeps `.shared` bytes below the hot bytes,
-//! `4 * SPEC_SHARED_WORDS` (or `8 * SPEC_SHARED_WIDE_WORDS` with
-//! [`EntryInfo::shared_wide`]; a multiple of 16 bytes when spilling), in
-//! `Workgroup` memory and, when
-//! [`SPEC_SHARED_SPILL_ADDRESS`] is not 0, the bytes at and above it in
-//! device memory: byte `o` of workgroup `w` of a dispatch (`w` its linear
-//! index, `x + nx * (y + ny * z)` over `NumWorkgroups`) is at
-//! `address + w * SPEC_SHARED_SPILL_STRIDE + (o - hot bytes)`.
-//! Each dispatch needs its own area (or one dispatch after another), and
-//! `.shared` memory is never initialised, so nothing need be cleared. With
-//! the address 0 the test folds away when the pipeline is created.
+//! [`EntryInfo::shared_spill`] keeps all its `.shared` memory in `Workgroup`
+//! memory while [`SPEC_SHARED_SPILL_ADDRESS`] is 0. Otherwise the bytes
+//! below [`SPEC_SHARED_HOT_BYTES`] (the "hot" part; the Workgroup array must
+//! hold them) stay there and the bytes at and above it live in device
+//! memory: byte `o` of workgroup `w` of a dispatch (`w` its linear index,
+//! `x + nx * (y + ny * z)` over `NumWorkgroups`) is at
+//! `address + w * SPEC_SHARED_SPILL_STRIDE + (o - hot bytes)`. Each dispatch
+//! needs its own area (or one dispatch after another), and `.shared` memory
+//! is never initialised, so nothing need be cleared. Every access tests
+//! `address != 0 && o >= hot bytes`: with the address 0, or with no hot
+//! part, the test is constant once the pipeline is specialised and the
+//! driver keeps one path; with a hot part both paths stay (twice the code
+//! for each access whose offset is not constant).
 //!
 //! # Push constants
 //! A block of 32-bit words. Words 0..[`PUSH_HEADER_WORDS`] are the header:
@@ -88,6 +91,9 @@ pub const SPEC_DYNAMIC_SHARED_BYTES: u32 = 6;
 pub const SPEC_SHARED_SPILL_ADDRESS: u32 = 7;
 /// Specialization constant id of the spill area's bytes per workgroup.
 pub const SPEC_SHARED_SPILL_STRIDE: u32 = 8;
+/// Specialization constant id of the `.shared` bytes a spilling launch keeps
+/// in Workgroup memory (see "Shared memory beyond Workgroup memory").
+pub const SPEC_SHARED_HOT_BYTES: u32 = 10;
 /// Specialization constant id of the 64-bit `.shared` words of entries with
 /// [`EntryInfo::shared_wide`] (see "Shared memory variables").
 pub const SPEC_SHARED_WIDE_WORDS: u32 = 9;

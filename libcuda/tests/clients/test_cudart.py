@@ -103,6 +103,20 @@ def test_thrust(tmp_path):
     assert "checks passed" in run.stdout
 
 
+@pytest.mark.skipif(os.environ.get("PTXVK_SLOW_CLIENT_TESTS") != "1",
+                    reason="llvmpipe compiles CUB's onesweep radix-sort kernel (251 barriers on the "
+                    "emulated warp path) for more than ten minutes; PTXVK_SLOW_CLIENT_TESTS=1 runs it")
+def test_thrust_sort(tmp_path):
+    """Thrust's sort and sort_by_key: CUB's onesweep radix sort, 48 KiB of
+    shared memory per block (more than lavapipe's Workgroup memory)."""
+    exe = tmp_path / "thrust_algorithms"
+    compile_cu(os.path.join(CU, "thrust_algorithms.cu"), exe, ["-arch=sm_80"])
+    env = dict(os.environ)
+    run = subprocess.run([str(exe), "sort"], capture_output=True, text=True, timeout=3600, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "ok     sort, sort_by_key" in run.stdout
+
+
 def test_machine_code_only_is_refused_clearly(tmp_path):
     """A program with only SASS (no PTX) fails its first runtime call with
     cudaErrorInvalidKernelImage, and the trace says why."""

@@ -36,14 +36,12 @@ pub(crate) struct Spill {
     stride: Word,
     /// Spec constant op: `address != 0`.
     on: Word,
-    /// Spec constant ops: the first spilled byte, `4 * SPEC_SHARED_WORDS`
-    /// and (entries with 64-bit shared words) `8 * SPEC_SHARED_WIDE_WORDS`.
+    /// Spec constant: the first spilled byte (u32).
     hot_bytes: Word,
-    hot_bytes_wide: Word,
 }
 
 impl Spill {
-    /// Declares the spill constants (after `e.spec_shared_words`).
+    /// Declares the spill constants.
     pub(crate) fn new(e: &mut Emitter) -> Spill {
         let u32t = e.t_int(32);
         let u64t = e.t_int(64);
@@ -58,11 +56,9 @@ impl Spill {
         e.b.decorate(stride, spirv::Decoration::SpecId, [SOp::LiteralBit32(crate::abi::SPEC_SHARED_SPILL_STRIDE)]);
         let zero = e.c_int(64, 0);
         let on = e.b.spec_constant_op(bt, Op::INotEqual, &[address, zero]);
-        let four = e.c_u32(4);
-        let hot_bytes = e.b.spec_constant_op(u32t, Op::IMul, &[e.spec_shared_words, four]);
-        let eight = e.c_u32(8);
-        let hot_bytes_wide = e.b.spec_constant_op(u32t, Op::IMul, &[e.spec_shared_wide_words, eight]);
-        Spill { num_workgroups, address, stride, on, hot_bytes, hot_bytes_wide }
+        let hot_bytes = e.b.spec_constant_bit32(u32t, 0);
+        e.b.decorate(hot_bytes, spirv::Decoration::SpecId, [SOp::LiteralBit32(crate::abi::SPEC_SHARED_HOT_BYTES)]);
+        Spill { num_workgroups, address, stride, on, hot_bytes }
     }
 }
 
@@ -84,7 +80,8 @@ fn shared_split(
     let bt = e.t_bool();
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
-    let hot_bytes = if fx.shared_wide { s.hot_bytes_wide } else { s.hot_bytes };
+    let hot_bytes = s.hot_bytes;
+    // With no hot part (0) this is `true` and the driver keeps one path.
     let above = e.b.u_less_than_equal(bt, None, hot_bytes, off).map_err(internal1)?;
     let spilled = e.b.logical_and(bt, None, s.on, above).map_err(internal1)?;
     let far = e.b.id();

@@ -56,7 +56,7 @@ mod zero;
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
 use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSpace};
 use crate::diag::{Diagnostic, Span};
-use crate::fxhash::FxHashMap;
+use crate::fxhash::{FxHashMap, FxHashSet};
 use crate::{layout, Options, TargetEnv};
 use rspirv::dr::Operand;
 use rspirv::spirv::{self, Capability, Word};
@@ -165,6 +165,9 @@ pub(crate) struct Emitter<'o> {
     pub shared_var_wide: Option<Word>,
     /// Loop iterations so far per subgroup ([`loop_limit`]), when counted.
     pub loop_counter: Option<loop_limit::Counter>,
+    /// The `volatile` shared accesses where a warp's lanes meet, on the
+    /// emulated warp path ([`uniform::lockstep_points`]).
+    pub lockstep: FxHashSet<usize>,
     /// The shared spill area's constants, when `.shared` accesses may spill
     /// ([`crate::Options::shared_spill`] and a kernel uses `.shared`).
     pub spill: Option<mem::Spill>,
@@ -331,6 +334,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         trap_offset: None,
         loop_counter: None,
         spill: None,
+        lockstep: FxHashSet::default(),
         printf_offset: None,
         heap_offset: None,
         grid_offset: None,
@@ -526,7 +530,10 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             errors.push(Diagnostic::error(Span::default(), format!("no .entry named '{only}' in the module")));
         }
     }
-    e.uniform_fns = uniform::functions(&plans, opts.warp_path);
+    if opts.warp_path == crate::WarpPath::Emulated {
+        e.lockstep = uniform::lockstep_points(&plans);
+    }
+    e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep);
     e.exchange_words = plans.values().flat_map(|p| p.instructions()).map(mma::exchange_words).max().unwrap_or(1).max(1);
     // Workgroup-uniform functions are emitted from regions of their own.
     for (name, plan) in plans.iter_mut() {

@@ -74,6 +74,7 @@ use super::{Emitter, TyKey};
 use crate::ast::{Instruction, Operand};
 use crate::cfg::Cfg;
 use crate::diag::{Diagnostic, Span};
+use crate::fxhash::FxHashSet;
 use crate::structurize::{Region, Target};
 use crate::WarpPath;
 use rspirv::spirv::{self, Op, Word};
@@ -112,13 +113,133 @@ pub(crate) fn is_warp_op(inst: &Instruction) -> bool {
     }
 }
 
+/// Whether `inst` is a `volatile` access to `.shared` memory
+/// (`ld.volatile.shared`, `st.volatile.shared`).
+///
+/// Warp-synchronous code written before Volta (the CUDA samples'
+/// reductions, GPU Gems' warp scans, CUB's old `WarpReduce`, CuPy's
+/// partition) exchanges values between the lanes of a warp through
+/// `volatile` shared memory without `__syncwarp()`, relying on lock step:
+/// every lane's access of one instruction happens before any lane's access
+/// of the next. On the emulated warp path a warp spans several subgroups
+/// that do not run together, so such an access is collective: the
+/// workgroup meets at a barrier before it (see [`collective`]), which gives
+/// exactly that order. Only where it can matter ([`lockstep_points`]):
+/// after another shared access since the last barrier. Generic `volatile`
+/// accesses are not covered.
+pub(crate) fn is_volatile_shared(inst: &Instruction) -> bool {
+    matches!(inst.opcode.as_str(), "ld" | "st")
+        && inst.has("volatile")
+        && inst.modifiers.iter().any(|m| m == "shared" || m == "shared::cta")
+}
+
+/// The identity of an instruction in [`lockstep_points`]'s set.
+pub(crate) fn inst_key(inst: &Instruction) -> usize {
+    inst as *const Instruction as usize
+}
+
+/// The `volatile` shared accesses ([`is_volatile_shared`]) before which
+/// the lanes of a warp must meet to run in lock step: a load that some path
+/// reaches from a store to shared memory, and a store that some path
+/// reaches from any shared access, with no barrier or warp collective in
+/// between (two loads never conflict; the first access after a barrier
+/// needs no meeting, every lane's earlier accesses being done). The loads
+/// that count are the `volatile` ones: code that relies on lock step reads
+/// what other lanes write through `volatile` (else the compiler may keep it
+/// in registers), and CUB's non-volatile loads before a lane's `volatile`
+/// broadcast store would otherwise each cost a meeting. Stores count
+/// whether `volatile` or not; generic stores and atomics, and calls, count
+/// as shared stores (and calls as loads). A `.func` may be called after
+/// such accesses, so it starts as if after both.
+pub(crate) fn lockstep_points(plans: &HashMap<String, Plan>) -> FxHashSet<usize> {
+    /// Since the last barrier: a shared load (bit 0), a shared store (bit 1).
+    const LOAD: u8 = 1;
+    const STORE: u8 = 2;
+    let mut points = FxHashSet::default();
+    for plan in plans.values() {
+        let cfg = &plan.cfg;
+        if !cfg.blocks.iter().flat_map(|b| &b.insts).any(|i| is_volatile_shared(i)) {
+            continue;
+        }
+        let n = cfg.blocks.len();
+        let mut into = vec![0u8; n];
+        if n > 0 && plan.func.kind != crate::ast::FunctionKind::Entry {
+            into[0] = LOAD | STORE;
+        }
+        let transfer = |state: u8, b: usize, mut points: Option<&mut FxHashSet<usize>>| {
+            let mut s = state;
+            for inst in &cfg.blocks[b].insts {
+                if is_volatile_shared(inst) {
+                    let store = inst.opcode == "st";
+                    let conflict = if store { s != 0 } else { s & STORE != 0 };
+                    if conflict {
+                        if let Some(p) = points.as_deref_mut() {
+                            p.insert(inst_key(inst));
+                        }
+                        s = 0;
+                    }
+                    s |= if store { STORE } else { LOAD };
+                } else if is_warp_op(inst) || matches!(inst.opcode.as_str(), "bar" | "barrier") {
+                    s = 0;
+                } else {
+                    s |= shared_effect(inst);
+                }
+            }
+            s
+        };
+        let mut work: Vec<usize> = (0..n).collect();
+        let mut queued = vec![true; n];
+        while let Some(b) = work.pop() {
+            queued[b] = false;
+            let out = transfer(into[b], b, None);
+            for t in cfg.successors(b) {
+                if out & !into[t] != 0 {
+                    into[t] |= out;
+                    if !queued[t] {
+                        queued[t] = true;
+                        work.push(t);
+                    }
+                }
+            }
+        }
+        for (b, &state) in into.iter().enumerate() {
+            transfer(state, b, Some(&mut points));
+        }
+    }
+    points
+}
+
+/// How `inst` may access `.shared` memory, for [`lockstep_points`]: bit 0
+/// a load that counts (none but calls: `volatile` loads are handled
+/// there), bit 1 a store.
+fn shared_effect(inst: &Instruction) -> u8 {
+    let op = inst.opcode.as_str();
+    let shared = inst.modifiers.iter().any(|m| m.starts_with("shared"));
+    let other_space = inst
+        .modifiers
+        .iter()
+        .any(|m| matches!(m.as_str(), "global" | "local" | "param" | "const" | "param::entry" | "param::func"));
+    match op {
+        "call" => 3,
+        "st" | "atom" | "red" | "cp" | "mbarrier" if shared => 2,
+        "st" | "atom" | "red" if !other_space => 2,
+        _ => 0,
+    }
+}
+
 /// Whether `inst` must be executed by every invocation of the workgroup
 /// (in workgroup-uniform control flow) on `path`. `uniform` names the
 /// functions that run in uniform mode.
-pub(crate) fn is_collective(inst: &Instruction, path: WarpPath, uniform: &BTreeSet<String>) -> bool {
+pub(crate) fn is_collective(
+    inst: &Instruction,
+    path: WarpPath,
+    uniform: &BTreeSet<String>,
+    lockstep: &FxHashSet<usize>,
+) -> bool {
     match inst.opcode.as_str() {
         "bar" | "barrier" if !inst.has("warp") => true,
         _ if is_warp_op(inst) => path == WarpPath::Emulated,
+        _ if is_volatile_shared(inst) => path == WarpPath::Emulated && lockstep.contains(&inst_key(inst)),
         "call" => called(inst).is_some_and(|n| uniform.contains(n) || n == super::grid::SYNCHRONIZE),
         _ => false,
     }
@@ -126,11 +247,15 @@ pub(crate) fn is_collective(inst: &Instruction, path: WarpPath, uniform: &BTreeS
 
 /// The functions that run in uniform mode: those with a collective
 /// instruction, and their callers.
-pub(crate) fn functions(plans: &HashMap<String, Plan>, path: WarpPath) -> BTreeSet<String> {
+pub(crate) fn functions(
+    plans: &HashMap<String, Plan>,
+    path: WarpPath,
+    lockstep: &FxHashSet<usize>,
+) -> BTreeSet<String> {
     let none = BTreeSet::new();
     let mut set: BTreeSet<String> = plans
         .iter()
-        .filter(|(_, p)| p.instructions().any(|i| is_collective(i, path, &none)))
+        .filter(|(_, p)| p.instructions().any(|i| is_collective(i, path, &none, lockstep)))
         .map(|(n, _)| n.clone())
         .collect();
     loop {
@@ -292,7 +417,9 @@ fn transition(e: &mut Emitter, fx: &Fx, from: u32, to: u32) -> Result<(), Diagno
 
 fn region_is_collective(e: &Emitter, cfg: &Cfg, r: &Region) -> bool {
     match r {
-        Region::Code(b) => cfg.blocks[*b].insts.iter().any(|i| is_collective(i, e.opts.warp_path, &e.uniform_fns)),
+        Region::Code(b) => {
+            cfg.blocks[*b].insts.iter().any(|i| is_collective(i, e.opts.warp_path, &e.uniform_fns, &e.lockstep))
+        }
         Region::Block { body, .. } | Region::Loop { body, .. } => body.iter().any(|r| region_is_collective(e, cfg, r)),
         Region::If { then_body, else_body, .. } => {
             then_body.iter().chain(else_body).any(|r| region_is_collective(e, cfg, r))
@@ -414,7 +541,7 @@ fn code(e: &mut Emitter, fx: &mut Fx, b: usize) -> Result<(), Diagnostic> {
     let mut run: Vec<&Instruction> = Vec::new();
     let mut assign = fx.cfg.blocks[b].assign.is_some();
     for inst in insts {
-        if is_collective(inst, e.opts.warp_path, &e.uniform_fns) {
+        if is_collective(inst, e.opts.warp_path, &e.uniform_fns, &e.lockstep) {
             ordinary(e, fx, b, &run, std::mem::take(&mut assign))?;
             run.clear();
             if let Err(mut d) = collective(e, fx, inst) {
@@ -470,6 +597,18 @@ fn collective(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Di
     match inst.opcode.as_str() {
         "call" => super::call::call(e, fx, inst, Some(active)),
         "bar" | "barrier" if !inst.has("warp") => super::barrier::emit(e, fx, inst, active),
+        "ld" | "st" if is_volatile_shared(inst) => {
+            // Every lane's earlier volatile shared accesses happen first.
+            super::barrier::workgroup_barrier(e)?;
+            let yes = e.b.id();
+            let merge = e.b.id();
+            e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+            e.b.branch_conditional(active, yes, merge, []).map_err(internal1)?;
+            e.b.begin_block(Some(yes)).map_err(internal1)?;
+            super::inst::emit(e, fx, inst)?;
+            e.b.branch(merge).map_err(internal1)?;
+            e.b.begin_block(Some(merge)).map(|_| ()).map_err(internal1)
+        }
         _ => super::warp::emit(e, fx, inst, active),
     }
 }

@@ -1,6 +1,7 @@
 """CuPy 14.2 through the shim (run.sh sets CUPY_COMPILE_WITH_PTX=1).
 
-Issue 24: results that depend on multiply-add contraction (NVRTC leaves
+Issue 21: `cumsum` through CUB, whose scans need more shared memory than
+lavapipe's Workgroup memory. Issue 24: results that depend on multiply-add contraction (NVRTC leaves
 `mul` + `sub` pairs without `.rn` that ptxas fuses) and CUB reductions after
 another library's load (Thrust's, which used to fail on `griddepcontrol`).
 Each test runs in a fresh process where order matters.
@@ -59,3 +60,27 @@ def test_cub_sums_after_thrust():
     assert out.returncode == 0, out.stderr[-2000:]
     last = out.stdout.strip().splitlines()[-1]
     assert last == "15.0 499500.0", out.stdout
+
+
+# Issue 21: CUB's scan asks for 33,808 bytes (f32) and 36,624 bytes (int64)
+# of static shared memory per block, more than lavapipe's 32 KiB of
+# Workgroup memory; CuPy does not check the launch, so before shared memory
+# could spill to device memory cumsum returned garbage.
+CUMSUM = """
+import numpy as np, cupy as cp
+x = np.random.default_rng(7).integers(-1000, 1000, size=100_000).astype(np.int64)
+print(np.array_equal(cp.cumsum(cp.asarray(x)).get(), np.cumsum(x)))
+y = np.random.default_rng(8).random(50_000).astype(np.float32)
+got = cp.cumsum(cp.asarray(y)).get().astype(np.float64)
+want = np.cumsum(y, dtype=np.float64)
+# A scan groups its f32 sums differently from a serial sum: f32 rounding.
+print(float(np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want)))) < 1e-5)
+"""
+
+
+def test_cumsum_with_cub_matches_numpy():
+    env = dict(__import__("os").environ, CUPY_ACCELERATORS="cub")
+    out = subprocess.run([sys.executable, "-c", CUMSUM], capture_output=True, text=True, env=env, timeout=1200)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True"], out.stdout
+
