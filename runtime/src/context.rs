@@ -165,8 +165,9 @@ impl Context {
             stack_bytes: std::sync::atomic::AtomicU32::new(ptxvk_translator::recursion::STACK_BYTES),
             shared_hot: std::sync::atomic::AtomicBool::new(match std::env::var(crate::instance::SHARED_HOT_ENV) {
                 Ok(v) => v != "0",
-                // llvmpipe compiles a kernel with both paths of every shared
-                // access in minutes (CUB's radix sort: over ten).
+                // llvmpipe's compile time grows steeply with code size (CUB's
+                // onesweep radix sort takes over ten minutes with one path
+                // per shared access): keep one path there.
                 Err(_) => !llvmpipe,
             }),
         };
