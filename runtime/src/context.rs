@@ -1258,7 +1258,7 @@ impl ContextInner {
         );
         // The module's other `.shared` variable has one word (see the ABI's
         // "Shared memory variables"); some tools count it.
-        let other = if both_shared_widths(&f.module.info) { 8 } else { 0 };
+        let other = if f.module.two_shared_variables { 8 } else { 0 };
         let keep_hot = self.shared_hot.load(Ordering::Relaxed);
         let plan =
             SharedPlan::new(entry, shared, scratch + other, info.max_shared_bytes, keep_hot).ok_or_else(|| {
@@ -1468,14 +1468,6 @@ const SPILL_BUDGET_BYTES: u64 = 256 << 20;
 /// CUDA architecture's 227 KiB (`libcuda` enforces the architecture's
 /// limits); offsets stay well inside 32 bits.
 const MAX_SPILLED_SHARED_BYTES: u64 = 1 << 30;
-
-/// Whether a module has entries of both `.shared` word widths (and so two
-/// `.shared` variables).
-fn both_shared_widths(info: &ptxvk_translator::ModuleInfo) -> bool {
-    let shared = |e: &&abi::EntryInfo| e.static_shared_bytes > 0 || e.uses_dynamic_shared;
-    let mut with = info.entries.iter().filter(shared);
-    with.clone().any(|e| e.shared_wide) && with.any(|e| !e.shared_wide)
-}
 
 /// Where a launch's `.shared` memory lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

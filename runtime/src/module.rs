@@ -27,6 +27,9 @@ pub(crate) struct ModuleInner {
     /// The module data buffer, when the module has variables.
     pub(crate) data: Option<Arc<Buffer>>,
     pub(crate) info: ModuleInfo,
+    /// Entries of both `.shared` word widths, and so two `.shared`
+    /// variables (see the ABI's "Shared memory variables").
+    pub(crate) two_shared_variables: bool,
     pub(crate) device: Arc<Device>,
     /// The warp path the module was translated for.
     pub(crate) warp_path: WarpPath,
@@ -63,8 +66,12 @@ impl ModuleInner {
                     .map_err(|_| Error::InvalidValue(format!("entry name {:?} contains a NUL byte", e.name)))?,
             );
         }
+        let uses_shared = |e: &&ptxvk_translator::EntryInfo| e.static_shared_bytes > 0 || e.uses_dynamic_shared;
+        let mut with_shared = info.entries.iter().filter(uses_shared);
+        let two_shared_variables = with_shared.clone().any(|e| e.shared_wide) && with_shared.any(|e| !e.shared_wide);
         Ok(ModuleInner {
             pipelines: Mutex::new(HashMap::new()),
+            two_shared_variables,
             layouts,
             cache,
             shaders,

@@ -61,7 +61,7 @@ pub(crate) const POLLS: u32 = 64;
 const SPIN_LANES: u32 = 32;
 
 /// `if (cond) { then }` in structured control flow.
-fn if_then(
+pub(crate) fn if_then(
     e: &mut Emitter,
     cond: Word,
     then: impl FnOnce(&mut Emitter) -> Result<(), Diagnostic>,

@@ -78,18 +78,24 @@ fn shared_split(
         return body(e, fx, Addr::Shared(off));
     };
     let bt = e.t_bool();
+    // With no hot part (0) this is `true` and the driver keeps one path.
+    let above = e.b.u_less_than_equal(bt, None, s.hot_bytes, off).map_err(internal1)?;
+    let spilled = e.b.logical_and(bt, None, s.on, above).map_err(internal1)?;
+    either(e, spilled, result, "spilled shared access", &mut |e, far| {
+        if far {
+            let addr = spill_address(e, s, off)?;
+            body(e, fx, Addr::Global(addr))
+        } else {
+            body(e, fx, Addr::Shared(off))
+        }
+    })
+}
+
+/// The device address of `.shared` byte `off` (at or above the hot bytes)
+/// in this workgroup's slot of the spill area.
+fn spill_address(e: &mut Emitter, s: Spill, off: Word) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
-    let hot_bytes = s.hot_bytes;
-    // With no hot part (0) this is `true` and the driver keeps one path.
-    let above = e.b.u_less_than_equal(bt, None, hot_bytes, off).map_err(internal1)?;
-    let spilled = e.b.logical_and(bt, None, s.on, above).map_err(internal1)?;
-    let far = e.b.id();
-    let near = e.b.id();
-    let merge = e.b.id();
-    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(spilled, far, near, []).map_err(internal1)?;
-    e.b.begin_block(Some(far)).map_err(internal1)?;
     // The workgroup's linear index in its dispatch.
     let v3 = e.ty(super::TyKey::Vec(u32t, 3));
     let id = e.b.load(v3, None, e.workgroup_id, None, []).map_err(internal1)?;
@@ -105,14 +111,35 @@ fn shared_split(
     let stride = e.b.u_convert(u64t, None, s.stride).map_err(internal1)?;
     let base = e.b.i_mul(u64t, None, w, stride).map_err(internal1)?;
     let base = e.b.i_add(u64t, None, s.address, base).map_err(internal1)?;
-    let rel = e.b.i_sub(u32t, None, off, hot_bytes).map_err(internal1)?;
+    let rel = e.b.i_sub(u32t, None, off, s.hot_bytes).map_err(internal1)?;
     let rel = e.b.u_convert(u64t, None, rel).map_err(internal1)?;
-    let addr = e.b.i_add(u64t, None, base, rel).map_err(internal1)?;
-    let r1 = body(e, fx, Addr::Global(addr))?;
+    e.b.i_add(u64t, None, base, rel).map_err(internal1)
+}
+
+/// One arm of [`either`]: `true` for the taken branch.
+type ArmFn<'f> = dyn FnMut(&mut Emitter, bool) -> Result<Option<Word>, Diagnostic> + 'f;
+
+/// `if (cond) arm(true) else arm(false)` in structured control flow, the
+/// two results (of kind `result`, when there is one) merged with `OpPhi`;
+/// `what` names the access in an internal error.
+fn either(
+    e: &mut Emitter,
+    cond: Word,
+    result: Option<K>,
+    what: &str,
+    arm: &mut ArmFn,
+) -> Result<Option<Word>, Diagnostic> {
+    let yes = e.b.id();
+    let no = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(cond, yes, no, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    let r1 = arm(e, true)?;
     let end1 = e.current_label()?;
     e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(near)).map_err(internal1)?;
-    let r2 = body(e, fx, Addr::Shared(off))?;
+    e.b.begin_block(Some(no)).map_err(internal1)?;
+    let r2 = arm(e, false)?;
     let end2 = e.current_label()?;
     e.b.branch(merge).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
@@ -122,7 +149,7 @@ fn shared_split(
             Ok(Some(e.b.phi(t, None, [(v1, end1), (v2, end2)]).map_err(internal1)?))
         }
         (None, ..) => Ok(None),
-        _ => Err(Diagnostic::error(Span::default(), "internal error: spilled shared access")),
+        _ => Err(Diagnostic::error(Span::default(), format!("internal error: {what}"))),
     }
 }
 
@@ -306,30 +333,15 @@ fn dispatch_from(
     let tag = e.b.bitwise_and(u64t, None, addr, mask).map_err(internal1)?;
     let want = e.c_int(64, w);
     let hit = e.b.i_equal(bt, None, tag, want).map_err(internal1)?;
-    let yes = e.b.id();
-    let no = e.b.id();
-    let merge = e.b.id();
-    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(hit, yes, no, []).map_err(internal1)?;
-    e.b.begin_block(Some(yes)).map_err(internal1)?;
-    let off = e.b.u_convert(u32t, None, addr).map_err(internal1)?;
-    let a = if w == crate::abi::SHARED_WINDOW { Addr::Shared(off) } else { Addr::Local(off) };
-    let r1 = body(e, fx, a)?;
-    let end1 = e.current_label()?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(no)).map_err(internal1)?;
-    let r2 = dispatch_from(e, fx, addr, result, rest, body)?;
-    let end2 = e.current_label()?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(merge)).map_err(internal1)?;
-    match (result, r1, r2) {
-        (Some(k), Some(v1), Some(v2)) => {
-            let t = e.kty(k);
-            Ok(Some(e.b.phi(t, None, [(v1, end1), (v2, end2)]).map_err(internal1)?))
+    either(e, hit, result, "generic dispatch", &mut |e, hit| {
+        if hit {
+            let off = e.b.u_convert(u32t, None, addr).map_err(internal1)?;
+            let a = if w == crate::abi::SHARED_WINDOW { Addr::Shared(off) } else { Addr::Local(off) };
+            body(e, fx, a)
+        } else {
+            dispatch_from(e, fx, addr, result, rest, body)
         }
-        (None, ..) => Ok(None),
-        _ => Err(Diagnostic::error(Span::default(), "internal error: generic dispatch")),
-    }
+    })
 }
 
 /// The kind a memory access of PTX type `t` reads or writes.

@@ -600,14 +600,7 @@ fn collective(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Di
         "ld" | "st" if is_volatile_shared(inst) => {
             // Every lane's earlier volatile shared accesses happen first.
             super::barrier::workgroup_barrier(e)?;
-            let yes = e.b.id();
-            let merge = e.b.id();
-            e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-            e.b.branch_conditional(active, yes, merge, []).map_err(internal1)?;
-            e.b.begin_block(Some(yes)).map_err(internal1)?;
-            super::inst::emit(e, fx, inst)?;
-            e.b.branch(merge).map_err(internal1)?;
-            e.b.begin_block(Some(merge)).map(|_| ()).map_err(internal1)
+            super::grid::if_then(e, active, |e| super::inst::emit(e, fx, inst))
         }
         _ => super::warp::emit(e, fx, inst, active),
     }
