@@ -128,6 +128,15 @@ struct Cli {
     /// the launch ABI; `--shared-spill=false`: Workgroup memory only).
     #[arg(long = "shared-spill", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     shared_spill: bool,
+    /// Interleave the diverged lanes of a warp around spin loops, so that a
+    /// lane spinning on a lock another lane holds lets it run
+    /// (`--forward-progress=false`: leave spin loops as they are).
+    #[arg(long = "forward-progress", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    forward_progress: bool,
+    /// Interleave around every loop without collectives, not only spin
+    /// loops (to test that rewriting; results must not change).
+    #[arg(long = "interleave-every-loop", default_value_t = false, hide = true)]
+    interleave_every_loop: bool,
     /// The device's maxPushConstantsSize (parameters beyond it go to a buffer).
     #[arg(long = "push-constant-bytes", default_value_t = 128)]
     push_constant_bytes: u32,
@@ -205,6 +214,8 @@ fn run(cli: Cli) -> Result<(), String> {
         contract: cli.fmad,
         recursion_stack_bytes: cli.recursion_stack_bytes,
         shared_spill: cli.shared_spill,
+        forward_progress: cli.forward_progress,
+        interleave_every_loop: cli.interleave_every_loop,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;
     if cli.list_entries {

@@ -1084,6 +1084,8 @@ impl ContextInner {
             contract: !std::env::var(crate::instance::FMAD_ENV).is_ok_and(|v| v == "0" || v == "false"),
             recursion_stack_bytes: self.stack_bytes.load(std::sync::atomic::Ordering::Relaxed),
             shared_spill: !std::env::var(crate::instance::SHARED_SPILL_ENV).is_ok_and(|v| v == "0"),
+            forward_progress: !std::env::var(crate::instance::FORWARD_PROGRESS_ENV).is_ok_and(|v| v == "0"),
+            interleave_every_loop: std::env::var(crate::instance::FORWARD_PROGRESS_ENV).is_ok_and(|v| v == "all"),
         }
     }
 

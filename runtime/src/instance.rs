@@ -48,6 +48,12 @@ pub const LOOP_LIMIT_ENV: &str = "PTXVK_LOOP_LIMIT";
 /// translator's `shared_spill`; for measurements: launches needing more
 /// shared memory than the device has then fail).
 pub const SHARED_SPILL_ENV: &str = "PTXVK_SHARED_SPILL";
+/// `PTXVK_FORWARD_PROGRESS=0`: translate without the interleaving of
+/// diverged lanes around spin loops (the translator's `forward_progress`;
+/// for measurements: a lane spinning on a lock another lane of its warp
+/// holds then livelocks). `all`: interleave around every loop (a test of
+/// the rewriting: results must not change).
+pub const FORWARD_PROGRESS_ENV: &str = "PTXVK_FORWARD_PROGRESS";
 /// `PTXVK_SHARED_HOT=1`/`0`: launches that spill `.shared` memory keep (or
 /// do not keep) a hot part in Workgroup memory (default: keep, except on
 /// llvmpipe; see `Context::shared_hot_part`).

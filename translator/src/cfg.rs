@@ -40,14 +40,17 @@ pub enum Terminator<'a> {
     },
     /// `ret` or `exit` (or falling off the end of the body).
     Return,
-    /// Made by [`crate::reducible`]: to `taken` when the 32-bit register
-    /// `reg` equals `value`, otherwise to `fallthrough`.
+    /// Made by [`crate::reducible`] and [`crate::progress`]: to `taken`
+    /// when the 32-bit register `reg` equals `value` (or, with `below`, is
+    /// less than it, unsigned), otherwise to `fallthrough`.
     Dispatch {
         /// A register the pass declares (or `brx.idx`'s index register).
         reg: Cow<'a, str>,
         /// The value tested.
         value: u32,
-        /// Target when equal.
+        /// Test `reg < value` instead of `reg == value`.
+        below: bool,
+        /// Target when equal (below).
         taken: BlockId,
         /// Target otherwise.
         fallthrough: BlockId,
@@ -298,6 +301,7 @@ pub fn run<'a>(body: &'a [Statement], in_func: bool) -> Result<Cfg<'a>, Diagnost
                         term: Terminator::Dispatch {
                             reg: Cow::Borrowed(idx),
                             value: k as u32,
+                            below: false,
                             taken: t,
                             fallthrough: next_target,
                         },

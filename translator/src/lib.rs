@@ -45,6 +45,7 @@ mod fxhash;
 pub mod isa;
 pub mod layout;
 pub mod parse;
+pub mod progress;
 pub mod recursion;
 pub mod reducible;
 pub mod scope;
@@ -206,6 +207,15 @@ pub struct Options {
     /// folds away in launches that fit, at pipeline creation. Off: shared
     /// memory is only ever Workgroup memory.
     pub shared_spill: bool,
+    /// Give the diverged threads of a warp independent forward progress
+    /// around spin loops (see [`progress`]): a lane spinning on a lock that
+    /// another lane of its warp holds lets it run. Off: spin loops are left
+    /// as they are (such kernels then livelock on SIMD devices).
+    pub forward_progress: bool,
+    /// Treat every loop without a collective as a spin loop for
+    /// [`forward_progress`](Options::forward_progress): a test of the
+    /// rewriting on any code (results must not change), not for use.
+    pub interleave_every_loop: bool,
 }
 
 impl Default for Options {
@@ -230,6 +240,8 @@ impl Default for Options {
             contract: true,
             recursion_stack_bytes: recursion::STACK_BYTES,
             shared_spill: true,
+            forward_progress: true,
+            interleave_every_loop: false,
         }
     }
 }

@@ -112,6 +112,7 @@ fn fix(cfg: &mut Cfg, nodes: &BTreeSet<BlockId>, regs: &mut Vec<String>) {
                     term: Terminator::Dispatch {
                         reg: Cow::Owned(reg.clone()),
                         value: i as u32 + 1,
+                        below: false,
                         taken: entries[i],
                         fallthrough,
                     },

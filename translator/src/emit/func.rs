@@ -353,15 +353,7 @@ pub(crate) fn plan_function<'a>(
     };
     let may_exit = cfg.blocks.iter().any(|b| b.assign.as_ref().is_some_and(|(r, _)| r == cfg::EXITED));
     let memory_regs = if e.opts.loop_live_outs_in_memory {
-        let names: FxHashSet<&str> = regs.iter().map(|(n, _)| n).collect();
-        let returns: Vec<&str> = formal_returns
-            .iter()
-            .filter_map(|f| match f {
-                Formal::Reg { name, .. } => Some(name.as_str()),
-                Formal::Param { .. } => None,
-            })
-            .collect();
-        super::live_out::registers(&cfg, &regions, &|r| names.contains(r), &returns)
+        memory_registers_of(&cfg, &regions, &regs, &formal_returns)
     } else {
         FxHashSet::default()
     };
@@ -386,7 +378,47 @@ pub(crate) fn plan_function<'a>(
     })
 }
 
+/// The registers `live_out.rs` keeps in memory.
+fn memory_registers_of(cfg: &Cfg, regions: &[Region], regs: &Regs, returns: &[Formal]) -> FxHashSet<String> {
+    let names: FxHashSet<&str> = regs.iter().map(|(n, _)| n).collect();
+    let returns: Vec<&str> = returns
+        .iter()
+        .filter_map(|f| match f {
+            Formal::Reg { name, .. } => Some(name.as_str()),
+            Formal::Param { .. } => None,
+        })
+        .collect();
+    super::live_out::registers(cfg, regions, &|r| names.contains(r), &returns)
+}
+
 impl Plan<'_> {
+    /// Rewrite the regions around spin loops so that diverged lanes make
+    /// progress independently (see [`crate::progress`]), and structure the
+    /// function again if anything changed.
+    pub fn interleave_spin_loops(
+        &mut self,
+        opts: &crate::Options,
+        is_wall: &dyn Fn(&ast::Instruction) -> bool,
+    ) -> Result<(), Diagnostic> {
+        let added = crate::progress::run(&mut self.cfg, is_wall, opts.interleave_every_loop);
+        if added.is_empty() {
+            return Ok(());
+        }
+        for r in &added {
+            self.regs.push(r, ScalarType::U32);
+        }
+        let cfg = &self.cfg;
+        let span_in = |b: usize| {
+            let blk = &cfg.blocks[b];
+            blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
+        };
+        self.regions = structurize::run(cfg, &span_in)?;
+        if opts.loop_live_outs_in_memory {
+            self.memory_regs = memory_registers_of(&self.cfg, &self.regions, &self.regs, &self.returns);
+        }
+        Ok(())
+    }
+
     /// Make [`Plan::uniform_regions`] (for a function that runs in
     /// workgroup-uniform mode).
     pub fn plan_uniform(&mut self) -> Result<(), Diagnostic> {
@@ -998,12 +1030,16 @@ pub(crate) fn branch_condition(e: &mut Emitter, fx: &mut Fx, block: usize) -> Re
     let graph = fx.cfg;
     match &graph.blocks[block].term {
         Terminator::CondBranch { pred, negated, .. } => super::values::pred(e, fx, pred, *negated, span),
-        Terminator::Dispatch { reg, value, .. } => {
+        Terminator::Dispatch { reg, value, below, .. } => {
             let op = ast::Operand::Name { span, name: (&**reg).into(), component: None };
             let v = super::values::get(e, fx, &op, K::Int(32), false)?;
             let k = e.c_u32(*value);
             let bt = e.t_bool();
-            e.b.i_equal(bt, None, v, k).map_err(internal1)
+            if *below {
+                e.b.u_less_than(bt, None, v, k).map_err(internal1)
+            } else {
+                e.b.i_equal(bt, None, v, k).map_err(internal1)
+            }
         }
         _ => Err(Diagnostic::error(span, "internal error: If without a condition")),
     }

@@ -532,8 +532,39 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     }
     if opts.warp_path == crate::WarpPath::Emulated {
         e.lockstep = uniform::lockstep_points(&plans);
+        // Code around a spin loop is interleaved instead (a lock's critical
+        // section is not warp-synchronous code): no lock-step points there.
+        if opts.forward_progress && !e.lockstep.is_empty() {
+            let is_wall = |i: &crate::ast::Instruction| {
+                uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
+            };
+            for plan in plans.values() {
+                for region in crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop) {
+                    for b in region {
+                        for i in &plan.cfg.blocks[b].insts {
+                            e.lockstep.remove(&uniform::inst_key(i));
+                        }
+                    }
+                }
+            }
+        }
     }
     e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep);
+    // Forward progress around spin loops: after the collectives are known
+    // (they bound the interleaved regions); it moves no instruction, so the
+    // uniform functions and lock-step points stay what they are.
+    if opts.forward_progress {
+        for plan in plans.values_mut() {
+            let is_wall = |i: &crate::ast::Instruction| {
+                uniform::is_collective(i, opts.warp_path, &e.uniform_fns, &e.lockstep)
+                    || uniform::is_warp_op(i)
+                    || matches!(i.opcode.as_str(), "bar" | "barrier")
+            };
+            if let Err(d) = plan.interleave_spin_loops(opts, &is_wall) {
+                errors.push(d);
+            }
+        }
+    }
     e.exchange_words = plans.values().flat_map(|p| p.instructions()).map(mma::exchange_words).max().unwrap_or(1).max(1);
     // Workgroup-uniform functions are emitted from regions of their own.
     for (name, plan) in plans.iter_mut() {

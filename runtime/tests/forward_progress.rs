@@ -1,0 +1,155 @@
+//! Forward progress of the diverged threads of a warp (issue 21, item 1):
+//! nvcc's `tests/fixtures/forward_progress.cu`, spin locks that the lanes
+//! of one warp contend for (global and shared, exchange and compare-and-
+//! swap, nested, between a `match.any` election and a `__syncwarp` as in
+//! Taichi's pointer SNodes) and a flag one lane waits for while another
+//! sets it. Without the translator's interleaving (`progress.rs`) each of
+//! these livelocks on lavapipe (the launch fails at the loop limiter).
+//! Random inputs, poisoned outputs, exact checks of what the locks protect.
+
+mod common;
+
+use common::{assert_clean, context, download_u32, poisoned, upload_u32, Lcg, POISON};
+use ptxvk_runtime::Context;
+
+const PTX: &str = include_str!("../../tests/fixtures/forward_progress.ptx");
+
+fn launch(ctx: &Context, kernel: &str, grid: u32, block: u32, params: &[&[u8]]) {
+    let m = ctx.load_module(PTX, "forward_progress.ptx").expect("load forward_progress.ptx");
+    let f = m.function(kernel).unwrap();
+    let packed = f.pack_params(params).unwrap();
+    ctx.launch(&f, [grid, 1, 1], [block, 1, 1], 0, &packed).unwrap();
+    ctx.synchronize().unwrap_or_else(|e| panic!("{kernel}: {e}"));
+}
+
+fn zeros(ctx: &Context, words: usize) -> u64 {
+    upload_u32(ctx, &vec![0; words])
+}
+
+#[test]
+fn global_spin_lock_excludes_lanes_of_one_warp() {
+    let ctx = context();
+    let n = 1000usize; // 8 blocks of 128, the last one partly idle
+    let lock = zeros(&ctx, 1);
+    let counter = zeros(&ctx, 1);
+    let log = poisoned(&ctx, n + 8);
+    launch(
+        &ctx,
+        "locked_append",
+        8,
+        128,
+        &[&lock.to_le_bytes(), &counter.to_le_bytes(), &log.to_le_bytes(), &(n as i32).to_le_bytes()],
+    );
+    assert_eq!(download_u32(&ctx, counter, 1)[0] as usize, n, "counter");
+    assert_eq!(download_u32(&ctx, lock, 1)[0], 0, "lock released");
+    let got = download_u32(&ctx, log, n + 8);
+    assert!(got[n..].iter().all(|&w| w == POISON), "wrote past the log");
+    let mut seen = vec![false; n];
+    for (k, &i) in got[..n].iter().enumerate() {
+        assert!((i as usize) < n, "log[{k}] = {i:#x}");
+        assert!(!seen[i as usize], "thread {i} logged twice");
+        seen[i as usize] = true;
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn shared_compare_and_swap_lock() {
+    let ctx = context();
+    let (blocks, block) = (6usize, 96usize);
+    let n = blocks * block - 17;
+    let mut g = Lcg(21);
+    let values: Vec<u32> = (0..n).map(|_| g.next_u32() >> 3).collect();
+    let din = upload_u32(&ctx, &values);
+    let dout = poisoned(&ctx, blocks * 16 + 8);
+    launch(
+        &ctx,
+        "shared_locked_histogram",
+        blocks as u32,
+        block as u32,
+        &[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()],
+    );
+    let got = download_u32(&ctx, dout, blocks * 16 + 8);
+    assert!(got[blocks * 16..].iter().all(|&w| w == POISON), "wrote past the histograms");
+    for b in 0..blocks {
+        let mut want = [0u32; 16];
+        for v in &values[b * block..((b + 1) * block).min(n)] {
+            want[(v & 15) as usize] += 1;
+        }
+        assert_eq!(&got[b * 16..(b + 1) * 16], &want, "block {b}");
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn nested_locks_after_a_match_any_election() {
+    let ctx = context();
+    let (n, keys_range) = (2048usize, 300usize);
+    let mut g = Lcg(7);
+    let keys: Vec<u32> = (0..n).map(|_| g.next_u32() % keys_range as u32).collect();
+    let cells = upload_u32(&ctx, &vec![u32::MAX; keys_range]);
+    let (alloc_lock, slot_lock, next) = (zeros(&ctx, 1), zeros(&ctx, 1), zeros(&ctx, 1));
+    let dkeys = upload_u32(&ctx, &keys);
+    launch(
+        &ctx,
+        "activate_cells",
+        16,
+        128,
+        &[
+            &cells.to_le_bytes(),
+            &alloc_lock.to_le_bytes(),
+            &slot_lock.to_le_bytes(),
+            &next.to_le_bytes(),
+            &dkeys.to_le_bytes(),
+            &(n as i32).to_le_bytes(),
+        ],
+    );
+    let mut present = vec![false; keys_range];
+    keys.iter().for_each(|&k| present[k as usize] = true);
+    let distinct = present.iter().filter(|&&p| p).count();
+    let got = download_u32(&ctx, cells, keys_range);
+    assert_eq!(download_u32(&ctx, next, 1)[0] as usize, distinct, "slots handed out");
+    let mut slot_taken = vec![false; distinct];
+    for (k, &c) in got.iter().enumerate() {
+        if !present[k] {
+            assert_eq!(c, u32::MAX, "cell {k} activated without a key");
+            continue;
+        }
+        assert!((c as usize) < distinct, "cell {k} = {c:#x}");
+        assert!(!slot_taken[c as usize], "slot {c} given twice");
+        slot_taken[c as usize] = true;
+    }
+    assert_eq!(download_u32(&ctx, alloc_lock, 1)[0] | download_u32(&ctx, slot_lock, 1)[0], 0, "locks released");
+    assert_clean(&ctx);
+}
+
+#[test]
+fn flag_set_by_a_later_lane() {
+    let ctx = context();
+    let groups = 200usize;
+    let mut g = Lcg(3);
+    let input: Vec<u32> = (0..groups).map(|_| g.next_u32() >> 4).collect();
+    let din = upload_u32(&ctx, &input);
+    let data = poisoned(&ctx, groups);
+    let flags = zeros(&ctx, groups);
+    let dout = poisoned(&ctx, groups + 8);
+    launch(
+        &ctx,
+        "flag_handoff",
+        (groups * 4).div_ceil(64) as u32,
+        64,
+        &[
+            &din.to_le_bytes(),
+            &data.to_le_bytes(),
+            &flags.to_le_bytes(),
+            &dout.to_le_bytes(),
+            &(groups as i32).to_le_bytes(),
+        ],
+    );
+    let got = download_u32(&ctx, dout, groups + 8);
+    assert!(got[groups..].iter().all(|&w| w == POISON), "wrote past the output");
+    for (k, &x) in input.iter().enumerate() {
+        assert_eq!(got[k], x.wrapping_mul(3).wrapping_add(1), "group {k}");
+    }
+    assert_clean(&ctx);
+}

@@ -1,0 +1,467 @@
+//! Pass: forward progress for the diverged threads of a warp.
+//!
+//! # Why
+//! Since Volta, CUDA guarantees that diverged threads of a warp make
+//! progress independently ("independent thread scheduling"): a thread that
+//! spins on a lock another thread of its warp holds lets the holder run its
+//! critical section and release it. A Vulkan subgroup gives no such
+//! guarantee, and SIMD hardware (llvmpipe's 8-wide lanes, AMD's wavefronts)
+//! does not give it: the lanes of a subgroup follow one structured path, so
+//! lanes that left a spin loop wait at its end for the lanes still
+//! spinning, which wait for them. Taichi activates the cells of a pointer
+//! SNode that way (one elected lane per cell takes the allocator's lock with
+//! an `atom.exch` loop; `tests/fixtures/forward_progress.cu` has the
+//! pattern), and so do spin locks and flags that one lane sets for another.
+//!
+//! # What
+//! A *spin loop* is a loop without collectives whose exit test depends on a
+//! value another thread changes (see [`polls`]): `ld.volatile`,
+//! `ld.relaxed`/`ld.acquire`, or an `atom.exch`/`atom.cas` (a lock), or an
+//! `atom` that only reads (`atom.add` of 0), compared with something the
+//! loop does not compute. A compare-and-swap retry loop compares the old
+//! value with the one it expected, which the loop computes: it is
+//! lock-free, some lane always succeeds, and it is left as it is.
+//!
+//! For each spin loop the pass takes the *interleaved region* `R`: the
+//! blocks connected to the loop (edges in either direction, so that the
+//! other arm of a branch, where the lane that sets a flag may be, is in)
+//! without passing a *wall*, a block with a collective instruction
+//! ([`run`]'s `is_wall`: block barriers, warp operations, the emulated
+//! path's lock-step points, calls of workgroup-uniform functions). No wall
+//! may end up inside the new loop, so:
+//! - when the spin loop sits inside an outer loop that contains a wall,
+//!   `R` stays inside that loop's body, whose header and inner loops with
+//!   walls count as walls;
+//! - `volatile` shared accesses inside `R` are not lock-step points (a
+//!   lock's critical section is not legacy warp-synchronous code;
+//!   `emit/mod.rs` drops them before choosing the walls);
+//! - of the blocks before and after a wall that lies on a path from `R`
+//!   back into `R` (the entry block before a `match.any`, the code after
+//!   it), only the spin loop's side stays.
+//!
+//! `R` becomes a dispatch loop, one basic block per iteration and lane:
+//!
+//! ```text
+//! D:  tests of pc: a balanced tree of `pc < m`, `pc == i` at the leaves
+//! every edge u -> B_i into or inside R   becomes  u -> (pc = i) -> D
+//! every edge u -> X out of R             becomes  u -> (pc = x) -> D,
+//!                                        and D's tree sends pc == x to X
+//! ```
+//!
+//! Each lane keeps its own `pc`; in an iteration every lane runs the block
+//! its `pc` names, so a lane that holds a lock runs its critical section
+//! while the others run their spin block. Lanes leave only through `D`, at
+//! the loop's exits, and wait after the loop for the others; lanes that run
+//! the same block still run it together. This is the classic transformation
+//! of MIMD synchronization into SIMT code (ElTantawy and Aamodt, "MIMD
+//! Synchronization on SIMT Architectures", MICRO 2016), applied only where
+//! a loop spins.
+//!
+//! Two details come from llvmpipe. Every edge gets its own block that sets
+//! `pc`, so no block inside the loop has two predecessors: the structurizer
+//! makes no merge blocks (one-pass loop constructs) inside it, which
+//! llvmpipe's loop limiter counted as iterations where the translator's
+//! count (`emit/loop_limit.rs`) did not, and lanes left the loop silently.
+//! And `D` is a balanced tree, not a chain of `pc == i` tests: a chain of
+//! 60 blocks nests 60 selections, past what llvmpipe's fixed stack of
+//! nested conditions handles (a Taichi kernel crashed the process).
+//!
+//! # Cost and limits
+//! Only functions with a spin loop change, and in them only `R`. Inside `R`
+//! each block ends in a store of `pc` and about log2(|R|) tests, code is no
+//! longer optimised across blocks, and llvmpipe's loop limiter (65535
+//! iterations per invocation, `docs/cooperative.md`) counts one iteration
+//! per block run (the translator counts them too: a launch that runs past
+//! it fails). A lock released after a return to the caller (a spin loop in
+//! a `.func` whose caller releases the lock) still livelocks: `R` ends at
+//! the function's end. So does a lock held across a collective, and a lane
+//! waiting for a lane of another subgroup of the same workgroup (on
+//! lavapipe a warp is four 8-lane subgroups, run one after another between
+//! barriers).
+
+use crate::ast::{Instruction, Operand};
+use crate::cfg::{BasicBlock, BlockId, Cfg, Terminator};
+use crate::diag::Span;
+use crate::reducible::strongly_connected;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Prefix of the registers the pass introduces (one per region).
+pub const PC_PREFIX: &str = "%__progress";
+
+/// Registers followed backwards from an exit test, at most.
+const MAX_SLICE: usize = 64;
+
+/// A loop of the loop nest.
+struct Loop {
+    header: BlockId,
+    blocks: BTreeSet<BlockId>,
+    parent: Option<usize>,
+    has_wall: bool,
+}
+
+/// Rewrites the interleaved region of every spin loop of `cfg` (see the
+/// module documentation). `is_wall` says whether an instruction is
+/// collective. Returns the names of the 32-bit registers it introduced (the
+/// caller declares them); none when the function has no spin loop.
+pub fn run(cfg: &mut Cfg, is_wall: &dyn Fn(&Instruction) -> bool, every_loop: bool) -> Vec<String> {
+    let mut regs = Vec::new();
+    let regions = regions(cfg, is_wall, every_loop);
+    if regions.is_empty() {
+        return regs;
+    }
+    // The entry must not be inside a region (nothing would set its `pc`):
+    // give the function an empty entry block of its own.
+    let moved = cfg.blocks.len();
+    let old = std::mem::replace(
+        &mut cfg.blocks[0],
+        BasicBlock {
+            label: None,
+            insts: Vec::new(),
+            term: Terminator::Branch(moved),
+            term_span: Span::default(),
+            assign: None,
+        },
+    );
+    cfg.blocks.push(old);
+    for b in 1..cfg.blocks.len() {
+        retarget(&mut cfg.blocks[b].term, 0, moved);
+    }
+    for region in regions {
+        let region: BTreeSet<BlockId> = region.into_iter().map(|b| if b == 0 { moved } else { b }).collect();
+        let reg = format!("{PC_PREFIX}{}", regs.len());
+        interleave(cfg, &region, &reg);
+        regs.push(reg);
+    }
+    regs
+}
+
+/// The interleaved regions of `cfg`'s spin loops (disjoint sets of blocks;
+/// none when it has no spin loop). With `every_loop`, every loop without a
+/// wall counts as a spin loop (to test the rewriting on any code).
+pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, every_loop: bool) -> Vec<BTreeSet<BlockId>> {
+    let mut regions: Vec<BTreeSet<BlockId>> = Vec::new();
+    if cfg.blocks.is_empty() {
+        return regions;
+    }
+    let walls: BTreeSet<BlockId> =
+        (0..cfg.blocks.len()).filter(|&b| cfg.blocks[b].insts.iter().any(|i| is_wall(i))).collect();
+    let Some(loops) = loop_nest(cfg, &walls) else {
+        return regions;
+    };
+    for s in 0..loops.len() {
+        if loops[s].has_wall
+            || !(every_loop || polls(cfg, &loops[s].blocks))
+            || regions.iter().any(|r| r.contains(&loops[s].header))
+        {
+            continue;
+        }
+        regions.push(interleaved_region(cfg, &loops, s, &walls));
+    }
+    regions
+}
+
+fn retarget(t: &mut Terminator, from: BlockId, to: BlockId) {
+    match t {
+        Terminator::Branch(x) => {
+            if *x == from {
+                *x = to
+            }
+        }
+        Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. } => {
+            if *taken == from {
+                *taken = to;
+            }
+            if *fallthrough == from {
+                *fallthrough = to;
+            }
+        }
+        Terminator::Return => {}
+    }
+}
+
+/// The loops of a reducible CFG, outer ones before the loops they contain
+/// (`None` if a cycle has several entries).
+fn loop_nest(cfg: &Cfg, walls: &BTreeSet<BlockId>) -> Option<Vec<Loop>> {
+    let mut out = Vec::new();
+    let all: BTreeSet<BlockId> = (0..cfg.blocks.len()).collect();
+    let mut work: Vec<(BTreeSet<BlockId>, Option<usize>)> = vec![(all, None)];
+    while let Some((nodes, parent)) = work.pop() {
+        let sccs = strongly_connected(cfg.blocks.len(), nodes.iter().copied(), |v, i| {
+            cfg.successors(v).iter().copied().filter(|s| nodes.contains(s)).nth(i)
+        });
+        for scc in sccs {
+            let cyclic = scc.len() > 1 || cfg.successors(scc[0]).contains(&scc[0]);
+            if !cyclic {
+                continue;
+            }
+            let set: BTreeSet<BlockId> = scc.into_iter().collect();
+            let mut entries = (0..cfg.blocks.len())
+                .filter(|p| !set.contains(p))
+                .flat_map(|p| cfg.successors(p).into_iter())
+                .filter(|s| set.contains(s))
+                .collect::<BTreeSet<_>>()
+                .into_iter();
+            let header = match (entries.next(), entries.next()) {
+                (Some(h), None) => h,
+                _ => return None,
+            };
+            let has_wall = set.iter().any(|b| walls.contains(b));
+            out.push(Loop { header, blocks: set.clone(), parent, has_wall });
+            let mut inner = set;
+            inner.remove(&header);
+            work.push((inner, Some(out.len() - 1)));
+        }
+    }
+    Some(out)
+}
+
+/// Whether the loop made of `blocks` is a spin loop: an exit test depends
+/// on a polled value compared with something the loop does not compute.
+fn polls(cfg: &Cfg, blocks: &BTreeSet<BlockId>) -> bool {
+    let insts: Vec<&Instruction> = blocks.iter().flat_map(|&b| cfg.blocks[b].insts.iter().copied()).collect();
+    let defined = |r: &str| insts.iter().any(|i| defines(i, r));
+    for &b in blocks {
+        let Terminator::CondBranch { pred, taken, fallthrough, .. } = &cfg.blocks[b].term else {
+            continue;
+        };
+        if blocks.contains(taken) && blocks.contains(fallthrough) {
+            continue;
+        }
+        // The registers the exit test depends on, through the loop's code.
+        let mut slice: Vec<&str> = vec![pred];
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut polled = false;
+        let mut compared_with_invariant = false;
+        while let Some(r) = slice.pop() {
+            if !seen.insert(r) || seen.len() > MAX_SLICE {
+                continue;
+            }
+            for i in insts.iter().filter(|i| defines(i, r)) {
+                polled |= is_poll(i);
+                let sources: Vec<&Operand> = i.operands.iter().skip(1).collect();
+                if matches!(i.opcode.as_str(), "setp" | "set")
+                    && sources.iter().take(2).any(|o| match o {
+                        Operand::Int(..) | Operand::Float(..) => true,
+                        Operand::Name { name, .. } => !defined(name),
+                        _ => false,
+                    })
+                {
+                    compared_with_invariant = true;
+                }
+                if matches!(i.opcode.as_str(), "ld" | "atom") {
+                    continue; // what is polled, not where
+                }
+                for o in sources {
+                    names(o, &mut |n| slice.push(n));
+                }
+            }
+        }
+        if polled && compared_with_invariant {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether `inst` reads memory that other threads write while the loop
+/// waits.
+fn is_poll(inst: &Instruction) -> bool {
+    let private = inst.has("param") || inst.has("const") || inst.has("local");
+    match inst.opcode.as_str() {
+        "ld" => !private && (inst.has("volatile") || inst.has("relaxed") || inst.has("acquire")),
+        "atom" => {
+            inst.has("exch")
+                || inst.has("cas")
+                || ((inst.has("add") || inst.has("or") || inst.has("xor"))
+                    && matches!(inst.operands.get(2), Some(Operand::Int(_, 0))))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `inst` writes register `r`.
+fn defines(inst: &Instruction, r: &str) -> bool {
+    let mut hit = false;
+    if let Some(d) = inst.operands.first() {
+        if !matches!(d, Operand::Address(..)) {
+            names(d, &mut |n| hit |= n == r);
+        }
+    }
+    hit
+}
+
+/// The register names in an operand.
+fn names<'o>(o: &'o Operand, f: &mut dyn FnMut(&'o str)) {
+    match o {
+        Operand::Name { name, .. } => f(name),
+        Operand::Not(_, o) => names(o, f),
+        Operand::Vector(_, v) | Operand::List(_, v) | Operand::Bracket(_, v) => v.iter().for_each(|o| names(o, f)),
+        Operand::Pair(_, a, b) => {
+            names(a, f);
+            names(b, f);
+        }
+        Operand::Select { base, .. } => names(base, f),
+        _ => {}
+    }
+}
+
+/// The blocks interleaved for spin loop `s` (see the module documentation).
+fn interleaved_region(cfg: &Cfg, loops: &[Loop], s: usize, walls: &BTreeSet<BlockId>) -> BTreeSet<BlockId> {
+    // The innermost loop around `s` that contains a wall, if any.
+    let mut p = loops[s].parent;
+    while let Some(l) = p {
+        if loops[l].has_wall {
+            break;
+        }
+        p = loops[l].parent;
+    }
+    let domain: BTreeSet<BlockId> = match p {
+        Some(l) => loops[l].blocks.clone(),
+        None => (0..cfg.blocks.len()).collect(),
+    };
+    let mut excluded: BTreeSet<BlockId> = walls.intersection(&domain).copied().collect();
+    if let Some(l) = p {
+        excluded.insert(loops[l].header);
+    }
+    for (q, lp) in loops.iter().enumerate() {
+        if Some(q) != p && lp.has_wall && lp.blocks.is_subset(&domain) {
+            excluded.extend(lp.blocks.iter().copied());
+        }
+    }
+    // The graph G: the domain's blocks and edges, without the edges back to
+    // the header of the loop around (so G has no cycle through a wall).
+    let header = p.map(|l| loops[l].header);
+    let succs = |b: BlockId| -> Vec<BlockId> {
+        cfg.successors(b).iter().copied().filter(|v| domain.contains(v) && Some(*v) != header).collect()
+    };
+    let mut preds: BTreeMap<BlockId, Vec<BlockId>> = BTreeMap::new();
+    for &u in &domain {
+        for v in succs(u) {
+            preds.entry(v).or_default().push(u);
+        }
+    }
+    let no_preds = Vec::new();
+    let pred_of = |b: BlockId| preds.get(&b).unwrap_or(&no_preds).clone();
+    // Blocks reachable from `from` in G (through any block), forwards or
+    // backwards.
+    let reach = |from: &mut dyn Iterator<Item = BlockId>, forward: bool| -> BTreeSet<BlockId> {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<BlockId> = from.collect();
+        while let Some(b) = stack.pop() {
+            if seen.insert(b) {
+                stack.extend(if forward { succs(b) } else { pred_of(b) });
+            }
+        }
+        seen
+    };
+    // The blocks connected to the loop in G, in either direction, without
+    // passing a wall.
+    let spin = loops[s].header;
+    let mut region = BTreeSet::new();
+    let mut stack = vec![spin];
+    while let Some(b) = stack.pop() {
+        if excluded.contains(&b) || !region.insert(b) {
+            continue;
+        }
+        stack.extend(succs(b));
+        stack.extend(pred_of(b));
+    }
+    // No wall may lie on a path from the region back into it (it would be
+    // inside the new loop): of the blocks before and after such a wall, keep
+    // the side of the spin loop.
+    loop {
+        let after = reach(&mut region.iter().copied(), true);
+        let before = reach(&mut region.iter().copied(), false);
+        let Some(&wall) = excluded.iter().find(|x| after.contains(x) && before.contains(x)) else {
+            return region;
+        };
+        let from_wall = reach(&mut std::iter::once(wall), true);
+        let drop: BTreeSet<BlockId> =
+            if from_wall.contains(&spin) { reach(&mut std::iter::once(wall), false) } else { from_wall };
+        region.retain(|b| !drop.contains(b));
+        // What stays connected to the loop.
+        let mut kept = BTreeSet::new();
+        let mut stack = vec![spin];
+        while let Some(b) = stack.pop() {
+            if region.contains(&b) && kept.insert(b) {
+                stack.extend(succs(b));
+                stack.extend(pred_of(b));
+            }
+        }
+        region = kept;
+    }
+}
+
+/// Turns `region` into a dispatch loop on register `reg`: every edge into
+/// a block of the region, and every edge out of it, stores the target's
+/// number in `reg` and goes to the dispatch chain, which is then the only
+/// entry and the only exit of the new loop (a region block that only left
+/// the region would otherwise end up after the loop, for the structurizer,
+/// and run after every lane has left).
+fn interleave(cfg: &mut Cfg, region: &BTreeSet<BlockId>, reg: &str) {
+    let before = cfg.blocks.len();
+    let members: Vec<BlockId> = region.iter().copied().collect();
+    let exits: BTreeSet<BlockId> =
+        members.iter().flat_map(|&u| cfg.successors(u).into_iter()).filter(|v| !region.contains(v)).collect();
+    let targets: Vec<BlockId> = members.iter().copied().chain(exits.iter().copied()).collect();
+    let index: BTreeMap<BlockId, u32> = targets.iter().enumerate().map(|(i, &b)| (b, i as u32 + 1)).collect();
+    let block = |term: Terminator<'static>, assign: Option<u32>| BasicBlock {
+        label: None,
+        insts: Vec::new(),
+        term,
+        term_span: Span::default(),
+        assign: assign.map(|v| (Cow::Owned(reg.to_string()), v)),
+    };
+    // The dispatch: a balanced tree of tests `pc < m` over the targets'
+    // numbers, `pc == i` at the leaves' pairs, so a lane passes about
+    // log2(n) tests and the selections nest that deep, not n deep
+    // (llvmpipe keeps a fixed stack of nested conditions).
+    let head = cfg.blocks.len();
+    cfg.blocks.push(block(Terminator::Return, None));
+    let root = dispatch_tree(cfg, &targets, 1, reg);
+    cfg.blocks[head].term = Terminator::Branch(root);
+    // A setting block per edge: the region's blocks then have one
+    // predecessor each (their test in the chain), so the loop's body is
+    // nested selections only, no merge blocks (llvmpipe's loop limiter
+    // counts the one-pass loops that carry merges as iterations, which the
+    // translator's count would miss), and the chain's head stays the loop's
+    // only entry.
+    for u in 0..before {
+        let from_inside = region.contains(&u);
+        for v in cfg.successors(u) {
+            if !(region.contains(&v) || from_inside) {
+                continue;
+            }
+            let Some(&value) = index.get(&v) else { continue };
+            cfg.blocks.push(block(Terminator::Branch(head), Some(value)));
+            let setter = cfg.blocks.len() - 1;
+            retarget(&mut cfg.blocks[u].term, v, setter);
+        }
+    }
+}
+
+/// Blocks that send a lane whose `reg` is in `first..first + targets.len()`
+/// to `targets[reg - first]`; returns the first block (or the only target).
+fn dispatch_tree(cfg: &mut Cfg, targets: &[BlockId], first: u32, reg: &str) -> BlockId {
+    let test = |cfg: &mut Cfg, value: u32, below: bool, taken: BlockId, fallthrough: BlockId| {
+        cfg.blocks.push(BasicBlock {
+            label: None,
+            insts: Vec::new(),
+            term: Terminator::Dispatch { reg: Cow::Owned(reg.to_string()), value, below, taken, fallthrough },
+            term_span: Span::default(),
+            assign: None,
+        });
+        cfg.blocks.len() - 1
+    };
+    match targets {
+        [only] => *only,
+        [a, b] => test(cfg, first, false, *a, *b),
+        _ => {
+            let half = targets.len() / 2;
+            let low = dispatch_tree(cfg, &targets[..half], first, reg);
+            let high = dispatch_tree(cfg, &targets[half..], first + half as u32, reg);
+            test(cfg, first + half as u32, true, low, high)
+        }
+    }
+}
