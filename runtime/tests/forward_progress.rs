@@ -153,3 +153,31 @@ fn flag_set_by_a_later_lane() {
     }
     assert_clean(&ctx);
 }
+
+#[test]
+fn lock_free_compare_and_swap_loops_still_right() {
+    let ctx = context();
+    let n = 700usize;
+    let mut g = Lcg(33);
+    let floats: Vec<f32> = (0..n).map(|_| (g.next_u32() >> 8) as f32 / 4096.0 - 1000.0).collect();
+    let din = upload_u32(&ctx, &floats.iter().map(|f| f.to_bits()).collect::<Vec<_>>());
+    let best = upload_u32(&ctx, &[(-1.0e30f32).to_bits()]);
+    launch(&ctx, "cas_float_max", 6, 128, &[&din.to_le_bytes(), &best.to_le_bytes(), &(n as i32).to_le_bytes()]);
+    let want = floats.iter().cloned().fold(f32::MIN, f32::max);
+    assert_eq!(f32::from_bits(download_u32(&ctx, best, 1)[0]), want, "maximum");
+    // Small integers in doubles: every order of the additions gives the same sum.
+    let doubles: Vec<f64> = (0..n).map(|_| (g.next_u32() % 1000) as f64).collect();
+    let words: Vec<u32> = doubles
+        .iter()
+        .flat_map(|d| {
+            let b = d.to_bits();
+            [b as u32, (b >> 32) as u32]
+        })
+        .collect();
+    let dd = upload_u32(&ctx, &words);
+    let sum = zeros(&ctx, 2);
+    launch(&ctx, "cas_double_add", 6, 128, &[&dd.to_le_bytes(), &sum.to_le_bytes(), &(n as i32).to_le_bytes()]);
+    let s = download_u32(&ctx, sum, 2);
+    assert_eq!(f64::from_bits(s[0] as u64 | (s[1] as u64) << 32), doubles.iter().sum::<f64>(), "sum");
+    assert_clean(&ctx);
+}

@@ -220,7 +220,22 @@ fn loop_nest(cfg: &Cfg, walls: &BTreeSet<BlockId>) -> Option<Vec<Loop>> {
 /// on a polled value compared with something the loop does not compute.
 fn polls(cfg: &Cfg, blocks: &BTreeSet<BlockId>) -> bool {
     let insts: Vec<&Instruction> = blocks.iter().flat_map(|&b| cfg.blocks[b].insts.iter().copied()).collect();
-    let defined = |r: &str| insts.iter().any(|i| defines(i, r));
+    // Whether the loop computes `r`: it writes it with anything but a `mov`
+    // of a constant, a symbol's address or a register it does not write
+    // (nvcc materialises a lock's 0 and 1 inside the loop).
+    let defined = |r: &str| {
+        insts.iter().filter(|i| defines(i, r)).any(|i| {
+            let constant = i.opcode == "mov"
+                && match i.operands.get(1) {
+                    Some(Operand::Int(..)) | Some(Operand::Float(..)) => true,
+                    Some(Operand::Name { name, .. }) => {
+                        !name.starts_with('%') || !insts.iter().any(|j| defines(j, name))
+                    }
+                    _ => false,
+                };
+            !constant
+        })
+    };
     for &b in blocks {
         let Terminator::CondBranch { pred, taken, fallthrough, .. } = &cfg.blocks[b].term else {
             continue;
@@ -238,7 +253,7 @@ fn polls(cfg: &Cfg, blocks: &BTreeSet<BlockId>) -> bool {
                 continue;
             }
             for i in insts.iter().filter(|i| defines(i, r)) {
-                polled |= is_poll(i);
+                polled |= is_poll(i, &defined);
                 let sources: Vec<&Operand> = i.operands.iter().skip(1).collect();
                 if matches!(i.opcode.as_str(), "setp" | "set")
                     && sources.iter().take(2).any(|o| match o {
@@ -265,16 +280,24 @@ fn polls(cfg: &Cfg, blocks: &BTreeSet<BlockId>) -> bool {
 }
 
 /// Whether `inst` reads memory that other threads write while the loop
-/// waits.
-fn is_poll(inst: &Instruction) -> bool {
+/// waits. An `atom.exch` or `atom.cas` counts when what it writes (and, for
+/// `cas`, what it compares with) the loop does not compute: a lock that
+/// swaps in 1, not a compare-and-swap retry that compares with the value
+/// the last try returned (lock-free: some lane always gets through).
+fn is_poll(inst: &Instruction, defined: &dyn Fn(&str) -> bool) -> bool {
     let private = inst.has("param") || inst.has("const") || inst.has("local");
+    let invariant = |k: usize| match inst.operands.get(k) {
+        Some(Operand::Int(..)) | Some(Operand::Float(..)) => true,
+        Some(Operand::Name { name, .. }) => !defined(name),
+        _ => false,
+    };
     match inst.opcode.as_str() {
         "ld" => !private && (inst.has("volatile") || inst.has("relaxed") || inst.has("acquire")),
+        "atom" if inst.has("cas") => invariant(2) && invariant(3),
+        "atom" if inst.has("exch") => invariant(2),
         "atom" => {
-            inst.has("exch")
-                || inst.has("cas")
-                || ((inst.has("add") || inst.has("or") || inst.has("xor"))
-                    && matches!(inst.operands.get(2), Some(Operand::Int(_, 0))))
+            (inst.has("add") || inst.has("or") || inst.has("xor"))
+                && matches!(inst.operands.get(2), Some(Operand::Int(_, 0)))
         }
         _ => false,
     }
