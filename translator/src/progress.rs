@@ -82,7 +82,7 @@
 use crate::ast::{Instruction, Operand};
 use crate::cfg::{BasicBlock, BlockId, Cfg, Terminator};
 use crate::diag::Span;
-use crate::reducible::strongly_connected;
+use crate::reducible::{retarget, strongly_connected};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -159,25 +159,6 @@ pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, every_loop: bo
         regions.push(interleaved_region(cfg, &loops, s, &walls));
     }
     regions
-}
-
-fn retarget(t: &mut Terminator, from: BlockId, to: BlockId) {
-    match t {
-        Terminator::Branch(x) => {
-            if *x == from {
-                *x = to
-            }
-        }
-        Terminator::CondBranch { taken, fallthrough, .. } | Terminator::Dispatch { taken, fallthrough, .. } => {
-            if *taken == from {
-                *taken = to;
-            }
-            if *fallthrough == from {
-                *fallthrough = to;
-            }
-        }
-        Terminator::Return => {}
-    }
 }
 
 /// The loops of a reducible CFG, outer ones before the loops they contain

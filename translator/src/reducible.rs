@@ -56,7 +56,8 @@ pub fn entry_has_predecessor(cfg: &Cfg) -> bool {
     (0..cfg.blocks.len()).any(|b| cfg.successors(b).contains(&0))
 }
 
-fn retarget(t: &mut Terminator, from: BlockId, to: BlockId) {
+/// Points the edges of `t` that go to `from` at `to`.
+pub(crate) fn retarget(t: &mut Terminator, from: BlockId, to: BlockId) {
     match t {
         Terminator::Branch(x) => {
             if *x == from {
