@@ -206,6 +206,8 @@ impl From<ptxvk_runtime::Error> for CuError {
             E::NoDevice => CuError::CUDA_ERROR_NO_DEVICE,
             E::LaunchFailed(_) => CuError::CUDA_ERROR_LAUNCH_FAILED,
             E::Assert(_) => CuError::CUDA_ERROR_ASSERT,
+            E::IllegalAddress(_) => CuError::CUDA_ERROR_ILLEGAL_ADDRESS,
+            E::MisalignedAddress(_) => CuError::CUDA_ERROR_MISALIGNED_ADDRESS,
             E::Vulkan(_) => CuError::CUDA_ERROR_UNKNOWN,
         };
         code.because(err.to_string())

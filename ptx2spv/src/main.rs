@@ -133,6 +133,12 @@ struct Cli {
     /// (`--forward-progress=false`: leave spin loops as they are).
     #[arg(long = "forward-progress", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     forward_progress: bool,
+    /// Check every memory access of the kernels before it happens (an
+    /// address outside the allocations, or misaligned, fails the launch
+    /// instead of reaching memory). The module then needs ptxvk's runtime,
+    /// which fills in the fault log (see the README's "Faulting kernels").
+    #[arg(long = "fault-checks")]
+    fault_checks: bool,
     /// Interleave around every loop without collectives, not only spin
     /// loops (to test that rewriting; results must not change).
     #[arg(long = "interleave-every-loop", default_value_t = false, hide = true)]
@@ -215,6 +221,7 @@ fn run(cli: Cli) -> Result<(), String> {
         recursion_stack_bytes: cli.recursion_stack_bytes,
         shared_spill: cli.shared_spill,
         forward_progress: cli.forward_progress,
+        fault_checks: cli.fault_checks,
         interleave_every_loop: cli.interleave_every_loop,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;

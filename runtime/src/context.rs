@@ -18,6 +18,7 @@ use crate::memory::{
 use crate::module::{Function, Module, ModuleInner};
 use crate::pipeline::PipelineKey;
 use crate::printf::DeviceStrings;
+use crate::fault::{FaultMode, FaultState};
 use crate::stream::Stream;
 
 /// Mutable state of a context, behind its mutex. Lock order: this, then a
@@ -47,6 +48,8 @@ struct State {
     /// memory (see [`abi`], "Shared memory beyond Workgroup memory"),
     /// created at the first launch that needs it and grown as needed.
     spill: Option<Arc<Buffer>>,
+    /// The fault log and range table of the fault checks (see [`crate::fault`]).
+    fault: FaultState,
 }
 
 /// The device heap of a context.
@@ -125,6 +128,8 @@ pub(crate) struct ContextInner {
     /// Launches that spill `.shared` memory keep a hot part in Workgroup
     /// memory (see [`Context::set_shared_hot_part`]).
     shared_hot: std::sync::atomic::AtomicBool,
+    /// How kernels' memory accesses are checked (fixed at creation).
+    fault_mode: FaultMode,
 }
 
 /// A CUDA-like context on one Vulkan device: allocates memory, loads PTX,
@@ -142,9 +147,21 @@ impl std::fmt::Debug for Context {
 
 impl Context {
     /// Opens the device `selector` picks, probes it, and creates a context.
+    ///
+    /// Its kernels' memory accesses are checked as `PTXVK_MEMCHECK` and
+    /// `PTXVK_FAULT_CHECKS` say (by default on CPU devices, see
+    /// [`FaultMode`]).
     pub fn new(selector: DeviceSelector) -> Result<Context> {
+        Context::with_fault_mode(selector, None)
+    }
+
+    /// [`Context::new`] with the fault checks of `mode` (`None`: as the
+    /// environment says).
+    pub fn with_fault_mode(selector: DeviceSelector, mode: Option<FaultMode>) -> Result<Context> {
         let device = Device::new(selector)?;
         let llvmpipe = device.info.driver_name == "llvmpipe";
+        let fault_mode = mode
+            .unwrap_or_else(|| FaultMode::from_env(device.info.device_type == crate::instance::DeviceType::Cpu));
         let stream = Stream::new(&device)?;
         let mut inner = ContextInner {
             managed: std::sync::OnceLock::new(),
@@ -159,7 +176,9 @@ impl Context {
                 heap: HeapState { buffer: None, limit: abi::heap::DEFAULT_HEAP_BYTES },
                 grid: None,
                 spill: None,
+                fault: FaultState::new(fault_mode),
             }),
+            fault_mode,
             info: device.info.clone(),
             device,
             stack_bytes: std::sync::atomic::AtomicU32::new(ptxvk_translator::recursion::STACK_BYTES),
@@ -176,6 +195,11 @@ impl Context {
             (inner.info.keeps_f32_subnormals, inner.info.keeps_f64_subnormals) = crate::probe::keeps_subnormals(&inner);
         }
         Ok(Context(Arc::new(inner)))
+    }
+
+    /// How the memory accesses of this context's kernels are checked.
+    pub fn fault_mode(&self) -> FaultMode {
+        self.0.fault_mode
     }
 
     /// What the device can do.
@@ -641,6 +665,12 @@ impl ContextInner {
                 self.lock().stream.fail(err.clone());
                 return Err(err);
             }
+            let fault_bits = abi::printf::TRAP_ILLEGAL_ADDRESS | abi::printf::TRAP_MISALIGNED;
+            if w & fault_bits != 0 {
+                let err = self.fault_error(&kernel, w);
+                self.lock().stream.fail(err.clone());
+                return Err(err);
+            }
             if w & abi::printf::TRAP_GRID_SYNC != 0 {
                 let err = Error::LaunchFailed(format!(
                     "kernel {kernel}: a grid synchronisation timed out (its blocks did not all arrive; on lavapipe \
@@ -741,6 +771,70 @@ impl ContextInner {
                 Ok(if b >= a { (b - a).as_secs_f64() * 1e3 } else { -((a - b).as_secs_f64() * 1e3) })
             }
             _ => Err(Error::InvalidValue("the timestamps are not from the same context".into())),
+        }
+    }
+
+    /// The fault log's address and the range table's depth for a launch
+    /// now (see [`crate::fault`]): the table lists every range a kernel may
+    /// reach (allocations, module data, the heap, the grid workspace and
+    /// the parameter buffers).
+    fn fault_log(&self, st: &mut State) -> Result<(u64, u32)> {
+        let exact = st.fault.mode == FaultMode::Memcheck;
+        let mut live = Vec::new();
+        st.table.live_ranges(exact, &mut live);
+        st.stream.arena.live_ranges(&mut live);
+        for b in [&st.heap.buffer, &st.grid].into_iter().flatten() {
+            live.push(crate::fault::Range { base: b.address, end: b.address + b.size, block: b.block() });
+        }
+        st.fault.prepare(&self.device, live)
+    }
+
+    /// The error of a launch whose kernel faulted (its trap word has
+    /// `bits`): the first fault, and with the memcheck every fault
+    /// reported on standard error.
+    fn fault_error(&self, kernel: &str, bits: u32) -> Error {
+        let mut st = self.lock();
+        let (count, records) = match st.fault.take() {
+            Ok(x) => x,
+            Err(e) => return e,
+        };
+        let mut reports = Vec::with_capacity(records.len());
+        for r in &records {
+            let global = st
+                .fault
+                .sites
+                .get(&r.module)
+                .and_then(|(s, _)| s.get(r.site as usize))
+                .is_none_or(|s| s.space == ptxvk_translator::abi::fault::SPACE_GLOBAL);
+            let nearest = if global { st.table.nearest(r.address) } else { None };
+            reports.push(st.fault.describe(r, kernel, nearest));
+        }
+        let memcheck = st.fault.mode == FaultMode::Memcheck;
+        drop(st);
+        if memcheck {
+            let mut out = String::new();
+            for rep in &reports {
+                out.push_str(rep);
+                out.push_str("=========\n");
+            }
+            if count as usize > records.len() {
+                out.push_str(&format!(
+                    "========= {} more errors were not recorded (the log holds {})\n",
+                    count as usize - records.len(),
+                    crate::fault::MEMCHECK_RECORDS
+                ));
+            }
+            out.push_str(&format!("========= ERROR SUMMARY: {count} error{}\n", if count == 1 { "" } else { "s" }));
+            eprint!("{out}");
+        }
+        let first = reports.first().map(|r| r.replace("========= ", "").replace("=========     ", "; ")).unwrap_or_default();
+        let first = first.replace('\n', "");
+        let more = if count > 1 { format!(" (and {} more)", count - 1) } else { String::new() };
+        let msg = format!("kernel {kernel}: {first}{more}");
+        if bits & abi::printf::TRAP_ILLEGAL_ADDRESS == 0 {
+            Error::MisalignedAddress(msg)
+        } else {
+            Error::IllegalAddress(msg)
         }
     }
 
@@ -1086,6 +1180,7 @@ impl ContextInner {
             shared_spill: !std::env::var(crate::instance::SHARED_SPILL_ENV).is_ok_and(|v| v == "0"),
             forward_progress: !std::env::var(crate::instance::FORWARD_PROGRESS_ENV).is_ok_and(|v| v == "0"),
             interleave_every_loop: std::env::var(crate::instance::FORWARD_PROGRESS_ENV).is_ok_and(|v| v == "all"),
+            fault_checks: self.fault_mode != FaultMode::Off,
         }
     }
 
@@ -1311,6 +1406,16 @@ impl ContextInner {
         } else {
             0
         };
+        let mut fault_depth = 0;
+        if let (Some(off), Some(data)) = (f.module.info.fault_offset, &f.module.data) {
+            let log = self.fault_log(&mut st)?;
+            fault_depth = log.1;
+            if f.module.fault_slot.swap(log.0, Ordering::Relaxed) != log.0 {
+                with_stream_tag(None, || self.copy_htod_locked(&mut st, data.address + off, &log.0.to_le_bytes()))?;
+            }
+            let (sites, file) = &f.module.fault_sites;
+            st.fault.sites.insert(data.address, (sites.clone(), file.clone()));
+        }
         let key = PipelineKey {
             entry: f.index,
             workgroup_size: workgroup_size as u32,
@@ -1321,6 +1426,7 @@ impl ContextInner {
             dynamic_shared_bytes,
             spill_address,
             spill_stride: plan.stride,
+            fault_depth,
         };
         if let (Some(off), Some(data)) = (f.module.info.trap_offset, &f.module.data) {
             let word = data.address + off;

@@ -38,6 +38,15 @@ pub enum Error {
     /// Submitted work failed (device lost); the context cannot be used anymore.
     #[error("launch failed: {0}")]
     LaunchFailed(String),
+    /// A kernel accessed memory outside every allocation, or outside its
+    /// block's shared or its thread's local memory (fault checks, see
+    /// `PTXVK_FAULT_CHECKS`); the context cannot be used anymore.
+    #[error("illegal address: {0}")]
+    IllegalAddress(String),
+    /// A kernel accessed memory at an address not aligned to the access
+    /// size (fault checks); the context cannot be used anymore.
+    #[error("misaligned address: {0}")]
+    MisalignedAddress(String),
     /// A kernel's `assert` failed (the message went to standard output); the
     /// context cannot be used anymore.
     #[error("device-side assert triggered: {0}")]

@@ -18,6 +18,7 @@
 mod context;
 mod device;
 mod error;
+pub mod fault;
 pub mod instance;
 mod memory;
 mod module;
@@ -30,6 +31,7 @@ mod warp;
 pub use context::{Context, Timestamp};
 pub use device::{DeviceInfo, PciBusInfo, IPC_ENV};
 pub use error::{Error, Result};
+pub use fault::FaultMode;
 pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};
 pub use memory::ExportedMemory;
 pub use module::{Function, Module};

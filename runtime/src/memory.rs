@@ -116,6 +116,18 @@ pub(crate) const DEVICE_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from
 );
 
 impl Buffer {
+    /// The memory block the buffer is bound to and the device address its
+    /// byte 0 would have (the buffer's address less its offset in the
+    /// block): buffers with the same pair lie in one mapping of the block.
+    pub(crate) fn block(&self) -> Option<(vk::DeviceMemory, u64)> {
+        if let Some(a) = &self.allocation {
+            // SAFETY: the handle is only compared, never used to free or map.
+            let memory = unsafe { a.memory() };
+            return Some((memory, self.address.wrapping_sub(a.offset())));
+        }
+        self.dedicated.map(|d| (d.memory, self.address))
+    }
+
     /// Creates a buffer of `size` bytes whose device address is aligned to `align`.
     pub(crate) fn new(
         device: &Arc<Device>,
@@ -504,6 +516,33 @@ impl AllocationTable {
         }
     }
 
+    /// Every live region as a range a kernel may access: the bytes asked
+    /// for (`exact`) or the whole buffer.
+    pub(crate) fn live_ranges(&self, exact: bool, out: &mut Vec<crate::fault::Range>) {
+        for (&base, region) in &self.regions {
+            let buffer = match &region.owner {
+                Owner::User(b) | Owner::Imported(b) => b.clone(),
+                Owner::Module(w) => match w.upgrade() {
+                    Some(b) => b,
+                    None => continue,
+                },
+            };
+            let size = if exact { region.size } else { region.size.max(buffer.size - (base - buffer.address)) };
+            out.push(crate::fault::Range { base, end: base.saturating_add(size), block: buffer.block() });
+        }
+    }
+
+    /// The live region nearest to `addr`: `(base, size)`.
+    pub(crate) fn nearest(&self, addr: u64) -> Option<(u64, u64)> {
+        let below = self.regions.range(..=addr).next_back().map(|(&b, r)| (b, r.size));
+        let above = self.regions.range(addr..).next().map(|(&b, r)| (b, r.size));
+        let dist = |(b, s): (u64, u64)| if addr < b { b - addr } else { addr.saturating_sub(b + s) };
+        match (below, above) {
+            (Some(x), Some(y)) => Some(if dist(x) <= dist(y) { x } else { y }),
+            (x, y) => x.or(y),
+        }
+    }
+
     /// `(base, size)` of the allocation containing `addr`.
     pub(crate) fn allocation_of(&mut self, addr: u64) -> Option<(u64, u64)> {
         self.find(addr).map(|(base, size, _)| (base, size))
@@ -574,6 +613,13 @@ impl UploadArena {
         self.blocks.push((buffer.clone(), len));
         self.used += len;
         Ok(Staged { buffer, offset: 0 })
+    }
+
+    /// The blocks as ranges kernels may access (parameter buffers live here).
+    pub(crate) fn live_ranges(&self, out: &mut Vec<crate::fault::Range>) {
+        for (b, _) in &self.blocks {
+            out.push(crate::fault::Range { base: b.address, end: b.address + b.size, block: b.block() });
+        }
     }
 
     /// Makes every block free again, keeping up to `ARENA_KEEP_BYTES` for reuse.

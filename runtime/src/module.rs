@@ -43,6 +43,12 @@ pub(crate) struct ModuleInner {
     /// [`ModuleInfo::grid_offset`]); 0 before the first launch and after a
     /// launch that is not cooperative.
     pub(crate) grid_slot: AtomicU64,
+    /// The fault log address last written to the module data (see
+    /// [`ModuleInfo::fault_offset`]); 0 before the first launch.
+    pub(crate) fault_slot: AtomicU64,
+    /// [`ModuleInfo::fault_sites`] and [`ModuleInfo::source_name`], shared
+    /// with the context's fault reports.
+    pub(crate) fault_sites: (Arc<[ptxvk_translator::abi::fault::FaultSite]>, Arc<str>),
 }
 
 impl ModuleInner {
@@ -69,6 +75,7 @@ impl ModuleInner {
         let uses_shared = |e: &&ptxvk_translator::EntryInfo| e.static_shared_bytes > 0 || e.uses_dynamic_shared;
         let mut with_shared = info.entries.iter().filter(uses_shared);
         let two_shared_variables = with_shared.clone().any(|e| e.shared_wide) && with_shared.any(|e| !e.shared_wide);
+        let fault_sites = (info.fault_sites.clone().into(), info.source_name.as_str().into());
         Ok(ModuleInner {
             pipelines: Mutex::new(HashMap::new()),
             two_shared_variables,
@@ -83,6 +90,8 @@ impl ModuleInner {
             printf_slot: AtomicU64::new(0),
             heap_slot: AtomicU64::new(0),
             grid_slot: AtomicU64::new(0),
+            fault_slot: AtomicU64::new(0),
+            fault_sites,
         })
     }
 

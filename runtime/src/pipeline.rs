@@ -107,6 +107,9 @@ pub(crate) struct PipelineKey {
     pub(crate) spill_stride: u32,
     /// [`abi::SPEC_SHARED_HOT_BYTES`].
     pub(crate) spill_hot_bytes: u32,
+    /// [`abi::SPEC_FAULT_DEPTH`]: the fault checks' range table holds
+    /// `2^fault_depth` ranges (0 without fault checks).
+    pub(crate) fault_depth: u32,
 }
 
 /// A compute `VkPipeline`.
@@ -135,13 +138,14 @@ pub(crate) struct PipelineSource<'a> {
 
 /// Byte layout of the specialization data: six u32, the module data
 /// address (u64) at 24, the spill address (u64) at 32, the spill stride at
-/// 40, the wide shared words at 44, the hot bytes at 48.
+/// 40, the wide shared words at 44, the hot bytes at 48, the fault depth at 52.
 const SPEC_DATA_BYTES: usize = 56;
 const SPEC_ADDRESS_OFFSET: u32 = 24;
 const SPEC_SPILL_ADDRESS_OFFSET: u32 = 32;
 const SPEC_SPILL_STRIDE_OFFSET: u32 = 40;
 const SPEC_WIDE_WORDS_OFFSET: u32 = 44;
 const SPEC_HOT_BYTES_OFFSET: u32 = 48;
+const SPEC_FAULT_DEPTH_OFFSET: u32 = 52;
 
 impl Pipeline {
     pub(crate) fn new(device: &Arc<Device>, src: &PipelineSource<'_>, key: &PipelineKey) -> Result<Self> {
@@ -161,6 +165,8 @@ impl Pipeline {
         data[a..a + 4].copy_from_slice(&key.shared_wide_words.to_le_bytes());
         let a = SPEC_HOT_BYTES_OFFSET as usize;
         data[a..a + 4].copy_from_slice(&key.spill_hot_bytes.to_le_bytes());
+        let a = SPEC_FAULT_DEPTH_OFFSET as usize;
+        data[a..a + 4].copy_from_slice(&key.fault_depth.to_le_bytes());
         let u32_entry =
             |id: u32, offset: u32| vk::SpecializationMapEntry::default().constant_id(id).offset(offset).size(4);
         let entries = [
@@ -181,6 +187,7 @@ impl Pipeline {
             u32_entry(abi::SPEC_SHARED_SPILL_STRIDE, SPEC_SPILL_STRIDE_OFFSET),
             u32_entry(abi::SPEC_SHARED_WIDE_WORDS, SPEC_WIDE_WORDS_OFFSET),
             u32_entry(abi::SPEC_SHARED_HOT_BYTES, SPEC_HOT_BYTES_OFFSET),
+            u32_entry(abi::SPEC_FAULT_DEPTH, SPEC_FAULT_DEPTH_OFFSET),
         ];
         let spec = vk::SpecializationInfo::default().map_entries(&entries).data(&data);
         let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default();

@@ -41,6 +41,7 @@ fn load(ctx: &Context) -> Module {
         printf_offset: None,
         heap_offset: None,
         grid_offset: None,
+        ..Default::default()
     };
     ctx.load_spirv(&spirv, info).unwrap()
 }

@@ -97,6 +97,9 @@ pub const SPEC_SHARED_HOT_BYTES: u32 = 10;
 /// Specialization constant id of the 64-bit `.shared` words of entries with
 /// [`EntryInfo::shared_wide`] (see "Shared memory variables").
 pub const SPEC_SHARED_WIDE_WORDS: u32 = 9;
+/// Specialization constant id of the depth of the fault checks' range table
+/// search (see [`fault`]): the table holds `2^depth` ranges.
+pub const SPEC_FAULT_DEPTH: u32 = 11;
 /// Vulkan's least `maxComputeSharedMemorySize` (bytes): every device has
 /// at least this much Workgroup memory.
 pub const MIN_WORKGROUP_BYTES: u32 = 16384;
@@ -262,6 +265,128 @@ pub struct ModuleInfo {
     /// sets before every launch of a kernel of the module: the device address
     /// of a zeroed grid workspace on a cooperative launch, 0 on other launches.
     pub grid_offset: Option<u64>,
+    /// With `Options::fault_checks`: the byte offset in the module data
+    /// buffer of a 64-bit word the runtime sets to the device address of the
+    /// context's fault log (see [`fault`]) before launching a kernel of the
+    /// module.
+    pub fault_offset: Option<u64>,
+    /// The checked accesses a fault record can name, by site index.
+    pub fault_sites: Vec<fault::FaultSite>,
+    /// The PTX file's name as given to the translator (for fault reports).
+    pub source_name: String,
+}
+
+/// # Fault checks (`Options::fault_checks`)
+///
+/// Every user access to memory is checked before it happens (see
+/// `emit/fault.rs`). A `.global` address must lie inside one range of the
+/// context's range table; `.shared` and `.local` offsets inside the block's
+/// and the thread's memory; every address aligned to its access size. An
+/// access that fails does not happen: the thread sets
+/// [`printf::TRAP_ILLEGAL_ADDRESS`] or [`printf::TRAP_MISALIGNED`] in the
+/// trap word and appends a record to the fault log.
+///
+/// The fault log (its address in the module data word at
+/// [`ModuleInfo::fault_offset`]; little-endian):
+///
+/// | offset | type | field |
+/// |---|---|---|
+/// | [`fault::RANGES`] | u64 | device address of the range table |
+/// | [`fault::COUNT`] | u32 | faults so far (records past the capacity are counted, not written) |
+/// | [`fault::CAPACITY`] | u32 | records the log holds |
+/// | [`fault::RECORDS`] | ... | the records, [`fault::RECORD_BYTES`] each |
+///
+/// A record: `[u64 address (a .shared/.local access: the offset), u64 the
+/// module data address of the module, u32 site (index in
+/// ModuleInfo::fault_sites), u32 kind, u32 ctaid.x, y, z, u32 tid.x, y, z]`.
+///
+/// The range table holds `2^depth` entries `[u64 base, u64 end)` sorted by
+/// base, disjoint, padded with `[u64::MAX, 0)`; `depth` is the
+/// specialization constant [`SPEC_FAULT_DEPTH`] (at most
+/// [`fault::MAX_DEPTH`]).
+pub mod fault {
+    /// Offset of the range table's address in the log.
+    pub const RANGES: u64 = 0;
+    /// Offset of the fault count.
+    pub const COUNT: u64 = 8;
+    /// Offset of the record capacity.
+    pub const CAPACITY: u64 = 12;
+    /// Offset of the first record.
+    pub const RECORDS: u64 = 16;
+    /// Bytes of a record.
+    pub const RECORD_BYTES: u64 = 48;
+    /// Record field: the address.
+    pub const R_ADDRESS: u64 = 0;
+    /// Record field: the module data address.
+    pub const R_MODULE: u64 = 8;
+    /// Record field: the site.
+    pub const R_SITE: u64 = 16;
+    /// Record field: the kind.
+    pub const R_KIND: u64 = 20;
+    /// Record field: `%ctaid` (three u32).
+    pub const R_CTAID: u64 = 24;
+    /// Record field: `%tid` (three u32).
+    pub const R_TID: u64 = 36;
+    /// Bytes of a range table entry.
+    pub const RANGE_BYTES: u64 = 16;
+    /// Largest search depth (a table of 65536 ranges).
+    pub const MAX_DEPTH: u32 = 16;
+    /// Kind: the address is outside every range (or the space's size).
+    pub const KIND_RANGE: u32 = 1;
+    /// Kind: the address is not aligned to the access size.
+    pub const KIND_MISALIGNED: u32 = 2;
+    /// Space of a site: `.global` (or a generic global address).
+    pub const SPACE_GLOBAL: u32 = 0;
+    /// Space of a site: `.shared`.
+    pub const SPACE_SHARED: u32 = 1;
+    /// Space of a site: `.local`.
+    pub const SPACE_LOCAL: u32 = 2;
+
+    /// How a checked access uses memory.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Access {
+        /// A load.
+        Read,
+        /// A store.
+        Write,
+        /// An atomic read-modify-write (`atom`, `red`).
+        Atomic,
+    }
+
+    impl Access {
+        /// The word compute-sanitizer uses.
+        pub fn name(self) -> &'static str {
+            match self {
+                Access::Read => "read",
+                Access::Write => "write",
+                Access::Atomic => "atomic",
+            }
+        }
+    }
+
+    /// One checked access of the PTX.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct FaultSite {
+        /// Byte range of the instruction in the PTX.
+        pub start: u32,
+        /// End of that range.
+        pub end: u32,
+        /// What it does.
+        pub access: Access,
+        /// Bytes per access.
+        pub bytes: u32,
+        /// [`SPACE_GLOBAL`], [`SPACE_SHARED`] or [`SPACE_LOCAL`].
+        pub space: u32,
+        /// The PTX function it is in.
+        pub function: String,
+        /// Line in the PTX (1-based; 0 before the translator fills it in).
+        pub line: u32,
+        /// Column in the PTX (1-based).
+        pub column: u32,
+        /// The source position of the nearest preceding `.loc` (`file:line`),
+        /// when the PTX has line information.
+        pub source: Option<String>,
+    }
 }
 
 /// # The device heap (`malloc` and `free` in kernels)
@@ -382,6 +507,11 @@ pub mod printf {
     pub const TRAP_LOOP_LIMIT: u32 = 8;
     /// Loop iterations llvmpipe runs per invocation, all loops together.
     pub const LOOP_LIMIT: u32 = 65535;
+    /// Trap word bit set by an access outside every allocation, or outside
+    /// the block's shared or the thread's local memory (see [`super::fault`]).
+    pub const TRAP_ILLEGAL_ADDRESS: u32 = 16;
+    /// Trap word bit set by an access whose address is not aligned to its size.
+    pub const TRAP_MISALIGNED: u32 = 32;
 }
 
 /// # Grid synchronisation (cooperative launches)

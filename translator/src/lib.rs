@@ -216,6 +216,13 @@ pub struct Options {
     /// [`forward_progress`](Options::forward_progress): a test of the
     /// rewriting on any code (results must not change), not for use.
     pub interleave_every_loop: bool,
+    /// Check every user memory access before it happens (see
+    /// [`abi::fault`]): an address outside the context's allocations, or
+    /// outside the block's shared or the thread's local memory, or not
+    /// aligned to its size, does not reach memory and fails the launch.
+    /// Needs the runtime's fault log; for devices where a bad address takes
+    /// the process down (lavapipe runs kernels on host threads).
+    pub fault_checks: bool,
 }
 
 impl Default for Options {
@@ -242,6 +249,7 @@ impl Default for Options {
             shared_spill: true,
             forward_progress: true,
             interleave_every_loop: false,
+            fault_checks: false,
         }
     }
 }
@@ -277,9 +285,58 @@ impl Prepared {
     /// given to [`prepare`]; only the lowering options (`entry`, the warp
     /// path, ...) take effect here.
     pub fn emit(&self, options: &Options) -> Result<Translation, Diagnostics> {
-        let (spirv, info) =
+        let (spirv, mut info) =
             emit::run(&self.module, options).map_err(|d| Diagnostics::new(&self.file_name, &self.source, d))?;
+        locate_fault_sites(&self.source, &mut info.fault_sites);
+        info.source_name = self.file_name.clone();
         Ok(Translation { spirv, info })
+    }
+}
+
+/// Fill in the line and column of each fault site, and the `file:line` of
+/// the nearest `.loc` before it (`.file` names the file).
+fn locate_fault_sites(source: &str, sites: &mut [abi::fault::FaultSite]) {
+    if sites.is_empty() {
+        return;
+    }
+    // Line starts, `.file` names, and `.loc` positions (byte offset, file, line).
+    let mut starts = vec![0usize];
+    let mut files: std::collections::HashMap<u64, String> = std::collections::HashMap::new();
+    let mut locs: Vec<(usize, u64, u64)> = Vec::new();
+    let mut at = 0usize;
+    for line in source.split_inclusive('\n') {
+        let t = line.trim_start();
+        let mut words = t.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty());
+        match words.next() {
+            Some(".file") => {
+                if let (Some(Ok(n)), Some(name)) = (words.next().map(str::parse::<u64>), t.find('"')) {
+                    let rest = &t[name + 1..];
+                    let name = rest.split('"').next().unwrap_or("");
+                    files.insert(n, name.to_string());
+                }
+            }
+            Some(".loc") => {
+                if let (Some(Ok(f)), Some(Ok(l))) = (words.next().map(str::parse), words.next().map(str::parse)) {
+                    locs.push((at, f, l));
+                }
+            }
+            _ => {}
+        }
+        at += line.len();
+        starts.push(at);
+    }
+    for s in sites.iter_mut() {
+        let pos = s.start as usize;
+        let line = starts.partition_point(|&b| b <= pos);
+        s.line = line as u32;
+        s.column = (pos - starts[line.saturating_sub(1)]) as u32 + 1;
+        let i = locs.partition_point(|&(b, _, _)| b <= pos);
+        if let Some(&(_, f, l)) = i.checked_sub(1).and_then(|i| locs.get(i)) {
+            if l > 0 {
+                let file = files.get(&f).map(String::as_str).unwrap_or("?");
+                s.source = Some(format!("{file}:{l}"));
+            }
+        }
     }
 }
 

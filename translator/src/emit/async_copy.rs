@@ -8,6 +8,7 @@
 //! `src-size` up to `cp-size` are zero-filled, and no byte at or beyond
 //! `src-size` is read from global memory.
 
+use super::fault::{Access, Site};
 use super::func::{internal1, Fx};
 use super::mem::{self, Addr, Space};
 use super::values::{get, K};
@@ -72,7 +73,10 @@ pub(crate) fn cp_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Resu
         let dj = mem::advance(e, d, j * 4)?;
         let sj = mem::advance(e, s, j * 4)?;
         let word = match src_size {
-            SrcSize::Const(n) if n >= (j + 1) * 4 => mem::load(e, fx, sj, K::Int(32), false)?,
+            SrcSize::Const(n) if n >= (j + 1) * 4 => {
+                let site = Site { span: inst.span, access: Access::Read, bytes: 4, align: if j == 0 { cp_size } else { 4 } };
+                mem::load_checked(e, fx, sj, K::Int(32), false, site)?
+            }
             SrcSize::Const(n) if n <= j * 4 => e.c_u32(0),
             SrcSize::Const(n) => {
                 let mut acc = e.c_u32(0);
@@ -84,7 +88,8 @@ pub(crate) fn cp_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Resu
             }
             SrcSize::Dynamic(n) => dynamic_word(e, fx, sj, n, j)?,
         };
-        mem::store(e, fx, dj, word, K::Int(32), false, inst.span)?;
+        let site = Site { span: inst.span, access: Access::Write, bytes: 4, align: if j == 0 { cp_size } else { 4 } };
+        mem::store_checked(e, fx, dj, word, K::Int(32), false, site)?;
     }
     Ok(())
 }

@@ -578,6 +578,8 @@ pub(crate) struct Fx<'a> {
     pub returns: Option<(Vec<Formal>, Word)>,
     /// Functions callable from here, by PTX name.
     pub callees: &'a HashMap<String, Callee>,
+    /// The PTX name of the function (for fault records).
+    pub name: &'a str,
 }
 
 /// Storage kind of a register of PTX type `t`.
@@ -768,6 +770,7 @@ pub(crate) fn emit_function(
         cfg: &plan.cfg,
         returns: me.map(|_| (plan.returns.clone(), ret_type)),
         callees,
+        name: &plan.func.name,
         uniform: st.map(|st| UniformFx { st, parks: 0 }),
         scratch_var: vars.scratch_var,
     };

@@ -1,5 +1,6 @@
 //! Memory access: addresses in each state space, loads, stores and atomics.
 
+use super::fault::{guard, Access, Site};
 use super::func::{internal1, Fx};
 use super::values::{get, set, K};
 use super::Emitter;
@@ -33,11 +34,11 @@ pub(crate) struct Spill {
     /// Spec constant: the spill area's device address (u64).
     address: Word,
     /// Spec constant: its bytes per workgroup (u32).
-    stride: Word,
+    pub stride: Word,
     /// Spec constant op: `address != 0`.
-    on: Word,
+    pub on: Word,
     /// Spec constant: the first spilled byte (u32).
-    hot_bytes: Word,
+    pub hot_bytes: Word,
 }
 
 impl Spill {
@@ -636,6 +637,33 @@ pub(crate) fn store(
     }
 }
 
+/// [`load`] of a user access: checked first with fault checks on (see [`fault`](super::fault)).
+pub(crate) fn load_checked(
+    e: &mut Emitter,
+    fx: &Fx,
+    a: Addr,
+    k: K,
+    volatile: bool,
+    site: Site,
+) -> Result<Word, Diagnostic> {
+    guard(e, fx, a, site, Some(k), &mut |e, fx, a| load(e, fx, a, k, volatile).map(Some))?
+        .ok_or_else(|| Diagnostic::error(site.span, "internal error: checked load"))
+}
+
+/// [`store`] of a user access: checked first with fault checks on.
+pub(crate) fn store_checked(
+    e: &mut Emitter,
+    fx: &Fx,
+    a: Addr,
+    v: Word,
+    k: K,
+    volatile: bool,
+    site: Site,
+) -> Result<(), Diagnostic> {
+    guard(e, fx, a, site, None, &mut |e, fx, a| store(e, fx, a, v, k, volatile, site.span).map(|_| None))?;
+    Ok(())
+}
+
 /// `ld` and `ldu`.
 pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
     let space = space_of(inst)?;
@@ -652,12 +680,15 @@ pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         Operand::Vector(_, v) => v.iter().collect(),
         d => vec![d],
     };
+    let whole = t.size() * dsts.len() as u32;
     for (i, d) in dsts.into_iter().enumerate() {
         if matches!(d, Operand::Sink(_)) {
             continue;
         }
         let ai = advance(e, a, i as u32 * t.size())?;
-        let v = load(e, fx, ai, k, volatile)?;
+        let align = if i == 0 { whole } else { t.size() };
+        let site = Site { span: inst.span, access: Access::Read, bytes: t.size(), align };
+        let v = load_checked(e, fx, ai, k, volatile, site)?;
         set(e, fx, d, v, k, t.is_signed())?;
     }
     Ok(())
@@ -676,10 +707,13 @@ pub(crate) fn st(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         Operand::Vector(_, v) => v.iter().collect(),
         s => vec![s],
     };
+    let whole = t.size() * srcs.len() as u32;
     for (i, s) in srcs.into_iter().enumerate() {
         let v = get(e, fx, s, k, false)?;
         let ai = advance(e, a, i as u32 * t.size())?;
-        store(e, fx, ai, v, k, volatile, inst.span)?;
+        let align = if i == 0 { whole } else { t.size() };
+        let site = Site { span: inst.span, access: Access::Write, bytes: t.size(), align };
+        store_checked(e, fx, ai, v, k, volatile, site)?;
     }
     Ok(())
 }
@@ -784,12 +818,14 @@ pub(crate) fn atom(
     } else {
         None
     };
+    let site = Site { span: inst.span, access: Access::Atomic, bytes: bits / 8, align: bits / 8 };
     let old_bits = match a {
         Addr::Generic(g) => dispatch(e, fx, g, Some(K::Int(bits)), false, &mut |e, fx, a| {
-            atom_core(e, fx, inst, a, t, op, vb, vc).map(Some)
+            guard(e, fx, a, site, Some(K::Int(bits)), &mut |e, fx, a| atom_core(e, fx, inst, a, t, op, vb, vc).map(Some))
         })?
         .ok_or_else(|| Diagnostic::error(inst.span, "internal error: generic atomic"))?,
-        a => atom_core(e, fx, inst, a, t, op, vb, vc)?,
+        a => guard(e, fx, a, site, Some(K::Int(bits)), &mut |e, fx, a| atom_core(e, fx, inst, a, t, op, vb, vc).map(Some))?
+            .ok_or_else(|| Diagnostic::error(inst.span, "internal error: checked atomic"))?,
     };
     if let Some(d) = dst {
         let v = e.convert(old_bits, K::Int(bits), k, false)?;

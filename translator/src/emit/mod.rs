@@ -31,6 +31,7 @@ mod call;
 mod carry;
 mod compare;
 mod cvt;
+mod fault;
 mod float;
 mod func;
 mod grid;
@@ -145,6 +146,19 @@ pub(crate) struct Emitter<'o> {
     /// Byte offset of the grid workspace's address word in module data, when
     /// a kernel synchronises its grid (see [`grid`]).
     pub grid_offset: Option<u64>,
+    /// Byte offset of the fault log's address word in module data, with
+    /// fault checks (see [`fault`]).
+    pub fault_offset: Option<u64>,
+    /// The checked accesses so far (see [`abi::fault::FaultSite`]).
+    pub fault_sites: Vec<abi::fault::FaultSite>,
+    /// Spec constant: the range table's search depth, created on first use.
+    pub spec_fault_depth: Option<Word>,
+    /// Spec constant ops `k < depth`, by `k`.
+    pub fault_steps: Vec<Word>,
+    /// The range search function of the fault checks, once a check calls it.
+    pub fault_search: Option<Word>,
+    /// The record function of the fault paths, once one calls it.
+    pub fault_record: Option<Word>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
@@ -336,6 +350,12 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         spill: None,
         lockstep: FxHashSet::default(),
         printf_offset: None,
+        fault_offset: None,
+        fault_sites: Vec::new(),
+        spec_fault_depth: None,
+        fault_steps: Vec::new(),
+        fault_search: None,
+        fault_record: None,
         heap_offset: None,
         grid_offset: None,
         spec_wg_x: 0,
@@ -394,9 +414,17 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     // Counted loops trap when the loop limit is reached (any function may loop).
     let counts_loops =
         opts.loop_limit && module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.is_some()));
-    if used.trap || counts_loops {
+    // Fault checks set the trap word and write the fault log.
+    let checks_faults =
+        opts.fault_checks && module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.is_some()));
+    if used.trap || counts_loops || checks_faults {
         let off = data_bytes.div_ceil(8) * 8;
         e.trap_offset = Some(off);
+        data_bytes = off + 8;
+    }
+    if checks_faults {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.fault_offset = Some(off);
         data_bytes = off + 8;
     }
     if used.printf {
@@ -672,6 +700,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             entries.push(info);
         }
     }
+    if let Err(d) = fault::emit_search(&mut e).and_then(|_| fault::emit_record(&mut e)) {
+        errors.push(d);
+    }
     if !errors.is_empty() {
         errors.sort_by_key(|d| d.span.start);
         return Err(errors);
@@ -725,6 +756,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             printf_offset: e.printf_offset,
             heap_offset: e.heap_offset,
             grid_offset: e.grid_offset,
+            fault_offset: e.fault_offset,
+            fault_sites: std::mem::take(&mut e.fault_sites),
+            source_name: String::new(),
         },
     ))
 }

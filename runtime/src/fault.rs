@@ -1,0 +1,313 @@
+//! The runtime side of the fault checks (see `ptxvk_translator::abi::fault`):
+//! the context's fault log, the range table kernels check global addresses
+//! against, and the reports made from the log when a launch faulted.
+//!
+//! Two modes. The default checks (on CPU devices, where a bad address
+//! takes the process down) keep one range per run of allocations that share
+//! a `VkDeviceMemory` mapped in one piece: an address between two live
+//! allocations of the same memory block reaches memory this process owns,
+//! as on NVIDIA's GPUs, where only an address outside every mapped page
+//! faults. The memcheck (`PTXVK_MEMCHECK=1`, any device) keeps each
+//! allocation's exact bytes, so an access one past the end of an
+//! allocation, or into freed memory, is reported; every fault of a launch
+//! is reported (up to [`MEMCHECK_RECORDS`]) in the style of NVIDIA's
+//! `compute-sanitizer`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+use ptxvk_translator::abi::fault::{self, FaultSite};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::memory::Buffer;
+
+/// `PTXVK_FAULT_CHECKS=0`/`1`: translate kernels without (with) checks of
+/// every memory access (default: on for CPU devices such as lavapipe, off
+/// on GPUs, whose faults end in `VK_ERROR_DEVICE_LOST`).
+pub const FAULT_CHECKS_ENV: &str = "PTXVK_FAULT_CHECKS";
+/// `PTXVK_MEMCHECK=1`: check every access against the exact live
+/// allocations and report each fault (kernel, thread, block, address,
+/// nearest allocation, PTX line) on standard error.
+pub const MEMCHECK_ENV: &str = "PTXVK_MEMCHECK";
+
+/// Records the log keeps per synchronisation with the default checks.
+const CHECK_RECORDS: u32 = 16;
+/// Records the log keeps with the memcheck (further faults are counted).
+pub(crate) const MEMCHECK_RECORDS: u32 = 1024;
+
+/// How a context checks the memory accesses of its kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultMode {
+    /// No checks: a fault is whatever the device does with it.
+    Off,
+    /// Accesses outside the memory blocks of the context fail the launch.
+    Checks,
+    /// Accesses outside the exact live allocations fail the launch, each reported.
+    Memcheck,
+}
+
+impl FaultMode {
+    /// The mode the environment asks for on a device of this kind.
+    pub(crate) fn from_env(cpu: bool) -> FaultMode {
+        if std::env::var(MEMCHECK_ENV).is_ok_and(|v| v == "1") {
+            return FaultMode::Memcheck;
+        }
+        match std::env::var(FAULT_CHECKS_ENV).as_deref() {
+            Ok("0") => FaultMode::Off,
+            Ok("1") => FaultMode::Checks,
+            _ if cpu => FaultMode::Checks,
+            _ => FaultMode::Off,
+        }
+    }
+}
+
+/// One live range of device memory a kernel may access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Range {
+    pub(crate) base: u64,
+    pub(crate) end: u64,
+    /// The memory block: `(VkDeviceMemory, address of its byte 0)`, when
+    /// known; ranges of the same block merge in [`FaultMode::Checks`].
+    pub(crate) block: Option<(vk::DeviceMemory, u64)>,
+}
+
+/// The fault log and range table of a context.
+pub(crate) struct FaultState {
+    pub(crate) mode: FaultMode,
+    log: Option<Arc<Buffer>>,
+    table: Option<Arc<Buffer>>,
+    /// The ranges in `table`.
+    uploaded: Vec<(u64, u64)>,
+    depth: u32,
+    /// Tables replaced since the last synchronisation (a kernel still
+    /// running may have read their address).
+    retired: Vec<Arc<Buffer>>,
+    /// Fault sites and PTX file of each module launched, by module data address.
+    pub(crate) sites: HashMap<u64, (Arc<[FaultSite]>, Arc<str>)>,
+}
+
+/// One decoded record of the log.
+#[derive(Clone, Debug)]
+pub(crate) struct Record {
+    pub(crate) address: u64,
+    pub(crate) module: u64,
+    pub(crate) site: u32,
+    pub(crate) kind: u32,
+    pub(crate) ctaid: [u32; 3],
+    pub(crate) tid: [u32; 3],
+}
+
+impl FaultState {
+    pub(crate) fn new(mode: FaultMode) -> FaultState {
+        FaultState {
+            mode,
+            log: None,
+            table: None,
+            uploaded: Vec::new(),
+            depth: 0,
+            retired: Vec::new(),
+            sites: HashMap::new(),
+        }
+    }
+
+    /// Makes the log and the table current for a launch: returns the log's
+    /// address and the table's search depth.
+    pub(crate) fn prepare(&mut self, device: &Arc<Device>, live: Vec<Range>) -> Result<(u64, u32)> {
+        let log = match &self.log {
+            Some(l) => l.clone(),
+            None => {
+                let capacity = if self.mode == FaultMode::Memcheck { MEMCHECK_RECORDS } else { CHECK_RECORDS };
+                let size = fault::RECORDS + fault::RECORD_BYTES * capacity as u64;
+                let l = Arc::new(host_buffer(device, size, "ptxvk fault log")?);
+                let mut header = [0u8; fault::RECORDS as usize];
+                header[fault::CAPACITY as usize..fault::CAPACITY as usize + 4]
+                    .copy_from_slice(&capacity.to_le_bytes());
+                l.write(0, &header)?;
+                self.log = Some(l.clone());
+                l
+            }
+        };
+        let ranges = merge(live, self.mode == FaultMode::Checks);
+        if self.table.is_none() || ranges != self.uploaded {
+            let depth = ranges.len().max(1).next_power_of_two().trailing_zeros();
+            if depth > fault::MAX_DEPTH {
+                return Err(Error::Unsupported(format!(
+                    "{} live allocations are more than the fault checks' table holds",
+                    ranges.len()
+                )));
+            }
+            let slots = 1usize << depth;
+            let mut bytes = Vec::with_capacity(slots * fault::RANGE_BYTES as usize);
+            for i in 0..slots {
+                let (b, e) = ranges.get(i).copied().unwrap_or((u64::MAX, 0));
+                bytes.extend_from_slice(&b.to_le_bytes());
+                bytes.extend_from_slice(&e.to_le_bytes());
+            }
+            let t = Arc::new(host_buffer(device, bytes.len() as u64, "ptxvk fault ranges")?);
+            t.write(0, &bytes)?;
+            log.write(fault::RANGES, &t.address.to_le_bytes())?;
+            if let Some(old) = self.table.replace(t) {
+                self.retired.push(old);
+            }
+            self.uploaded = ranges;
+            // The depth only grows: each change of it builds new pipelines.
+            self.depth = self.depth.max(depth);
+        }
+        Ok((log.address, self.depth))
+    }
+
+    /// The records written since the last call, and how many faults there
+    /// were in all (records past the capacity are only counted); resets
+    /// the log. Called after all work has completed.
+    pub(crate) fn take(&mut self) -> Result<(u32, Vec<Record>)> {
+        self.retired.clear();
+        let Some(log) = &self.log else { return Ok((0, Vec::new())) };
+        let mut head = [0u8; 8];
+        log.read(fault::COUNT, &mut head)?;
+        let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let capacity = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        if count == 0 {
+            return Ok((0, Vec::new()));
+        }
+        let n = count.min(capacity) as usize;
+        let mut raw = vec![0u8; n * fault::RECORD_BYTES as usize];
+        log.read(fault::RECORDS, &mut raw)?;
+        log.write(fault::COUNT, &0u32.to_le_bytes())?;
+        let u32_at = |r: &[u8], o: u64| u32::from_le_bytes(r[o as usize..o as usize + 4].try_into().unwrap_or([0; 4]));
+        let u64_at = |r: &[u8], o: u64| u64::from_le_bytes(r[o as usize..o as usize + 8].try_into().unwrap_or([0; 8]));
+        let records = raw
+            .chunks_exact(fault::RECORD_BYTES as usize)
+            .map(|r| Record {
+                address: u64_at(r, fault::R_ADDRESS),
+                module: u64_at(r, fault::R_MODULE),
+                site: u32_at(r, fault::R_SITE),
+                kind: u32_at(r, fault::R_KIND),
+                ctaid: [0, 1, 2].map(|i| u32_at(r, fault::R_CTAID + 4 * i)),
+                tid: [0, 1, 2].map(|i| u32_at(r, fault::R_TID + 4 * i)),
+            })
+            .collect();
+        Ok((count, records))
+    }
+
+    /// One report of `r` (compute-sanitizer's layout); `nearest` is the
+    /// allocation closest to a global address, `(base, size)`.
+    pub(crate) fn describe(&self, r: &Record, kernel: &str, nearest: Option<(u64, u64)>) -> String {
+        let site = self.sites.get(&r.module).and_then(|(s, f)| s.get(r.site as usize).map(|s| (s, f)));
+        let mut out = String::new();
+        let (what, space) = match site {
+            Some((s, _)) => (
+                format!("{} of size {} bytes", s.access.name(), s.bytes),
+                match s.space {
+                    fault::SPACE_SHARED => "__shared__",
+                    fault::SPACE_LOCAL => "__local__",
+                    _ => "__global__",
+                },
+            ),
+            None => ("access".to_string(), "__global__"),
+        };
+        let kind = if r.kind == fault::KIND_MISALIGNED { "Misaligned" } else { "Invalid" };
+        let _ = writeln!(out, "========= {kind} {space} {what}");
+        let function = site.map_or(kernel, |(s, _)| s.function.as_str());
+        match site {
+            Some((s, file)) => {
+                let _ = write!(out, "=========     at {function} ({file}:{}:{})", s.line, s.column);
+                if let Some(src) = &s.source {
+                    let _ = write!(out, " [{src}]");
+                }
+                let _ = writeln!(out);
+            }
+            None => {
+                let _ = writeln!(out, "=========     at {function}");
+            }
+        }
+        let [tx, ty, tz] = r.tid;
+        let [bx, by, bz] = r.ctaid;
+        let _ = writeln!(out, "=========     by thread ({tx},{ty},{tz}) in block ({bx},{by},{bz}) of kernel {kernel}");
+        let global = site.is_none_or(|(s, _)| s.space == fault::SPACE_GLOBAL);
+        if r.kind == fault::KIND_MISALIGNED {
+            let _ = writeln!(out, "=========     Address {:#x} is misaligned", r.address);
+        } else if !global {
+            let _ = writeln!(out, "=========     Address {:#x} is out of bounds", r.address);
+        } else {
+            let _ = writeln!(out, "=========     Address {:#x} is out of bounds", r.address);
+            if let Some((base, size)) = nearest {
+                let rel = if r.address < base {
+                    format!("{} bytes before", base - r.address)
+                } else {
+                    format!("{} bytes after", r.address - (base + size))
+                };
+                let _ = writeln!(out, "=========     and is {rel} the nearest allocation at {base:#x} of size {size} bytes");
+            }
+        }
+        out
+    }
+}
+
+/// Sorted, disjoint `[base, end)` ranges; with `by_block`, ranges of the
+/// same memory block merge with everything between them.
+fn merge(mut live: Vec<Range>, by_block: bool) -> Vec<(u64, u64)> {
+    if by_block {
+        let mut blocks: HashMap<(vk::DeviceMemory, u64), (u64, u64)> = HashMap::new();
+        let mut rest = Vec::new();
+        for r in live {
+            match r.block {
+                Some(b) => {
+                    let e = blocks.entry(b).or_insert((r.base, r.end));
+                    e.0 = e.0.min(r.base);
+                    e.1 = e.1.max(r.end);
+                }
+                None => rest.push(r),
+            }
+        }
+        live = rest;
+        live.extend(blocks.into_values().map(|(base, end)| Range { base, end, block: None }));
+    }
+    live.retain(|r| r.end > r.base);
+    live.sort_by_key(|r| r.base);
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(live.len());
+    for r in live {
+        match out.last_mut() {
+            Some(last) if r.base <= last.1 => last.1 = last.1.max(r.end),
+            _ => out.push((r.base, r.end)),
+        }
+    }
+    out
+}
+
+/// A host-visible buffer kernels read and write through its address.
+fn host_buffer(device: &Arc<Device>, size: u64, name: &str) -> Result<Buffer> {
+    Buffer::new(
+        device,
+        size,
+        vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+        MemoryLocation::GpuToCpu,
+        16,
+        name,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(base: u64, end: u64, block: Option<u64>) -> Range {
+        Range { base, end, block: block.map(|b| (vk::DeviceMemory::from_raw(b), 0)) }
+    }
+
+    #[test]
+    fn ranges_of_one_block_merge_only_by_block() {
+        let live = vec![r(0x1000, 0x1100, Some(1)), r(0x3000, 0x3100, Some(1)), r(0x2000, 0x2010, None)];
+        assert_eq!(merge(live.clone(), false), vec![(0x1000, 0x1100), (0x2000, 0x2010), (0x3000, 0x3100)]);
+        assert_eq!(merge(live, true), vec![(0x1000, 0x3100)]);
+    }
+
+    #[test]
+    fn touching_and_empty_ranges() {
+        let live = vec![r(0x100, 0x200, None), r(0x200, 0x300, None), r(0x400, 0x400, None)];
+        assert_eq!(merge(live, false), vec![(0x100, 0x300)]);
+    }
+}

@@ -1,0 +1,456 @@
+//! Fault checks: every user memory access tested before it happens
+//! ([`crate::Options::fault_checks`], see [`crate::abi::fault`]).
+//!
+//! `ld`, `st`, `atom`, `red`, `cp.async`, `ldmatrix`/`stmatrix` and the
+//! `wmma`/`mma` loads and stores go through [`guard`]: a `.global` (or
+//! generic global) address must lie with all its bytes inside one range of
+//! the context's range table, a `.shared` offset inside the block's shared
+//! memory, a `.local` offset inside the thread's local words, and every
+//! address must be aligned to the access size. An access that fails does
+//! not happen (a load yields 0): the thread sets the module's trap word
+//! ([`crate::abi::printf::TRAP_ILLEGAL_ADDRESS`] or
+//! [`crate::abi::printf::TRAP_MISALIGNED`]) and appends a record to the
+//! fault log, and the runtime fails the launch as CUDA does.
+//!
+//! The range table is searched without a loop (llvmpipe counts every loop
+//! iteration of an invocation against one limit): [`crate::abi::fault`]'s
+//! depth is a specialization constant, so each step of the binary search
+//! beyond it folds away when the pipeline is made.
+//!
+//! The translator's own accesses (the printf FIFO, the heap's headers,
+//! spilled shared memory, scratch) are not checked: they are correct by
+//! construction and their buffers are not in the table.
+
+use super::func::{internal1, Fx};
+use super::mem::{dispatch, AccessFn, Addr};
+use super::values::K;
+use super::Emitter;
+use crate::abi::{self, fault};
+use crate::diag::{Diagnostic, Span};
+use rspirv::dr::Operand as SOp;
+use rspirv::spirv::{self, MemoryAccess, StorageClass, Word};
+
+pub(crate) use crate::abi::fault::Access;
+
+/// What one checked access is, for its fault record.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Site {
+    /// Where in the PTX.
+    pub span: Span,
+    /// Read, write or atomic.
+    pub access: Access,
+    /// Bytes of the access (of each element of a vector).
+    pub bytes: u32,
+    /// Alignment the address must have (a vector's whole size for its
+    /// first element).
+    pub align: u32,
+}
+
+/// Run `body` at `a` when the access passes the checks; otherwise record the
+/// fault and yield zero of kind `result`. Without
+/// [`crate::Options::fault_checks`], `body` alone.
+pub(crate) fn guard(
+    e: &mut Emitter,
+    fx: &Fx,
+    a: Addr,
+    site: Site,
+    result: Option<K>,
+    body: &mut AccessFn,
+) -> Result<Option<Word>, Diagnostic> {
+    if !e.opts.fault_checks || e.fault_offset.is_none() {
+        return body(e, fx, a);
+    }
+    match a {
+        Addr::Param(_) => body(e, fx, a),
+        Addr::Generic(g) => {
+            let with_local = site.access != Access::Atomic;
+            dispatch(e, fx, g, result, with_local, &mut |e, fx, a| guard(e, fx, a, site, result, body))
+        }
+        Addr::Global(addr) => {
+            let id = site_id(e, fx, site, fault::SPACE_GLOBAL);
+            let (ok, kind) = check_global(e, addr, site)?;
+            guarded(e, fx, ok, kind, addr, id, result, &mut |e, fx| body(e, fx, a))
+        }
+        Addr::Shared(off) => {
+            let limit = shared_limit(e, fx)?;
+            let id = site_id(e, fx, site, fault::SPACE_SHARED);
+            let (ok, kind) = check_offset(e, off, limit, site)?;
+            let u64t = e.t_int(64);
+            let at = e.b.u_convert(u64t, None, off).map_err(internal1)?;
+            guarded(e, fx, ok, kind, at, id, result, &mut |e, fx| body(e, fx, a))
+        }
+        Addr::Local(off) => {
+            let limit = e.c_u32(fx.local_total);
+            let id = site_id(e, fx, site, fault::SPACE_LOCAL);
+            let (ok, kind) = check_offset(e, off, limit, site)?;
+            let u64t = e.t_int(64);
+            let at = e.b.u_convert(u64t, None, off).map_err(internal1)?;
+            guarded(e, fx, ok, kind, at, id, result, &mut |e, fx| body(e, fx, a))
+        }
+    }
+}
+
+/// The record of a site, registered once per (span, space) and function.
+fn site_id(e: &mut Emitter, fx: &Fx, site: Site, space: u32) -> u32 {
+    let function = fx.name.to_string();
+    let s = abi::fault::FaultSite {
+        start: site.span.start,
+        end: site.span.end,
+        access: site.access,
+        bytes: site.bytes,
+        space,
+        function,
+        line: 0,
+        column: 0,
+        source: None,
+    };
+    if let Some(i) = e.fault_sites.iter().position(|x| *x == s) {
+        return i as u32;
+    }
+    e.fault_sites.push(s);
+    (e.fault_sites.len() - 1) as u32
+}
+
+/// `(ok, kind)`: whether `addr` passes, and the fault kind when it does not
+/// ([`fault::KIND_MISALIGNED`] or [`fault::KIND_RANGE`]).
+fn check_global(e: &mut Emitter, addr: Word, site: Site) -> Result<(Word, Word), Diagnostic> {
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let search = match e.fault_search {
+        Some(f) => f,
+        None => {
+            let f = e.b.id();
+            e.fault_search = Some(f);
+            f
+        }
+    };
+    let size = e.c_int(64, site.bytes as u64);
+    let inside = e.b.function_call(bt, None, search, [addr, size]).map_err(internal1)?;
+    let mask = e.c_int(64, site.align.max(1) as u64 - 1);
+    let low = e.b.bitwise_and(u64t, None, addr, mask).map_err(internal1)?;
+    let zero = e.c_int(64, 0);
+    finish(e, inside, low, zero)
+}
+
+/// Emit the function the checked global accesses call (when one did):
+/// `bool in_ranges(u64 addr, u64 size)`, whether `size` bytes at `addr` lie
+/// inside one range of the table.
+pub(crate) fn emit_search(e: &mut Emitter) -> Result<(), Diagnostic> {
+    let Some(id) = e.fault_search else { return Ok(()) };
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let fnty = e.ty(super::TyKey::Func(bt, vec![u64t, u64t]));
+    e.b.begin_function(bt, Some(id), spirv::FunctionControl::NONE, fnty).map_err(internal1)?;
+    let addr = e.b.function_parameter(u64t).map_err(internal1)?;
+    let size = e.b.function_parameter(u64t).map_err(internal1)?;
+    e.b.begin_block(None).map_err(internal1)?;
+    let log = fault_log(e)?;
+    let table = load_u64(e, log, fault::RANGES)?;
+    let depth = spec_depth(e);
+    // Binary search for the last range whose base is at or below `addr`:
+    // step k (half = 2^k) runs only when k < depth.
+    let mut i = e.c_int(64, 0);
+    for k in (0..fault::MAX_DEPTH).rev() {
+        let on = step_on(e, k, depth);
+        let before = i;
+        i = either_value(e, on, K::Int(64), &mut |e, taken| {
+            if !taken {
+                return Ok(before);
+            }
+            let half = e.c_int(64, 1 << k);
+            let j = e.b.i_add(u64t, None, before, half).map_err(internal1)?;
+            let base = entry(e, table, j, 0)?;
+            let le = e.b.u_less_than_equal(bt, None, base, addr).map_err(internal1)?;
+            e.b.select(u64t, None, le, j, before).map_err(internal1)
+        })?;
+    }
+    let base = entry(e, table, i, 0)?;
+    let end = entry(e, table, i, 8)?;
+    let above = e.b.u_less_than_equal(bt, None, base, addr).map_err(internal1)?;
+    let below = e.b.u_less_than(bt, None, addr, end).map_err(internal1)?;
+    let room = e.b.i_sub(u64t, None, end, addr).map_err(internal1)?;
+    let fits = e.b.u_less_than_equal(bt, None, size, room).map_err(internal1)?;
+    let inside = e.b.logical_and(bt, None, above, below).map_err(internal1)?;
+    let inside = e.b.logical_and(bt, None, inside, fits).map_err(internal1)?;
+    e.b.ret_value(inside).map_err(internal1)?;
+    e.b.end_function().map_err(internal1)
+}
+
+/// `(ok, kind)` for a byte offset in a space of `limit` bytes.
+fn check_offset(e: &mut Emitter, off: Word, limit: Word, site: Site) -> Result<(Word, Word), Diagnostic> {
+    let u32t = e.t_int(32);
+    let bt = e.t_bool();
+    let size = e.c_u32(site.bytes);
+    let below = e.b.u_less_than(bt, None, off, limit).map_err(internal1)?;
+    let room = e.b.i_sub(u32t, None, limit, off).map_err(internal1)?;
+    let fits = e.b.u_less_than_equal(bt, None, size, room).map_err(internal1)?;
+    let inside = e.b.logical_and(bt, None, below, fits).map_err(internal1)?;
+    let mask = e.c_u32(site.align.max(1) - 1);
+    let low = e.b.bitwise_and(u32t, None, off, mask).map_err(internal1)?;
+    let zero = e.c_u32(0);
+    finish(e, inside, low, zero)
+}
+
+/// Combine the range test and the alignment bits (`low`, 0 when aligned).
+fn finish(e: &mut Emitter, inside: Word, low: Word, zero: Word) -> Result<(Word, Word), Diagnostic> {
+    let bt = e.t_bool();
+    let u32t = e.t_int(32);
+    let aligned = e.b.i_equal(bt, None, low, zero).map_err(internal1)?;
+    let ok = e.b.logical_and(bt, None, inside, aligned).map_err(internal1)?;
+    let mis = e.c_u32(fault::KIND_MISALIGNED);
+    let range = e.c_u32(fault::KIND_RANGE);
+    // A misaligned address is reported as such (NVIDIA's order).
+    let kind = e.b.select(u32t, None, aligned, range, mis).map_err(internal1)?;
+    Ok((ok, kind))
+}
+
+/// Bytes of the block's shared memory: the Workgroup array, or with a
+/// spill area its hot part and the workgroup's slot.
+fn shared_limit(e: &mut Emitter, fx: &Fx) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    let words = if fx.shared_wide { e.spec_shared_wide_words } else { e.spec_shared_words };
+    let per = e.c_u32(if fx.shared_wide { 8 } else { 4 });
+    let array = e.b.i_mul(u32t, None, words, per).map_err(internal1)?;
+    let Some(s) = e.spill.filter(|_| fx.shared_var.is_some()) else {
+        return Ok(array);
+    };
+    let spilled = e.b.i_add(u32t, None, s.hot_bytes, s.stride).map_err(internal1)?;
+    e.b.select(u32t, None, s.on, spilled, array).map_err(internal1)
+}
+
+/// `if (ok) body() else record()`, the result of `body` or zero.
+#[allow(clippy::too_many_arguments)]
+fn guarded(
+    e: &mut Emitter,
+    fx: &Fx,
+    ok: Word,
+    kind: Word,
+    at: Word,
+    site: u32,
+    result: Option<K>,
+    body: &mut dyn FnMut(&mut Emitter, &Fx) -> Result<Option<Word>, Diagnostic>,
+) -> Result<Option<Word>, Diagnostic> {
+    let yes = e.b.id();
+    let no = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(ok, yes, no, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    let v = body(e, fx)?;
+    let end1 = e.current_label()?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(no)).map_err(internal1)?;
+    record(e, fx, kind, at, site)?;
+    let end2 = e.current_label()?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    match (result, v) {
+        (Some(k), Some(v)) => {
+            let t = e.kty(k);
+            let z = e.zero(k);
+            Ok(Some(e.b.phi(t, None, [(v, end1), (z, end2)]).map_err(internal1)?))
+        }
+        (None, _) => Ok(None),
+        _ => Err(Diagnostic::error(Span::default(), "internal error: checked access without a value")),
+    }
+}
+
+/// The fault path: a call of the record function (see [`emit_record`])
+/// with what only the caller knows.
+fn record(e: &mut Emitter, fx: &Fx, kind: Word, at: Word, site: u32) -> Result<(), Diagnostic> {
+    let f = match e.fault_record {
+        Some(f) => f,
+        None => {
+            let f = e.b.id();
+            e.fault_record = Some(f);
+            f
+        }
+    };
+    let void = e.ty(super::TyKey::Void);
+    let s = e.c_u32(site);
+    let bx = e.push_word(fx, 0)?;
+    let by = e.push_word(fx, 1)?;
+    let bz = e.push_word(fx, 2)?;
+    e.b.function_call(void, None, f, [kind, at, s, fx.linear, bx, by, bz]).map_err(internal1)?;
+    Ok(())
+}
+
+/// Emit the record function the fault paths call (when one did):
+/// `void record(u32 kind, u64 at, u32 site, u32 linear, u32 ctaid_base.x,
+/// .y, .z)`: sets the trap word and appends a record when it fits.
+pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
+    let Some(id) = e.fault_record else { return Ok(()) };
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let void = e.ty(super::TyKey::Void);
+    let fnty = e.ty(super::TyKey::Func(void, vec![u32t, u64t, u32t, u32t, u32t, u32t, u32t]));
+    e.b.begin_function(void, Some(id), spirv::FunctionControl::NONE, fnty).map_err(internal1)?;
+    let kind = e.b.function_parameter(u32t).map_err(internal1)?;
+    let at = e.b.function_parameter(u64t).map_err(internal1)?;
+    let site = e.b.function_parameter(u32t).map_err(internal1)?;
+    let linear = e.b.function_parameter(u32t).map_err(internal1)?;
+    let mut base = [0; 3];
+    for b in &mut base {
+        *b = e.b.function_parameter(u32t).map_err(internal1)?;
+    }
+    e.b.begin_block(None).map_err(internal1)?;
+    let trap_bits = e.c_u32(abi::printf::TRAP_ILLEGAL_ADDRESS);
+    let mis_bits = e.c_u32(abi::printf::TRAP_MISALIGNED);
+    let mis = e.c_u32(fault::KIND_MISALIGNED);
+    let is_mis = e.b.i_equal(bt, None, kind, mis).map_err(internal1)?;
+    let bits = e.b.select(u32t, None, is_mis, mis_bits, trap_bits).map_err(internal1)?;
+    trap_or(e, bits)?;
+    let log = fault_log(e)?;
+    let count_at = offset(e, log, fault::COUNT)?;
+    let p = ptr(e, K::Int(32), count_at)?;
+    let scope = e.c_u32(spirv::Scope::Device as u32);
+    let sem = e.c_u32(0);
+    let one = e.c_u32(1);
+    let n = e.b.atomic_i_add(u32t, None, p, scope, sem, one).map_err(internal1)?;
+    let cap_at = offset(e, log, fault::CAPACITY)?;
+    let cp = ptr(e, K::Int(32), cap_at)?;
+    let cap = e.b.load(u32t, None, cp, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(4)]).map_err(internal1)?;
+    let fits = e.b.u_less_than(bt, None, n, cap).map_err(internal1)?;
+    let yes = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(fits, yes, merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    let n64 = e.b.u_convert(u64t, None, n).map_err(internal1)?;
+    let rb = e.c_int(64, fault::RECORD_BYTES);
+    let rel = e.b.i_mul(u64t, None, n64, rb).map_err(internal1)?;
+    let first = offset(e, log, fault::RECORDS)?;
+    let rec = e.b.i_add(u64t, None, first, rel).map_err(internal1)?;
+    let module =
+        e.spec_global_address.ok_or_else(|| Diagnostic::error(Span::default(), "internal error: no module data"))?;
+    store_at(e, rec, fault::R_ADDRESS, at, K::Int(64))?;
+    store_at(e, rec, fault::R_MODULE, module, K::Int(64))?;
+    store_at(e, rec, fault::R_SITE, site, K::Int(32))?;
+    store_at(e, rec, fault::R_KIND, kind, K::Int(32))?;
+    let v3 = e.ty(super::TyKey::Vec(u32t, 3));
+    let wg = e.b.load(v3, None, e.workgroup_id, None, []).map_err(internal1)?;
+    let [nx, ny, _] = e.spec_ntid;
+    let tx = e.b.u_mod(u32t, None, linear, nx).map_err(internal1)?;
+    let q = e.b.u_div(u32t, None, linear, nx).map_err(internal1)?;
+    let ty = e.b.u_mod(u32t, None, q, ny).map_err(internal1)?;
+    let tz = e.b.u_div(u32t, None, q, ny).map_err(internal1)?;
+    for (i, t) in [tx, ty, tz].into_iter().enumerate() {
+        let w = e.b.composite_extract(u32t, None, wg, [i as u32]).map_err(internal1)?;
+        let c = e.b.i_add(u32t, None, w, base[i]).map_err(internal1)?;
+        store_at(e, rec, fault::R_CTAID + 4 * i as u64, c, K::Int(32))?;
+        store_at(e, rec, fault::R_TID + 4 * i as u64, t, K::Int(32))?;
+    }
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    e.b.ret().map_err(internal1)?;
+    e.b.end_function().map_err(internal1)
+}
+
+/// `atomicOr` of `bits` into the module's trap word.
+fn trap_or(e: &mut Emitter, bits: Word) -> Result<(), Diagnostic> {
+    let (Some(base), Some(off)) = (e.spec_global_address, e.trap_offset) else {
+        return Err(Diagnostic::error(Span::default(), "internal error: trap word missing"));
+    };
+    let at = offset(e, base, off)?;
+    let p = ptr(e, K::Int(32), at)?;
+    let u32t = e.t_int(32);
+    let scope = e.c_u32(spirv::Scope::Device as u32);
+    let sem = e.c_u32(0);
+    e.b.atomic_or(u32t, None, p, scope, sem, bits).map_err(internal1)?;
+    Ok(())
+}
+
+/// The fault log's device address, from its module data word.
+fn fault_log(e: &mut Emitter) -> Result<Word, Diagnostic> {
+    let (Some(base), Some(off)) = (e.spec_global_address, e.fault_offset) else {
+        return Err(Diagnostic::error(Span::default(), "internal error: fault log slot missing"));
+    };
+    load_u64(e, base, off)
+}
+
+fn spec_depth(e: &mut Emitter) -> Word {
+    if let Some(d) = e.spec_fault_depth {
+        return d;
+    }
+    let u32t = e.t_int(32);
+    let d = e.b.spec_constant_bit32(u32t, 0);
+    e.b.decorate(d, spirv::Decoration::SpecId, [SOp::LiteralBit32(abi::SPEC_FAULT_DEPTH)]);
+    e.spec_fault_depth = Some(d);
+    d
+}
+
+/// Spec constant op `k < depth`: whether step `k` of the search runs.
+fn step_on(e: &mut Emitter, k: u32, depth: Word) -> Word {
+    if let Some(&w) = e.fault_steps.get(k as usize) {
+        return w;
+    }
+    let bt = e.t_bool();
+    while e.fault_steps.len() <= k as usize {
+        let kc = e.c_u32(e.fault_steps.len() as u32);
+        let w = e.b.spec_constant_op(bt, spirv::Op::ULessThan, &[kc, depth]);
+        e.fault_steps.push(w);
+    }
+    e.fault_steps[k as usize]
+}
+
+/// `base + off`.
+fn offset(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let c = e.c_int(64, off);
+    e.b.i_add(u64t, None, base, c).map_err(internal1)
+}
+
+fn ptr(e: &mut Emitter, k: K, addr: Word) -> Result<Word, Diagnostic> {
+    let t = e.kty(k);
+    let pt = e.t_ptr(StorageClass::PhysicalStorageBuffer, t);
+    e.b.convert_u_to_ptr(pt, None, addr).map_err(internal1)
+}
+
+fn load_u64(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Diagnostic> {
+    let a = offset(e, base, off)?;
+    let p = ptr(e, K::Int(64), a)?;
+    let u64t = e.t_int(64);
+    e.b.load(u64t, None, p, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(8)]).map_err(internal1)
+}
+
+fn store_at(e: &mut Emitter, base: Word, off: u64, v: Word, k: K) -> Result<(), Diagnostic> {
+    let a = offset(e, base, off)?;
+    let p = ptr(e, k, a)?;
+    e.b.store(p, v, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(k.bits() / 8)]).map_err(internal1)
+}
+
+/// Field at byte `field` of range `i` of the table at `table`.
+fn entry(e: &mut Emitter, table: Word, i: Word, field: u64) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let sixteen = e.c_int(64, fault::RANGE_BYTES);
+    let rel = e.b.i_mul(u64t, None, i, sixteen).map_err(internal1)?;
+    let a = e.b.i_add(u64t, None, table, rel).map_err(internal1)?;
+    load_u64(e, a, field)
+}
+
+/// `cond ? arm(true) : arm(false)` as a selection whose arms compute a
+/// value of kind `k` (merged with `OpPhi`).
+fn either_value(
+    e: &mut Emitter,
+    cond: Word,
+    k: K,
+    arm: &mut dyn FnMut(&mut Emitter, bool) -> Result<Word, Diagnostic>,
+) -> Result<Word, Diagnostic> {
+    let yes = e.b.id();
+    let no = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(cond, yes, no, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    let v1 = arm(e, true)?;
+    let end1 = e.current_label()?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(no)).map_err(internal1)?;
+    let v2 = arm(e, false)?;
+    let end2 = e.current_label()?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    let t = e.kty(k);
+    e.b.phi(t, None, [(v1, end1), (v2, end2)]).map_err(internal1)
+}
