@@ -14,6 +14,7 @@
 //! 5. GEMM through tensor-core `mma.sync` (f16) against f32 FMA ([`gemm`]).
 //! 6. Shared memory in Workgroup memory against spilled to device memory,
 //!    and the spill code's cost where nothing spills ([`shared`]).
+//! 7. The cost of the fault checks and of the memcheck ([`faults`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -21,7 +22,8 @@
 //!
 //! (`ptxvk-bench tma` runs only the TMA copy benchmark, `ptxvk-bench
 //! recursion` only the recursion one, `ptxvk-bench gemm` only the GEMMs,
-//! `ptxvk-bench shared` only the shared-memory one;
+//! `ptxvk-bench shared` only the shared-memory one, `ptxvk-bench faults` only
+//! the fault checks' cost;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -31,6 +33,7 @@
 //! from the same inputs, are checked against each other and against the CPU.
 
 mod baseline;
+mod faults;
 mod frontend;
 mod gemm;
 mod recursion;
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         [_, a] if a == "recursion" => on_device(recursion::run),
         [_, a] if a == "gemm" => on_device(gemm::run),
         [_, a] if a == "shared" => on_device(shared::run),
+        [_, a] if a == "faults" => faults::run(),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),
@@ -124,7 +128,9 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     let gemm_ok = gemm::run(&ctx)?;
     println!();
     let shared_ok = shared::run(&ctx)?;
-    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok)
+    println!();
+    let faults_ok = faults::run()?;
+    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && faults_ok)
 }
 
 /// Elements in the float-cost kernels.

@@ -652,6 +652,13 @@ impl ContextInner {
     /// the context for good, as a trap or a failed assert does in CUDA.
     fn check_traps(&self) -> Result<()> {
         self.drain_printf();
+        {
+            let mut st = self.lock();
+            // Another thread may have queued work since this one synchronised.
+            if st.stream.is_idle() {
+                st.fault.work_done();
+            }
+        }
         let words = std::mem::take(&mut self.lock().trap_words);
         for (addr, kernel, _data) in words {
             let mut w = [0u8; 4];
@@ -774,11 +781,10 @@ impl ContextInner {
         }
     }
 
-    /// The fault log's address and the range table's depth for a launch
-    /// now (see [`crate::fault`]): the table lists every range a kernel may
-    /// reach (allocations, module data, the heap, the grid workspace and
-    /// the parameter buffers).
-    fn fault_log(&self, st: &mut State) -> Result<(u64, u32)> {
+    /// The range table's depth for a launch now (see [`crate::fault`]):
+    /// the table lists every range a kernel may reach (allocations, module
+    /// data, the heap, the grid workspace and the parameter buffers).
+    fn fault_ranges(&self, st: &mut State) -> Result<u32> {
         let exact = st.fault.mode == FaultMode::Memcheck;
         let mut live = Vec::new();
         st.table.live_ranges(exact, &mut live);
@@ -786,7 +792,19 @@ impl ContextInner {
         for b in [&st.heap.buffer, &st.grid].into_iter().flatten() {
             live.push(crate::fault::Range { base: b.address, end: b.address + b.size, block: b.block() });
         }
-        st.fault.prepare(&self.device, live)
+        let (depth, table) = st.fault.prepare(&self.device, live)?;
+        if let (Some(table), Some(log)) = (table, st.fault.log()) {
+            // Ordered against all work: kernels read the table of their launch.
+            st.stream.maybe_flush()?;
+            let cmd = with_stream_tag(None, || st.stream.begin_command())?;
+            // SAFETY: `cmd` is recording; the 8 bytes lie inside the log,
+            // which the stream keeps alive until the batch completes.
+            unsafe {
+                self.device.raw.cmd_update_buffer(cmd, log.raw, ptxvk_translator::abi::fault::RANGES, &table.to_le_bytes())
+            };
+            st.stream.keep(log);
+        }
+        Ok(depth)
     }
 
     /// The error of a launch whose kernel faulted (its trap word has
@@ -1264,8 +1282,15 @@ impl ContextInner {
         let data = if info.global_data_bytes > 0 {
             let size = align_up(info.global_data_bytes, ALLOC_ALIGN).ok_or(Error::OutOfMemory)?;
             let buffer = Arc::new(new_device_buffer(&self.device, size, "ptxvk module data")?);
-            let image = module_data_image(&info, buffer.address)?;
+            let mut image = module_data_image(&info, buffer.address)?;
             let mut st = self.lock();
+            if let Some(off) = info.fault_offset {
+                // The module's word holding the context's fault log.
+                let log = st.fault.log_address(&self.device)?;
+                let bad = || Error::InvalidValue("the fault log word lies outside the module data".into());
+                let at = usize::try_from(off).map_err(|_| bad())?;
+                image.get_mut(at..at + 8).ok_or_else(bad)?.copy_from_slice(&log.to_le_bytes());
+            }
             st.table.insert_module(&buffer, info.global_data_bytes);
             drop(st);
             self.copy_htod(buffer.address, &image)?;
@@ -1406,17 +1431,7 @@ impl ContextInner {
         } else {
             0
         };
-        let mut fault_depth = 0;
-        if let (Some(off), Some(data)) = (f.module.info.fault_offset, &f.module.data) {
-            let log = self.fault_log(&mut st)?;
-            fault_depth = log.1;
-            if f.module.fault_slot.swap(log.0, Ordering::Relaxed) != log.0 {
-                with_stream_tag(None, || self.copy_htod_locked(&mut st, data.address + off, &log.0.to_le_bytes()))?;
-            }
-            let (sites, file) = &f.module.fault_sites;
-            st.fault.sites.insert(data.address, (sites.clone(), file.clone()));
-        }
-        let key = PipelineKey {
+        let mut key = PipelineKey {
             entry: f.index,
             workgroup_size: workgroup_size as u32,
             ntid: block,
@@ -1426,7 +1441,7 @@ impl ContextInner {
             dynamic_shared_bytes,
             spill_address,
             spill_stride: plan.stride,
-            fault_depth,
+            fault_depth: 0,
         };
         if let (Some(off), Some(data)) = (f.module.info.trap_offset, &f.module.data) {
             let word = data.address + off;
@@ -1453,7 +1468,6 @@ impl ContextInner {
                 with_stream_tag(None, || self.copy_htod_locked(&mut st, data.address + off, &ws.to_le_bytes()))?;
             }
         }
-        let (pipeline, layout) = f.module.pipeline(&key)?;
         let param_address = match entry.param_passing {
             ParamPassing::Buffer => {
                 let staged = st.stream.arena.alloc(&self.device, (param_bytes as u64).max(4))?;
@@ -1462,6 +1476,14 @@ impl ContextInner {
             }
             ParamPassing::PushConstants => 0,
         };
+        // After the heap, the grid workspace and the parameter buffer exist:
+        // the table lists them.
+        if let (Some(_), Some(data)) = (f.module.info.fault_offset, &f.module.data) {
+            key.fault_depth = self.fault_ranges(&mut st)?;
+            let (sites, file) = &f.module.fault_sites;
+            st.fault.sites.insert(data.address, (sites.clone(), file.clone()));
+        }
+        let (pipeline, layout) = f.module.pipeline(&key)?;
         let mut push = vec![0u8; entry.push_constant_bytes as usize];
         let header_len = (abi::PUSH_HEADER_BYTES as usize).min(push.len());
         if entry.param_passing == ParamPassing::PushConstants && push.len() > header_len {

@@ -86,6 +86,10 @@ pub(crate) struct FaultState {
     /// Tables replaced since the last synchronisation (a kernel still
     /// running may have read their address).
     retired: Vec<Arc<Buffer>>,
+    /// Whether a kernel that reads the table has been queued since all
+    /// work last completed (then a new table's address is stored in stream
+    /// order; otherwise straight through the mapping).
+    queued: bool,
     /// Fault sites and PTX file of each module launched, by module data address.
     pub(crate) sites: HashMap<u64, (Arc<[FaultSite]>, Arc<str>)>,
 }
@@ -110,61 +114,88 @@ impl FaultState {
             uploaded: Vec::new(),
             depth: 0,
             retired: Vec::new(),
+            queued: false,
             sites: HashMap::new(),
         }
     }
 
-    /// Makes the log and the table current for a launch: returns the log's
-    /// address and the table's search depth.
-    pub(crate) fn prepare(&mut self, device: &Arc<Device>, live: Vec<Range>) -> Result<(u64, u32)> {
-        let log = match &self.log {
-            Some(l) => l.clone(),
-            None => {
-                let capacity = if self.mode == FaultMode::Memcheck { MEMCHECK_RECORDS } else { CHECK_RECORDS };
-                let size = fault::RECORDS + fault::RECORD_BYTES * capacity as u64;
-                let l = Arc::new(host_buffer(device, size, "ptxvk fault log")?);
-                let mut header = [0u8; fault::RECORDS as usize];
-                header[fault::CAPACITY as usize..fault::CAPACITY as usize + 4]
-                    .copy_from_slice(&capacity.to_le_bytes());
-                l.write(0, &header)?;
-                self.log = Some(l.clone());
-                l
-            }
-        };
-        let ranges = merge(live, self.mode == FaultMode::Checks);
-        if self.table.is_none() || ranges != self.uploaded {
-            let depth = ranges.len().max(1).next_power_of_two().trailing_zeros();
-            if depth > fault::MAX_DEPTH {
-                return Err(Error::Unsupported(format!(
-                    "{} live allocations are more than the fault checks' table holds",
-                    ranges.len()
-                )));
-            }
-            let slots = 1usize << depth;
-            let mut bytes = Vec::with_capacity(slots * fault::RANGE_BYTES as usize);
-            for i in 0..slots {
-                let (b, e) = ranges.get(i).copied().unwrap_or((u64::MAX, 0));
-                bytes.extend_from_slice(&b.to_le_bytes());
-                bytes.extend_from_slice(&e.to_le_bytes());
-            }
-            let t = Arc::new(host_buffer(device, bytes.len() as u64, "ptxvk fault ranges")?);
-            t.write(0, &bytes)?;
-            log.write(fault::RANGES, &t.address.to_le_bytes())?;
-            if let Some(old) = self.table.replace(t) {
-                self.retired.push(old);
-            }
-            self.uploaded = ranges;
-            // The depth only grows: each change of it builds new pipelines.
-            self.depth = self.depth.max(depth);
+    /// The fault log's device address, creating the log on first use
+    /// (modules with checks get it in their module data at load).
+    pub(crate) fn log_address(&mut self, device: &Arc<Device>) -> Result<u64> {
+        if let Some(l) = &self.log {
+            return Ok(l.address);
         }
-        Ok((log.address, self.depth))
+        let capacity = if self.mode == FaultMode::Memcheck { MEMCHECK_RECORDS } else { CHECK_RECORDS };
+        let size = fault::RECORDS + fault::RECORD_BYTES * capacity as u64;
+        let l = Arc::new(host_buffer(device, size, "ptxvk fault log")?);
+        let mut header = [0u8; fault::RECORDS as usize];
+        header[fault::CAPACITY as usize..fault::CAPACITY as usize + 4].copy_from_slice(&capacity.to_le_bytes());
+        l.write(0, &header)?;
+        let address = l.address;
+        self.log = Some(l);
+        Ok(address)
+    }
+
+    /// Makes the range table current for a launch: returns its search
+    /// depth, and the address of a new table when the ranges changed, which
+    /// the caller stores in the log's [`fault::RANGES`] word in stream
+    /// order (work queued earlier keeps the table, and the depth, it was
+    /// launched with).
+    pub(crate) fn prepare(&mut self, device: &Arc<Device>, live: Vec<Range>) -> Result<(u32, Option<u64>)> {
+        self.log_address(device)?;
+        let ranges = merge(live, self.mode == FaultMode::Checks);
+        let queued = std::mem::replace(&mut self.queued, true);
+        if self.table.is_some() && ranges == self.uploaded {
+            return Ok((self.depth, None));
+        }
+        let depth = ranges.len().max(1).next_power_of_two().trailing_zeros();
+        if depth > fault::MAX_DEPTH {
+            return Err(Error::Unsupported(format!(
+                "{} live allocations are more than the fault checks' table holds",
+                ranges.len()
+            )));
+        }
+        // The depth only grows: each change of it builds new pipelines.
+        self.depth = self.depth.max(depth);
+        let slots = 1usize << self.depth;
+        let mut bytes = Vec::with_capacity(slots * fault::RANGE_BYTES as usize);
+        for i in 0..slots {
+            let (b, e) = ranges.get(i).copied().unwrap_or((u64::MAX, 0));
+            bytes.extend_from_slice(&b.to_le_bytes());
+            bytes.extend_from_slice(&e.to_le_bytes());
+        }
+        let t = Arc::new(host_buffer(device, bytes.len() as u64, "ptxvk fault ranges")?);
+        t.write(0, &bytes)?;
+        let address = t.address;
+        if let Some(old) = self.table.replace(t) {
+            self.retired.push(old);
+        }
+        self.uploaded = ranges;
+        if !queued {
+            // No queued kernel reads the log: store the address now.
+            if let Some(log) = &self.log {
+                log.write(fault::RANGES, &address.to_le_bytes())?;
+                return Ok((self.depth, None));
+            }
+        }
+        Ok((self.depth, Some(address)))
+    }
+
+    /// The fault log, once created.
+    pub(crate) fn log(&self) -> Option<Arc<Buffer>> {
+        self.log.clone()
+    }
+
+    /// Forgets the tables replaced before the work completed so far (all of it).
+    pub(crate) fn work_done(&mut self) {
+        self.retired.clear();
+        self.queued = false;
     }
 
     /// The records written since the last call, and how many faults there
     /// were in all (records past the capacity are only counted); resets
     /// the log. Called after all work has completed.
     pub(crate) fn take(&mut self) -> Result<(u32, Vec<Record>)> {
-        self.retired.clear();
         let Some(log) = &self.log else { return Ok((0, Vec::new())) };
         let mut head = [0u8; 8];
         log.read(fault::COUNT, &mut head)?;
@@ -237,8 +268,11 @@ impl FaultState {
             if let Some((base, size)) = nearest {
                 let rel = if r.address < base {
                     format!("{} bytes before", base - r.address)
-                } else {
+                } else if r.address >= base.saturating_add(size) {
                     format!("{} bytes after", r.address - (base + size))
+                } else {
+                    // The access starts inside and ends past the end.
+                    format!("{} bytes inside", r.address - base)
                 };
                 let _ = writeln!(out, "=========     and is {rel} the nearest allocation at {base:#x} of size {size} bytes");
             }
@@ -293,6 +327,7 @@ fn host_buffer(device: &Arc<Device>, size: u64, name: &str) -> Result<Buffer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ash::vk::Handle as _;
 
     fn r(base: u64, end: u64, block: Option<u64>) -> Range {
         Range { base, end, block: block.map(|b| (vk::DeviceMemory::from_raw(b), 0)) }

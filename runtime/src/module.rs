@@ -43,9 +43,6 @@ pub(crate) struct ModuleInner {
     /// [`ModuleInfo::grid_offset`]); 0 before the first launch and after a
     /// launch that is not cooperative.
     pub(crate) grid_slot: AtomicU64,
-    /// The fault log address last written to the module data (see
-    /// [`ModuleInfo::fault_offset`]); 0 before the first launch.
-    pub(crate) fault_slot: AtomicU64,
     /// [`ModuleInfo::fault_sites`] and [`ModuleInfo::source_name`], shared
     /// with the context's fault reports.
     pub(crate) fault_sites: (Arc<[ptxvk_translator::abi::fault::FaultSite]>, Arc<str>),
@@ -90,7 +87,6 @@ impl ModuleInner {
             printf_slot: AtomicU64::new(0),
             heap_slot: AtomicU64::new(0),
             grid_slot: AtomicU64::new(0),
-            fault_slot: AtomicU64::new(0),
             fault_sites,
         })
     }

@@ -253,6 +253,11 @@ impl Stream {
         Ok(self.cmd)
     }
 
+    /// Whether no work is recorded or in flight (all queued work has completed).
+    pub(crate) fn is_idle(&self) -> bool {
+        !self.recording && !self.in_flight
+    }
+
     /// Keeps `object` alive until the current batch completes.
     pub(crate) fn keep(&mut self, object: KeepAlive) {
         self.keep_alive.push(object);

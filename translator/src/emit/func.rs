@@ -588,6 +588,12 @@ pub(crate) fn storage_kind(t: ScalarType) -> K {
     super::values::kind_of(t)
 }
 
+/// Bytes a function's frame takes in the local words: its `.local` and
+/// `.param` bytes rounded up to 16, so that every frame starts 16-aligned.
+pub(crate) fn frame_bytes(local_bytes: u32) -> u32 {
+    local_bytes.div_ceil(16) * 16
+}
+
 /// Create the push-constant and shared-memory variables of an entry.
 pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> EntryVars {
     let u32t = e.t_int(32);
@@ -637,7 +643,7 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
     } else if shared_var.is_some() {
         e.shared_var_narrow = shared_var;
     }
-    let frames: u32 = plans.iter().map(|p| p.local_bytes.div_ceil(4) * 4).sum();
+    let frames: u32 = plans.iter().map(|p| frame_bytes(p.local_bytes)).sum();
     let uses_stack = plans.iter().any(|p| p.uses_stack);
     let local_total = if uses_stack { frames + super::stack::STACK_BYTES } else { frames };
     let stack = if uses_stack {

@@ -996,7 +996,7 @@ fn ldmatrix(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
             let four = e.c_u32(4);
             let off = o(e, Op::IMul, u32t, &[lc.t, four])?;
             let a = address_at(e, shared, &row, off)?;
-            load_if(e, fx, active, a, K::Int(32))?
+            load_if(e, fx, active, a, K::Int(32), inst.span)?
         } else {
             // Rows 2(l & 3) and +1 of matrix m, bytes 2(l >> 2)..+2.
             let mut halves = Vec::new();
@@ -1006,7 +1006,7 @@ fn ldmatrix(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
                 let two = e.c_u32(2);
                 let off = o(e, Op::IMul, u32t, &[lc.g, two])?;
                 let a = address_at(e, shared, &row, off)?;
-                let h = load_if(e, fx, active, a, K::Int(16))?;
+                let h = load_if(e, fx, active, a, K::Int(16), inst.span)?;
                 halves.push(o(e, Op::UConvert, u32t, &[h])?);
             }
             super::half::pack(e, &halves)?
@@ -1018,9 +1018,11 @@ fn ldmatrix(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
 
 /// Load from `a` where `active` holds (0 elsewhere: an inactive lane's
 /// address words may be anything).
-fn load_if(e: &mut Emitter, fx: &Fx, active: Word, a: super::mem::Addr, k: K) -> R {
+fn load_if(e: &mut Emitter, fx: &Fx, active: Word, a: super::mem::Addr, k: K, span: crate::diag::Span) -> R {
+    let bytes = k.bits() / 8;
+    let site = super::fault::Site { span, access: super::fault::Access::Read, bytes, align: bytes };
     if active == e.c_bool(true) {
-        return super::mem::load(e, fx, a, k, false);
+        return super::mem::load_checked(e, fx, a, k, false, site);
     }
     let t = e.kty(k);
     let var = warp::func_var(e, t)?;
@@ -1031,7 +1033,7 @@ fn load_if(e: &mut Emitter, fx: &Fx, active: Word, a: super::mem::Addr, k: K) ->
     e.b.selection_merge(merge, rspirv::spirv::SelectionControl::NONE).map_err(internal1)?;
     e.b.branch_conditional(active, yes, merge, []).map_err(internal1)?;
     e.b.begin_block(Some(yes)).map_err(internal1)?;
-    let v = super::mem::load(e, fx, a, k, false)?;
+    let v = super::mem::load_checked(e, fx, a, k, false, site)?;
     e.b.store(var, v, None, []).map_err(internal1)?;
     e.b.branch(merge).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
@@ -1107,7 +1109,8 @@ fn stmatrix(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> R
         for (c, w) in row_words.iter().enumerate() {
             let off = e.c_u32(4 * c as u32);
             let a = address_at(e, shared, &words, off)?;
-            super::mem::store(e, fx, a, *w, K::Int(32), false, inst.span)?;
+            let site = super::fault::Site { span: inst.span, access: super::fault::Access::Write, bytes: 4, align: 4 };
+            super::mem::store_checked(e, fx, a, *w, K::Int(32), false, site)?;
         }
         e.b.branch(merge).map_err(internal1)?;
         e.b.begin_block(Some(merge)).map_err(internal1)?;

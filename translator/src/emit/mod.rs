@@ -651,12 +651,14 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             callees.insert(p.func.name.clone(), c);
         }
         let mut ok = true;
-        // Frames: the entry's at 0, then each function's, one after another.
+        // Frames: the entry's at 0, then each function's, one after another,
+        // each at a multiple of 16 bytes (`.local` variables keep their
+        // alignment, up to 16, as device addresses would).
         let mut bases = HashMap::new();
-        let mut next = plan.local_bytes().div_ceil(4) * 4;
+        let mut next = func::frame_bytes(plan.local_bytes());
         for p in &reached {
             bases.insert(p.func.name.clone(), next);
-            next += p.local_bytes().div_ceil(4) * 4;
+            next += func::frame_bytes(p.local_bytes());
         }
         match func::emit_function(&mut e, plan, vars, None, &callees, 0) {
             Ok(fid) => {

@@ -26,6 +26,7 @@
 //! height (`.col`). Registers whose elements are contiguous in memory (A
 //! `.row`, B `.col`: the `k` run of a register) move as one 32-bit word.
 
+use super::fault::{Access, Site};
 use super::func::Fx;
 use super::mem::{self, Addr};
 use super::mma::{self, Acc, Elem, Geometry, Role, Tile};
@@ -258,12 +259,15 @@ fn load_store(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, is_load: bool) -
             let idx = index(e, row, col)?;
             let a = byte_address(e, base, idx, bits)?;
             let k = reg_kind;
+            let bytes = k.bits() / 8;
             if is_load {
-                let v = mem::load(e, fx, a, k, false)?;
+                let site = Site { span: inst.span, access: Access::Read, bytes, align: bytes };
+                let v = mem::load_checked(e, fx, a, k, false, site)?;
                 set(e, fx, reg, v, k, false)?;
             } else {
                 let v = get(e, fx, reg, k, false)?;
-                mem::store(e, fx, a, v, k, false, inst.span)?;
+                let site = Site { span: inst.span, access: Access::Write, bytes, align: bytes };
+                mem::store_checked(e, fx, a, v, k, false, site)?;
             }
             continue;
         }
@@ -278,8 +282,9 @@ fn load_store(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, is_load: bool) -
             let col = coord_word(e, &mut lc, &|ln| elem_at(ln, i).1)?;
             let idx = index(e, row, col)?;
             let a = byte_address(e, base, idx, bits)?;
+            let site = |access| Site { span: inst.span, access, bytes: bits / 8, align: bits / 8 };
             if is_load {
-                let v = mem::load(e, fx, a, K::Int(bits), false)?;
+                let v = mem::load_checked(e, fx, a, K::Int(bits), false, site(Access::Read))?;
                 let v = o(e, Op::UConvert, u32t, &[v])?;
                 let sh = e.c_u32(bits * i);
                 let v = o(e, Op::ShiftLeftLogical, u32t, &[v, sh])?;
@@ -288,7 +293,7 @@ fn load_store(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, is_load: bool) -
                 let x = mma::field(e, w, bits * i, bits, false)?;
                 let it = e.t_int(bits);
                 let x = o(e, Op::UConvert, it, &[x])?;
-                mem::store(e, fx, a, x, K::Int(bits), false, inst.span)?;
+                mem::store_checked(e, fx, a, x, K::Int(bits), false, site(Access::Write))?;
             }
         }
         if is_load {
