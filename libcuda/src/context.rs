@@ -35,6 +35,10 @@ pub struct ContextObj {
     /// `cuCtxGetId`: unique over the process's lifetime.
     pub id: u64,
     owned: Mutex<Owned>,
+    /// The sticky error of a kernel of this context that faulted, trapped
+    /// or failed an assert (0: none): every later call returns it until the
+    /// context is destroyed or (primary) reset.
+    sticky: AtomicU32,
 }
 
 /// Number of `CUlimit` values answered (`CU_LIMIT_STACK_SIZE` ..
@@ -101,9 +105,40 @@ pub fn current() -> CuResult<Arc<ContextObj>> {
     driver::driver()?;
     let top = stack_top()
         .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because("no context is current on this thread"))?;
-    CONTEXTS
+    let obj = CONTEXTS
         .get(top as Handle)
-        .ok_or_else(|| CuError::CUDA_ERROR_CONTEXT_IS_DESTROYED.because("the current context has been destroyed"))
+        .ok_or_else(|| CuError::CUDA_ERROR_CONTEXT_IS_DESTROYED.because("the current context has been destroyed"))?;
+    if let Some(err) = CuError::from_code(obj.sticky.load(Ordering::Acquire)) {
+        return Err(err.because("a kernel of this context failed earlier (destroy or reset the context)"));
+    }
+    Ok(obj)
+}
+
+/// Whether `code` is an error that leaves a context unusable in CUDA: a
+/// kernel that faulted, trapped or failed an assert.
+pub fn is_sticky(code: u32) -> bool {
+    [
+        CuError::CUDA_ERROR_ILLEGAL_ADDRESS,
+        CuError::CUDA_ERROR_MISALIGNED_ADDRESS,
+        CuError::CUDA_ERROR_LAUNCH_FAILED,
+        CuError::CUDA_ERROR_ASSERT,
+        CuError::CUDA_ERROR_HARDWARE_STACK_ERROR,
+        CuError::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+        CuError::CUDA_ERROR_INVALID_PC,
+    ]
+    .iter()
+    .any(|e| e.code() == code)
+}
+
+/// After a call failed with a sticky error (see [`is_sticky`]): the
+/// current context keeps the error, and the device's runtime context,
+/// which every CUDA context of the device shares, is cleared of it so that
+/// other contexts go on.
+pub fn make_sticky(err: CuError) {
+    let Some(top) = stack_top() else { return };
+    let Some(obj) = CONTEXTS.get(top as Handle) else { return };
+    let _ = obj.sticky.compare_exchange(0, err.code(), Ordering::AcqRel, Ordering::Acquire);
+    obj.runtime.clear_failure();
 }
 
 /// The live context `ctx`; `CUDA_ERROR_INVALID_CONTEXT` otherwise (the
@@ -127,6 +162,7 @@ fn new_context(device: &'static Device, primary: bool, flags: c_uint) -> CuResul
         shared_config: AtomicI32::new(0),
         id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
         owned: Mutex::new(Owned::default()),
+        sticky: AtomicU32::new(0),
     });
     Ok(CONTEXTS.insert(obj))
 }
@@ -606,6 +642,8 @@ pub fn primary_reset(dev: CUdevice) -> CuResult<()> {
         crate::export_table::context_released(h as Handle);
         if let Some(obj) = CONTEXTS.get(h as Handle) {
             release_resources(&obj);
+            obj.runtime.clear_failure();
+            obj.sticky.store(0, Ordering::Release);
         }
     }
     Ok(())

@@ -148,6 +148,11 @@ error_codes! {
 
 impl CuError {
     /// The `CUresult` value.
+    /// The error of a non-zero `CUresult` (`None` for `CUDA_SUCCESS`).
+    pub fn from_code(code: CUresult) -> Option<CuError> {
+        NonZeroU32::new(code).map(CuError)
+    }
+
     pub const fn code(self) -> CUresult {
         self.0.get()
     }
@@ -242,6 +247,9 @@ pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
             CUDA_SUCCESS
         }
         Ok(Err(err)) => {
+            if crate::context::is_sticky(err.code()) {
+                crate::context::make_sticky(err);
+            }
             if trace_level() >= 1 {
                 match take_detail() {
                     Some(why) => report(format_args!("ptxvk: {name}: {err:?}: {why}")),

@@ -182,7 +182,8 @@ fn lines(child: std::process::Child) -> Vec<(String, String)> {
     assert!(out.status.success(), "child failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     stdout
         .lines()
-        .filter_map(|l| l.strip_prefix('#'))
+        // libtest's own text may precede the first line on the same line.
+        .filter_map(|l| l.find('#').map(|i| &l[i + 1..]))
         .filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_string(), v.to_string())))
         .collect()
 }

@@ -35,6 +35,9 @@ struct State {
     /// kernel, and the module data buffer, kept so that its address is not
     /// reused by another allocation before the word is read).
     trap_words: Vec<(u64, String, Arc<Buffer>)>,
+    /// Trap words found set (the launch failed), zeroed again by
+    /// [`Context::clear_failure`].
+    tripped: Vec<(u64, Arc<Buffer>)>,
     /// Kernel printf output (see [`crate::printf`]).
     printf: PrintfState,
     /// Device timestamps of [`Context::record_timestamp`].
@@ -171,6 +174,7 @@ impl Context {
                 exported: Default::default(),
                 readback: Readback::default(),
                 trap_words: Vec::new(),
+                tripped: Vec::new(),
                 printf: PrintfState { fifo: None, limit: abi::printf::DEFAULT_FIFO_BYTES, capture: None },
                 timestamps: Timestamps::default(),
                 heap: HeapState { buffer: None, limit: abi::heap::DEFAULT_HEAP_BYTES },
@@ -510,6 +514,31 @@ impl Context {
         self.0.check_traps()
     }
 
+    /// Makes a context that a faulting kernel (or a trap or failed assert)
+    /// failed usable again, as `cuDevicePrimaryCtxReset` does in CUDA: waits
+    /// for the device, forgets the failure, and zeroes the trap words that
+    /// reported it. Returns the failure there was, if any.
+    pub fn clear_failure(&self) -> Option<Error> {
+        let mut st = self.0.lock();
+        let failed = st.stream.clear_failure()?;
+        // Work queued after the failure never ran usefully: wait it out.
+        if let Err(e) = st.stream.flush() {
+            log::warn!("waiting for the work of a failed context: {e}");
+            st.stream.clear_failure();
+        }
+        let _ = st.fault.take();
+        let tripped = std::mem::take(&mut st.tripped);
+        for (addr, _keep) in tripped {
+            // A module unloaded meanwhile has no word left to clear.
+            let _ = self.0.copy_htod_locked(&mut st, addr, &[0u8; 4]);
+        }
+        let _ = st.stream.flush();
+        if st.stream.is_idle() {
+            st.fault.work_done();
+        }
+        Some(failed)
+    }
+
     /// A point in the command stream after the work queued so far, for
     /// [`Context::is_done`].
     pub fn work_mark(&self) -> u64 {
@@ -667,6 +696,9 @@ impl ContextInner {
                 continue;
             }
             let w = u32::from_le_bytes(w);
+            if w != 0 {
+                self.lock().tripped.push((addr, _data.clone()));
+            }
             if w & abi::printf::TRAP_ASSERT != 0 {
                 let err = Error::Assert(format!("in kernel {kernel}"));
                 self.lock().stream.fail(err.clone());

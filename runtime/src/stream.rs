@@ -268,6 +268,11 @@ impl Stream {
         self.failed = Some(err);
     }
 
+    /// Forgets a failure (see `Context::clear_failure`); the error it was.
+    pub(crate) fn clear_failure(&mut self) -> Option<Error> {
+        self.failed.take()
+    }
+
     /// Submits the recorded batch and waits for it.
     pub(crate) fn flush(&mut self) -> Result<()> {
         self.check()?;

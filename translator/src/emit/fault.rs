@@ -32,6 +32,10 @@ use rspirv::spirv::{self, MemoryAccess, StorageClass, Word};
 
 pub(crate) use crate::abi::fault::Access;
 
+/// Functions of the translator's own PTX (the emulated copy engine of
+/// `shaders/tma.ptx`): their accesses are not checked.
+const ENGINE_PREFIX: &str = "__ptxvk_";
+
 /// What one checked access is, for its fault record.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Site {
@@ -57,7 +61,7 @@ pub(crate) fn guard(
     result: Option<K>,
     body: &mut AccessFn,
 ) -> Result<Option<Word>, Diagnostic> {
-    if !e.opts.fault_checks || e.fault_offset.is_none() {
+    if !e.opts.fault_checks || e.fault_offset.is_none() || fx.name.starts_with(ENGINE_PREFIX) {
         return body(e, fx, a);
     }
     match a {
