@@ -35,7 +35,9 @@ struct Kernel {
 }
 
 fn words(n: usize, seed: u32) -> Vec<u32> {
-    (0..n as u32).map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed) % 2001) as f32 * 0.001 - 1.0).to_bits()).collect()
+    (0..n as u32)
+        .map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed) % 2001) as f32 * 0.001 - 1.0).to_bits())
+        .collect()
 }
 
 fn kernels() -> Vec<Kernel> {

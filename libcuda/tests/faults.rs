@@ -79,7 +79,8 @@ fn read_all_right(api: &Api, n: usize, seed: u32) -> Result<(), String> {
         return Err(format!("load: {}", error_name(api, rc)));
     }
     let f = function(api, module, "read_all");
-    let input: Vec<f32> = (0..n).map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 1000) as f32 * 0.25).collect();
+    let input: Vec<f32> =
+        (0..n).map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 1000) as f32 * 0.25).collect();
     let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
     let mut din = alloc_with(api, &bytes);
     let mut dout = alloc_with(api, &vec![0xAB; n * 4]);

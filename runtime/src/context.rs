@@ -11,6 +11,7 @@ use ptxvk_translator::{abi, Options, ParamPassing, WarpPath};
 
 use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
+use crate::fault::{FaultMode, FaultState};
 use crate::instance::DeviceSelector;
 use crate::memory::{
     align_up, AllocationTable, Buffer, ExportedMemory, Readback, ALLOC_ALIGN, DEVICE_USAGE, STAGING_CHUNK,
@@ -18,7 +19,6 @@ use crate::memory::{
 use crate::module::{Function, Module, ModuleInner};
 use crate::pipeline::PipelineKey;
 use crate::printf::DeviceStrings;
-use crate::fault::{FaultMode, FaultState};
 use crate::stream::Stream;
 
 /// Mutable state of a context, behind its mutex. Lock order: this, then a
@@ -163,8 +163,8 @@ impl Context {
     pub fn with_fault_mode(selector: DeviceSelector, mode: Option<FaultMode>) -> Result<Context> {
         let device = Device::new(selector)?;
         let llvmpipe = device.info.driver_name == "llvmpipe";
-        let fault_mode = mode
-            .unwrap_or_else(|| FaultMode::from_env(device.info.device_type == crate::instance::DeviceType::Cpu));
+        let fault_mode =
+            mode.unwrap_or_else(|| FaultMode::from_env(device.info.device_type == crate::instance::DeviceType::Cpu));
         let stream = Stream::new(&device)?;
         let mut inner = ContextInner {
             managed: std::sync::OnceLock::new(),
@@ -832,7 +832,12 @@ impl ContextInner {
             // SAFETY: `cmd` is recording; the 8 bytes lie inside the log,
             // which the stream keeps alive until the batch completes.
             unsafe {
-                self.device.raw.cmd_update_buffer(cmd, log.raw, ptxvk_translator::abi::fault::RANGES, &table.to_le_bytes())
+                self.device.raw.cmd_update_buffer(
+                    cmd,
+                    log.raw,
+                    ptxvk_translator::abi::fault::RANGES,
+                    &table.to_le_bytes(),
+                )
             };
             st.stream.keep(log);
         }
@@ -877,7 +882,8 @@ impl ContextInner {
             out.push_str(&format!("========= ERROR SUMMARY: {count} error{}\n", if count == 1 { "" } else { "s" }));
             eprint!("{out}");
         }
-        let first = reports.first().map(|r| r.replace("========= ", "").replace("=========     ", "; ")).unwrap_or_default();
+        let first =
+            reports.first().map(|r| r.replace("=========     ", "; ").replace("========= ", "")).unwrap_or_default();
         let first = first.replace('\n', "");
         let more = if count > 1 { format!(" (and {} more)", count - 1) } else { String::new() };
         let msg = format!("kernel {kernel}: {first}{more}");

@@ -274,7 +274,10 @@ impl FaultState {
                     // The access starts inside and ends past the end.
                     format!("{} bytes inside", r.address - base)
                 };
-                let _ = writeln!(out, "=========     and is {rel} the nearest allocation at {base:#x} of size {size} bytes");
+                let _ = writeln!(
+                    out,
+                    "=========     and is {rel} the nearest allocation at {base:#x} of size {size} bytes"
+                );
             }
         }
         out

@@ -66,8 +66,8 @@ fn store_far_past_the_end_is_an_illegal_address() {
     let out = poisoned(&ctx, 64);
     // 4 GiB past the end: outside every allocation.
     let far = (1i64 << 30) + 64;
-    let err = run(&ctx, "far_store", 1, 32, 0, &[&out.to_le_bytes(), &far.to_le_bytes()])
-        .expect_err("the launch fails");
+    let err =
+        run(&ctx, "far_store", 1, 32, 0, &[&out.to_le_bytes(), &far.to_le_bytes()]).expect_err("the launch fails");
     let Error::IllegalAddress(msg) = &err else { panic!("want an illegal address, got {err}") };
     assert!(msg.contains("far_store"), "{msg}");
     assert!(msg.contains("write of size 4 bytes"), "{msg}");
@@ -76,7 +76,8 @@ fn store_far_past_the_end_is_an_illegal_address() {
     assert!(msg.contains(&want), "{msg} names {want}");
     // The PTX line of the store and the CUDA line (`.loc`) of `out[far] = 7u`.
     let ptx_line = PTX.lines().position(|l| l.contains("st.global.u32") && !l.contains("//")).unwrap() + 1;
-    let cu_line = include_str!("../../tests/fixtures/faults.cu").lines().position(|l| l.contains("out[far] = 7u")).unwrap() + 1;
+    let cu_line =
+        include_str!("../../tests/fixtures/faults.cu").lines().position(|l| l.contains("out[far] = 7u")).unwrap() + 1;
     assert!(msg.contains(&format!("faults.ptx:{ptx_line}:")), "{msg} names PTX line {ptx_line}");
     assert!(msg.contains(&format!("faults.cu:{cu_line}")), "{msg} names CUDA line {cu_line}");
     assert_sticky(&ctx, &err);
@@ -134,8 +135,9 @@ fn local_array_and_atomic_out_of_range() {
     idx[137] = 1 << 24;
     let didx = upload_u32(&ctx, &idx);
     let dout = poisoned(&ctx, n);
-    let err = run(&ctx, "local_overrun", 2, 128, 0, &[&dout.to_le_bytes(), &didx.to_le_bytes(), &(n as i32).to_le_bytes()])
-        .expect_err("the launch fails");
+    let err =
+        run(&ctx, "local_overrun", 2, 128, 0, &[&dout.to_le_bytes(), &didx.to_le_bytes(), &(n as i32).to_le_bytes()])
+            .expect_err("the launch fails");
     let Error::IllegalAddress(msg) = &err else { panic!("want an illegal address, got {err}") };
     assert!(msg.contains("__local__ read of size 4 bytes") && msg.contains("thread (9,0,0) in block (1,0,0)"), "{msg}");
 
@@ -144,8 +146,9 @@ fn local_array_and_atomic_out_of_range() {
     keys[3] = (-(1i32 << 29)) as u32;
     let dkeys = upload_u32(&ctx, &keys);
     let bins = upload_u32(&ctx, &[0; 32]);
-    let err = run(&ctx, "histogram", 2, 128, 0, &[&bins.to_le_bytes(), &dkeys.to_le_bytes(), &(n as i32).to_le_bytes()])
-        .expect_err("the launch fails");
+    let err =
+        run(&ctx, "histogram", 2, 128, 0, &[&bins.to_le_bytes(), &dkeys.to_le_bytes(), &(n as i32).to_le_bytes()])
+            .expect_err("the launch fails");
     let Error::IllegalAddress(msg) = &err else { panic!("want an illegal address, got {err}") };
     assert!(msg.contains("atomic of size 4 bytes") && msg.contains("thread (3,0,0) in block (0,0,0)"), "{msg}");
 }
@@ -163,7 +166,10 @@ fn memcheck_reports_off_by_one_negative_index_and_use_after_free() {
     let Error::IllegalAddress(msg) = &err else { panic!("want an illegal address, got {err}") };
     let (b, t) = (n / 256, n % 256);
     assert!(msg.contains(&format!("thread ({t},0,0) in block ({b},0,0)")), "{msg}");
-    assert!(msg.contains(&format!("0 bytes after the nearest allocation at {dout:#x} of size {} bytes", n * 4)), "{msg}");
+    assert!(
+        msg.contains(&format!("0 bytes after the nearest allocation at {dout:#x} of size {} bytes", n * 4)),
+        "{msg}"
+    );
 
     let ctx = context_with(FaultMode::Memcheck);
     let din = upload_u32(&ctx, &data);
@@ -206,9 +212,9 @@ fn checks_keep_results_exact() {
         results.push(got);
         assert_clean(&ctx);
     }
-    for i in 0..n {
+    for (i, &got) in results[1][..n].iter().enumerate() {
         let src = if i < n - 1 { i } else { 0 };
-        assert_eq!(results[1][i], (f32::from_bits(data[src]) * 2.0).to_bits(), "[{i}]");
+        assert_eq!(got, (f32::from_bits(data[src]) * 2.0).to_bits(), "[{i}]");
     }
     assert_eq!(results[0], results[1]);
     assert_eq!(results[1], results[2]);

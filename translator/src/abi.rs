@@ -294,7 +294,11 @@ pub struct ModuleInfo {
 /// | [`fault::RANGES`] | u64 | device address of the range table |
 /// | [`fault::COUNT`] | u32 | faults so far (records past the capacity are counted, not written) |
 /// | [`fault::CAPACITY`] | u32 | records the log holds |
+/// | [`fault::SCRATCH`] | 32 bytes | where failing global accesses go instead |
 /// | [`fault::RECORDS`] | ... | the records, [`fault::RECORD_BYTES`] each |
+///
+/// A thread keeps its first fault in two `Private` variables and appends
+/// its record when it returns from the entry.
 ///
 /// A record: `[u64 address (a .shared/.local access: the offset), u64 the
 /// module data address of the module, u32 site (index in
@@ -311,8 +315,11 @@ pub mod fault {
     pub const COUNT: u64 = 8;
     /// Offset of the record capacity.
     pub const CAPACITY: u64 = 12;
+    /// Offset of 32 scratch bytes: a failing global access goes there
+    /// instead (the checked code has no branch around global accesses).
+    pub const SCRATCH: u64 = 16;
     /// Offset of the first record.
-    pub const RECORDS: u64 = 16;
+    pub const RECORDS: u64 = 48;
     /// Bytes of a record.
     pub const RECORD_BYTES: u64 = 48;
     /// Record field: the address.

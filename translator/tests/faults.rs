@@ -70,7 +70,9 @@ fn every_fixture_checked_validates() {
     let mut files = Vec::new();
     for dir in ["tests/fixtures", "tests/fixtures/warp", "bench"] {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
-        files.extend(entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "ptx")));
+        files.extend(
+            entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "ptx")),
+        );
     }
     files.sort();
     let mut checked_files = 0;

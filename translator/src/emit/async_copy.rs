@@ -74,7 +74,8 @@ pub(crate) fn cp_async(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Resu
         let sj = mem::advance(e, s, j * 4)?;
         let word = match src_size {
             SrcSize::Const(n) if n >= (j + 1) * 4 => {
-                let site = Site { span: inst.span, access: Access::Read, bytes: 4, align: if j == 0 { cp_size } else { 4 } };
+                let site =
+                    Site { span: inst.span, access: Access::Read, bytes: 4, align: if j == 0 { cp_size } else { 4 } };
                 mem::load_checked(e, fx, sj, K::Int(32), false, site)?
             }
             SrcSize::Const(n) if n <= j * 4 => e.c_u32(0),

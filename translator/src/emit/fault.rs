@@ -73,7 +73,23 @@ pub(crate) fn guard(
         Addr::Global(addr) => {
             let id = site_id(e, fx, site, fault::SPACE_GLOBAL);
             let (ok, kind) = check_global(e, addr, site)?;
-            guarded(e, fx, ok, kind, addr, id, result, &mut |e, fx| body(e, fx, a))
+            note(e, ok, kind, addr, id)?;
+            // Without a branch (llvmpipe runs both sides of one, masked): a
+            // failing access goes to the log's scratch bytes instead.
+            let u64t = e.t_int(64);
+            let log = fault_log(e)?;
+            let scratch = offset(e, log, fault::SCRATCH)?;
+            let safe = e.b.select(u64t, None, ok, addr, scratch).map_err(internal1)?;
+            let v = body(e, fx, Addr::Global(safe))?;
+            match (result, v) {
+                (Some(k), Some(v)) => {
+                    let t = e.kty(k);
+                    let z = e.zero(k);
+                    Ok(Some(e.b.select(t, None, ok, v, z).map_err(internal1)?))
+                }
+                (None, _) => Ok(None),
+                _ => Err(Diagnostic::error(Span::default(), "internal error: checked access without a value")),
+            }
         }
         Addr::Shared(off) => {
             let limit = shared_limit(e, fx)?;
@@ -81,7 +97,8 @@ pub(crate) fn guard(
             let (ok, kind) = check_offset(e, off, limit, site)?;
             let u64t = e.t_int(64);
             let at = e.b.u_convert(u64t, None, off).map_err(internal1)?;
-            guarded(e, fx, ok, kind, at, id, result, &mut |e, fx| body(e, fx, a))
+            note(e, ok, kind, at, id)?;
+            guarded(e, ok, result, &mut |e| body(e, fx, a))
         }
         Addr::Local(off) => {
             let limit = e.c_u32(fx.local_total);
@@ -89,7 +106,8 @@ pub(crate) fn guard(
             let (ok, kind) = check_offset(e, off, limit, site)?;
             let u64t = e.t_int(64);
             let at = e.b.u_convert(u64t, None, off).map_err(internal1)?;
-            guarded(e, fx, ok, kind, at, id, result, &mut |e, fx| body(e, fx, a))
+            note(e, ok, kind, at, id)?;
+            guarded(e, ok, result, &mut |e| body(e, fx, a))
         }
     }
 }
@@ -151,34 +169,77 @@ pub(crate) fn emit_search(e: &mut Emitter) -> Result<(), Diagnostic> {
     let log = fault_log(e)?;
     let table = load_u64(e, log, fault::RANGES)?;
     let depth = spec_depth(e);
-    // Binary search for the last range whose base is at or below `addr`:
-    // step k (half = 2^k) runs only when k < depth.
-    let mut i = e.c_int(64, 0);
-    for k in (0..fault::MAX_DEPTH).rev() {
-        let on = step_on(e, k, depth);
-        let before = i;
-        i = either_value(e, on, K::Int(64), &mut |e, taken| {
-            if !taken {
-                return Ok(before);
+    // Small tables (the default checks' few memory blocks): every range in
+    // turn, at constant indices, so that the loads are the same for every
+    // invocation (llvmpipe then loads once, not once per lane). Larger
+    // ones (the memcheck's allocations): a binary search. The test of the
+    // depth is a specialization constant: one of the two folds away.
+    let (linear, count) = linear_consts(e, depth);
+    let inside = either_value(e, linear, K::Pred, &mut |e, small| {
+        if small {
+            let mut inside = e.c_bool(false);
+            for k in 0..1u32 << LINEAR_DEPTH {
+                let kc = e.c_u32(k);
+                let on = e.b.spec_constant_op(bt, spirv::Op::ULessThan, &[kc, count]);
+                let before = inside;
+                inside = either_value(e, on, K::Pred, &mut |e, taken| {
+                    if !taken {
+                        return Ok(before);
+                    }
+                    let pb = cache_word(e, 2 * k)?;
+                    let pe = cache_word(e, 2 * k + 1)?;
+                    let base = e.b.load(u64t, None, pb, None, []).map_err(internal1)?;
+                    let end = e.b.load(u64t, None, pe, None, []).map_err(internal1)?;
+                    let hit = holds(e, base, end, addr, size)?;
+                    e.b.logical_or(bt, None, before, hit).map_err(internal1)
+                })?;
             }
-            let half = e.c_int(64, 1 << k);
-            let j = e.b.i_add(u64t, None, before, half).map_err(internal1)?;
-            let base = entry(e, table, j, 0)?;
-            let le = e.b.u_less_than_equal(bt, None, base, addr).map_err(internal1)?;
-            e.b.select(u64t, None, le, j, before).map_err(internal1)
-        })?;
-    }
+            return Ok(inside);
+        }
+        // Binary search for the last range whose base is at or below
+        // `addr`: step k (half = 2^k) runs only when k < depth.
+        let mut i = e.c_int(64, 0);
+        for k in (0..fault::MAX_DEPTH).rev() {
+            let on = step_on(e, k, depth);
+            let before = i;
+            i = either_value(e, on, K::Int(64), &mut |e, taken| {
+                if !taken {
+                    return Ok(before);
+                }
+                let half = e.c_int(64, 1 << k);
+                let j = e.b.i_add(u64t, None, before, half).map_err(internal1)?;
+                let base = entry(e, table, j, 0)?;
+                let le = e.b.u_less_than_equal(bt, None, base, addr).map_err(internal1)?;
+                e.b.select(u64t, None, le, j, before).map_err(internal1)
+            })?;
+        }
+        range_holds(e, table, i, addr, size)
+    })?;
+    e.b.ret_value(inside).map_err(internal1)?;
+    e.b.end_function().map_err(internal1)
+}
+
+/// Whether range `i` of the table holds the `size` bytes at `addr`.
+fn range_holds(e: &mut Emitter, table: Word, i: Word, addr: Word, size: Word) -> Result<Word, Diagnostic> {
     let base = entry(e, table, i, 0)?;
     let end = entry(e, table, i, 8)?;
+    holds(e, base, end, addr, size)
+}
+
+/// Whether `[base, end)` holds the `size` bytes at `addr`.
+fn holds(e: &mut Emitter, base: Word, end: Word, addr: Word, size: Word) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
     let above = e.b.u_less_than_equal(bt, None, base, addr).map_err(internal1)?;
     let below = e.b.u_less_than(bt, None, addr, end).map_err(internal1)?;
     let room = e.b.i_sub(u64t, None, end, addr).map_err(internal1)?;
     let fits = e.b.u_less_than_equal(bt, None, size, room).map_err(internal1)?;
     let inside = e.b.logical_and(bt, None, above, below).map_err(internal1)?;
-    let inside = e.b.logical_and(bt, None, inside, fits).map_err(internal1)?;
-    e.b.ret_value(inside).map_err(internal1)?;
-    e.b.end_function().map_err(internal1)
+    e.b.logical_and(bt, None, inside, fits).map_err(internal1)
 }
+
+/// Tables of up to `2^LINEAR_DEPTH` ranges are scanned, larger ones searched.
+const LINEAR_DEPTH: u32 = 3;
 
 /// `(ok, kind)` for a byte offset in a space of `limit` bytes.
 fn check_offset(e: &mut Emitter, off: Word, limit: Word, site: Site) -> Result<(Word, Word), Diagnostic> {
@@ -222,46 +283,205 @@ fn shared_limit(e: &mut Emitter, fx: &Fx) -> Result<Word, Diagnostic> {
     e.b.select(u32t, None, s.on, spilled, array).map_err(internal1)
 }
 
-/// `if (ok) body() else record()`, the result of `body` or zero.
-#[allow(clippy::too_many_arguments)]
+/// `if (ok) body()`, the result of `body` or zero.
 fn guarded(
     e: &mut Emitter,
-    fx: &Fx,
     ok: Word,
-    kind: Word,
-    at: Word,
-    site: u32,
     result: Option<K>,
-    body: &mut dyn FnMut(&mut Emitter, &Fx) -> Result<Option<Word>, Diagnostic>,
+    body: &mut dyn FnMut(&mut Emitter) -> Result<Option<Word>, Diagnostic>,
 ) -> Result<Option<Word>, Diagnostic> {
     let yes = e.b.id();
-    let no = e.b.id();
     let merge = e.b.id();
+    let before = e.current_label()?;
     e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(ok, yes, no, []).map_err(internal1)?;
+    e.b.branch_conditional(ok, yes, merge, []).map_err(internal1)?;
     e.b.begin_block(Some(yes)).map_err(internal1)?;
-    let v = body(e, fx)?;
-    let end1 = e.current_label()?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(no)).map_err(internal1)?;
-    record(e, fx, kind, at, site)?;
-    let end2 = e.current_label()?;
+    let v = body(e)?;
+    let end = e.current_label()?;
     e.b.branch(merge).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
     match (result, v) {
         (Some(k), Some(v)) => {
             let t = e.kty(k);
             let z = e.zero(k);
-            Ok(Some(e.b.phi(t, None, [(v, end1), (z, end2)]).map_err(internal1)?))
+            Ok(Some(e.b.phi(t, None, [(v, end), (z, before)]).map_err(internal1)?))
         }
         (None, _) => Ok(None),
         _ => Err(Diagnostic::error(Span::default(), "internal error: checked access without a value")),
     }
 }
 
+/// Keeps the thread's first fault in its fault state (without a branch):
+/// the site (plus one, and [`fault::KIND_MISALIGNED`] in bit 31) and the
+/// address. [`flush`] reports it when the thread ends.
+fn note(e: &mut Emitter, ok: Word, kind: Word, at: Word, site: u32) -> Result<(), Diagnostic> {
+    let Some((site_var, at_var)) = e.fault_state else {
+        return Err(Diagnostic::error(Span::default(), "internal error: no fault state"));
+    };
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let old = e.b.load(u32t, None, site_var, None, []).map_err(internal1)?;
+    let zero = e.c_u32(0);
+    let clean = e.b.i_equal(bt, None, old, zero).map_err(internal1)?;
+    let bad = e.b.logical_not(bt, None, ok).map_err(internal1)?;
+    let first = e.b.logical_and(bt, None, clean, bad).map_err(internal1)?;
+    let mis = e.c_u32(fault::KIND_MISALIGNED);
+    let is_mis = e.b.i_equal(bt, None, kind, mis).map_err(internal1)?;
+    let code = e.c_u32(site + 1);
+    let code_mis = e.c_u32((site + 1) | 1 << 31);
+    let code = e.b.select(u32t, None, is_mis, code_mis, code).map_err(internal1)?;
+    let new = e.b.select(u32t, None, first, code, old).map_err(internal1)?;
+    e.b.store(site_var, new, None, []).map_err(internal1)?;
+    let old_at = e.b.load(u64t, None, at_var, None, []).map_err(internal1)?;
+    let new_at = e.b.select(u64t, None, first, at, old_at).map_err(internal1)?;
+    e.b.store(at_var, new_at, None, []).map_err(internal1)
+}
+
+/// Creates the fault state variables (before the first entry: every
+/// entry lists them in its interface).
+pub(crate) fn declare_state(e: &mut Emitter) {
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let p32 = e.t_ptr(StorageClass::Private, u32t);
+    let p64 = e.t_ptr(StorageClass::Private, u64t);
+    let z32 = e.c_u32(0);
+    let z64 = e.c_int(64, 0);
+    let site = e.b.variable(p32, None, StorageClass::Private, Some(z32));
+    let at = e.b.variable(p64, None, StorageClass::Private, Some(z64));
+    e.fault_state = Some((site, at));
+    let n = e.c_u32(2 << LINEAR_DEPTH);
+    let arr = e.ty(super::TyKey::Array(u64t, n));
+    let pa = e.t_ptr(StorageClass::Private, arr);
+    e.fault_cache = Some(e.b.variable(pa, None, StorageClass::Private, None));
+}
+
+/// The `Private` copy of cached range word `w` (base of range k: 2k, end: 2k + 1).
+fn cache_word(e: &mut Emitter, w: u32) -> Result<Word, Diagnostic> {
+    let Some(cache) = e.fault_cache else {
+        return Err(Diagnostic::error(Span::default(), "internal error: no fault range cache"));
+    };
+    let u64t = e.t_int(64);
+    let p = e.t_ptr(StorageClass::Private, u64t);
+    let i = e.c_u32(w);
+    e.b.access_chain(p, None, cache, [i]).map_err(internal1)
+}
+
+/// At the start of an entry, where every invocation runs: copies a small
+/// range table (see [`emit_search`]) into the thread's `Private` cache.
+/// The addresses are the same for all invocations and invocation 0 is
+/// active, so llvmpipe loads each word once for the whole subgroup (inside
+/// divergent code it would load it once per lane, at every access).
+pub(crate) fn load_cache(e: &mut Emitter) -> Result<(), Diagnostic> {
+    if e.fault_cache.is_none() || e.fault_offset.is_none() {
+        return Ok(());
+    }
+    let bt = e.t_bool();
+    let u32t = e.t_int(32);
+    let depth = spec_depth(e);
+    let (linear, count) = linear_consts(e, depth);
+    let _ = (bt, u32t);
+    either_none(e, linear, &mut |e| {
+        let log = fault_log(e)?;
+        let table = load_u64(e, log, fault::RANGES)?;
+        for k in 0..1u32 << LINEAR_DEPTH {
+            let kc = e.c_u32(k);
+            let bt = e.t_bool();
+            let on = e.b.spec_constant_op(bt, spirv::Op::ULessThan, &[kc, count]);
+            either_none(e, on, &mut |e| {
+                let kk = e.c_int(64, k as u64);
+                for f in 0..2u32 {
+                    let v = entry(e, table, kk, 8 * f as u64)?;
+                    let p = cache_word(e, 2 * k + f)?;
+                    e.b.store(p, v, None, []).map_err(internal1)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    })
+}
+
+/// Spec constant ops: whether the table is scanned (`depth <=
+/// LINEAR_DEPTH`), and its ranges (`1 << depth`).
+fn linear_consts(e: &mut Emitter, depth: Word) -> (Word, Word) {
+    if let Some(c) = e.fault_linear {
+        return c;
+    }
+    let bt = e.t_bool();
+    let u32t = e.t_int(32);
+    let linear_max = e.c_u32(LINEAR_DEPTH);
+    let linear = e.b.spec_constant_op(bt, spirv::Op::ULessThanEqual, &[depth, linear_max]);
+    let one = e.c_u32(1);
+    let count = e.b.spec_constant_op(u32t, spirv::Op::ShiftLeftLogical, &[one, depth]);
+    e.fault_linear = Some((linear, count));
+    (linear, count)
+}
+
+/// `if (cond) arm()` as a selection.
+fn either_none(
+    e: &mut Emitter,
+    cond: Word,
+    arm: &mut dyn FnMut(&mut Emitter) -> Result<(), Diagnostic>,
+) -> Result<(), Diagnostic> {
+    let yes = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(cond, yes, merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    arm(e)?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    Ok(())
+}
+
+/// At an entry's return: report the thread's first fault, if it had one.
+pub(crate) fn flush(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
+    let Some((site_var, at_var)) = e.fault_state else { return Ok(()) };
+    if !e.opts.fault_checks || e.fault_offset.is_none() {
+        return Ok(());
+    }
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let code = e.b.load(u32t, None, site_var, None, []).map_err(internal1)?;
+    let zero = e.c_u32(0);
+    let mine = e.b.i_not_equal(bt, None, code, zero).map_err(internal1)?;
+    // First a test the whole subgroup agrees on: llvmpipe branches over
+    // uniform conditions but runs divergent ones masked, and the record's
+    // stores and atomics, masked, would cost every thread.
+    e.cap(rspirv::spirv::Capability::GroupNonUniformVote);
+    let scope = e.c_u32(spirv::Scope::Subgroup as u32);
+    let any = e.b.op(spirv::Op::GroupNonUniformAny, bt, None, &[scope, mine]).map_err(internal1)?;
+    let outer = e.b.id();
+    let outer_merge = e.b.id();
+    e.b.selection_merge(outer_merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(any, outer, outer_merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(outer)).map_err(internal1)?;
+    let yes = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(mine, yes, merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    let at = e.b.load(u64t, None, at_var, None, []).map_err(internal1)?;
+    let top = e.c_u32(31);
+    let mis = e.b.shift_right_logical(u32t, None, code, top).map_err(internal1)?;
+    let one = e.c_u32(1);
+    let kind = e.b.i_add(u32t, None, mis, one).map_err(internal1)?;
+    let mask = e.c_u32(0x7fff_ffff);
+    let site = e.b.bitwise_and(u32t, None, code, mask).map_err(internal1)?;
+    let site = e.b.i_sub(u32t, None, site, one).map_err(internal1)?;
+    record(e, fx, kind, at, site)?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    e.b.branch(outer_merge).map_err(internal1)?;
+    e.b.begin_block(Some(outer_merge)).map_err(internal1)?;
+    Ok(())
+}
+
 /// The fault path: a call of the record function (see [`emit_record`])
 /// with what only the caller knows.
-fn record(e: &mut Emitter, fx: &Fx, kind: Word, at: Word, site: u32) -> Result<(), Diagnostic> {
+fn record(e: &mut Emitter, fx: &Fx, kind: Word, at: Word, site: Word) -> Result<(), Diagnostic> {
     let f = match e.fault_record {
         Some(f) => f,
         None => {
@@ -271,7 +491,7 @@ fn record(e: &mut Emitter, fx: &Fx, kind: Word, at: Word, site: u32) -> Result<(
         }
     };
     let void = e.ty(super::TyKey::Void);
-    let s = e.c_u32(site);
+    let s = site;
     let bx = e.push_word(fx, 0)?;
     let by = e.push_word(fx, 1)?;
     let bz = e.push_word(fx, 2)?;

@@ -821,11 +821,15 @@ pub(crate) fn atom(
     let site = Site { span: inst.span, access: Access::Atomic, bytes: bits / 8, align: bits / 8 };
     let old_bits = match a {
         Addr::Generic(g) => dispatch(e, fx, g, Some(K::Int(bits)), false, &mut |e, fx, a| {
-            guard(e, fx, a, site, Some(K::Int(bits)), &mut |e, fx, a| atom_core(e, fx, inst, a, t, op, vb, vc).map(Some))
+            guard(e, fx, a, site, Some(K::Int(bits)), &mut |e, fx, a| {
+                atom_core(e, fx, inst, a, t, op, vb, vc).map(Some)
+            })
         })?
         .ok_or_else(|| Diagnostic::error(inst.span, "internal error: generic atomic"))?,
-        a => guard(e, fx, a, site, Some(K::Int(bits)), &mut |e, fx, a| atom_core(e, fx, inst, a, t, op, vb, vc).map(Some))?
-            .ok_or_else(|| Diagnostic::error(inst.span, "internal error: checked atomic"))?,
+        a => guard(e, fx, a, site, Some(K::Int(bits)), &mut |e, fx, a| {
+            atom_core(e, fx, inst, a, t, op, vb, vc).map(Some)
+        })?
+        .ok_or_else(|| Diagnostic::error(inst.span, "internal error: checked atomic"))?,
     };
     if let Some(d) = dst {
         let v = e.convert(old_bits, K::Int(bits), k, false)?;

@@ -159,6 +159,13 @@ pub(crate) struct Emitter<'o> {
     pub fault_search: Option<Word>,
     /// The record function of the fault paths, once one calls it.
     pub fault_record: Option<Word>,
+    /// The `Private` fault state (first faulting site, its address) of
+    /// modules with fault checks.
+    pub fault_state: Option<(Word, Word)>,
+    /// The `Private` copy of a small range table (see `fault::load_cache`).
+    pub fault_cache: Option<Word>,
+    /// Spec constant ops of the range scan (see `fault::linear_consts`).
+    pub fault_linear: Option<(Word, Word)>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
@@ -356,6 +363,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         fault_steps: Vec::new(),
         fault_search: None,
         fault_record: None,
+        fault_state: None,
+        fault_cache: None,
+        fault_linear: None,
         heap_offset: None,
         grid_offset: None,
         spec_wg_x: 0,
@@ -426,6 +436,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         let off = data_bytes.div_ceil(8) * 8;
         e.fault_offset = Some(off);
         data_bytes = off + 8;
+        fault::declare_state(&mut e);
     }
     if used.printf {
         let off = data_bytes.div_ceil(8) * 8;
@@ -672,6 +683,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(vars.scratch_var);
                 iface.extend(e.warp.interface());
                 iface.extend(e.loop_counter.iter().flat_map(|c| c.interface()));
+                iface.extend(e.fault_state.iter().flat_map(|&(a, b)| [a, b]));
+                iface.extend(e.fault_cache);
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name, iface);
                 entry_fids.push(fid);
             }
