@@ -102,16 +102,23 @@ fn stack_top() -> Option<usize> {
 /// current one has been destroyed (`cuCtxDestroy`, or the last release of a
 /// primary context), as `cuda.h` documents that code.
 pub fn current() -> CuResult<Arc<ContextObj>> {
-    driver::driver()?;
-    let top = stack_top()
-        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because("no context is current on this thread"))?;
-    let obj = CONTEXTS
-        .get(top as Handle)
-        .ok_or_else(|| CuError::CUDA_ERROR_CONTEXT_IS_DESTROYED.because("the current context has been destroyed"))?;
+    let obj = current_any()?;
     if let Some(err) = CuError::from_code(obj.sticky.load(Ordering::Acquire)) {
         return Err(err.because("a kernel of this context failed earlier (destroy or reset the context)"));
     }
     Ok(obj)
+}
+
+/// The current context even when a sticky error failed it: for the calls
+/// that still answer then (queries of the context, which clients such as
+/// numba make while closing a failed context).
+pub fn current_any() -> CuResult<Arc<ContextObj>> {
+    driver::driver()?;
+    let top = stack_top()
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_CONTEXT.because("no context is current on this thread"))?;
+    CONTEXTS
+        .get(top as Handle)
+        .ok_or_else(|| CuError::CUDA_ERROR_CONTEXT_IS_DESTROYED.because("the current context has been destroyed"))
 }
 
 /// Whether `code` is an error that leaves a context unusable in CUDA: a
@@ -282,7 +289,7 @@ pub unsafe fn ctx_pop_current(pctx: *mut Handle) -> CuResult<()> {
 /// # Safety
 /// `device` is NULL or writable.
 pub unsafe fn ctx_get_device(device: *mut CUdevice) -> CuResult<()> {
-    let ctx = current()?;
+    let ctx = current_any()?;
     // SAFETY: forwarded caller contract.
     unsafe { write_out(device, ctx.device.ordinal) }
 }
@@ -292,7 +299,7 @@ pub unsafe fn ctx_get_device(device: *mut CUdevice) -> CuResult<()> {
 /// # Safety
 /// `flags` is NULL or writable.
 pub unsafe fn ctx_get_flags(flags: *mut c_uint) -> CuResult<()> {
-    let ctx = current()?;
+    let ctx = current_any()?;
     // SAFETY: forwarded caller contract.
     unsafe { write_out(flags, ctx.flags.load(Ordering::Relaxed)) }
 }
@@ -308,7 +315,7 @@ pub fn ctx_set_flags(flags: c_uint) -> CuResult<()> {
 /// The context `ctx`, or the current one when `ctx` is NULL.
 pub fn given_or_current(ctx: Handle) -> CuResult<Arc<ContextObj>> {
     if ctx.is_null() {
-        current()
+        current_any()
     } else {
         lookup(ctx)
     }
@@ -355,7 +362,7 @@ pub unsafe fn ctx_get_id(ctx: Handle, id: *mut u64) -> CuResult<()> {
 /// # Safety
 /// `value` is NULL or writable.
 pub unsafe fn ctx_get_limit(value: *mut usize, limit: c_int) -> CuResult<()> {
-    let ctx = current()?;
+    let ctx = current_any()?;
     if value.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pvalue is NULL"));
     }
@@ -417,7 +424,7 @@ const LIMIT_MALLOC_HEAP_SIZE: usize = 2;
 /// # Safety
 /// `config` is NULL or writable.
 pub unsafe fn ctx_get_cache_config(config: *mut c_int) -> CuResult<()> {
-    let ctx = current()?;
+    let ctx = current_any()?;
     // SAFETY: forwarded caller contract.
     unsafe { write_out(config, ctx.cache_config.load(Ordering::Relaxed)) }
 }
@@ -435,7 +442,7 @@ pub fn ctx_set_cache_config(config: c_int) -> CuResult<()> {
 /// # Safety
 /// `config` is NULL or writable.
 pub unsafe fn ctx_get_shared_mem_config(config: *mut c_int) -> CuResult<()> {
-    let ctx = current()?;
+    let ctx = current_any()?;
     // SAFETY: forwarded caller contract.
     unsafe { write_out(config, ctx.shared_config.load(Ordering::Relaxed)) }
 }
@@ -457,7 +464,7 @@ pub fn ctx_set_shared_mem_config(config: c_int) -> CuResult<()> {
 /// # Safety
 /// Both are NULL or writable.
 pub unsafe fn ctx_get_stream_priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResult<()> {
-    current()?;
+    current_any()?;
     // SAFETY: optional outputs, writable per the caller.
     unsafe {
         write_opt(least, 0);
@@ -561,7 +568,7 @@ pub fn ctx_disable_peer_access(peer: Handle) -> CuResult<()> {
 /// `version` is NULL or writable.
 pub unsafe fn ctx_get_api_version(ctx: Handle, version: *mut c_uint) -> CuResult<()> {
     if ctx.is_null() {
-        current()?;
+        current_any()?;
     } else {
         lookup(ctx)?;
     }

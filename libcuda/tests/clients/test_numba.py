@@ -767,42 +767,37 @@ def scatter_by_index(out, idx):
 def scatter_child(bad):
     """Runs in a spawned process (a faulting kernel fails its context for
     good): scatters with an index table, one entry far out of range when
-    `bad`; then, in a new context, with a good table. Returns the error
-    (code and text) and what the second run wrote."""
+    `bad`. Returns the error (code and text), or what the kernel wrote."""
     from numba.cuda.cudadrv.driver import CudaAPIError
     n = 256
     idx = np.arange(n, dtype=np.int64)[::-1].copy()
     if bad:
         idx[77] = 1 << 40
-    err = None
+    out = cuda.to_device(np.full(n, -1, np.int32))
     try:
-        out = cuda.to_device(np.full(n, -1, np.int32))
         scatter_by_index[2, 128](out, cuda.to_device(idx))
         cuda.synchronize()
     except CudaAPIError as e:
-        err = (e.code, str(e))
-    cuda.close()
-    out = cuda.to_device(np.full(n, -1, np.int32))
-    scatter_by_index[2, 128](out, cuda.to_device(np.arange(n, dtype=np.int64)[::-1].copy()))
-    return err, out.copy_to_host().tolist()
+        return (int(e.code), str(e)), None
+    return None, out.copy_to_host().tolist()
 
 
 def test_out_of_range_index_is_an_illegal_address():
     """numba does not check indices: a store through an index 2^40 elements
     past the array is CUDA_ERROR_ILLEGAL_ADDRESS at the synchronisation (as
-    on NVIDIA's driver), not a crash; a new context then runs kernels."""
+    on NVIDIA's driver), not a crash of the process; the same kernel with
+    good indices runs right in another process. (A new context after the
+    fault: libcuda/tests/faults.rs.)"""
     import concurrent.futures
     import multiprocessing as mp
 
-    want = list(range(255, -1, -1))
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as exe:
-        err, after = exe.submit(scatter_child, True).result(timeout=600)
+        err, _ = exe.submit(scatter_child, True).result(timeout=600)
     assert err is not None and err[0] == 700, err
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in err[1], err
-    assert after == want
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as exe:
         err, after = exe.submit(scatter_child, False).result(timeout=600)
-    assert err is None and after == want
+    assert err is None and after == list(range(255, -1, -1))
 
 
 # --- IPC: device memory shared with another process ---------------------------
