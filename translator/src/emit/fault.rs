@@ -126,11 +126,16 @@ fn site_id(e: &mut Emitter, fx: &Fx, site: Site, space: u32) -> u32 {
         column: 0,
         source: None,
     };
-    if let Some(i) = e.fault_sites.iter().position(|x| *x == s) {
-        return i as u32;
+    // One site per instruction and space, also when a `.func` is emitted
+    // once per entry (a map: modules have thousands of sites).
+    let key = (s.start, s.end, space, s.function.clone());
+    if let Some(&i) = e.fault_site_index.get(&key) {
+        return i;
     }
+    let i = e.fault_sites.len() as u32;
     e.fault_sites.push(s);
-    (e.fault_sites.len() - 1) as u32
+    e.fault_site_index.insert(key, i);
+    i
 }
 
 /// `(ok, kind)`: whether `addr` passes, and the fault kind when it does not
@@ -376,11 +381,8 @@ pub(crate) fn load_cache(e: &mut Emitter) -> Result<(), Diagnostic> {
     if e.fault_cache.is_none() || e.fault_offset.is_none() {
         return Ok(());
     }
-    let bt = e.t_bool();
-    let u32t = e.t_int(32);
     let depth = spec_depth(e);
     let (linear, count) = linear_consts(e, depth);
-    let _ = (bt, u32t);
     either_none(e, linear, &mut |e| {
         let log = fault_log(e)?;
         let table = load_u64(e, log, fault::RANGES)?;
@@ -418,20 +420,18 @@ fn linear_consts(e: &mut Emitter, depth: Word) -> (Word, Word) {
     (linear, count)
 }
 
-/// `if (cond) arm()` as a selection.
+/// `if (cond) arm()` through [`super::mem::either`].
 fn either_none(
     e: &mut Emitter,
     cond: Word,
     arm: &mut dyn FnMut(&mut Emitter) -> Result<(), Diagnostic>,
 ) -> Result<(), Diagnostic> {
-    let yes = e.b.id();
-    let merge = e.b.id();
-    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(cond, yes, merge, []).map_err(internal1)?;
-    e.b.begin_block(Some(yes)).map_err(internal1)?;
-    arm(e)?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    super::mem::either(e, cond, None, "fault check", &mut |e, t| {
+        if t {
+            arm(e)?;
+        }
+        Ok(None)
+    })?;
     Ok(())
 }
 
@@ -524,7 +524,7 @@ pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
     let mis = e.c_u32(fault::KIND_MISALIGNED);
     let is_mis = e.b.i_equal(bt, None, kind, mis).map_err(internal1)?;
     let bits = e.b.select(u32t, None, is_mis, mis_bits, trap_bits).map_err(internal1)?;
-    trap_or(e, bits)?;
+    super::func::or_trap_word(e, bits)?;
     let log = fault_log(e)?;
     let count_at = offset(e, log, fault::COUNT)?;
     let p = ptr(e, K::Int(32), count_at)?;
@@ -569,20 +569,6 @@ pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
     e.b.begin_block(Some(merge)).map_err(internal1)?;
     e.b.ret().map_err(internal1)?;
     e.b.end_function().map_err(internal1)
-}
-
-/// `atomicOr` of `bits` into the module's trap word.
-fn trap_or(e: &mut Emitter, bits: Word) -> Result<(), Diagnostic> {
-    let (Some(base), Some(off)) = (e.spec_global_address, e.trap_offset) else {
-        return Err(Diagnostic::error(Span::default(), "internal error: trap word missing"));
-    };
-    let at = offset(e, base, off)?;
-    let p = ptr(e, K::Int(32), at)?;
-    let u32t = e.t_int(32);
-    let scope = e.c_u32(spirv::Scope::Device as u32);
-    let sem = e.c_u32(0);
-    e.b.atomic_or(u32t, None, p, scope, sem, bits).map_err(internal1)?;
-    Ok(())
 }
 
 /// The fault log's device address, from its module data word.
@@ -653,28 +639,14 @@ fn entry(e: &mut Emitter, table: Word, i: Word, field: u64) -> Result<Word, Diag
     load_u64(e, a, field)
 }
 
-/// `cond ? arm(true) : arm(false)` as a selection whose arms compute a
-/// value of kind `k` (merged with `OpPhi`).
+/// `cond ? arm(true) : arm(false)` through [`super::mem::either`], for
+/// arms that always compute a value of kind `k`.
 fn either_value(
     e: &mut Emitter,
     cond: Word,
     k: K,
     arm: &mut dyn FnMut(&mut Emitter, bool) -> Result<Word, Diagnostic>,
 ) -> Result<Word, Diagnostic> {
-    let yes = e.b.id();
-    let no = e.b.id();
-    let merge = e.b.id();
-    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(cond, yes, no, []).map_err(internal1)?;
-    e.b.begin_block(Some(yes)).map_err(internal1)?;
-    let v1 = arm(e, true)?;
-    let end1 = e.current_label()?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(no)).map_err(internal1)?;
-    let v2 = arm(e, false)?;
-    let end2 = e.current_label()?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(merge)).map_err(internal1)?;
-    let t = e.kty(k);
-    e.b.phi(t, None, [(v1, end1), (v2, end2)]).map_err(internal1)
+    super::mem::either(e, cond, Some(k), "fault check", &mut |e, t| arm(e, t).map(Some))?
+        .ok_or_else(|| Diagnostic::error(Span::default(), "internal error: fault check"))
 }

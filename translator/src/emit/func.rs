@@ -1077,6 +1077,12 @@ pub(crate) fn trap_now(e: &mut Emitter, fx: &mut Fx, resume: Word, bits: u32) ->
 /// `trap`: set `bits` in the module's trap word (the runtime reports the
 /// launch failed; see [`crate::abi::printf::TRAP_TRAP`]).
 pub(crate) fn set_trap_word(e: &mut Emitter, bits: u32) -> Result<(), Diagnostic> {
+    let v = e.c_u32(bits);
+    or_trap_word(e, v)
+}
+
+/// [`set_trap_word`] with the bits computed at run time (`bits`, a u32 value).
+pub(crate) fn or_trap_word(e: &mut Emitter, bits: Word) -> Result<(), Diagnostic> {
     let (Some(base), Some(off)) = (e.spec_global_address, e.trap_offset) else {
         return Err(Diagnostic::error(Span::default(), "internal error: trap word missing"));
     };
@@ -1086,10 +1092,9 @@ pub(crate) fn set_trap_word(e: &mut Emitter, bits: u32) -> Result<(), Diagnostic
     let a = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
     let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, u32t);
     let p = e.b.convert_u_to_ptr(pt, None, a).map_err(internal1)?;
-    let v = e.c_u32(bits);
     let scope = e.c_u32(spirv::Scope::Device as u32);
     let sem = e.c_u32(0);
-    e.b.atomic_or(u32t, None, p, scope, sem, v).map_err(internal1)?;
+    e.b.atomic_or(u32t, None, p, scope, sem, bits).map_err(internal1)?;
     Ok(())
 }
 

@@ -123,7 +123,7 @@ type ArmFn<'f> = dyn FnMut(&mut Emitter, bool) -> Result<Option<Word>, Diagnosti
 /// `if (cond) arm(true) else arm(false)` in structured control flow, the
 /// two results (of kind `result`, when there is one) merged with `OpPhi`;
 /// `what` names the access in an internal error.
-fn either(
+pub(crate) fn either(
     e: &mut Emitter,
     cond: Word,
     result: Option<K>,

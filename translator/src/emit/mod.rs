@@ -151,6 +151,8 @@ pub(crate) struct Emitter<'o> {
     pub fault_offset: Option<u64>,
     /// The checked accesses so far (see [`abi::fault::FaultSite`]).
     pub fault_sites: Vec<abi::fault::FaultSite>,
+    /// Index of each site in `fault_sites`, by (span, space, function).
+    pub fault_site_index: FxHashMap<(u32, u32, u32, String), u32>,
     /// Spec constant: the range table's search depth, created on first use.
     pub spec_fault_depth: Option<Word>,
     /// Spec constant ops `k < depth`, by `k`.
@@ -359,6 +361,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         printf_offset: None,
         fault_offset: None,
         fault_sites: Vec::new(),
+        fault_site_index: FxHashMap::default(),
         spec_fault_depth: None,
         fault_steps: Vec::new(),
         fault_search: None,
