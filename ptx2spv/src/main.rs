@@ -139,6 +139,10 @@ struct Cli {
     /// which fills in the fault log (see the README's "Faulting kernels").
     #[arg(long = "fault-checks")]
     fault_checks: bool,
+    /// With --fault-checks: also track `.shared` accesses for hazards
+    /// between threads (the runtime's racecheck, `PTXVK_RACECHECK=1`).
+    #[arg(long = "race-checks", requires = "fault_checks")]
+    race_checks: bool,
     /// Interleave around every loop without collectives, not only spin
     /// loops (to test that rewriting; results must not change).
     #[arg(long = "interleave-every-loop", default_value_t = false, hide = true)]
@@ -222,6 +226,7 @@ fn run(cli: Cli) -> Result<(), String> {
         shared_spill: cli.shared_spill,
         forward_progress: cli.forward_progress,
         fault_checks: cli.fault_checks,
+        race_checks: cli.race_checks,
         interleave_every_loop: cli.interleave_every_loop,
     };
     let t = ptxvk_translator::translate(&source, &name, &opts).map_err(|d| d.to_string())?;

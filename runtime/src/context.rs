@@ -133,6 +133,8 @@ pub(crate) struct ContextInner {
     shared_hot: std::sync::atomic::AtomicBool,
     /// How kernels' memory accesses are checked (fixed at creation).
     fault_mode: FaultMode,
+    /// Whether kernels' `.shared` accesses are tracked for hazards.
+    race_check: bool,
 }
 
 /// A CUDA-like context on one Vulkan device: allocates memory, loads PTX,
@@ -161,10 +163,26 @@ impl Context {
     /// [`Context::new`] with the fault checks of `mode` (`None`: as the
     /// environment says).
     pub fn with_fault_mode(selector: DeviceSelector, mode: Option<FaultMode>) -> Result<Context> {
+        let race = std::env::var(crate::fault::RACECHECK_ENV).is_ok_and(|v| v == "1");
+        Context::with_racecheck(selector, mode, race)
+    }
+
+    /// [`Context::with_fault_mode`], with the racecheck on or off: every
+    /// non-atomic `.shared` access of its kernels is tracked, and hazards
+    /// between the threads of a block (two accesses of a byte between the
+    /// same barriers, one of them a write) are reported on standard error
+    /// and by [`Context::race_hazards`]; the launches go on. The racecheck
+    /// needs fault checks: with `mode` off it turns them on.
+    pub fn with_racecheck(selector: DeviceSelector, mode: Option<FaultMode>, race: bool) -> Result<Context> {
         let device = Device::new(selector)?;
         let llvmpipe = device.info.driver_name == "llvmpipe";
-        let fault_mode =
+        let mut fault_mode =
             mode.unwrap_or_else(|| FaultMode::from_env(device.info.device_type == crate::instance::DeviceType::Cpu));
+        if race && fault_mode == FaultMode::Off {
+            fault_mode = FaultMode::Checks;
+        }
+        let mut fault = FaultState::new(fault_mode);
+        fault.race = race;
         let stream = Stream::new(&device)?;
         let mut inner = ContextInner {
             managed: std::sync::OnceLock::new(),
@@ -180,9 +198,10 @@ impl Context {
                 heap: HeapState { buffer: None, limit: abi::heap::DEFAULT_HEAP_BYTES },
                 grid: None,
                 spill: None,
-                fault: FaultState::new(fault_mode),
+                fault,
             }),
             fault_mode,
+            race_check: race,
             info: device.info.clone(),
             device,
             stack_bytes: std::sync::atomic::AtomicU32::new(ptxvk_translator::recursion::STACK_BYTES),
@@ -204,6 +223,18 @@ impl Context {
     /// How the memory accesses of this context's kernels are checked.
     pub fn fault_mode(&self) -> FaultMode {
         self.0.fault_mode
+    }
+
+    /// Whether this context's kernels are race-checked.
+    pub fn racecheck(&self) -> bool {
+        self.0.race_check
+    }
+
+    /// Every hazard the racecheck has reported in this context (up to the
+    /// last synchronisation), one per pair of instructions, with how many
+    /// threads met it.
+    pub fn race_hazards(&self) -> Vec<crate::fault::RaceHazard> {
+        self.0.lock().fault.hazards()
     }
 
     /// What the device can do.
@@ -686,6 +717,9 @@ impl ContextInner {
             // Another thread may have queued work since this one synchronised.
             if st.stream.is_idle() {
                 st.fault.work_done();
+                if st.fault.race {
+                    st.fault.collect_hazards()?;
+                }
             }
         }
         let words = std::mem::take(&mut self.lock().trap_words);
@@ -844,6 +878,28 @@ impl ContextInner {
         Ok(depth)
     }
 
+    /// Zeroes the racecheck shadow for a launch and stores its address and
+    /// slot count in the fault log, both in stream order against all work.
+    fn race_shadow(&self, st: &mut State, blocks: u64, shared_bytes: u64) -> Result<()> {
+        let (shadow, slots, bytes) = st.fault.race_shadow(&self.device, blocks, shared_bytes)?;
+        let Some(log) = st.fault.log() else { return Ok(()) };
+        st.stream.maybe_flush()?;
+        let cmd = with_stream_tag(None, || st.stream.begin_command())?;
+        let mut header = [0u8; 16];
+        header[..8].copy_from_slice(&shadow.address.to_le_bytes());
+        header[8..12].copy_from_slice(&slots.to_le_bytes());
+        // SAFETY: `cmd` is recording; the filled range lies inside the
+        // shadow and the 16 header bytes inside the log; the stream keeps
+        // both alive until the batch completes.
+        unsafe {
+            self.device.raw.cmd_fill_buffer(cmd, shadow.raw, 0, bytes, 0);
+            self.device.raw.cmd_update_buffer(cmd, log.raw, ptxvk_translator::abi::fault::RACE_SHADOW, &header);
+        }
+        st.stream.keep(shadow);
+        st.stream.keep(log);
+        Ok(())
+    }
+
     /// The error of a launch whose kernel faulted (its trap word has
     /// `bits`): the first fault, and with the memcheck every fault
     /// reported on standard error.
@@ -862,7 +918,8 @@ impl ContextInner {
                 .and_then(|(s, _)| s.get(r.site as usize))
                 .is_none_or(|s| s.space == ptxvk_translator::abi::fault::SPACE_GLOBAL);
             let nearest = if global { st.table.nearest(r.address) } else { None };
-            reports.push(st.fault.describe(r, kernel, nearest));
+            let freed = if global { st.table.freed_at(r.address) } else { None };
+            reports.push(st.fault.describe(r, kernel, nearest, freed));
         }
         let memcheck = st.fault.mode == FaultMode::Memcheck;
         drop(st);
@@ -1237,6 +1294,7 @@ impl ContextInner {
             forward_progress: !std::env::var(crate::instance::FORWARD_PROGRESS_ENV).is_ok_and(|v| v == "0"),
             interleave_every_loop: std::env::var(crate::instance::FORWARD_PROGRESS_ENV).is_ok_and(|v| v == "all"),
             fault_checks: self.fault_mode != FaultMode::Off,
+            race_checks: self.race_check,
         }
     }
 
@@ -1520,6 +1578,18 @@ impl ContextInner {
             key.fault_depth = self.fault_ranges(&mut st)?;
             let (sites, file) = &f.module.fault_sites;
             st.fault.sites.insert(data.address, (sites.clone(), file.clone()));
+            if f.module.info.race_checked && st.fault.race {
+                // What the kernel's `shared_limit` is: the Workgroup array,
+                // or the hot part plus the spilled part.
+                let shared_bytes = if plan.stride > 0 {
+                    plan.hot_words as u64 * 4 + plan.stride as u64
+                } else if entry.shared_wide {
+                    plan.hot_words.div_ceil(2).max(1) as u64 * 8
+                } else {
+                    plan.hot_words.max(1) as u64 * 4
+                };
+                self.race_shadow(&mut st, total_blocks, shared_bytes)?;
+            }
         }
         let (pipeline, layout) = f.module.pipeline(&key)?;
         let mut push = vec![0u8; entry.push_constant_bytes as usize];

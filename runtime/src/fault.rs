@@ -34,6 +34,17 @@ pub const FAULT_CHECKS_ENV: &str = "PTXVK_FAULT_CHECKS";
 /// nearest allocation, PTX line) on standard error.
 pub const MEMCHECK_ENV: &str = "PTXVK_MEMCHECK";
 
+/// `PTXVK_RACECHECK=1`: track the `.shared` accesses of every kernel and
+/// report hazards between the threads of a block (in the spirit of
+/// `compute-sanitizer --tool racecheck`); implies the fault checks.
+pub const RACECHECK_ENV: &str = "PTXVK_RACECHECK";
+
+/// Most bytes of racecheck shadow one launch uses (blocks beyond the slots
+/// share them: only hazards can be missed, none invented).
+const RACE_SHADOW_BUDGET: u64 = 256 << 20;
+/// Most blocks with a slot of their own in the racecheck shadow.
+const RACE_MAX_SLOTS: u64 = 1024;
+
 /// Records the log keeps per synchronisation with the default checks.
 const CHECK_RECORDS: u32 = 16;
 /// Records the log keeps with the memcheck (further faults are counted).
@@ -92,6 +103,50 @@ pub(crate) struct FaultState {
     queued: bool,
     /// Fault sites and PTX file of each module launched, by module data address.
     pub(crate) sites: HashMap<u64, (Arc<[FaultSite]>, Arc<str>)>,
+    /// Whether the racecheck runs (fixed at creation).
+    pub(crate) race: bool,
+    /// The racecheck's shadow (grown as launches need).
+    shadow: Option<Arc<Buffer>>,
+    /// Fault records read from the log while looking for hazards, and the
+    /// faults counted with them: [`FaultState::take`] returns them first.
+    held: (u32, Vec<Record>),
+    /// Hazards found so far, by (module, kind, site, earlier site), in the
+    /// order found.
+    hazards: Vec<RaceHazard>,
+}
+
+/// The kind of a shared-memory hazard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RaceKind {
+    /// A thread read a word another thread wrote between the same barriers.
+    ReadAfterWrite,
+    /// A thread wrote a word another thread read between the same barriers.
+    WriteAfterRead,
+    /// A thread wrote a word another thread wrote between the same barriers.
+    WriteAfterWrite,
+}
+
+/// One hazard the racecheck reported: a pair of accesses (instructions),
+/// with how many threads met it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceHazard {
+    /// Which accesses.
+    pub kind: RaceKind,
+    /// The function of the later access.
+    pub function: String,
+    /// PTX line of the later access (of the access that found the hazard).
+    pub line: u32,
+    /// PTX line of the earlier access of the other thread.
+    pub earlier_line: u32,
+    /// `.loc` source of the later access, when the PTX has line information.
+    pub source: Option<String>,
+    /// `.loc` source of the earlier access.
+    pub earlier_source: Option<String>,
+    /// Threads that recorded this hazard (each thread records its first).
+    pub count: u64,
+    /// The report as printed (compute-sanitizer's layout).
+    pub report: String,
+    key: (u64, u32, u32, u32),
 }
 
 /// One decoded record of the log.
@@ -116,6 +171,149 @@ impl FaultState {
             retired: Vec::new(),
             queued: false,
             sites: HashMap::new(),
+            race: false,
+            shadow: None,
+            held: (0, Vec::new()),
+            hazards: Vec::new(),
+        }
+    }
+
+    /// Readies the racecheck shadow for a launch of `blocks` blocks with
+    /// `shared_bytes` of shared memory each: `(shadow, slots, bytes to zero)`.
+    pub(crate) fn race_shadow(
+        &mut self,
+        device: &Arc<Device>,
+        blocks: u64,
+        shared_bytes: u64,
+    ) -> Result<(Arc<Buffer>, u32, u64)> {
+        let slot_bytes = shared_bytes.div_ceil(4).max(1) * fault::RACE_ENTRY_BYTES;
+        let slots = blocks.clamp(1, RACE_MAX_SLOTS).min((RACE_SHADOW_BUDGET / slot_bytes).max(1));
+        let bytes = slots * slot_bytes;
+        let shadow = match &self.shadow {
+            Some(b) if b.size >= bytes => b.clone(),
+            _ => {
+                let size = bytes.max(self.shadow.as_ref().map_or(0, |b| b.size + b.size / 2));
+                let b = Arc::new(Buffer::new(
+                    device,
+                    size,
+                    crate::memory::DEVICE_USAGE,
+                    MemoryLocation::GpuOnly,
+                    16,
+                    "ptxvk racecheck shadow",
+                )?);
+                self.shadow = Some(b.clone());
+                b
+            }
+        };
+        Ok((shadow, slots as u32, bytes))
+    }
+
+    /// Reads the log (all work has completed) and reports the hazards in
+    /// it on standard error; fault records are kept for [`FaultState::take`].
+    pub(crate) fn collect_hazards(&mut self) -> Result<Vec<RaceHazard>> {
+        let (count, records) = self.take()?;
+        let mut faults = Vec::new();
+        let mut new: Vec<usize> = Vec::new();
+        for r in records {
+            let kind = match r.kind {
+                fault::KIND_RACE_RAW => RaceKind::ReadAfterWrite,
+                fault::KIND_RACE_WAR => RaceKind::WriteAfterRead,
+                fault::KIND_RACE_WAW => RaceKind::WriteAfterWrite,
+                _ => {
+                    faults.push(r);
+                    continue;
+                }
+            };
+            let earlier_site = (r.address >> 32) as u32;
+            let key = (r.module, r.kind, r.site, earlier_site);
+            if let Some(i) = self.hazards.iter().position(|h| h.key == key) {
+                self.hazards[i].count += 1;
+                if !new.contains(&i) {
+                    new.push(i);
+                }
+                continue;
+            }
+            let h = self.describe_hazard(&r, kind, earlier_site, key);
+            self.hazards.push(h);
+            new.push(self.hazards.len() - 1);
+        }
+        // Records past the log's capacity are not known; the faults it held
+        // are reported by the launch's error.
+        let _ = count;
+        self.held.0 += faults.len() as u32;
+        self.held.1.extend(faults);
+        let out: Vec<RaceHazard> = new.iter().map(|&i| self.hazards[i].clone()).collect();
+        if !out.is_empty() {
+            let mut text = String::new();
+            for h in &out {
+                text.push_str(&h.report);
+                let _ = writeln!(text, "=========     [{} hazard{}]", h.count, if h.count == 1 { "" } else { "s" });
+                text.push_str(
+                    "=========
+",
+                );
+            }
+            let _ = writeln!(
+                text,
+                "========= RACECHECK SUMMARY: {} hazard{} displayed",
+                out.len(),
+                if out.len() == 1 { "" } else { "s" }
+            );
+            eprint!("{text}");
+        }
+        Ok(out)
+    }
+
+    /// Every hazard reported so far in this context.
+    pub(crate) fn hazards(&self) -> Vec<RaceHazard> {
+        self.hazards.clone()
+    }
+
+    fn describe_hazard(&self, r: &Record, kind: RaceKind, earlier_site: u32, key: (u64, u32, u32, u32)) -> RaceHazard {
+        let sites = self.sites.get(&r.module);
+        let site = |i: u32| sites.and_then(|(s, f)| s.get(i as usize).map(|s| (s, f.clone())));
+        let (later, earlier) = (site(r.site), site(earlier_site));
+        let (later_name, earlier_name) = match kind {
+            RaceKind::ReadAfterWrite => ("Read", "Write"),
+            RaceKind::WriteAfterRead => ("Write", "Read"),
+            RaceKind::WriteAfterWrite => ("Write", "Write"),
+        };
+        let at = |s: &Option<(&FaultSite, Arc<str>)>| match s {
+            Some((s, file)) => {
+                let mut t = format!("{} ({file}:{}:{})", s.function, s.line, s.column);
+                if let Some(src) = &s.source {
+                    let _ = write!(t, " [{src}]");
+                }
+                t
+            }
+            None => "an unknown instruction".to_string(),
+        };
+        let offset = r.address & 0xf_ffff;
+        let accessor = ((r.address >> 20) & 0xfff) as u32;
+        let other = match accessor {
+            fault::RACE_MANY_READERS => "threads of several warps".to_string(),
+            a if a >= fault::RACE_WARP_READERS => format!("several threads of warp {}", a - fault::RACE_WARP_READERS),
+            a => format!("thread {} (linear %tid)", a.saturating_sub(1)),
+        };
+        let [tx, ty, tz] = r.tid;
+        let [bx, by, bz] = r.ctaid;
+        let mut report = String::new();
+        let _ = writeln!(report, "========= Error: Race reported between {earlier_name} access at {}", at(&earlier));
+        let _ = writeln!(report, "=========     and {later_name} access at {}", at(&later));
+        let _ = writeln!(
+            report,
+            "=========     e.g. __shared__ offset {offset:#x}: thread ({tx},{ty},{tz}) in block ({bx},{by},{bz}) after {other}"
+        );
+        RaceHazard {
+            kind,
+            function: later.as_ref().map_or_else(String::new, |(s, _)| s.function.clone()),
+            line: later.as_ref().map_or(0, |(s, _)| s.line),
+            earlier_line: earlier.as_ref().map_or(0, |(s, _)| s.line),
+            source: later.as_ref().and_then(|(s, _)| s.source.clone()),
+            earlier_source: earlier.as_ref().and_then(|(s, _)| s.source.clone()),
+            count: 1,
+            report,
+            key,
         }
     }
 
@@ -125,7 +323,7 @@ impl FaultState {
         if let Some(l) = &self.log {
             return Ok(l.address);
         }
-        let capacity = if self.mode == FaultMode::Memcheck { MEMCHECK_RECORDS } else { CHECK_RECORDS };
+        let capacity = if self.mode == FaultMode::Memcheck || self.race { MEMCHECK_RECORDS } else { CHECK_RECORDS };
         let size = fault::RECORDS + fault::RECORD_BYTES * capacity as u64;
         let l = Arc::new(host_buffer(device, size, "ptxvk fault log")?);
         let mut header = [0u8; fault::RECORDS as usize];
@@ -196,13 +394,14 @@ impl FaultState {
     /// were in all (records past the capacity are only counted); resets
     /// the log. Called after all work has completed.
     pub(crate) fn take(&mut self) -> Result<(u32, Vec<Record>)> {
-        let Some(log) = &self.log else { return Ok((0, Vec::new())) };
+        let (held_count, mut held) = std::mem::take(&mut self.held);
+        let Some(log) = &self.log else { return Ok((held_count, held)) };
         let mut head = [0u8; 8];
         log.read(fault::COUNT, &mut head)?;
         let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
         let capacity = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
         if count == 0 {
-            return Ok((0, Vec::new()));
+            return Ok((held_count, held));
         }
         let n = count.min(capacity) as usize;
         let mut raw = vec![0u8; n * fault::RECORD_BYTES as usize];
@@ -220,13 +419,21 @@ impl FaultState {
                 ctaid: [0, 1, 2].map(|i| u32_at(r, fault::R_CTAID + 4 * i)),
                 tid: [0, 1, 2].map(|i| u32_at(r, fault::R_TID + 4 * i)),
             })
-            .collect();
-        Ok((count, records))
+            .collect::<Vec<_>>();
+        held.extend(records);
+        Ok((held_count + count, held))
     }
 
     /// One report of `r` (compute-sanitizer's layout); `nearest` is the
-    /// allocation closest to a global address, `(base, size)`.
-    pub(crate) fn describe(&self, r: &Record, kernel: &str, nearest: Option<(u64, u64)>) -> String {
+    /// allocation closest to a global address, `(base, size)`, and `freed`
+    /// the freed allocation that contained it, if any.
+    pub(crate) fn describe(
+        &self,
+        r: &Record,
+        kernel: &str,
+        nearest: Option<(u64, u64)>,
+        freed: Option<(u64, u64)>,
+    ) -> String {
         let site = self.sites.get(&r.module).and_then(|(s, f)| s.get(r.site as usize).map(|s| (s, f)));
         let mut out = String::new();
         let (what, space) = match site {
@@ -263,6 +470,13 @@ impl FaultState {
             let _ = writeln!(out, "=========     Address {:#x} is misaligned", r.address);
         } else if !global {
             let _ = writeln!(out, "=========     Address {:#x} is out of bounds", r.address);
+        } else if let Some((base, size)) = freed {
+            let _ = writeln!(out, "=========     Address {:#x} is in freed memory (use after free)", r.address);
+            let _ = writeln!(
+                out,
+                "=========     it is {} bytes inside an allocation at {base:#x} of size {size} bytes that was freed",
+                r.address - base
+            );
         } else {
             let _ = writeln!(out, "=========     Address {:#x} is out of bounds", r.address);
             if let Some((base, size)) = nearest {

@@ -31,7 +31,7 @@ mod warp;
 pub use context::{Context, Timestamp};
 pub use device::{DeviceInfo, PciBusInfo, IPC_ENV};
 pub use error::{Error, Result};
-pub use fault::FaultMode;
+pub use fault::{FaultMode, RaceHazard, RaceKind};
 pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};
 pub use memory::ExportedMemory;
 pub use module::{Function, Module};

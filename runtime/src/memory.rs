@@ -433,7 +433,14 @@ pub(crate) struct AllocationTable {
     regions: BTreeMap<u64, Region>,
     /// Bytes of user allocations (as created, rounded).
     pub(crate) user_bytes: u64,
+    /// The most recently freed user allocations, `(base, size)`, newest
+    /// last (at most [`FREED_HISTORY`]): a fault report says when an
+    /// address lies in one of them (a use after free).
+    freed: std::collections::VecDeque<(u64, u64)>,
 }
+
+/// Freed allocations an [`AllocationTable`] remembers for fault reports.
+const FREED_HISTORY: usize = 4096;
 
 impl AllocationTable {
     /// Tracks a user allocation whose base is `buffer.address`.
@@ -488,8 +495,12 @@ impl AllocationTable {
             None => return Err(Error::InvalidValue(format!("{addr:#x} is not the base of an allocation"))),
         }
         match self.regions.remove(&addr) {
-            Some(Region { owner: Owner::User(b), .. }) => {
+            Some(Region { owner: Owner::User(b), size }) => {
                 self.user_bytes -= b.size;
+                if self.freed.len() == FREED_HISTORY {
+                    self.freed.pop_front();
+                }
+                self.freed.push_back((addr, size));
                 Ok(b)
             }
             _ => Err(Error::InvalidValue(format!("{addr:#x} is not the base of an allocation"))),
@@ -541,6 +552,16 @@ impl AllocationTable {
             (Some(x), Some(y)) => Some(if dist(x) <= dist(y) { x } else { y }),
             (x, y) => x.or(y),
         }
+    }
+
+    /// `(base, size)` of the most recently freed allocation that contained
+    /// `addr` (among the last [`FREED_HISTORY`] freed), when no live
+    /// allocation contains it now.
+    pub(crate) fn freed_at(&mut self, addr: u64) -> Option<(u64, u64)> {
+        if self.find(addr).is_some() {
+            return None;
+        }
+        self.freed.iter().rev().copied().find(|&(b, s)| addr >= b && addr - b < s)
     }
 
     /// `(base, size)` of the allocation containing `addr`.

@@ -270,6 +270,9 @@ pub struct ModuleInfo {
     /// context's fault log (see [`fault`]) before launching a kernel of the
     /// module.
     pub fault_offset: Option<u64>,
+    /// With `Options::race_checks`: whether the module's `.shared` accesses
+    /// are tracked for hazards (not in modules with `mbarrier`).
+    pub race_checked: bool,
     /// The checked accesses a fault record can name, by site index.
     pub fault_sites: Vec<fault::FaultSite>,
     /// The PTX file's name as given to the translator (for fault reports).
@@ -295,6 +298,8 @@ pub struct ModuleInfo {
 /// | [`fault::COUNT`] | u32 | faults so far (records past the capacity are counted, not written) |
 /// | [`fault::CAPACITY`] | u32 | records the log holds |
 /// | [`fault::SCRATCH`] | 32 bytes | where failing global accesses go instead |
+/// | [`fault::RACE_SHADOW`] | u64 | racecheck: device address of the shadow of the launch's shared memory |
+/// | [`fault::RACE_SLOTS`] | u32 | racecheck: blocks the shadow has room for (at least 1) |
 /// | [`fault::RECORDS`] | ... | the records, [`fault::RECORD_BYTES`] each |
 ///
 /// A thread keeps its first fault in two `Private` variables and appends
@@ -303,6 +308,27 @@ pub struct ModuleInfo {
 /// A record: `[u64 address (a .shared/.local access: the offset), u64 the
 /// module data address of the module, u32 site (index in
 /// ModuleInfo::fault_sites), u32 kind, u32 ctaid.x, y, z, u32 tid.x, y, z]`.
+///
+/// ## Racecheck (`Options::race_checks`)
+///
+/// Each block has a slot of the shadow: [`fault::RACE_ENTRY_BYTES`] per
+/// 32-bit word of its shared memory, `[u64 last write, u64 last read(s),
+/// u32 site of the write, u32 site of the read]`, zeroed before each launch.
+/// Block `b` (its linear `%ctaid`) uses slot `b % slots`; an entry is
+/// `[bits 0-3: bytes of the word accessed, 4-15: accessor, 16-26: warp epoch,
+/// 27-42: block epoch, 43-63: b / slots]`. The accessor is the linear
+/// `%tid` plus one, or for reads by several threads [`fault::RACE_WARP_READERS`]
+/// plus the warp (all in one warp) or [`fault::RACE_MANY_READERS`]. The
+/// block epoch counts the thread's `bar`/`barrier` instructions; the warp
+/// epoch its `bar.warp.sync` since the last of them. Two accesses of a
+/// word's bytes in the same block epoch by different threads, one of them
+/// a write, are a hazard unless both threads are in one warp with
+/// different warp epochs. Atomics are not tracked. A thread keeps its
+/// first hazard and records it at its end: kind [`fault::KIND_RACE_RAW`],
+/// [`fault::KIND_RACE_WAR`] or [`fault::KIND_RACE_WAW`], the site of the
+/// later access, and as address the shared byte offset (bits 0-19), the
+/// earlier access's accessor (bits 20-31) and site (bits 32-63). Hazards
+/// do not set the trap word: the launch goes on, the runtime reports them.
 ///
 /// The range table holds `2^depth` entries `[u64 base, u64 end)` sorted by
 /// base, disjoint, padded with `[u64::MAX, 0)`; `depth` is the
@@ -318,8 +344,12 @@ pub mod fault {
     /// Offset of 32 scratch bytes: a failing global access goes there
     /// instead (the checked code has no branch around global accesses).
     pub const SCRATCH: u64 = 16;
+    /// Offset of the racecheck shadow's address.
+    pub const RACE_SHADOW: u64 = 48;
+    /// Offset of the racecheck shadow's slot count.
+    pub const RACE_SLOTS: u64 = 56;
     /// Offset of the first record.
-    pub const RECORDS: u64 = 48;
+    pub const RECORDS: u64 = 64;
     /// Bytes of a record.
     pub const RECORD_BYTES: u64 = 48;
     /// Record field: the address.
@@ -342,6 +372,19 @@ pub mod fault {
     pub const KIND_RANGE: u32 = 1;
     /// Kind: the address is not aligned to the access size.
     pub const KIND_MISALIGNED: u32 = 2;
+    /// Kind (racecheck): a read of a word another thread wrote in the same epoch.
+    pub const KIND_RACE_RAW: u32 = 3;
+    /// Kind (racecheck): a write of a word another thread read in the same epoch.
+    pub const KIND_RACE_WAR: u32 = 4;
+    /// Kind (racecheck): a write of a word another thread wrote in the same epoch.
+    pub const KIND_RACE_WAW: u32 = 5;
+    /// Bytes of the racecheck shadow per 32-bit word of shared memory.
+    pub const RACE_ENTRY_BYTES: u64 = 24;
+    /// Accessor field of a shadow entry: reads by several threads of warp
+    /// `w` are `RACE_WARP_READERS + w`.
+    pub const RACE_WARP_READERS: u32 = 0x800;
+    /// Accessor field of a shadow entry: reads by threads of several warps.
+    pub const RACE_MANY_READERS: u32 = 0xfff;
     /// Space of a site: `.global` (or a generic global address).
     pub const SPACE_GLOBAL: u32 = 0;
     /// Space of a site: `.shared`.

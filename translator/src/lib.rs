@@ -223,6 +223,13 @@ pub struct Options {
     /// Needs the runtime's fault log; for devices where a bad address takes
     /// the process down (lavapipe runs kernels on host threads).
     pub fault_checks: bool,
+    /// With [`fault_checks`](Options::fault_checks): also track every
+    /// non-atomic `.shared` access in a shadow of the block's shared memory
+    /// and record hazards (two threads touching a byte between barriers,
+    /// one of them writing; see "Racecheck" in [`abi::fault`]). Modules
+    /// with `mbarrier` are not tracked (their waits order threads in ways
+    /// the barrier epochs do not see): [`ModuleInfo::race_checked`] says.
+    pub race_checks: bool,
 }
 
 impl Default for Options {
@@ -250,6 +257,7 @@ impl Default for Options {
             forward_progress: true,
             interleave_every_loop: false,
             fault_checks: false,
+            race_checks: false,
         }
     }
 }

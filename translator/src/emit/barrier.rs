@@ -107,6 +107,9 @@ pub(crate) fn workgroup_any(e: &mut Emitter, fx: &Fx, cond: Word) -> Result<Word
 /// `bar.warp.sync`, see [`super::warp`]), executed by every invocation;
 /// `active` is the invocation's activity (with its guard).
 pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result<(), Diagnostic> {
+    // The racecheck's next block epoch (a thread's own count: the barrier
+    // orders what every thread did before it against what follows it).
+    super::race::block_barrier(e)?;
     if inst.has("red") {
         return reduce(e, fx, inst, active);
     }

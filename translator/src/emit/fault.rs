@@ -98,7 +98,10 @@ pub(crate) fn guard(
             let u64t = e.t_int(64);
             let at = e.b.u_convert(u64t, None, off).map_err(internal1)?;
             note(e, ok, kind, at, id)?;
-            guarded(e, ok, result, &mut |e| body(e, fx, a))
+            guarded(e, ok, result, &mut |e| {
+                super::race::access(e, fx, off, site, id)?;
+                body(e, fx, a)
+            })
         }
         Addr::Local(off) => {
             let limit = e.c_u32(fx.local_total);
@@ -276,7 +279,7 @@ fn finish(e: &mut Emitter, inside: Word, low: Word, zero: Word) -> Result<(Word,
 
 /// Bytes of the block's shared memory: the Workgroup array, or with a
 /// spill area its hot part and the workgroup's slot.
-fn shared_limit(e: &mut Emitter, fx: &Fx) -> Result<Word, Diagnostic> {
+pub(crate) fn shared_limit(e: &mut Emitter, fx: &Fx) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     let words = if fx.shared_wide { e.spec_shared_wide_words } else { e.spec_shared_words };
     let per = e.c_u32(if fx.shared_wide { 8 } else { 4 });
@@ -471,7 +474,7 @@ pub(crate) fn flush(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     let mask = e.c_u32(0x7fff_ffff);
     let site = e.b.bitwise_and(u32t, None, code, mask).map_err(internal1)?;
     let site = e.b.i_sub(u32t, None, site, one).map_err(internal1)?;
-    record(e, fx, kind, at, site)?;
+    record_call(e, fx, kind, at, site)?;
     e.b.branch(merge).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
     e.b.branch(outer_merge).map_err(internal1)?;
@@ -481,7 +484,7 @@ pub(crate) fn flush(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
 
 /// The fault path: a call of the record function (see [`emit_record`])
 /// with what only the caller knows.
-fn record(e: &mut Emitter, fx: &Fx, kind: Word, at: Word, site: Word) -> Result<(), Diagnostic> {
+pub(crate) fn record_call(e: &mut Emitter, fx: &Fx, kind: Word, at: Word, site: Word) -> Result<(), Diagnostic> {
     let f = match e.fault_record {
         Some(f) => f,
         None => {
@@ -524,6 +527,11 @@ pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
     let mis = e.c_u32(fault::KIND_MISALIGNED);
     let is_mis = e.b.i_equal(bt, None, kind, mis).map_err(internal1)?;
     let bits = e.b.select(u32t, None, is_mis, mis_bits, trap_bits).map_err(internal1)?;
+    // A hazard of the racecheck is reported without failing the launch.
+    let race = e.c_u32(fault::KIND_RACE_RAW);
+    let is_race = e.b.u_greater_than_equal(bt, None, kind, race).map_err(internal1)?;
+    let none = e.c_u32(0);
+    let bits = e.b.select(u32t, None, is_race, none, bits).map_err(internal1)?;
     super::func::or_trap_word(e, bits)?;
     let log = fault_log(e)?;
     let count_at = offset(e, log, fault::COUNT)?;
@@ -572,7 +580,7 @@ pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
 }
 
 /// The fault log's device address, from its module data word.
-fn fault_log(e: &mut Emitter) -> Result<Word, Diagnostic> {
+pub(crate) fn fault_log(e: &mut Emitter) -> Result<Word, Diagnostic> {
     let (Some(base), Some(off)) = (e.spec_global_address, e.fault_offset) else {
         return Err(Diagnostic::error(Span::default(), "internal error: fault log slot missing"));
     };
@@ -605,19 +613,19 @@ fn step_on(e: &mut Emitter, k: u32, depth: Word) -> Word {
 }
 
 /// `base + off`.
-fn offset(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Diagnostic> {
+pub(crate) fn offset(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Diagnostic> {
     let u64t = e.t_int(64);
     let c = e.c_int(64, off);
     e.b.i_add(u64t, None, base, c).map_err(internal1)
 }
 
-fn ptr(e: &mut Emitter, k: K, addr: Word) -> Result<Word, Diagnostic> {
+pub(crate) fn ptr(e: &mut Emitter, k: K, addr: Word) -> Result<Word, Diagnostic> {
     let t = e.kty(k);
     let pt = e.t_ptr(StorageClass::PhysicalStorageBuffer, t);
     e.b.convert_u_to_ptr(pt, None, addr).map_err(internal1)
 }
 
-fn load_u64(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Diagnostic> {
+pub(crate) fn load_u64(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Diagnostic> {
     let a = offset(e, base, off)?;
     let p = ptr(e, K::Int(64), a)?;
     let u64t = e.t_int(64);

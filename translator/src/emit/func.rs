@@ -820,6 +820,7 @@ pub(crate) fn emit_function(
         if me.is_none() {
             super::loop_limit::init(e)?;
             super::fault::load_cache(e)?;
+            super::race::init(e, &fx)?;
         }
         if fx.uniform.is_some() {
             // Every invocation reaches the end; the state says how it left.
@@ -903,6 +904,7 @@ pub(crate) fn emit_return(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic
     let Some((rets, ret_type)) = fx.returns.clone() else {
         // The entry ends: report the thread's first fault.
         super::fault::flush(e, fx)?;
+        super::race::flush(e, fx)?;
         return e.b.ret().map_err(internal1);
     };
     if rets.is_empty() {

@@ -44,6 +44,7 @@ mod mem;
 mod mma;
 mod mma_sp;
 mod printf;
+mod race;
 mod rounding;
 mod spv;
 mod stack;
@@ -168,6 +169,8 @@ pub(crate) struct Emitter<'o> {
     pub fault_cache: Option<Word>,
     /// Spec constant ops of the range scan (see `fault::linear_consts`).
     pub fault_linear: Option<(Word, Word)>,
+    /// The racecheck's state, when the module's shared accesses are tracked.
+    pub race: Option<race::Race>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
     /// Functions that run in workgroup-uniform mode (see [`uniform`]).
@@ -369,6 +372,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         fault_state: None,
         fault_cache: None,
         fault_linear: None,
+        race: None,
         heap_offset: None,
         grid_offset: None,
         spec_wg_x: 0,
@@ -440,6 +444,13 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         e.fault_offset = Some(off);
         data_bytes = off + 8;
         fault::declare_state(&mut e);
+        // The copy engine's functions (mbarrier, bulk copies) order threads
+        // in ways the racecheck's barrier epochs do not see.
+        let engine =
+            module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.name.starts_with("__ptxvk_")));
+        if opts.race_checks && !engine {
+            race::declare_state(&mut e);
+        }
     }
     if used.printf {
         let off = data_bytes.div_ceil(8) * 8;
@@ -688,6 +699,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(e.loop_counter.iter().flat_map(|c| c.interface()));
                 iface.extend(e.fault_state.iter().flat_map(|&(a, b)| [a, b]));
                 iface.extend(e.fault_cache);
+                iface.extend(e.race.iter().flat_map(|r| r.interface()));
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name, iface);
                 entry_fids.push(fid);
             }
@@ -718,7 +730,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             entries.push(info);
         }
     }
-    if let Err(d) = fault::emit_search(&mut e).and_then(|_| fault::emit_record(&mut e)) {
+    if let Err(d) =
+        fault::emit_search(&mut e).and_then(|_| race::emit_word_fn(&mut e)).and_then(|_| fault::emit_record(&mut e))
+    {
         errors.push(d);
     }
     if !errors.is_empty() {
@@ -775,6 +789,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             heap_offset: e.heap_offset,
             grid_offset: e.grid_offset,
             fault_offset: e.fault_offset,
+            race_checked: e.race.is_some(),
             fault_sites: std::mem::take(&mut e.fault_sites),
             source_name: String::new(),
         },

@@ -433,6 +433,7 @@ fn warp_sync(e: &mut Emitter, inst: &Instruction) -> Result<(), Diagnostic> {
     if inst.operands.len() != 1 {
         return Err(wrong_operands(inst, "a member mask"));
     }
+    super::race::warp_barrier(e)?;
     if e.opts.warp_path == WarpPath::Emulated {
         // In uniform mode: a warp spans several subgroups.
         return super::barrier::workgroup_barrier(e);
