@@ -8,6 +8,10 @@
 //! crash. A process whose kernel faults does not disturb another process
 //! running kernels at the same time.
 //!
+//! With `PTXVK_RACECHECK=1`, a reduction missing its barrier
+//! (`tests/fixtures/races.ptx`) completes and the hazard is reported on
+//! standard error with its CUDA line.
+//!
 //! Each case runs in a child process of its own (the test runs itself with
 //! `PTXVK_FAULT_CHILD=<case>`): the primary context is process-wide.
 
@@ -25,7 +29,11 @@ const MISALIGNED_ADDRESS: u32 = 716;
 const INVALID_VALUE: u32 = 1;
 
 fn fixture() -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/faults.ptx");
+    fixture_named("faults.ptx")
+}
+
+fn fixture_named(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name);
     let mut text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.push(0);
     text
@@ -151,6 +159,19 @@ fn child(case: &str) {
             println!("#memset {}", cu!(api.cuMemsetD8_v2(d + 200, 0, 100)));
             println!("#after {}", read_all_right(api, 100, 9).err().unwrap_or_else(|| "ok".into()));
         }
+        "race" => {
+            let image = fixture_named("races.ptx");
+            let mut races: Handle = std::ptr::null_mut();
+            check(api, cu!(api.cuModuleLoadData(&mut races, image.as_ptr().cast())), "load races.ptx");
+            let f = function(api, races, "reduce_missing_sync");
+            let input: Vec<u8> = (0..512u32).flat_map(|i| ((i % 7) as f32).to_le_bytes()).collect();
+            let mut din = alloc_with(api, &input);
+            let mut dout = alloc_with(api, &[0u8; 8]);
+            let mut params: [*mut c_void; 2] = [(&mut dout as *mut u64).cast(), (&mut din as *mut u64).cast()];
+            println!("#launch {}", launch(api, f, 2, 256, &mut params));
+            println!("#sync {}", cu!(api.cuCtxSynchronize()));
+            println!("#after {}", read_all_right(api, 100, 4).err().unwrap_or_else(|| "ok".into()));
+        }
         "steady" => {
             // Runs kernels while another process faults.
             for k in 0..20 {
@@ -167,10 +188,16 @@ fn child(case: &str) {
 
 /// Runs the test binary again as a child for `case`; its `#` lines.
 fn spawn(case: &str) -> std::process::Child {
+    spawn_with(case, &[])
+}
+
+/// [`spawn`] with more environment variables.
+fn spawn_with(case: &str, env: &[(&str, &str)]) -> std::process::Child {
     let exe = std::env::current_exe().unwrap();
     Command::new(exe)
         .args(["--exact", "child_process_entry", "--nocapture", "--test-threads=1"])
         .env(CHILD, case)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -178,15 +205,22 @@ fn spawn(case: &str) -> std::process::Child {
 }
 
 fn lines(child: std::process::Child) -> Vec<(String, String)> {
+    lines_and_stderr(child).0
+}
+
+/// The child's `#` lines and its standard error.
+fn lines_and_stderr(child: std::process::Child) -> (Vec<(String, String)>, String) {
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "child failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    stdout
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+    let lines = stdout
         .lines()
         // libtest's own text may precede the first line on the same line.
         .filter_map(|l| l.find('#').map(|i| &l[i + 1..]))
         .filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_string(), v.to_string())))
-        .collect()
+        .collect();
+    (lines, stderr)
 }
 
 fn value<'a>(lines: &'a [(String, String)], key: &str) -> &'a str {
@@ -229,4 +263,15 @@ fn copies_outside_an_allocation_are_invalid_values() {
     assert_eq!(value(&l, "dtoh"), INVALID_VALUE.to_string());
     assert_eq!(value(&l, "memset"), INVALID_VALUE.to_string());
     assert_eq!(value(&l, "after"), "ok", "a bad copy does not fail the context");
+}
+
+#[test]
+fn racecheck_reports_a_missing_barrier_and_the_launch_completes() {
+    let (l, stderr) = lines_and_stderr(spawn_with("race", &[("PTXVK_RACECHECK", "1")]));
+    assert_eq!(value(&l, "launch"), "0");
+    assert_eq!(value(&l, "sync"), "0", "a hazard does not fail the launch");
+    assert_eq!(value(&l, "after"), "ok");
+    assert!(stderr.contains("========= Error: Race reported between"), "{stderr}");
+    assert!(stderr.contains("races.cu:16]"), "the CUDA line of the racing accesses: {stderr}");
+    assert!(stderr.contains("RACECHECK SUMMARY"), "{stderr}");
 }

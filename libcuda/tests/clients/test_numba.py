@@ -800,6 +800,59 @@ def test_out_of_range_index_is_an_illegal_address():
     assert err is None and after == list(range(255, -1, -1))
 
 
+RACECHECK_SCRIPT = """
+import numpy as np
+from numba import cuda, float32
+
+@cuda.jit
+def block_sum(x, out, sync):
+    s = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    s[t] = x[cuda.blockIdx.x * 128 + t]
+    cuda.syncthreads()
+    step = 64
+    while step > 0:
+        if t < step:
+            s[t] += s[t + step]
+        if sync:
+            cuda.syncthreads()
+        step //= 2
+    if t == 0:
+        out[cuda.blockIdx.x] = s[0]
+
+x = np.arange(512, dtype=np.float32) % 13
+out = cuda.to_device(np.full(4, np.nan, np.float32))
+block_sum[4, 128](cuda.to_device(x), out, {sync})
+cuda.synchronize()
+got = out.copy_to_host()
+want = x.reshape(4, 128).sum(axis=1)
+print("RESULT", bool(np.all(np.isfinite(got))), bool(np.array_equal(got, want)))
+"""
+
+
+def racecheck_run(sync):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PTXVK_RACECHECK="1")
+    p = subprocess.run([sys.executable, "-c", RACECHECK_SCRIPT.format(sync=sync)], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout, p.stderr
+
+
+def test_racecheck_reports_a_missing_syncthreads():
+    """PTXVK_RACECHECK=1: a numba block sum whose loop lacks
+    cuda.syncthreads() completes and its hazard is reported on standard
+    error; the same kernel with the barrier reports nothing and sums right."""
+    out, err = racecheck_run(False)
+    assert "RESULT True" in out, out + err
+    assert "Race reported between" in err, err
+    out, err = racecheck_run(True)
+    assert "RESULT True True" in out, out + err
+    assert "Race reported" not in err, err
+
+
 # --- IPC: device memory shared with another process ---------------------------
 
 @cuda.jit

@@ -109,7 +109,7 @@ pub(crate) fn workgroup_any(e: &mut Emitter, fx: &Fx, cond: Word) -> Result<Word
 pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Result<(), Diagnostic> {
     // The racecheck's next block epoch (a thread's own count: the barrier
     // orders what every thread did before it against what follows it).
-    super::race::block_barrier(e)?;
+    super::race::block_barrier(e, active)?;
     if inst.has("red") {
         return reduce(e, fx, inst, active);
     }

@@ -105,25 +105,30 @@ pub(crate) fn init(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// A block barrier (`bar`, `barrier`): the next block epoch.
-pub(crate) fn block_barrier(e: &mut Emitter) -> Result<(), Diagnostic> {
+/// A block barrier (`bar`, `barrier`) the thread executes when `active`
+/// (in workgroup-uniform code every invocation passes each barrier, also
+/// where the PTX thread does not reach it): the next block epoch.
+pub(crate) fn block_barrier(e: &mut Emitter, active: Word) -> Result<(), Diagnostic> {
     let Some(r) = e.race else { return Ok(()) };
     let u32t = e.t_int(32);
     let v = e.b.load(u32t, None, r.epoch, None, []).map_err(internal1)?;
-    let one = e.c_u32(1);
-    let v = e.b.i_add(u32t, None, v, one).map_err(internal1)?;
-    e.b.store(r.epoch, v, None, []).map_err(internal1)?;
-    let zero = e.c_u32(0);
-    e.b.store(r.warp_epoch, zero, None, []).map_err(internal1)
+    let (one, zero) = (e.c_u32(1), e.c_u32(0));
+    let step = e.b.select(u32t, None, active, one, zero).map_err(internal1)?;
+    let next = e.b.i_add(u32t, None, v, step).map_err(internal1)?;
+    e.b.store(r.epoch, next, None, []).map_err(internal1)?;
+    let w = e.b.load(u32t, None, r.warp_epoch, None, []).map_err(internal1)?;
+    let w = e.b.select(u32t, None, active, zero, w).map_err(internal1)?;
+    e.b.store(r.warp_epoch, w, None, []).map_err(internal1)
 }
 
-/// `bar.warp.sync`: the next warp epoch.
-pub(crate) fn warp_barrier(e: &mut Emitter) -> Result<(), Diagnostic> {
+/// `bar.warp.sync`, executed when `active`: the next warp epoch.
+pub(crate) fn warp_barrier(e: &mut Emitter, active: Word) -> Result<(), Diagnostic> {
     let Some(r) = e.race else { return Ok(()) };
     let u32t = e.t_int(32);
     let v = e.b.load(u32t, None, r.warp_epoch, None, []).map_err(internal1)?;
-    let one = e.c_u32(1);
-    let v = e.b.i_add(u32t, None, v, one).map_err(internal1)?;
+    let (one, zero) = (e.c_u32(1), e.c_u32(0));
+    let step = e.b.select(u32t, None, active, one, zero).map_err(internal1)?;
+    let v = e.b.i_add(u32t, None, v, step).map_err(internal1)?;
     e.b.store(r.warp_epoch, v, None, []).map_err(internal1)
 }
 

@@ -420,7 +420,7 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Wor
         "match" => match_sync(e, fx, inst, active),
         "redux" => redux(e, fx, inst, active),
         "elect" => elect(e, fx, inst, active),
-        "bar" if inst.has("warp") => warp_sync(e, inst),
+        "bar" if inst.has("warp") => warp_sync(e, inst, active),
         "mma" | "ldmatrix" | "stmatrix" | "movmatrix" => super::mma::emit(e, fx, inst, active),
         "wgmma" => super::wgmma::emit(e, fx, inst, active),
         "wmma" => super::wmma::emit(e, fx, inst, active),
@@ -429,11 +429,11 @@ pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Wor
 }
 
 /// `bar.warp.sync membermask`.
-fn warp_sync(e: &mut Emitter, inst: &Instruction) -> Result<(), Diagnostic> {
+fn warp_sync(e: &mut Emitter, inst: &Instruction, active: Word) -> Result<(), Diagnostic> {
     if inst.operands.len() != 1 {
         return Err(wrong_operands(inst, "a member mask"));
     }
-    super::race::warp_barrier(e)?;
+    super::race::warp_barrier(e, active)?;
     if e.opts.warp_path == WarpPath::Emulated {
         // In uniform mode: a warp spans several subgroups.
         return super::barrier::workgroup_barrier(e);
