@@ -1,9 +1,10 @@
-//! The cost of the fault checks (issue 17): the same kernels in three
+//! The cost of the fault checks (issue 17): the same kernels in four
 //! contexts, without checks, with the default checks (every access tested
-//! against the memory blocks, lavapipe's default) and with the memcheck
-//! (every access against the exact allocations), median of [`RUNS`] runs
-//! each, as time ratios to the unchecked run. All three must write the same
-//! bits.
+//! against the memory blocks, lavapipe's default), with the memcheck
+//! (every access against the exact allocations) and with the racecheck
+//! (the default checks plus every `.shared` access tracked), median of
+//! [`RUNS`] runs each, as time ratios to the unchecked run. All four must
+//! write the same bits.
 //!
 //! - saxpy over 16M floats (`bench/saxpy_f32.ptx`): two loads and a store
 //!   per thread, memory bound;
@@ -146,9 +147,12 @@ fn measure(ctx: &Context, k: &Kernel) -> Result<(f64, f64, Vec<u8>), Box<dyn Err
 /// Runs each kernel in the three modes; `Ok(false)` when outputs differ.
 pub fn run() -> Result<bool, Box<dyn Error>> {
     println!("fault checks: time ratios to the unchecked kernel, median of {RUNS} runs");
-    let modes = [FaultMode::Off, FaultMode::Checks, FaultMode::Memcheck];
-    let ctxs: Vec<Context> =
-        modes.iter().map(|&m| Context::with_fault_mode(DeviceSelector::Default, Some(m))).collect::<Result<_, _>>()?;
+    let modes =
+        [(FaultMode::Off, false), (FaultMode::Checks, false), (FaultMode::Memcheck, false), (FaultMode::Checks, true)];
+    let ctxs: Vec<Context> = modes
+        .iter()
+        .map(|&(m, race)| Context::with_racecheck(DeviceSelector::Default, Some(m), race))
+        .collect::<Result<_, _>>()?;
     let mut ok = true;
     for k in kernels() {
         let mut results = Vec::new();
@@ -159,15 +163,17 @@ pub fn run() -> Result<bool, Box<dyn Error>> {
         ok &= same;
         let (base, first) = (results[0].0, results[0].1);
         println!(
-            "  {:<20} off {:8.2} ms   checks {:5.2}x   memcheck {:5.2}x   first launch (compile): off {:7.2} s, \
-             checks {:5.2}x, memcheck {:5.2}x{}",
+            "  {:<20} off {:8.2} ms   checks {:5.2}x   memcheck {:5.2}x   racecheck {:5.2}x   first launch \
+             (compile): off {:7.2} s, checks {:5.2}x, memcheck {:5.2}x, racecheck {:5.2}x{}",
             k.name,
             base * 1e3,
             results[1].0 / base,
             results[2].0 / base,
+            results[3].0 / base,
             first,
             results[1].1 / first,
             results[2].1 / first,
+            results[3].1 / first,
             if same { "" } else { "  DIFFERENT BITS" }
         );
     }

@@ -3,7 +3,10 @@
 //! into SPIR-V that `spirv-val` accepts on every warp path; the module
 //! gets a fault log word and a site per checked access, each with its PTX
 //! line and, from `.loc`, its CUDA line; without the option nothing
-//! changes. Running the checks is `runtime/tests/faults.rs`.
+//! changes. With `Options::race_checks` as well (the racecheck's shadow
+//! tracking) every fixture still validates, and a module with `mbarrier`
+//! is not tracked. Running the checks is `runtime/tests/faults.rs` and
+//! `runtime/tests/races.rs`.
 
 use ptxvk_translator::abi::fault::{Access, SPACE_GLOBAL, SPACE_LOCAL, SPACE_SHARED};
 use ptxvk_translator::{translate, Options, WarpPath};
@@ -78,14 +81,17 @@ fn every_fixture_checked_validates() {
     let mut checked_files = 0;
     for file in files {
         let src = std::fs::read_to_string(&file).expect("read fixture");
-        for warp_path in [WarpPath::Emulated, WarpPath::Native] {
-            let opts = Options { warp_path, ..checked() };
+        // With the racecheck too (its shadow tracking of shared accesses).
+        for (warp_path, race_checks) in
+            [(WarpPath::Emulated, false), (WarpPath::Native, false), (WarpPath::Emulated, true)]
+        {
+            let opts = Options { warp_path, race_checks, ..checked() };
             // Fixtures that do not translate on their own (diagnostic
             // tests) are someone else's business.
             let Ok(t) = translate(&src, "fixture.ptx", &opts) else { continue };
             match spirv_val(&t.spirv) {
                 Some(Ok(())) => checked_files += 1,
-                Some(Err(e)) => panic!("{} ({warp_path:?}): spirv-val: {e}", file.display()),
+                Some(Err(e)) => panic!("{} ({warp_path:?}, racecheck {race_checks}): spirv-val: {e}", file.display()),
                 None => {
                     eprintln!("skipping SPIR-V validation: spirv-val is not installed");
                     return;
@@ -94,4 +100,18 @@ fn every_fixture_checked_validates() {
         }
     }
     assert!(checked_files > 50, "only {checked_files} translations validated");
+}
+
+#[test]
+fn racecheck_tracks_shared_modules_but_not_mbarrier_ones() {
+    let races = include_str!("../../tests/fixtures/races.ptx");
+    let opts = Options { race_checks: true, ..checked() };
+    let t = translate(races, "races.ptx", &opts).unwrap();
+    assert!(t.info.race_checked);
+    let plain = translate(races, "races.ptx", &checked()).unwrap();
+    assert!(!plain.info.race_checked);
+    assert!(t.spirv.len() > plain.spirv.len(), "the tracking is emitted");
+    let tma = include_str!("../../runtime/tests/ptx/tma_mbarrier.ptx");
+    let t = translate(tma, "tma_mbarrier.ptx", &Options { race_checks: true, ..checked() }).unwrap();
+    assert!(!t.info.race_checked, "mbarrier waits order threads the epochs do not see");
 }

@@ -185,24 +185,52 @@ pub(crate) fn emit_search(e: &mut Emitter) -> Result<(), Diagnostic> {
     let (linear, count) = linear_consts(e, depth);
     let inside = either_value(e, linear, K::Pred, &mut |e, small| {
         if small {
-            let mut inside = e.c_bool(false);
-            for k in 0..1u32 << LINEAR_DEPTH {
-                let kc = e.c_u32(k);
-                let on = e.b.spec_constant_op(bt, spirv::Op::ULessThan, &[kc, count]);
-                let before = inside;
-                inside = either_value(e, on, K::Pred, &mut |e, taken| {
-                    if !taken {
-                        return Ok(before);
+            // Up to two ranges: each in turn; more: a search without a
+            // branch over the cache's eight entries (padded), three
+            // comparisons and selections instead of a test per range (the
+            // cost of compiling the checks grows with the tests per access).
+            let two = e.c_u32(2);
+            let few = e.b.spec_constant_op(bt, spirv::Op::ULessThanEqual, &[count, two]);
+            return either_value(e, few, K::Pred, &mut |e, few| {
+                if few {
+                    let mut inside = e.c_bool(false);
+                    for k in 0..2 {
+                        let (base, end) = cached_range(e, k)?;
+                        let hit = holds(e, base, end, addr, size)?;
+                        inside = e.b.logical_or(bt, None, inside, hit).map_err(internal1)?;
                     }
-                    let pb = cache_word(e, 2 * k)?;
-                    let pe = cache_word(e, 2 * k + 1)?;
-                    let base = e.b.load(u64t, None, pb, None, []).map_err(internal1)?;
-                    let end = e.b.load(u64t, None, pe, None, []).map_err(internal1)?;
-                    let hit = holds(e, base, end, addr, size)?;
-                    e.b.logical_or(bt, None, before, hit).map_err(internal1)
-                })?;
-            }
-            return Ok(inside);
+                    return Ok(inside);
+                }
+                let mut bases = Vec::new();
+                let mut ends = Vec::new();
+                for k in 0..1u32 << LINEAR_DEPTH {
+                    let (b, en) = cached_range(e, k)?;
+                    bases.push(b);
+                    ends.push(en);
+                }
+                // The last range whose base is at or below `addr`: index bits c4, c2, c1.
+                let c4 = e.b.u_less_than_equal(bt, None, bases[4], addr).map_err(internal1)?;
+                let m2 = e.b.select(u64t, None, c4, bases[6], bases[2]).map_err(internal1)?;
+                let c2 = e.b.u_less_than_equal(bt, None, m2, addr).map_err(internal1)?;
+                let hi = e.b.select(u64t, None, c2, bases[7], bases[5]).map_err(internal1)?;
+                let lo = e.b.select(u64t, None, c2, bases[3], bases[1]).map_err(internal1)?;
+                let m1 = e.b.select(u64t, None, c4, hi, lo).map_err(internal1)?;
+                let c1 = e.b.u_less_than_equal(bt, None, m1, addr).map_err(internal1)?;
+                let pick = |e: &mut Emitter, v: &[Word]| -> Result<Word, Diagnostic> {
+                    let mut level: Vec<Word> = v.to_vec();
+                    for c in [c1, c2, c4] {
+                        let mut next = Vec::new();
+                        for pair in level.chunks(2) {
+                            next.push(e.b.select(u64t, None, c, pair[1], pair[0]).map_err(internal1)?);
+                        }
+                        level = next;
+                    }
+                    Ok(level[0])
+                };
+                let base = pick(e, &bases)?;
+                let end = pick(e, &ends)?;
+                holds(e, base, end, addr, size)
+            });
         }
         // Binary search for the last range whose base is at or below
         // `addr`: step k (half = 2^k) runs only when k < depth.
@@ -225,6 +253,16 @@ pub(crate) fn emit_search(e: &mut Emitter) -> Result<(), Diagnostic> {
     })?;
     e.b.ret_value(inside).map_err(internal1)?;
     e.b.end_function().map_err(internal1)
+}
+
+/// Range `k` of the `Private` cache: `(base, end)`.
+fn cached_range(e: &mut Emitter, k: u32) -> Result<(Word, Word), Diagnostic> {
+    let u64t = e.t_int(64);
+    let pb = cache_word(e, 2 * k)?;
+    let pe = cache_word(e, 2 * k + 1)?;
+    let base = e.b.load(u64t, None, pb, None, []).map_err(internal1)?;
+    let end = e.b.load(u64t, None, pe, None, []).map_err(internal1)?;
+    Ok((base, end))
 }
 
 /// Whether range `i` of the table holds the `size` bytes at `addr`.
@@ -361,7 +399,12 @@ pub(crate) fn declare_state(e: &mut Emitter) {
     let n = e.c_u32(2 << LINEAR_DEPTH);
     let arr = e.ty(super::TyKey::Array(u64t, n));
     let pa = e.t_ptr(StorageClass::Private, arr);
-    e.fault_cache = Some(e.b.variable(pa, None, StorageClass::Private, None));
+    // Padding ranges `[u64::MAX, 0)` (which hold nothing) beyond the
+    // table's: the search over all entries then needs no bound.
+    let max = e.c_int(64, u64::MAX);
+    let pad: Vec<Word> = (0..2u32 << LINEAR_DEPTH).map(|i| if i % 2 == 0 { max } else { z64 }).collect();
+    let init = e.b.constant_composite(arr, pad);
+    e.fault_cache = Some(e.b.variable(pa, None, StorageClass::Private, Some(init)));
 }
 
 /// The `Private` copy of cached range word `w` (base of range k: 2k, end: 2k + 1).

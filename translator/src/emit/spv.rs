@@ -728,6 +728,15 @@ impl Builder {
         self.global(Op::SpecConstant, result_type, &[value as u32, (value >> 32) as u32])
     }
 
+    pub fn constant_composite(&mut self, result_type: Word, constituents: impl IntoIterator<Item = Word>) -> Word {
+        let id = self.id();
+        let start = self.globals.len();
+        self.globals.extend([head(Op::ConstantComposite, 0), result_type, id]);
+        self.globals.extend(constituents);
+        finish(&mut self.globals, start);
+        id
+    }
+
     pub fn spec_constant_composite(&mut self, result_type: Word, constituents: impl IntoIterator<Item = Word>) -> Word {
         let id = self.id();
         let start = self.globals.len();
