@@ -1581,12 +1581,12 @@ impl ContextInner {
             if f.module.info.race_checked && st.fault.race {
                 // What the kernel's `shared_limit` is: the Workgroup array,
                 // or the hot part plus the spilled part.
-                let shared_bytes = if plan.stride > 0 {
-                    plan.hot_words as u64 * 4 + plan.stride as u64
+                let shared_bytes = if key.spill_stride > 0 {
+                    key.spill_hot_bytes as u64 + key.spill_stride as u64
                 } else if entry.shared_wide {
-                    plan.hot_words.div_ceil(2).max(1) as u64 * 8
+                    key.shared_wide_words as u64 * 8
                 } else {
-                    plan.hot_words.max(1) as u64 * 4
+                    key.shared_words as u64 * 4
                 };
                 self.race_shadow(&mut st, total_blocks, shared_bytes)?;
             }
@@ -1675,23 +1675,13 @@ impl ContextInner {
     /// The device address of a spill area of at least `bytes`, kept alive
     /// by the current batch.
     fn spill_area(&self, st: &mut State, bytes: u64) -> Result<u64> {
-        let buffer = match &st.spill {
-            Some(b) if b.size >= bytes => b.clone(),
-            _ => {
-                // Grown by halves at least, so that a few sizes serve all launches.
-                let size = bytes.max(st.spill.as_ref().map_or(0, |b| b.size + b.size / 2));
-                let b = Arc::new(Buffer::new(
-                    &self.device,
-                    size,
-                    DEVICE_USAGE,
-                    MemoryLocation::GpuOnly,
-                    abi::SHARED_HOT_ALIGN as u64,
-                    "ptxvk shared spill area",
-                )?);
-                st.spill = Some(b.clone());
-                b
-            }
-        };
+        let buffer = crate::memory::grown_device_buffer(
+            &self.device,
+            &mut st.spill,
+            bytes,
+            abi::SHARED_HOT_ALIGN as u64,
+            "ptxvk shared spill area",
+        )?;
         let address = buffer.address;
         st.stream.keep(buffer);
         Ok(address)

@@ -189,29 +189,14 @@ impl FaultState {
         let slot_bytes = shared_bytes.div_ceil(4).max(1) * fault::RACE_ENTRY_BYTES;
         let slots = blocks.clamp(1, RACE_MAX_SLOTS).min((RACE_SHADOW_BUDGET / slot_bytes).max(1));
         let bytes = slots * slot_bytes;
-        let shadow = match &self.shadow {
-            Some(b) if b.size >= bytes => b.clone(),
-            _ => {
-                let size = bytes.max(self.shadow.as_ref().map_or(0, |b| b.size + b.size / 2));
-                let b = Arc::new(Buffer::new(
-                    device,
-                    size,
-                    crate::memory::DEVICE_USAGE,
-                    MemoryLocation::GpuOnly,
-                    16,
-                    "ptxvk racecheck shadow",
-                )?);
-                self.shadow = Some(b.clone());
-                b
-            }
-        };
+        let shadow = crate::memory::grown_device_buffer(device, &mut self.shadow, bytes, 16, "ptxvk racecheck shadow")?;
         Ok((shadow, slots as u32, bytes))
     }
 
     /// Reads the log (all work has completed) and reports the hazards in
     /// it on standard error; fault records are kept for [`FaultState::take`].
     pub(crate) fn collect_hazards(&mut self) -> Result<Vec<RaceHazard>> {
-        let (count, records) = self.take()?;
+        let (_, records) = self.take()?;
         let mut faults = Vec::new();
         let mut new: Vec<usize> = Vec::new();
         for r in records {
@@ -237,9 +222,8 @@ impl FaultState {
             self.hazards.push(h);
             new.push(self.hazards.len() - 1);
         }
-        // Records past the log's capacity are not known; the faults it held
-        // are reported by the launch's error.
-        let _ = count;
+        // The faults among the records are reported by the launch's error
+        // (records past the log's capacity are not known).
         self.held.0 += faults.len() as u32;
         self.held.1.extend(faults);
         let out: Vec<RaceHazard> = new.iter().map(|&i| self.hazards[i].clone()).collect();

@@ -427,6 +427,26 @@ pub(crate) struct Resolved {
     pub(crate) offset: u64,
 }
 
+/// The device buffer in `slot` when it holds `bytes`; otherwise a new one
+/// of at least `bytes`, grown by halves at least (so that a few sizes serve
+/// all launches), kept in `slot`. The old buffer lives on wherever queued
+/// work keeps it.
+pub(crate) fn grown_device_buffer(
+    device: &Arc<Device>,
+    slot: &mut Option<Arc<Buffer>>,
+    bytes: u64,
+    align: u64,
+    name: &str,
+) -> Result<Arc<Buffer>> {
+    if let Some(b) = slot.as_ref().filter(|b| b.size >= bytes) {
+        return Ok(b.clone());
+    }
+    let size = bytes.max(slot.as_ref().map_or(0, |b| b.size + b.size / 2));
+    let b = Arc::new(Buffer::new(device, size, DEVICE_USAGE, MemoryLocation::GpuOnly, align, name)?);
+    *slot = Some(b.clone());
+    Ok(b)
+}
+
 /// Maps device addresses to the buffers that back them.
 #[derive(Default)]
 pub(crate) struct AllocationTable {

@@ -493,9 +493,29 @@ pub(crate) fn flush(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     let code = e.b.load(u32t, None, site_var, None, []).map_err(internal1)?;
     let zero = e.c_u32(0);
     let mine = e.b.i_not_equal(bt, None, code, zero).map_err(internal1)?;
-    // First a test the whole subgroup agrees on: llvmpipe branches over
-    // uniform conditions but runs divergent ones masked, and the record's
-    // stores and atomics, masked, would cost every thread.
+    when_mine(e, mine, &mut |e| {
+        let at = e.b.load(u64t, None, at_var, None, []).map_err(internal1)?;
+        let top = e.c_u32(31);
+        let mis = e.b.shift_right_logical(u32t, None, code, top).map_err(internal1)?;
+        let one = e.c_u32(1);
+        let kind = e.b.i_add(u32t, None, mis, one).map_err(internal1)?;
+        let mask = e.c_u32(0x7fff_ffff);
+        let site = e.b.bitwise_and(u32t, None, code, mask).map_err(internal1)?;
+        let site = e.b.i_sub(u32t, None, site, one).map_err(internal1)?;
+        record_call(e, fx, kind, at, site)
+    })
+}
+
+/// `if (mine) body()`, behind a test the whole subgroup agrees on first
+/// (`GroupNonUniformAny`): llvmpipe branches over uniform conditions but
+/// runs divergent ones masked, and a record's stores and atomics, masked,
+/// would cost every thread.
+pub(crate) fn when_mine(
+    e: &mut Emitter,
+    mine: Word,
+    body: &mut dyn FnMut(&mut Emitter) -> Result<(), Diagnostic>,
+) -> Result<(), Diagnostic> {
+    let bt = e.t_bool();
     e.cap(rspirv::spirv::Capability::GroupNonUniformVote);
     let scope = e.c_u32(spirv::Scope::Subgroup as u32);
     let any = e.b.op(spirv::Op::GroupNonUniformAny, bt, None, &[scope, mine]).map_err(internal1)?;
@@ -509,15 +529,7 @@ pub(crate) fn flush(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
     e.b.branch_conditional(mine, yes, merge, []).map_err(internal1)?;
     e.b.begin_block(Some(yes)).map_err(internal1)?;
-    let at = e.b.load(u64t, None, at_var, None, []).map_err(internal1)?;
-    let top = e.c_u32(31);
-    let mis = e.b.shift_right_logical(u32t, None, code, top).map_err(internal1)?;
-    let one = e.c_u32(1);
-    let kind = e.b.i_add(u32t, None, mis, one).map_err(internal1)?;
-    let mask = e.c_u32(0x7fff_ffff);
-    let site = e.b.bitwise_and(u32t, None, code, mask).map_err(internal1)?;
-    let site = e.b.i_sub(u32t, None, site, one).map_err(internal1)?;
-    record_call(e, fx, kind, at, site)?;
+    body(e)?;
     e.b.branch(merge).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
     e.b.branch(outer_merge).map_err(internal1)?;

@@ -10,7 +10,7 @@
 //! its first hazard and [`flush`] records it when the thread ends, behind a
 //! subgroup vote (as the fault checks do), without failing the launch.
 
-use super::fault::{fault_log, load_u64, offset, ptr, record_call, Site};
+use super::fault::{fault_log, load_u64, offset, ptr, record_call, when_mine, Site};
 use super::func::{internal1, Fx};
 use super::values::K;
 use super::Emitter;
@@ -227,19 +227,19 @@ pub(crate) fn emit_word_fn(e: &mut Emitter) -> Result<(), Diagnostic> {
     let key = e.b.bitwise_or(u64t, None, g64, ep64).map_err(internal1)?;
     let low = pack_low(e, wep, me_acc, mask)?;
     let me = e.b.bitwise_or(u64t, None, key, low).map_err(internal1)?;
-    let warp = shr(e, tid, 5)?;
+    let warp = shr(e, 32, tid, 5)?;
 
     let hit_w = conflict(e, last_w, key, mask, me_acc, warp, wep)?;
     let hit_r = conflict(e, last_r, key, mask, me_acc, warp, wep)?;
 
     // The new last read(s) (used when this access reads).
     let r_lo = e.b.u_convert(u32t, None, last_r).map_err(internal1)?;
-    let r_key = shr64(e, last_r, 27)?;
-    let k27 = shr64(e, key, 27)?;
+    let r_key = shr(e, 64, last_r, 27)?;
+    let k27 = shr(e, 64, key, 27)?;
     let same_key = e.b.i_equal(bt, None, r_key, k27).map_err(internal1)?;
-    let r_acc = shr(e, r_lo, 4)?;
+    let r_acc = shr(e, 32, r_lo, 4)?;
     let r_acc = and_c(e, r_acc, 0xfff)?;
-    let r_wep = shr(e, r_lo, 16)?;
+    let r_wep = shr(e, 32, r_lo, 16)?;
     let r_wep = and_c(e, r_wep, 0x7ff)?;
     let r_mask = and_c(e, r_lo, 0xf)?;
     let empty = e.b.i_equal(bt, None, r_acc, zero).map_err(internal1)?;
@@ -295,7 +295,7 @@ pub(crate) fn emit_word_fn(e: &mut Emitter) -> Result<(), Diagnostic> {
     let prior = e.b.select(u64t, None, from_read, last_r, last_w).map_err(internal1)?;
     let prior_site = e.b.select(u32t, None, from_read, site_r, site_w).map_err(internal1)?;
     let prior_lo = e.b.u_convert(u32t, None, prior).map_err(internal1)?;
-    let prior_acc = shr(e, prior_lo, 4)?;
+    let prior_acc = shr(e, 32, prior_lo, 4)?;
     let prior_acc = and_c(e, prior_acc, 0xfff)?;
     // Packed: byte offset (bits 0-19), earlier accessor (20-31), earlier site (32-63).
     let (c2, c20, c28) = (e.c_u32(2), e.c_u32(20), e.c_u32(28));
@@ -334,15 +334,15 @@ fn conflict(
 ) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     let bt = e.t_bool();
-    let xk = shr64(e, x, 27)?;
-    let k = shr64(e, key, 27)?;
+    let xk = shr(e, 64, x, 27)?;
+    let k = shr(e, 64, key, 27)?;
     let same_key = e.b.i_equal(bt, None, xk, k).map_err(internal1)?;
     let lo = e.b.u_convert(u32t, None, x).map_err(internal1)?;
     let xm = and_c(e, lo, 0xf)?;
     let both = e.b.bitwise_and(u32t, None, xm, mask).map_err(internal1)?;
     let zero = e.c_u32(0);
     let overlap = e.b.i_not_equal(bt, None, both, zero).map_err(internal1)?;
-    let acc = shr(e, lo, 4)?;
+    let acc = shr(e, 32, lo, 4)?;
     let acc = and_c(e, acc, 0xfff)?;
     let used = e.b.i_not_equal(bt, None, acc, zero).map_err(internal1)?;
     let other = e.b.i_not_equal(bt, None, acc, me).map_err(internal1)?;
@@ -350,7 +350,7 @@ fn conflict(
     let cross = e.b.i_equal(bt, None, acc, many).map_err(internal1)?;
     let xw = accessor_warp(e, acc)?;
     let same_warp = e.b.i_equal(bt, None, xw, warp).map_err(internal1)?;
-    let xwep = shr(e, lo, 16)?;
+    let xwep = shr(e, 32, lo, 16)?;
     let xwep = and_c(e, xwep, 0x7ff)?;
     let other_wep = e.b.i_not_equal(bt, None, xwep, wep).map_err(internal1)?;
     let ordered = e.b.logical_and(bt, None, same_warp, other_wep).map_err(internal1)?;
@@ -373,7 +373,7 @@ fn accessor_warp(e: &mut Emitter, acc: Word) -> Result<Word, Diagnostic> {
     let is_marker = e.b.u_greater_than_equal(bt, None, acc, marker).map_err(internal1)?;
     let one = e.c_u32(1);
     let t = e.b.i_sub(u32t, None, acc, one).map_err(internal1)?;
-    let single = shr(e, t, 5)?;
+    let single = shr(e, 32, t, 5)?;
     let group = and_c(e, acc, 0x7ff)?;
     e.b.select(u32t, None, is_marker, group, single).map_err(internal1)
 }
@@ -399,30 +399,14 @@ pub(crate) fn flush(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     let code = e.b.load(u32t, None, r.code, None, []).map_err(internal1)?;
     let zero = e.c_u32(0);
     let mine = e.b.i_not_equal(bt, None, code, zero).map_err(internal1)?;
-    e.cap(spirv::Capability::GroupNonUniformVote);
-    let scope = e.c_u32(spirv::Scope::Subgroup as u32);
-    let any = e.b.op(spirv::Op::GroupNonUniformAny, bt, None, &[scope, mine]).map_err(internal1)?;
-    let outer = e.b.id();
-    let outer_merge = e.b.id();
-    e.b.selection_merge(outer_merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(any, outer, outer_merge, []).map_err(internal1)?;
-    e.b.begin_block(Some(outer)).map_err(internal1)?;
-    let yes = e.b.id();
-    let merge = e.b.id();
-    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(mine, yes, merge, []).map_err(internal1)?;
-    e.b.begin_block(Some(yes)).map_err(internal1)?;
-    let info = e.b.load(u64t, None, r.info, None, []).map_err(internal1)?;
-    let kind = shr(e, code, 28)?;
-    let site = and_c(e, code, 0x0fff_ffff)?;
-    let one = e.c_u32(1);
-    let site = e.b.i_sub(u32t, None, site, one).map_err(internal1)?;
-    record_call(e, fx, kind, info, site)?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(merge)).map_err(internal1)?;
-    e.b.branch(outer_merge).map_err(internal1)?;
-    e.b.begin_block(Some(outer_merge)).map_err(internal1)?;
-    Ok(())
+    when_mine(e, mine, &mut |e| {
+        let info = e.b.load(u64t, None, r.info, None, []).map_err(internal1)?;
+        let kind = shr(e, 32, code, 28)?;
+        let site = and_c(e, code, 0x0fff_ffff)?;
+        let one = e.c_u32(1);
+        let site = e.b.i_sub(u32t, None, site, one).map_err(internal1)?;
+        record_call(e, fx, kind, info, site)
+    })
 }
 
 fn field(e: &mut Emitter, at: Word, off: u64, bits: u32) -> Result<Word, Diagnostic> {
@@ -445,18 +429,14 @@ fn and_c(e: &mut Emitter, v: Word, m: u32) -> Result<Word, Diagnostic> {
     e.b.bitwise_and(u32t, None, v, c).map_err(internal1)
 }
 
-fn shr(e: &mut Emitter, v: Word, n: u32) -> Result<Word, Diagnostic> {
-    let u32t = e.t_int(32);
+/// `v >> n` (logical) on a `bits`-wide integer.
+fn shr(e: &mut Emitter, bits: u32, v: Word, n: u32) -> Result<Word, Diagnostic> {
+    let t = e.t_int(bits);
     let c = e.c_u32(n);
-    e.b.shift_right_logical(u32t, None, v, c).map_err(internal1)
+    e.b.shift_right_logical(t, None, v, c).map_err(internal1)
 }
 
-fn shr64(e: &mut Emitter, v: Word, n: u32) -> Result<Word, Diagnostic> {
-    let u64t = e.t_int(64);
-    let c = e.c_u32(n);
-    e.b.shift_right_logical(u64t, None, v, c).map_err(internal1)
-}
-
+/// `v << n` on a u64.
 fn shl64(e: &mut Emitter, v: Word, n: u32) -> Result<Word, Diagnostic> {
     let u64t = e.t_int(64);
     let c = e.c_u32(n);
