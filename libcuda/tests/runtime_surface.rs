@@ -70,8 +70,31 @@ fn get_proc_address() {
     assert_eq!((rc, f), (code::SUCCESS, api.cuGraphCreate as *mut c_void));
 }
 
+/// Set in the child process that [`primary_context_lifecycle`] runs itself
+/// in.
+const LIFECYCLE_CHILD: &str = "PTXVK_LIFECYCLE_CHILD";
+
+/// The primary context's lifecycle, checked in a child process of its own:
+/// the primary context is process-wide, and the check that a reset freed an
+/// allocation frees its stale address, which another test's `cuMemAlloc` in
+/// the same process may already have been given again (as on NVIDIA's
+/// driver, addresses are reused at once).
 #[test]
 fn primary_context_lifecycle() {
+    if std::env::var_os(LIFECYCLE_CHILD).is_some() {
+        return primary_context_lifecycle_alone();
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "primary_context_lifecycle", "--nocapture", "--test-threads=1"])
+        .env(LIFECYCLE_CHILD, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the child failed:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+}
+
+fn primary_context_lifecycle_alone() {
     let api = init();
     std::thread::spawn(move || {
         let (mut flags, mut active) = (99u32, 99);
