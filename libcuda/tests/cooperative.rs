@@ -126,15 +126,9 @@ const CHILD: &str = "PTXVK_COOPERATIVE_TRAP_CHILD";
 /// threads to itself.
 #[test]
 fn grid_sync_without_cooperative_launch_traps() {
-    if std::env::var_os(CHILD).is_none() {
-        let exe = std::env::current_exe().expect("test executable");
-        let out = std::process::Command::new(exe)
-            .args(["--exact", "grid_sync_without_cooperative_launch_traps", "--nocapture", "--test-threads=1"])
-            .env(CHILD, "1")
-            .output()
-            .expect("run the child");
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && text.contains("#trapped"), "child failed:\n{text}");
+    if let Some((stdout, stderr)) = common::in_own_process("grid_sync_without_cooperative_launch_traps", CHILD) {
+        let text = format!("{stdout}{stderr}");
+        assert!(text.contains("#trapped"), "child failed:\n{text}");
         return;
     }
     let api = init();

@@ -7,7 +7,6 @@ mod common;
 
 use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::{check, error_name, init, Api, Ctx, Handle};
 
@@ -101,18 +100,10 @@ fn child() {
 
 #[test]
 fn printf_and_assert_reach_stdout() {
-    if std::env::var_os(CHILD).is_some() {
+    let Some((stdout, _)) = common::in_own_process("printf_and_assert_reach_stdout", CHILD) else {
         child();
         return;
-    }
-    let exe = std::env::current_exe().expect("test executable");
-    let out = Command::new(exe)
-        .args(["--exact", "printf_and_assert_reach_stdout", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "child failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    };
     let p = stdout
         .lines()
         .find_map(|l| l.strip_prefix("#p 0x"))

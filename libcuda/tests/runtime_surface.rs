@@ -81,17 +81,10 @@ const LIFECYCLE_CHILD: &str = "PTXVK_LIFECYCLE_CHILD";
 /// driver, addresses are reused at once).
 #[test]
 fn primary_context_lifecycle() {
-    if std::env::var_os(LIFECYCLE_CHILD).is_some() {
-        return primary_context_lifecycle_alone();
+    match common::in_own_process("primary_context_lifecycle", LIFECYCLE_CHILD) {
+        None => primary_context_lifecycle_alone(),
+        Some((stdout, stderr)) => assert!(stdout.contains("1 passed"), "the child ran no test:\n{stdout}\n{stderr}"),
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "primary_context_lifecycle", "--nocapture", "--test-threads=1"])
-        .env(LIFECYCLE_CHILD, "1")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the child failed:\n{text}");
-    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
 }
 
 fn primary_context_lifecycle_alone() {

@@ -263,6 +263,27 @@ fn library_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/libcuda.so")
 }
 
+/// Runs the test `name` again, alone, in a child process of its own (with
+/// `env` set to `1` there) and returns its standard output and error once
+/// it passed; `None` inside that child, where the caller runs the test's
+/// body. For tests that need the process to themselves (process-wide
+/// state such as the primary context, sticky errors, standard output).
+pub fn in_own_process(name: &str, env: &str) -> Option<(String, String)> {
+    if std::env::var_os(env).is_some() {
+        return None;
+    }
+    let exe = std::env::current_exe().expect("test executable");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(env, "1")
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name} failed in its child process:\n{stdout}\n{stderr}");
+    Some((stdout, stderr))
+}
+
 /// The library, loaded once per test process.
 pub fn api() -> &'static Api {
     static API: OnceLock<Api> = OnceLock::new();
