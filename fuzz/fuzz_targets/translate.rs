@@ -18,6 +18,7 @@ fn options(selector: usize) -> Options {
             o.zero_operand_workaround = true;
             o.memory_semantics = false;
             o.unroll_spin_loops = 64;
+            o.unroll_loops = 8;
             o.loop_limit = true;
             o.loop_live_outs_in_memory = true;
         }

@@ -101,6 +101,11 @@ struct Cli {
     /// whose loop limiter ends long waits; 0 or 1 leaves loops alone).
     #[arg(long = "unroll-spin-loops", default_value_t = 0)]
     unroll_spin_loops: u32,
+    /// Most copies of each small innermost loop's body per iteration (for
+    /// llvmpipe, whose loop limiter counts back-edges; 0 or 1 leaves loops
+    /// alone).
+    #[arg(long = "unroll-loops", default_value_t = 0)]
+    unroll_loops: u32,
     /// Count loop iterations per invocation and trap when a loop would run
     /// past llvmpipe's loop limiter (65535 iterations in all).
     #[arg(long = "loop-limit", default_value_t = false)]
@@ -219,6 +224,7 @@ fn run(cli: Cli) -> Result<(), String> {
         zero_operand_workaround: cli.zero_operand_workaround,
         memory_semantics: !cli.no_memory_semantics,
         unroll_spin_loops: cli.unroll_spin_loops,
+        unroll_loops: cli.unroll_loops,
         loop_limit: cli.loop_limit,
         loop_live_outs_in_memory: cli.loop_live_outs_in_memory,
         contract: cli.fmad,

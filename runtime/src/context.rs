@@ -1281,6 +1281,13 @@ impl ContextInner {
             memory_semantics: self.info.driver_name != "llvmpipe",
             // llvmpipe's loop limiter ends a spin-wait after 65535 polls.
             unroll_spin_loops: if self.info.driver_name == "llvmpipe" { 64 } else { 0 },
+            // Its loop limiter counts back-edges: small loops get 8 copies of
+            // their body per back-edge.
+            unroll_loops: if self.info.driver_name == "llvmpipe" {
+                std::env::var(crate::instance::UNROLL_LOOPS_ENV).ok().and_then(|v| v.parse().ok()).unwrap_or(8)
+            } else {
+                0
+            },
             // Its loop limiter ends loops silently after 65535 iterations in all.
             loop_limit: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIMIT_ENV).is_ok_and(|v| v == "0"),

@@ -43,6 +43,11 @@ pub const DUMP_ENV: &str = "PTXVK_DUMP";
 /// (`Options::loop_limit`; for measurements: a kernel past the limit then
 /// computes wrong results silently).
 pub const LOOP_LIMIT_ENV: &str = "PTXVK_LOOP_LIMIT";
+/// `PTXVK_UNROLL_LOOPS=N`: copies of each small innermost loop's body per
+/// iteration on llvmpipe (`Options::unroll_loops`; default 8, so loops run
+/// up to 8 x 65535 iterations before its loop limiter; `0` or `1` leaves
+/// loops alone).
+pub const UNROLL_LOOPS_ENV: &str = "PTXVK_UNROLL_LOOPS";
 /// `PTXVK_SHARED_SPILL=0`: translate without the code that keeps `.shared`
 /// memory beyond the device's Workgroup memory in device memory (the
 /// translator's `shared_spill`; for measurements: launches needing more

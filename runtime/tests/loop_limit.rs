@@ -14,9 +14,20 @@ const POISON: u32 = 0xABAB_ABAB;
 const THREADS: usize = 32;
 
 /// Launch `entry` with two u32 parameters on one block of 32 threads;
-/// the launch's result and `out`.
+/// the launch's result and `out`. The module is translated without loop
+/// unrolling (`Options::unroll_loops`), so the counts below are llvmpipe's
+/// own limit; [`unrolled_loops_run_eight_times_longer`] has it on.
 fn run(ctx: &Context, entry: &str, a: u32, b: u32) -> (Result<(), Error>, Vec<u32>) {
-    let m = ctx.load_module(include_str!("../../tests/fixtures/loop_limit.ptx"), "loop_limit.ptx").unwrap();
+    run_unrolled(ctx, entry, a, b, 0)
+}
+
+/// [`run`] with `unroll` copies of small loop bodies.
+fn run_unrolled(ctx: &Context, entry: &str, a: u32, b: u32, unroll: u32) -> (Result<(), Error>, Vec<u32>) {
+    let options = ptxvk_translator::Options { unroll_loops: unroll, ..ctx.translate_options() };
+    let t =
+        ptxvk_translator::translate(include_str!("../../tests/fixtures/loop_limit.ptx"), "loop_limit.ptx", &options)
+            .unwrap();
+    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
     let f = m.function(entry).unwrap();
     let d = ctx.alloc(THREADS as u64 * 4).unwrap();
     ctx.memset_d32(d, POISON, THREADS as u64).unwrap();
@@ -105,6 +116,36 @@ fn divergent_arms_add_up() {
     let want = |n1: u32, n2: u32| move |t: usize| if t % 2 == 1 { n1 } else { n2 };
     passes("divergent", 40000, 25535, want(40000, 25535));
     fails_on_llvmpipe("divergent", 40000, 30000, want(40000, 30000));
+}
+
+#[test]
+fn unrolled_loops_run_eight_times_longer() {
+    // With 8 copies of the body per counted iteration (the default on
+    // llvmpipe), a loop of 8 x 65535 iterations is whole; one more fails.
+    let ctx = context();
+    let llvmpipe = on_llvmpipe(&ctx);
+    let (r, out) = run_unrolled(&ctx, "single", 8 * 65535, 0, 8);
+    r.unwrap();
+    assert!(out.iter().all(|&v| v == 8 * 65535), "{out:?}");
+    let (r, out) = run_unrolled(&ctx, "single", 8 * 65535 + 1, 0, 8);
+    if llvmpipe {
+        assert!(matches!(&r, Err(Error::LaunchFailed(m)) if m.contains("loop limit")), "{r:?}");
+    } else {
+        r.unwrap();
+        assert!(out.iter().all(|&v| v == 8 * 65535 + 1), "{out:?}");
+    }
+    // Iteration counts that leave the unrolled body at every copy.
+    for n in (8 * 1000..8 * 1000 + 9).chain([1, 2, 7, 9]) {
+        let ctx = context();
+        let (r, out) = run_unrolled(&ctx, "single", n, 0, 8);
+        r.unwrap();
+        assert!(out.iter().all(|&v| v == n), "{n}: {out:?}");
+    }
+    // Nested loops: the inner one is unrolled, the outer one counts as before.
+    let ctx = context();
+    let (r, out) = run_unrolled(&ctx, "nested", 2000, 200, 8);
+    r.unwrap();
+    assert!(out.iter().all(|&v| v == 2000 * 200), "{out:?}");
 }
 
 /// Print what each case does (`cargo test -p ptxvk-runtime --test loop_limit explore -- --ignored --nocapture`,

@@ -52,6 +52,7 @@ fn translate_and_validate(path: &Path) -> Vec<String> {
         zero_operand_workaround: true,
         memory_semantics: false,
         unroll_spin_loops: 64,
+        unroll_loops: 8,
         loop_limit: true,
         ..Options::default()
     };

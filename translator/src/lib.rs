@@ -53,6 +53,7 @@ pub mod short_str;
 pub mod spin;
 pub mod structurize;
 pub mod tma;
+pub mod unroll;
 
 pub use abi::*;
 
@@ -183,6 +184,11 @@ pub struct Options {
     /// [`spin`]); below 2, loops are left as they are. For drivers that end
     /// loops after a number of iterations (llvmpipe: 64).
     pub unroll_spin_loops: u32,
+    /// Most copies of the body of each small innermost loop per iteration
+    /// (see [`unroll`]); below 2, loops are left as they are. For drivers
+    /// that end loops after a number of iterations (llvmpipe: 8, so its
+    /// 65535 iterations per invocation become up to 524,280).
+    pub unroll_loops: u32,
     /// Count loop iterations per invocation and trap (the launch fails)
     /// when a loop would go on after llvmpipe's loop limiter of 65535
     /// iterations ends it (see `emit/loop_limit.rs`).
@@ -249,6 +255,7 @@ impl Default for Options {
             zero_operand_workaround: false,
             memory_semantics: true,
             unroll_spin_loops: 0,
+            unroll_loops: 0,
             loop_limit: false,
             loop_live_outs_in_memory: false,
             contract: true,

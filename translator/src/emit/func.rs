@@ -828,7 +828,8 @@ pub(crate) fn emit_function(
             emit_return(e, &mut fx)?;
             fx.open = false;
         } else {
-            emit_regions(e, &mut fx, &plan.regions)?;
+            let unrolled = crate::unroll::run(&plan.cfg, &plan.regions, e.opts.unroll_loops);
+            emit_regions(e, &mut fx, unrolled.as_deref().unwrap_or(&plan.regions))?;
         }
         if fx.open {
             e.b.unreachable().map_err(internal1)?;

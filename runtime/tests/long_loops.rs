@@ -1,0 +1,123 @@
+//! Loops longer than llvmpipe's loop limiter (65535 iterations per
+//! invocation in all) run to the end: small innermost loops get 8 copies of
+//! their body per counted iteration (`translator/src/unroll.rs`, on by
+//! default on llvmpipe). nvcc kernels of `tests/fixtures/long_loops.cu`:
+//! a one-block loop, a loop with a branch in its body, a loop with an early
+//! exit; each past 65535 iterations per thread, on random inputs, against a
+//! host reference, with poisoned outputs. On other devices there is no
+//! limit and the same results are expected.
+
+mod common;
+
+use common::{assert_clean, context, download_u32, poisoned, upload_u32, Lcg, POISON};
+
+const PTX: &str = include_str!("../../tests/fixtures/long_loops.ptx");
+
+#[test]
+fn serial_hash_of_300000_elements() {
+    let ctx = context();
+    let m = ctx.load_module(PTX, "long_loops.ptx").unwrap();
+    let f = m.function("serial_hash").unwrap();
+    let n = 300_000usize;
+    let mut g = Lcg(11);
+    let input: Vec<u32> = (0..n).map(|_| g.next_u32()).collect();
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, 32);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    let out = download_u32(&ctx, dout, 32);
+    for (t, &h) in out.iter().enumerate() {
+        let want = input.iter().fold(2166136261u32.wrapping_add(t as u32), |h, &v| (h ^ v).wrapping_mul(16777619));
+        assert_eq!(h, want, "thread {t}");
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn strided_loop_with_a_branch_of_100000_iterations() {
+    let ctx = context();
+    let m = ctx.load_module(PTX, "long_loops.ptx").unwrap();
+    let f = m.function("strided_branchy").unwrap();
+    let (blocks, threads) = (2usize, 32usize);
+    let total = blocks * threads;
+    // 100,000 iterations for most threads, one fewer for the last 17.
+    let n = total * 100_000 - 17;
+    let mut g = Lcg(12);
+    let input: Vec<u32> = (0..n).map(|_| g.next_u32()).collect();
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, n);
+    let dodd = poisoned(&ctx, 2 * total);
+    let params = f
+        .pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &dodd.to_le_bytes(), &(n as i32).to_le_bytes()])
+        .unwrap();
+    ctx.launch(&f, [blocks as u32, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    let out = download_u32(&ctx, dout, n);
+    for (i, (&o, &v)) in out.iter().zip(&input).enumerate() {
+        let want = if v & 1 == 1 { POISON } else { v.min(0x8000_0000) };
+        assert_eq!(o, want, "element {i} (input {v:#x})");
+    }
+    let odd = download_u32(&ctx, dodd, 2 * total);
+    for t in 0..total {
+        let (mut sum, mut count) = (0u32, 0u32);
+        for &v in input.iter().skip(t).step_by(total) {
+            if v & 1 == 1 {
+                sum = sum.wrapping_add(v);
+                count += 1;
+            }
+        }
+        assert_eq!((odd[2 * t], odd[2 * t + 1]), (sum, count), "thread {t}");
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn search_with_an_early_exit_past_the_limit() {
+    let ctx = context();
+    let m = ctx.load_module(PTX, "long_loops.ptx").unwrap();
+    let f = m.function("find_first").unwrap();
+    let (threads, len) = (32usize, 200_000usize);
+    let key = 0x5eed_1234u32;
+    let mut g = Lcg(13);
+    let mut input: Vec<u32> = (0..threads * len)
+        .map(|_| {
+            let v = g.next_u32();
+            if v == key {
+                v ^ 1
+            } else {
+                v
+            }
+        })
+        .collect();
+    // Where each thread finds the key: not at all, at either end, past the
+    // limiter's 65535, and at every offset modulo 8 (each copy of the body).
+    let mut want = vec![-1i32; threads];
+    for (t, w) in want.iter_mut().enumerate() {
+        let at = match t % 4 {
+            0 => None,
+            1 => Some(0),
+            2 => Some(len - 1),
+            _ => Some(65_536 + 7 * t + t % 8),
+        };
+        if let Some(at) = at {
+            input[t * len + at] = key;
+            // A second occurrence later must not be the answer.
+            let later = len - 1 - (t % 3);
+            if later > at {
+                input[t * len + later] = key;
+            }
+            *w = at as i32;
+        }
+    }
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, threads);
+    let params = f
+        .pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &key.to_le_bytes(), &(len as i32).to_le_bytes()])
+        .unwrap();
+    ctx.launch(&f, [1, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    let out: Vec<i32> = download_u32(&ctx, dout, threads).into_iter().map(|v| v as i32).collect();
+    assert_eq!(out, want);
+    assert_clean(&ctx);
+}

@@ -1,0 +1,185 @@
+//! Unrolling of small innermost loops, for drivers that bound loops
+//! ([`crate::Options::unroll_loops`], for llvmpipe).
+//!
+//! llvmpipe (lavapipe) ends every loop of an invocation once the loops of
+//! that invocation have together run 65535 iterations (its loop limiter;
+//! `emit/loop_limit.rs` counts the same way and fails the launch rather
+//! than let a loop be cut short). A grid-stride loop over a few million
+//! elements with a small grid, or a serial scan of a long array, goes past
+//! that. The limiter counts back-edges: a loop whose body holds `k` copies
+//! of the PTX loop's body runs `k` PTX iterations per counted iteration.
+//!
+//! [`run`] rewrites the structured regions of a function (not the CFG, so
+//! nothing before emission sees a change): in a [`Region::Loop`] whose body
+//! has no inner loop, no call and no collective, whose only `continue` is
+//! reached through two-way branches alone (not from inside a nested
+//! [`Region::Block`]), and which is small, the `continue` is replaced by
+//! another copy of the body, `k - 1` times; the last copy keeps the
+//! `continue`. Every exit of a copy is an exit of the same loop, and each
+//! copy runs the same instructions in the same order as an iteration did,
+//! so nothing changes but the count of back-edges. `k` is at most
+//! [`crate::Options::unroll_loops`] and shrinks with the body's size
+//! ([`MAX_UNROLLED`] instructions in all) and the depth of its `continue`
+//! (the selections of the copies nest, and llvmpipe keeps a fixed stack of
+//! nested conditions; [`MAX_NESTING`]).
+
+use crate::cfg::Cfg;
+use crate::structurize::{Region, Target};
+
+/// Most PTX instructions in the body of an unrolled loop, all copies.
+pub const MAX_UNROLLED: usize = 256;
+
+/// Most two-way branches the copies of a body may nest in.
+pub const MAX_NESTING: usize = 24;
+
+/// Opcodes that keep a loop as it is: collectives and warp operations
+/// (costly to emulate, and copying them would multiply that cost), calls,
+/// and tensor-core and asynchronous-copy operations.
+const KEEPS_LOOP: &[&str] = &[
+    "bar",
+    "barrier",
+    "bra",
+    "brx",
+    "call",
+    "shfl",
+    "vote",
+    "match",
+    "redux",
+    "activemask",
+    "elect",
+    "mma",
+    "wmma",
+    "wgmma",
+    "ldmatrix",
+    "stmatrix",
+    "mbarrier",
+    "cp",
+    "griddepcontrol",
+    "setmaxnreg",
+    "trap",
+    "exit",
+    "ret",
+];
+
+/// The regions with the eligible loops unrolled up to `copies` times, or
+/// `None` when no loop changes (`copies` below 2 changes none).
+pub fn run(cfg: &Cfg, regions: &[Region], copies: u32) -> Option<Vec<Region>> {
+    if copies < 2 || !regions.iter().any(has_loop) {
+        return None;
+    }
+    let mut changed = false;
+    let out = rewrite(cfg, regions, copies as usize, &mut changed);
+    changed.then_some(out)
+}
+
+fn has_loop(r: &Region) -> bool {
+    match r {
+        Region::Loop { .. } => true,
+        Region::Block { body, .. } => body.iter().any(has_loop),
+        Region::If { then_body, else_body, .. } => then_body.iter().chain(else_body).any(has_loop),
+        Region::Code(_) | Region::Br(_) | Region::Return => false,
+    }
+}
+
+fn rewrite(cfg: &Cfg, regions: &[Region], copies: usize, changed: &mut bool) -> Vec<Region> {
+    regions
+        .iter()
+        .map(|r| match r {
+            Region::Loop { header, body } => match factor(cfg, *header, body, copies) {
+                Some(k) => {
+                    *changed = true;
+                    Region::Loop { header: *header, body: unrolled(*header, body, k) }
+                }
+                None => Region::Loop { header: *header, body: rewrite(cfg, body, copies, changed) },
+            },
+            Region::Block { follower, body } => {
+                Region::Block { follower: *follower, body: rewrite(cfg, body, copies, changed) }
+            }
+            Region::If { block, then_body, else_body } => Region::If {
+                block: *block,
+                then_body: rewrite(cfg, then_body, copies, changed),
+                else_body: rewrite(cfg, else_body, copies, changed),
+            },
+            Region::Code(_) | Region::Br(_) | Region::Return => r.clone(),
+        })
+        .collect()
+}
+
+/// What a loop body holds, for [`factor`].
+#[derive(Default)]
+struct Scan {
+    /// PTX instructions (each block's code and branch).
+    insts: usize,
+    /// `continue`s of the loop reached through `If`s only, and the most
+    /// `If`s one of them is nested in.
+    continues: usize,
+    depth: usize,
+    /// Something that keeps the loop as it is.
+    blocked: bool,
+}
+
+/// How many copies of `body` the loop headed by `header` gets (`None`:
+/// fewer than 2).
+fn factor(cfg: &Cfg, header: usize, body: &[Region], copies: usize) -> Option<usize> {
+    let mut s = Scan::default();
+    scan(cfg, header, body, 0, false, &mut s);
+    if s.blocked || s.continues != 1 {
+        return None;
+    }
+    let k = copies.min(MAX_UNROLLED / s.insts.max(1)).min(MAX_NESTING / s.depth.max(1));
+    (k >= 2).then_some(k)
+}
+
+fn scan(cfg: &Cfg, header: usize, regions: &[Region], depth: usize, in_block: bool, s: &mut Scan) {
+    for r in regions {
+        match r {
+            Region::Code(b) => {
+                let blk = &cfg.blocks[*b];
+                s.insts += blk.insts.len() + 1;
+                if blk.insts.iter().any(|i| KEEPS_LOOP.contains(&&*i.opcode)) {
+                    s.blocked = true;
+                }
+            }
+            Region::Loop { .. } | Region::Return => s.blocked = true,
+            Region::Block { body, .. } => scan(cfg, header, body, depth, true, s),
+            Region::If { then_body, else_body, .. } => {
+                scan(cfg, header, then_body, depth + 1, in_block, s);
+                scan(cfg, header, else_body, depth + 1, in_block, s);
+            }
+            Region::Br(Target::Continue(h)) if *h == header => {
+                if in_block {
+                    s.blocked = true;
+                }
+                s.continues += 1;
+                s.depth = s.depth.max(depth);
+            }
+            Region::Br(_) => {}
+        }
+    }
+}
+
+/// `body` with its `continue` replaced by the body again, `k` copies in all.
+fn unrolled(header: usize, body: &[Region], k: usize) -> Vec<Region> {
+    let mut out = body.to_vec();
+    for _ in 1..k {
+        out = substitute(header, body, &out);
+    }
+    out
+}
+
+/// `outer` (a copy of the body) with its `continue` replaced by `inner`.
+fn substitute(header: usize, outer: &[Region], inner: &[Region]) -> Vec<Region> {
+    let mut out = Vec::with_capacity(outer.len() + inner.len());
+    for r in outer {
+        match r {
+            Region::Br(Target::Continue(h)) if *h == header => out.extend(inner.iter().cloned()),
+            Region::If { block, then_body, else_body } => out.push(Region::If {
+                block: *block,
+                then_body: substitute(header, then_body, inner),
+                else_body: substitute(header, else_body, inner),
+            }),
+            _ => out.push(r.clone()),
+        }
+    }
+    out
+}
