@@ -19,6 +19,7 @@ fn options(selector: usize) -> Options {
             o.memory_semantics = false;
             o.unroll_spin_loops = 64;
             o.unroll_loops = 8;
+            o.block_order_threads = 2;
             o.loop_limit = true;
             o.loop_live_outs_in_memory = true;
         }

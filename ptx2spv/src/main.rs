@@ -106,6 +106,10 @@ struct Cli {
     /// alone).
     #[arg(long = "unroll-loops", default_value_t = 0)]
     unroll_loops: u32,
+    /// Permute `%ctaid` so that each of this many llvmpipe worker threads
+    /// runs its blocks in grid order (0 or 1: `%ctaid` is the workgroup id).
+    #[arg(long = "block-order-threads", default_value_t = 0)]
+    block_order_threads: u32,
     /// Count loop iterations per invocation and trap when a loop would run
     /// past llvmpipe's loop limiter (65535 iterations in all).
     #[arg(long = "loop-limit", default_value_t = false)]
@@ -225,6 +229,7 @@ fn run(cli: Cli) -> Result<(), String> {
         memory_semantics: !cli.no_memory_semantics,
         unroll_spin_loops: cli.unroll_spin_loops,
         unroll_loops: cli.unroll_loops,
+        block_order_threads: cli.block_order_threads,
         loop_limit: cli.loop_limit,
         loop_live_outs_in_memory: cli.loop_live_outs_in_memory,
         contract: cli.fmad,

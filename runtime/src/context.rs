@@ -34,7 +34,10 @@ struct State {
     /// Trap words of modules launched since the last check (address,
     /// kernel, and the module data buffer, kept so that its address is not
     /// reused by another allocation before the word is read).
-    trap_words: Vec<(u64, String, Arc<Buffer>)>,
+    /// Trap words of the modules launched since the last check, each with
+    /// the kernels of its module launched since then (the word is the
+    /// module's: it does not say which of them set it).
+    trap_words: Vec<(u64, Vec<String>, Arc<Buffer>)>,
     /// Trap words found set (the launch failed), zeroed again by
     /// [`Context::clear_failure`].
     tripped: Vec<(u64, Arc<Buffer>)>,
@@ -697,6 +700,21 @@ impl Context {
     }
 }
 
+/// The kernel a module's trap word blames: the one kernel of the module
+/// launched since the last check, or all of them when there were several
+/// (one word serves the whole module).
+fn kernels_named(kernels: &[String]) -> String {
+    match kernels {
+        [] => String::from("(none recorded)"),
+        [one] => one.clone(),
+        [first, ..] => format!(
+            "{first} (or another of the {} kernels of its module launched since the last synchronisation: {})",
+            kernels.len(),
+            kernels.join(", ")
+        ),
+    }
+}
+
 /// Byte `rel` bytes past the start of a memset of `pattern` (period 1, 2 or 4).
 fn pattern_byte(pattern: &[u8], rel: u64) -> u8 {
     pattern[(rel % pattern.len() as u64) as usize]
@@ -723,7 +741,8 @@ impl ContextInner {
             }
         }
         let words = std::mem::take(&mut self.lock().trap_words);
-        for (addr, kernel, _data) in words {
+        for (addr, kernels, _data) in words {
+            let kernel = kernels_named(&kernels);
             let mut w = [0u8; 4];
             // A module unloaded meanwhile has no word left to read.
             if self.copy_dtoh(&mut w, addr).is_err() {
@@ -1288,6 +1307,13 @@ impl ContextInner {
             } else {
                 0
             },
+            // It runs each worker thread's share of a grid as one contiguous
+            // run: blocks that wait on earlier ones would wait on a whole run.
+            block_order_threads: if self.info.driver_name == "llvmpipe" {
+                crate::instance::block_order_threads()
+            } else {
+                0
+            },
             // Its loop limiter ends loops silently after 65535 iterations in all.
             loop_limit: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIMIT_ENV).is_ok_and(|v| v == "0"),
@@ -1548,8 +1574,13 @@ impl ContextInner {
         };
         if let (Some(off), Some(data)) = (f.module.info.trap_offset, &f.module.data) {
             let word = data.address + off;
-            if !st.trap_words.iter().any(|(a, _, _)| *a == word) {
-                st.trap_words.push((word, entry.name.clone(), data.clone()));
+            match st.trap_words.iter_mut().find(|(a, _, _)| *a == word) {
+                Some((_, kernels, _)) => {
+                    if !kernels.contains(&entry.name) {
+                        kernels.push(entry.name.clone());
+                    }
+                }
+                None => st.trap_words.push((word, vec![entry.name.clone()], data.clone())),
             }
         }
         if let (Some(off), Some(data)) = (f.module.info.printf_offset, &f.module.data) {

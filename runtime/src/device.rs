@@ -784,8 +784,9 @@ fn opaque_fd_buffers_shareable(instance: &ash::Instance, pd: vk::PhysicalDevice)
 }
 
 /// llvmpipe's (lavapipe's) compute thread pool, which runs each workgroup of
-/// a dispatch to completion on one thread and gives the next workgroup to
-/// whichever thread is free: that many workgroups run at once. Mesa sizes
+/// a dispatch to completion on one thread, each thread taking a contiguous
+/// run of the dispatch's workgroups ([`llvmpipe_pool`]): that many
+/// workgroups run at once. Mesa sizes
 /// the pool to the number of CPUs (no pool, the workgroups run one after
 /// another, with one CPU), `LP_NUM_THREADS` overriding, at most
 /// [`LLVMPIPE_MAX_THREADS`]. Counted here as at most `cpus` (the CPUs this
@@ -797,6 +798,21 @@ pub fn llvmpipe_threads(cpus: u32, lp_num_threads: Option<&str>) -> u32 {
         _ => cpus,
     };
     pool.min(LLVMPIPE_MAX_THREADS).min(cpus).max(1)
+}
+
+/// The threads of llvmpipe's compute pool as Mesa counts them: `LP_NUM_THREADS`
+/// when set, else `cpus`, at most [`LLVMPIPE_MAX_THREADS`]; 0 when there is
+/// no pool (one CPU: workgroups run in order on the submitting thread).
+/// Mesa's pool (`lp_cs_tpool.c`) hands each thread `N / pool` consecutive
+/// workgroups of a dispatch of `N`, and the `N % pool` left over one at a
+/// time at the end (`Options::block_order_threads` undoes the split).
+pub fn llvmpipe_pool(cpus: u32, lp_num_threads: Option<&str>) -> u32 {
+    let pool = match lp_num_threads.map(|v| v.trim().parse::<u32>()) {
+        Some(Ok(n)) => n,
+        _ if cpus < 2 => 0,
+        _ => cpus,
+    };
+    pool.min(LLVMPIPE_MAX_THREADS)
 }
 
 /// Mesa's `LP_MAX_THREADS` (the bound of the compute thread pool), at its

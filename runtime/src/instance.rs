@@ -43,6 +43,23 @@ pub const DUMP_ENV: &str = "PTXVK_DUMP";
 /// (`Options::loop_limit`; for measurements: a kernel past the limit then
 /// computes wrong results silently).
 pub const LOOP_LIMIT_ENV: &str = "PTXVK_LOOP_LIMIT";
+/// `PTXVK_BLOCK_ORDER_THREADS=N`: the worker threads llvmpipe runs a
+/// dispatch on, for `Options::block_order_threads` (blocks start in grid
+/// order on each thread, as on a GPU; `0` leaves `%ctaid` the workgroup id).
+/// Default: llvmpipe's own count, `LP_NUM_THREADS` or the CPUs this process
+/// may use, at most 16 (Mesa 22's `LP_MAX_THREADS`).
+pub const BLOCK_ORDER_THREADS_ENV: &str = "PTXVK_BLOCK_ORDER_THREADS";
+
+/// `Options::block_order_threads` on llvmpipe: [`BLOCK_ORDER_THREADS_ENV`]
+/// when set, else llvmpipe's pool ([`crate::device::llvmpipe_pool`]).
+pub(crate) fn block_order_threads() -> u32 {
+    if let Some(n) = std::env::var(BLOCK_ORDER_THREADS_ENV).ok().and_then(|v| v.trim().parse().ok()) {
+        return n;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    crate::device::llvmpipe_pool(cpus, std::env::var("LP_NUM_THREADS").ok().as_deref())
+}
+
 /// `PTXVK_UNROLL_LOOPS=N`: copies of each small innermost loop's body per
 /// iteration on llvmpipe (`Options::unroll_loops`; default 8, so loops run
 /// up to 8 x 65535 iterations before its loop limiter; `0` or `1` leaves

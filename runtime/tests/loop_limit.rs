@@ -148,6 +148,36 @@ fn unrolled_loops_run_eight_times_longer() {
     assert!(out.iter().all(|&v| v == 2000 * 200), "{out:?}");
 }
 
+#[test]
+fn the_error_names_every_kernel_that_may_have_set_it() {
+    // Two kernels of one module before one synchronisation, the second past
+    // the limit: the module's trap word does not say which one set it, so
+    // the error names both (it once named only the first, which had no loop
+    // trouble at all: CUB's scan init kernel was blamed for its scan kernel).
+    let ctx = context();
+    if !on_llvmpipe(&ctx) {
+        return;
+    }
+    let options = ptxvk_translator::Options { unroll_loops: 0, ..ctx.translate_options() };
+    let t =
+        ptxvk_translator::translate(include_str!("../../tests/fixtures/loop_limit.ptx"), "loop_limit.ptx", &options)
+            .unwrap();
+    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
+    let d = ctx.alloc(THREADS as u64 * 4).unwrap();
+    for (entry, a, b) in [("single", 10u32, 0u32), ("sequential", 40000, 40000)] {
+        let f = m.function(entry).unwrap();
+        let params = f.pack_params(&[&d.to_le_bytes(), &a.to_le_bytes(), &b.to_le_bytes()]).unwrap();
+        ctx.launch(&f, [1, 1, 1], [THREADS as u32, 1, 1], 0, &params).unwrap();
+    }
+    match ctx.synchronize() {
+        Err(Error::LaunchFailed(msg)) => {
+            assert!(msg.contains("loop limit of 65535"), "{msg}");
+            assert!(msg.contains("2 kernels of its module") && msg.contains("single, sequential"), "{msg}");
+        }
+        other => panic!("expected the loop-limit error, got {other:?}"),
+    }
+}
+
 /// Print what each case does (`cargo test -p ptxvk-runtime --test loop_limit explore -- --ignored --nocapture`,
 /// with and without `PTXVK_LOOP_LIMIT=0`).
 #[test]

@@ -53,6 +53,7 @@ fn translate_and_validate(path: &Path) -> Vec<String> {
         memory_semantics: false,
         unroll_spin_loops: 64,
         unroll_loops: 8,
+        block_order_threads: 2,
         loop_limit: true,
         ..Options::default()
     };

@@ -189,6 +189,12 @@ pub struct Options {
     /// that end loops after a number of iterations (llvmpipe: 8, so its
     /// 65535 iterations per invocation become up to 524,280).
     pub unroll_loops: u32,
+    /// Worker threads of a driver that runs each thread's share of a
+    /// dispatch as one contiguous run of workgroups (llvmpipe); at 2 or
+    /// more, `%ctaid` is permuted so that each thread runs its blocks in
+    /// grid order, interleaved with the others', as a GPU starts them
+    /// (see `emit/block_order.rs`). Below 2, `%ctaid` is the workgroup id.
+    pub block_order_threads: u32,
     /// Count loop iterations per invocation and trap (the launch fails)
     /// when a loop would go on after llvmpipe's loop limiter of 65535
     /// iterations ends it (see `emit/loop_limit.rs`).
@@ -256,6 +262,7 @@ impl Default for Options {
             memory_semantics: true,
             unroll_spin_loops: 0,
             unroll_loops: 0,
+            block_order_threads: 0,
             loop_limit: false,
             loop_live_outs_in_memory: false,
             contract: true,

@@ -27,7 +27,7 @@ use crate::cfg::Cfg;
 use crate::structurize::{Region, Target};
 
 /// Most PTX instructions in the body of an unrolled loop, all copies.
-pub const MAX_UNROLLED: usize = 256;
+pub const MAX_UNROLLED: usize = 64;
 
 /// Most two-way branches the copies of a body may nest in.
 pub const MAX_NESTING: usize = 24;

@@ -550,15 +550,13 @@ pub(crate) fn record_call(e: &mut Emitter, fx: &Fx, kind: Word, at: Word, site: 
     };
     let void = e.ty(super::TyKey::Void);
     let s = site;
-    let bx = e.push_word(fx, 0)?;
-    let by = e.push_word(fx, 1)?;
-    let bz = e.push_word(fx, 2)?;
-    e.b.function_call(void, None, f, [kind, at, s, fx.linear, bx, by, bz]).map_err(internal1)?;
+    let [cx, cy, cz] = super::block_order::ctaid(e, fx)?;
+    e.b.function_call(void, None, f, [kind, at, s, fx.linear, cx, cy, cz]).map_err(internal1)?;
     Ok(())
 }
 
 /// Emit the record function the fault paths call (when one did):
-/// `void record(u32 kind, u64 at, u32 site, u32 linear, u32 ctaid_base.x,
+/// `void record(u32 kind, u64 at, u32 site, u32 linear, u32 ctaid.x,
 /// .y, .z)`: sets the trap word and appends a record when it fits.
 pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(id) = e.fault_record else { return Ok(()) };
@@ -572,8 +570,8 @@ pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
     let at = e.b.function_parameter(u64t).map_err(internal1)?;
     let site = e.b.function_parameter(u32t).map_err(internal1)?;
     let linear = e.b.function_parameter(u32t).map_err(internal1)?;
-    let mut base = [0; 3];
-    for b in &mut base {
+    let mut ctaid = [0; 3];
+    for b in &mut ctaid {
         *b = e.b.function_parameter(u32t).map_err(internal1)?;
     }
     e.b.begin_block(None).map_err(internal1)?;
@@ -615,17 +613,13 @@ pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
     store_at(e, rec, fault::R_MODULE, module, K::Int(64))?;
     store_at(e, rec, fault::R_SITE, site, K::Int(32))?;
     store_at(e, rec, fault::R_KIND, kind, K::Int(32))?;
-    let v3 = e.ty(super::TyKey::Vec(u32t, 3));
-    let wg = e.b.load(v3, None, e.workgroup_id, None, []).map_err(internal1)?;
     let [nx, ny, _] = e.spec_ntid;
     let tx = e.b.u_mod(u32t, None, linear, nx).map_err(internal1)?;
     let q = e.b.u_div(u32t, None, linear, nx).map_err(internal1)?;
     let ty = e.b.u_mod(u32t, None, q, ny).map_err(internal1)?;
     let tz = e.b.u_div(u32t, None, q, ny).map_err(internal1)?;
     for (i, t) in [tx, ty, tz].into_iter().enumerate() {
-        let w = e.b.composite_extract(u32t, None, wg, [i as u32]).map_err(internal1)?;
-        let c = e.b.i_add(u32t, None, w, base[i]).map_err(internal1)?;
-        store_at(e, rec, fault::R_CTAID + 4 * i as u64, c, K::Int(32))?;
+        store_at(e, rec, fault::R_CTAID + 4 * i as u64, ctaid[i], K::Int(32))?;
         store_at(e, rec, fault::R_TID + 4 * i as u64, t, K::Int(32))?;
     }
     e.b.branch(merge).map_err(internal1)?;

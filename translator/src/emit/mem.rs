@@ -29,7 +29,7 @@ pub(crate) enum Addr {
 /// [`crate::abi`], "Shared memory beyond Workgroup memory").
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Spill {
-    /// `NumWorkgroups` input (in the interface of every entry with `.shared`).
+    /// `NumWorkgroups` input ([`Emitter::num_workgroups`]).
     pub num_workgroups: Word,
     /// Spec constant: the spill area's device address (u64).
     address: Word,
@@ -47,10 +47,7 @@ impl Spill {
         let u32t = e.t_int(32);
         let u64t = e.t_int(64);
         let bt = e.t_bool();
-        let v3 = e.ty(super::TyKey::Vec(u32t, 3));
-        let in_v3 = e.t_ptr(StorageClass::Input, v3);
-        let num_workgroups = e.b.variable(in_v3, None, StorageClass::Input, None);
-        e.b.decorate(num_workgroups, spirv::Decoration::BuiltIn, [SOp::BuiltIn(spirv::BuiltIn::NumWorkgroups)]);
+        let num_workgroups = e.num_workgroups;
         let address = e.b.spec_constant_bit64(u64t, 0);
         e.b.decorate(address, spirv::Decoration::SpecId, [SOp::LiteralBit32(crate::abi::SPEC_SHARED_SPILL_ADDRESS)]);
         let stride = e.b.spec_constant_bit32(u32t, 0);

@@ -27,6 +27,7 @@
 mod async_copy;
 mod barrier;
 mod bits;
+mod block_order;
 mod call;
 mod carry;
 mod compare;
@@ -117,6 +118,8 @@ pub(crate) struct Emitter<'o> {
     pub local_index: Word,
     /// `WorkgroupId` input.
     pub workgroup_id: Word,
+    /// `NumWorkgroups` input (in the interface of every entry).
+    pub num_workgroups: Word,
     /// Spec constants `%ntid.x/y/z`.
     pub spec_ntid: [Word; 3],
     /// Spec constant: the 32-bit words of the `.shared` variable of entries
@@ -348,6 +351,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         glsl: 0,
         local_index: 0,
         workgroup_id: 0,
+        num_workgroups: 0,
         spec_ntid: [0; 3],
         spec_shared_words: 0,
         spec_shared_wide_words: 0,
@@ -499,6 +503,8 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
     e.b.decorate(e.local_index, spirv::Decoration::BuiltIn, [Operand::BuiltIn(spirv::BuiltIn::LocalInvocationIndex)]);
     e.workgroup_id = e.b.variable(in_v3, None, spirv::StorageClass::Input, None);
     e.b.decorate(e.workgroup_id, spirv::Decoration::BuiltIn, [Operand::BuiltIn(spirv::BuiltIn::WorkgroupId)]);
+    e.num_workgroups = e.b.variable(in_v3, None, spirv::StorageClass::Input, None);
+    e.b.decorate(e.num_workgroups, spirv::Decoration::BuiltIn, [Operand::BuiltIn(spirv::BuiltIn::NumWorkgroups)]);
     let wg_x = e.b.spec_constant_bit32(u32t, 32);
     e.b.decorate(wg_x, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_WORKGROUP_SIZE_X)]);
     e.spec_wg_x = wg_x;
@@ -687,10 +693,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         }
         match func::emit_function(&mut e, plan, vars, None, &callees, 0) {
             Ok(fid) => {
-                let mut iface = vec![e.local_index, e.workgroup_id];
+                let mut iface = vec![e.local_index, e.workgroup_id, e.num_workgroups];
                 iface.extend(vars.push_var);
                 iface.extend(vars.shared_var);
-                iface.extend(e.spill.filter(|_| vars.shared_var.is_some()).map(|s| s.num_workgroups));
                 iface.extend(vars.local_var);
                 iface.extend(vars.exited_var);
                 iface.extend(vars.stack.map(|(v, _)| v));

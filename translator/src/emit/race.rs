@@ -65,16 +65,8 @@ pub(crate) fn init(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     let Some(r) = e.race else { return Ok(()) };
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
-    let v3 = e.ty(super::TyKey::Vec(u32t, 3));
-    let wg = e.b.load(v3, None, e.workgroup_id, None, []).map_err(internal1)?;
-    // The linear %ctaid: the dispatch's workgroup plus its base (header
-    // words 0-2) in a grid of header words 3-5.
-    let mut c = [0; 3];
-    for (i, ci) in c.iter_mut().enumerate() {
-        let w = e.b.composite_extract(u32t, None, wg, [i as u32]).map_err(internal1)?;
-        let base = e.push_word(fx, i as u32)?;
-        *ci = e.b.i_add(u32t, None, w, base).map_err(internal1)?;
-    }
+    // The linear %ctaid in a grid of header words 3-5.
+    let c = super::block_order::ctaid(e, fx)?;
     let gx = e.push_word(fx, 3)?;
     let gy = e.push_word(fx, 4)?;
     let zy = e.b.i_mul(u32t, None, c[2], gy).map_err(internal1)?;

@@ -156,7 +156,7 @@ impl Emitter<'_> {
         self.b.bitwise_or(u64t, None, l, hs).map_err(internal1)
     }
 
-    fn bin_u32(&mut self, op: spirv::Op, a: Word, b: Word) -> Result<Word, Diagnostic> {
+    pub(crate) fn bin_u32(&mut self, op: spirv::Op, a: Word, b: Word) -> Result<Word, Diagnostic> {
         let t = self.t_int(32);
         self.b.op(op, t, None, &[a, b]).map_err(internal1)
     }
@@ -192,14 +192,7 @@ impl Emitter<'_> {
                 }
             },
             "%ntid" => self.spec_ntid[c],
-            "%ctaid" => {
-                let p = self.t_ptr(spirv::StorageClass::Input, u32t);
-                let ci = self.c_u32(c as u32);
-                let ptr = self.b.access_chain(p, None, self.workgroup_id, [ci]).map_err(internal1)?;
-                let w = self.b.load(u32t, None, ptr, None, []).map_err(internal1)?;
-                let base = self.push_word(fx, c as u32)?;
-                self.bin_u32(Op::IAdd, w, base)?
-            }
+            "%ctaid" => super::block_order::ctaid(self, fx)?[c],
             "%nctaid" => self.push_word(fx, 3 + c as u32)?,
             "%laneid" => {
                 let m = self.c_u32(31);

@@ -1,0 +1,114 @@
+//! Blocks that wait on earlier blocks (`tests/fixtures/block_chain.cu`: a
+//! chained scan in which block `b` polls block `b - 1`'s flag, as CUB's
+//! decoupled look-back does). On llvmpipe the runtime translates with
+//! `Options::block_order_threads`, so each worker thread runs its blocks in
+//! grid order; without it the second worker's first block waits for the
+//! whole first half of the grid.
+
+mod common;
+
+use common::{assert_clean, context, download_u32, poisoned, upload_u32, Lcg};
+use ptxvk_runtime::{Context, Error};
+
+const PTX: &str = include_str!("../../tests/fixtures/block_chain.ptx");
+const THREADS: u32 = 256;
+
+/// Runs `chained_scan` over `blocks` tiles of `tile` elements, translated
+/// with `block_order_threads` (None: the runtime's choice) and without
+/// unrolling spin loops when `!spin_unrolled` (so that only the order makes
+/// the waits short); the launch's result. Every block's prefix is checked
+/// when it succeeded.
+fn chained_scan(
+    ctx: &Context,
+    blocks: u32,
+    tile: u32,
+    block_order_threads: Option<u32>,
+    spin_unrolled: bool,
+) -> Result<(), Error> {
+    let mut options = ctx.translate_options();
+    if let Some(n) = block_order_threads {
+        options.block_order_threads = n;
+    }
+    if !spin_unrolled {
+        options.unroll_spin_loops = 0;
+    }
+    let t = ptxvk_translator::translate(PTX, "block_chain.ptx", &options).unwrap();
+    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
+    let f = m.function("chained_scan").unwrap();
+    let n = (blocks * tile) as usize;
+    let mut rng = Lcg(0x5eed_0b10c);
+    let input: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+    let d_in = upload_u32(ctx, &input);
+    let d_prefix = poisoned(ctx, blocks as usize);
+    let d_flags = upload_u32(ctx, &vec![0; blocks as usize]);
+    let d_out = poisoned(ctx, blocks as usize);
+    let params = f
+        .pack_params(&[
+            &d_in.to_le_bytes(),
+            &d_prefix.to_le_bytes(),
+            &d_flags.to_le_bytes(),
+            &d_out.to_le_bytes(),
+            &tile.to_le_bytes(),
+        ])
+        .unwrap();
+    ctx.launch(&f, [blocks, 1, 1], [THREADS, 1, 1], 0, &params)?;
+    ctx.synchronize()?;
+    // Host reference: each tile's sum of (x * 2654435761) >> 7, then the
+    // exclusive (out) and inclusive (tile_prefix) running sums.
+    let mut before = 0u32;
+    let (out, prefix) = (download_u32(ctx, d_out, blocks as usize), download_u32(ctx, d_prefix, blocks as usize));
+    for b in 0..blocks as usize {
+        let tile = tile as usize;
+        let sum =
+            input[b * tile..(b + 1) * tile].iter().fold(0u32, |s, &x| s.wrapping_add(x.wrapping_mul(2654435761) >> 7));
+        assert_eq!(out[b], before, "block {b}: prefix before it");
+        before = before.wrapping_add(sum);
+        assert_eq!(prefix[b], before, "block {b}: inclusive prefix");
+    }
+    Ok(())
+}
+
+#[test]
+fn blocks_waiting_on_earlier_blocks_finish() {
+    let ctx = context();
+    // 2,048 blocks: with llvmpipe's contiguous runs the block after the
+    // first run would poll for the whole run.
+    chained_scan(&ctx, 2048, 1024, None, true).unwrap_or_else(|e| panic!("{e}"));
+    // The order alone keeps the waits short: spin loops not unrolled.
+    chained_scan(&ctx, 2048, 1024, None, false).unwrap_or_else(|e| panic!("spin loops as they are: {e}"));
+    // Grids smaller than, equal to and just past a multiple of the thread
+    // count (the blocks left over run one by one at the end).
+    for blocks in [1, 2, 3, 7, 16, 17, 33] {
+        chained_scan(&ctx, blocks, 256, None, true).unwrap_or_else(|e| panic!("{blocks} blocks: {e}"));
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn every_thread_count_is_a_permutation_of_the_grid() {
+    // A wrong guess of llvmpipe's thread count only costs order: the
+    // blocks are still each run once (checked on a grid with no waits
+    // that llvmpipe's split could turn into a long one: 3 blocks).
+    for threads in [2, 3, 5, 16] {
+        let ctx = context();
+        chained_scan(&ctx, 3, 256, Some(threads), false).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        assert_clean(&ctx);
+    }
+}
+
+#[test]
+fn without_the_order_a_long_wait_fails_loudly_never_silently() {
+    // With %ctaid left as the workgroup id (and spin loops as they are),
+    // the wait outlasts llvmpipe's loop limiter when it runs the grid on
+    // two or more threads: the launch must then fail, not return wrong
+    // prefixes. This is what the block order is for.
+    let ctx = context();
+    let split = ctx.info().driver_name == "llvmpipe"
+        && std::env::var_os("LP_NUM_THREADS").is_none()
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    match chained_scan(&ctx, 2048, 1024, Some(0), false) {
+        Ok(()) => assert!(!split, "llvmpipe ran the chained blocks out of order without running out of loop budget"),
+        Err(Error::LaunchFailed(m)) => assert!(m.contains("loop limit"), "{m}"),
+        Err(e) => panic!("{e}"),
+    }
+}
