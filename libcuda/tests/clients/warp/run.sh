@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# NVIDIA Warp 1.19 (warp-lang: kernels compiled by its bundled NVRTC,
+# loaded through cuGetProcAddress, CUB sorts and scans inside warp.so) on
+# the built libcuda.so.1, running Warp's own test files from its wheel
+# (warp/tests), CUDA device only (-k cuda_0). Its own virtual environment
+# (about 400 MB; needs PyPI the first time). Not part of scripts/test.sh:
+# lavapipe compiles each Warp module for seconds, and whole files take
+# minutes to tens of minutes (geometry/test_volume.py: 23 minutes).
+#
+#   libcuda/tests/clients/warp/run.sh                 # the selection below
+#   libcuda/tests/clients/warp/run.sh --all           # every test file
+#   libcuda/tests/clients/warp/run.sh FILE... [pytest args...]
+#                                  # FILE relative to warp/tests, e.g. test_utils.py
+#
+# Environment: PTXVK_WARP_VENV (default /tmp/ptxvk-warp-venv).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../../.." && pwd)"
+venv="${PTXVK_WARP_VENV:-/tmp/ptxvk-warp-venv}"
+if [[ ! -x "$venv/bin/python" ]]; then
+    python3 -m venv "$venv"
+fi
+stamp="$venv/.ptxvk-requirements"
+if ! cmp -s "$here/requirements.txt" "$stamp"; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/requirements.txt" >&2
+    cp "$here/requirements.txt" "$stamp"
+fi
+libdir="$("$root/libcuda/build-libcuda.sh")"
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [[ -z "${VK_ICD_FILENAMES:-}" && -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json && -z "${PTXVK_DEVICE:-}" ]]; then
+    export VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+fi
+tests="$("$venv/bin/python" -c 'import os, warp.tests; print(os.path.dirname(warp.tests.__file__))')"
+# The selection: CUB's scans and radix sort through wp.utils (CUB's
+# look-back scan needs the block order of docs/cooperative.md on lavapipe),
+# and NanoVDB volume stores and sampling.
+selection=(
+    "$tests/test_utils.py::TestUtils::test_array_scan_cuda_0"
+    "$tests/test_utils.py::TestUtils::test_array_scan_vector_cuda_0"
+    "$tests/test_utils.py::TestUtils::test_radix_sort_pairs_cuda_0"
+    "$tests/geometry/test_volume.py::TestVolume::test_volume_store_cuda_0"
+    "$tests/geometry/test_volume.py::TestVolume::test_volume_sample_linear_f_cuda_0"
+)
+args=()
+if [[ "${1:-}" == --all ]]; then
+    shift
+    args=("$tests")
+elif [[ $# -gt 0 && -e "$tests/$1" ]]; then
+    while [[ $# -gt 0 && -e "$tests/$1" ]]; do
+        args+=("$tests/$1")
+        shift
+    done
+else
+    args=("${selection[@]}")
+fi
+cd /tmp
+echo "== NVIDIA Warp =="
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -k cuda_0 "${args[@]}" "$@"
