@@ -23,23 +23,53 @@
 use super::func::{internal1, Fx};
 use super::{Emitter, TyKey};
 use crate::diag::Diagnostic;
-use rspirv::spirv::{Op, Word};
+use rspirv::spirv::{Op, StorageClass, Word};
+
+/// Declares the block's permuted workgroup id, a private `uvec3` that
+/// every entry computes once at its start ([`init`]), when the order is on
+/// and the module reads `%ctaid` or checks races: the permutation costs
+/// four integer divisions, which llvmpipe runs lane by lane, and a kernel
+/// reads `%ctaid` once per component and often again in called functions.
+pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool) {
+    if e.opts.block_order_threads < 2 || !(reads_ctaid || e.race.is_some()) {
+        return;
+    }
+    let u32t = e.t_int(32);
+    let v3 = e.ty(TyKey::Vec(u32t, 3));
+    let p = e.t_ptr(StorageClass::Private, v3);
+    e.block_id = Some(e.b.variable(p, None, StorageClass::Private, None));
+}
+
+/// At the start of an entry: the permuted workgroup id, when declared.
+pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
+    let Some(var) = e.block_id else { return Ok(()) };
+    let c = workgroup_id(e)?;
+    let c = permuted(e, c, e.opts.block_order_threads)?;
+    let u32t = e.t_int(32);
+    let v3 = e.ty(TyKey::Vec(u32t, 3));
+    let v = e.b.composite_construct(v3, None, c).map_err(internal1)?;
+    e.b.store(var, v, None, []).map_err(internal1)
+}
 
 /// The block's `%ctaid` (x, y, z): its workgroup in the dispatch, permuted
 /// as the module docs say when the option is on, plus the dispatch's base
 /// (push-constant header words 0-2).
 pub(crate) fn ctaid(e: &mut Emitter, fx: &Fx) -> Result<[Word; 3], Diagnostic> {
     let u32t = e.t_int(32);
-    let v3 = e.ty(TyKey::Vec(u32t, 3));
-    let id = e.b.load(v3, None, e.workgroup_id, None, []).map_err(internal1)?;
-    let mut c = [0; 3];
-    for (i, ci) in c.iter_mut().enumerate() {
-        *ci = e.b.composite_extract(u32t, None, id, [i as u32]).map_err(internal1)?;
-    }
     let threads = e.opts.block_order_threads;
-    if threads >= 2 {
-        c = permuted(e, c, threads)?;
-    }
+    let mut c = match e.block_id {
+        Some(var) => {
+            let v3 = e.ty(TyKey::Vec(u32t, 3));
+            let v = e.b.load(v3, None, var, None, []).map_err(internal1)?;
+            components(e, v)?
+        }
+        // A fault record of a module that does not read `%ctaid`.
+        None if threads >= 2 => {
+            let c = workgroup_id(e)?;
+            permuted(e, c, threads)?
+        }
+        None => workgroup_id(e)?,
+    };
     for (i, ci) in c.iter_mut().enumerate() {
         let base = e.push_word(fx, i as u32)?;
         *ci = e.bin_u32(Op::IAdd, *ci, base)?;
@@ -47,21 +77,44 @@ pub(crate) fn ctaid(e: &mut Emitter, fx: &Fx) -> Result<[Word; 3], Diagnostic> {
     Ok(c)
 }
 
-/// Workgroup `id` of its dispatch as the block that thread order gives it.
-fn permuted(e: &mut Emitter, id: [Word; 3], threads: u32) -> Result<[Word; 3], Diagnostic> {
+/// The three components of a `uvec3`.
+fn components(e: &mut Emitter, v: Word) -> Result<[Word; 3], Diagnostic> {
+    let u32t = e.t_int(32);
+    let mut c = [0; 3];
+    for (i, ci) in c.iter_mut().enumerate() {
+        *ci = e.b.composite_extract(u32t, None, v, [i as u32]).map_err(internal1)?;
+    }
+    Ok(c)
+}
+
+/// The `WorkgroupId` built-in, by component.
+pub(crate) fn workgroup_id(e: &mut Emitter) -> Result<[Word; 3], Diagnostic> {
+    let u32t = e.t_int(32);
+    let v3 = e.ty(TyKey::Vec(u32t, 3));
+    let id = e.b.load(v3, None, e.workgroup_id, None, []).map_err(internal1)?;
+    components(e, id)
+}
+
+/// Workgroup `id`'s linear index in its dispatch, `x + nx (y + ny z)`, and
+/// the dispatch's `NumWorkgroups` by component.
+pub(crate) fn linear_workgroup(e: &mut Emitter, id: [Word; 3]) -> Result<(Word, [Word; 3]), Diagnostic> {
     let u32t = e.t_int(32);
     let v3 = e.ty(TyKey::Vec(u32t, 3));
     let n = e.b.load(v3, None, e.num_workgroups, None, []).map_err(internal1)?;
-    let nx = e.b.composite_extract(u32t, None, n, [0]).map_err(internal1)?;
-    let ny = e.b.composite_extract(u32t, None, n, [1]).map_err(internal1)?;
-    let nz = e.b.composite_extract(u32t, None, n, [2]).map_err(internal1)?;
+    let n = components(e, n)?;
+    let zy = e.bin_u32(Op::IMul, id[2], n[1])?;
+    let zy = e.bin_u32(Op::IAdd, zy, id[1])?;
+    let p = e.bin_u32(Op::IMul, zy, n[0])?;
+    let p = e.bin_u32(Op::IAdd, p, id[0])?;
+    Ok((p, n))
+}
+
+/// Workgroup `id` of its dispatch as the block that thread order gives it.
+fn permuted(e: &mut Emitter, id: [Word; 3], threads: u32) -> Result<[Word; 3], Diagnostic> {
+    let u32t = e.t_int(32);
+    let (p, [nx, ny, nz]) = linear_workgroup(e, id)?;
     let nxy = e.bin_u32(Op::IMul, nx, ny)?;
     let total = e.bin_u32(Op::IMul, nxy, nz)?;
-    // p = x + nx (y + ny z)
-    let zy = e.bin_u32(Op::IMul, id[2], ny)?;
-    let zy = e.bin_u32(Op::IAdd, zy, id[1])?;
-    let p = e.bin_u32(Op::IMul, zy, nx)?;
-    let p = e.bin_u32(Op::IAdd, p, id[0])?;
     let t = e.c_u32(threads);
     let q = e.bin_u32(Op::UDiv, total, t)?;
     let qt = e.bin_u32(Op::IMul, q, t)?;

@@ -820,6 +820,7 @@ pub(crate) fn emit_function(
         if me.is_none() {
             super::loop_limit::init(e)?;
             super::fault::load_cache(e)?;
+            super::block_order::init(e)?;
             super::race::init(e, &fx)?;
         }
         if fx.uniform.is_some() {

@@ -29,8 +29,6 @@ pub(crate) enum Addr {
 /// [`crate::abi`], "Shared memory beyond Workgroup memory").
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Spill {
-    /// `NumWorkgroups` input ([`Emitter::num_workgroups`]).
-    pub num_workgroups: Word,
     /// Spec constant: the spill area's device address (u64).
     address: Word,
     /// Spec constant: its bytes per workgroup (u32).
@@ -47,7 +45,6 @@ impl Spill {
         let u32t = e.t_int(32);
         let u64t = e.t_int(64);
         let bt = e.t_bool();
-        let num_workgroups = e.num_workgroups;
         let address = e.b.spec_constant_bit64(u64t, 0);
         e.b.decorate(address, spirv::Decoration::SpecId, [SOp::LiteralBit32(crate::abi::SPEC_SHARED_SPILL_ADDRESS)]);
         let stride = e.b.spec_constant_bit32(u32t, 0);
@@ -56,7 +53,7 @@ impl Spill {
         let on = e.b.spec_constant_op(bt, Op::INotEqual, &[address, zero]);
         let hot_bytes = e.b.spec_constant_bit32(u32t, 0);
         e.b.decorate(hot_bytes, spirv::Decoration::SpecId, [SOp::LiteralBit32(crate::abi::SPEC_SHARED_HOT_BYTES)]);
-        Spill { num_workgroups, address, stride, on, hot_bytes }
+        Spill { address, stride, on, hot_bytes }
     }
 }
 
@@ -94,17 +91,8 @@ fn shared_split(
 fn spill_address(e: &mut Emitter, s: Spill, off: Word) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
-    // The workgroup's linear index in its dispatch.
-    let v3 = e.ty(super::TyKey::Vec(u32t, 3));
-    let id = e.b.load(v3, None, e.workgroup_id, None, []).map_err(internal1)?;
-    let n = e.b.load(v3, None, s.num_workgroups, None, []).map_err(internal1)?;
-    let part = |e: &mut Emitter, v: Word, i: u32| e.b.composite_extract(u32t, None, v, [i]).map_err(internal1);
-    let (x, y, z) = (part(e, id, 0)?, part(e, id, 1)?, part(e, id, 2)?);
-    let (nx, ny) = (part(e, n, 0)?, part(e, n, 1)?);
-    let zy = e.b.i_mul(u32t, None, ny, z).map_err(internal1)?;
-    let zy = e.b.i_add(u32t, None, zy, y).map_err(internal1)?;
-    let w = e.b.i_mul(u32t, None, nx, zy).map_err(internal1)?;
-    let w = e.b.i_add(u32t, None, w, x).map_err(internal1)?;
+    let id = super::block_order::workgroup_id(e)?;
+    let (w, _) = super::block_order::linear_workgroup(e, id)?;
     let w = e.b.u_convert(u64t, None, w).map_err(internal1)?;
     let stride = e.b.u_convert(u64t, None, s.stride).map_err(internal1)?;
     let base = e.b.i_mul(u64t, None, w, stride).map_err(internal1)?;

@@ -120,6 +120,9 @@ pub(crate) struct Emitter<'o> {
     pub workgroup_id: Word,
     /// `NumWorkgroups` input (in the interface of every entry).
     pub num_workgroups: Word,
+    /// Private `uvec3`: the block's permuted workgroup id, computed once at
+    /// each entry's start (see [`block_order::declare`]).
+    pub block_id: Option<Word>,
     /// Spec constants `%ntid.x/y/z`.
     pub spec_ntid: [Word; 3],
     /// Spec constant: the 32-bit words of the `.shared` variable of entries
@@ -352,6 +355,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         local_index: 0,
         workgroup_id: 0,
         num_workgroups: 0,
+        block_id: None,
         spec_ntid: [0; 3],
         spec_shared_words: 0,
         spec_shared_wide_words: 0,
@@ -456,6 +460,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             race::declare_state(&mut e);
         }
     }
+    block_order::declare(&mut e, used.ctaid);
     if used.printf {
         let off = data_bytes.div_ceil(8) * 8;
         e.printf_offset = Some(off);
@@ -705,6 +710,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(e.fault_state.iter().flat_map(|&(a, b)| [a, b]));
                 iface.extend(e.fault_cache);
                 iface.extend(e.race.iter().flat_map(|r| r.interface()));
+                iface.extend(e.block_id);
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name, iface);
                 entry_fids.push(fid);
             }
@@ -978,38 +984,43 @@ struct Uses {
     printf: bool,
     /// The device heap: `malloc` or `free`.
     heap: bool,
+    /// `%ctaid` (not module data: whether [`block_order::declare`] keeps it).
+    ctaid: bool,
 }
 
-/// Add what `stmts` use to `u` (one pass over the body for all three).
+/// Add what `stmts` use to `u` (one pass over the body for all four).
 fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u: &mut Uses) {
     for s in stmts {
         match s {
-            ast::Statement::Inst(i) => match i.opcode.as_str() {
-                "trap" | "alloca" => u.trap = true,
-                "call" => {
-                    let names = [printf::ASSERTFAIL, printf::VPRINTF, heap::MALLOC, heap::FREE, grid::SYNCHRONIZE];
-                    match call::system_call(i, &names) {
-                        Some(printf::ASSERTFAIL) => {
-                            u.trap = true;
-                            u.printf = true;
+            ast::Statement::Inst(i) => {
+                u.ctaid |= reads_ctaid(i);
+                match i.opcode.as_str() {
+                    "trap" | "alloca" => u.trap = true,
+                    "call" => {
+                        let names = [printf::ASSERTFAIL, printf::VPRINTF, heap::MALLOC, heap::FREE, grid::SYNCHRONIZE];
+                        match call::system_call(i, &names) {
+                            Some(printf::ASSERTFAIL) => {
+                                u.trap = true;
+                                u.printf = true;
+                            }
+                            Some(printf::VPRINTF) => u.printf = true,
+                            Some(heap::MALLOC | heap::FREE) => u.heap = true,
+                            // A grid sync that cannot be honoured traps (see `grid`).
+                            Some(_) => u.trap = true,
+                            None => {}
                         }
-                        Some(printf::VPRINTF) => u.printf = true,
-                        Some(heap::MALLOC | heap::FREE) => u.heap = true,
-                        // A grid sync that cannot be honoured traps (see `grid`).
-                        Some(_) => u.trap = true,
-                        None => {}
+                        // The target (the first operand that is not a list) is
+                        // not a function of the module: an indirect call.
+                        if matches!(
+                            i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..))),
+                            Some(ast::Operand::Name { name, .. }) if !functions.contains(name.as_str())
+                        ) {
+                            u.trap = true;
+                        }
                     }
-                    // The target (the first operand that is not a list) is
-                    // not a function of the module: an indirect call.
-                    if matches!(
-                        i.operands.iter().find(|o| !matches!(o, ast::Operand::List(..))),
-                        Some(ast::Operand::Name { name, .. }) if !functions.contains(name.as_str())
-                    ) {
-                        u.trap = true;
-                    }
+                    _ => {}
                 }
-                _ => {}
-            },
+            }
             ast::Statement::Block(b) => uses(b, functions, u),
             _ => {}
         }
@@ -1030,6 +1041,16 @@ fn uses_grid(stmts: &[ast::Statement]) -> bool {
     })
 }
 
+/// Whether `i` reads `%ctaid`.
+fn reads_ctaid(i: &ast::Instruction) -> bool {
+    let mut found = false;
+    for op in &i.operands {
+        op.for_each_name(&mut |n| found |= n == "%ctaid");
+    }
+    found
+}
+
+/// Whether `op` names `%envreg1` or `%envreg2`.
 fn reads_grid_envreg(op: &ast::Operand) -> bool {
     match op {
         ast::Operand::Name { name, .. } => name == "%envreg1" || name == "%envreg2",
