@@ -604,6 +604,8 @@ exports! {
     raw fn cuGraphNodeGetDependentNodes_v2(node: Handle, nodes: *mut Handle, edge_data: *mut EdgeData, n: *mut usize) => gr::node_get_dependent_nodes;
     /// `cuGraphNodeGetDependentNodes` (CUDA 10).
     raw fn cuGraphNodeGetDependentNodes(node: Handle, nodes: *mut Handle, n: *mut usize) => gr::node_get_dependent_nodes_v1;
+    /// `cuGraphConditionalHandleCreate`.
+    raw fn cuGraphConditionalHandleCreate(out: *mut u64, graph: Handle, ctx: Handle, default: c_uint, flags: c_uint) => crate::graph_cond::handle_create;
     /// `cuGraphNodeGetType`.
     raw fn cuGraphNodeGetType(node: Handle, ty: *mut c_int) => gr::node_get_type;
     /// `cuGraphDestroyNode`.

@@ -25,6 +25,7 @@ use crate::capture;
 use crate::context;
 use crate::driver;
 use crate::ffi::{read_in, write_opt, write_out, CUdeviceptr, Handle};
+use crate::graph_cond::{self as cond, CondHandle, ConditionalNodeParams};
 use crate::graph_mem;
 use crate::handles::{handle_of, Registry};
 use crate::launch;
@@ -54,6 +55,8 @@ pub const NODE_EVENT_RECORD: c_int = 7;
 pub const NODE_MEM_ALLOC: c_int = 10;
 /// `CU_GRAPH_NODE_TYPE_MEM_FREE`.
 pub const NODE_MEM_FREE: c_int = 11;
+/// `CU_GRAPH_NODE_TYPE_CONDITIONAL`.
+pub const NODE_CONDITIONAL: c_int = 13;
 
 /// `CUDA_KERNEL_NODE_PARAMS_v1`.
 #[repr(C)]
@@ -309,6 +312,69 @@ impl HostNode {
     }
 }
 
+/// A conditional node: its handle, type and body graphs (owned by the node).
+#[derive(Clone)]
+pub struct ConditionalNode {
+    handle: Arc<CondHandle>,
+    /// `CUgraphConditionalNodeType`.
+    ty: c_int,
+    bodies: Vec<Arc<GraphObj>>,
+    /// The bodies' handles: the array `phGraph_out` points to.
+    body_handles: Arc<Vec<usize>>,
+}
+
+impl ConditionalNode {
+    /// A node testing `handle` with `size` new, empty, registered body graphs.
+    fn new(handle: Arc<CondHandle>, ty: c_int, size: u32) -> ConditionalNode {
+        let bodies: Vec<Arc<GraphObj>> = (0..size).map(|_| new_graph(true, true)).collect();
+        let body_handles = bodies.iter().map(|b| GRAPHS.insert(b.clone()) as usize).collect();
+        ConditionalNode { handle, ty, bodies, body_handles: Arc::new(body_handles) }
+    }
+
+    /// The node with its bodies cloned (registered or not).
+    fn deep_clone(&self, register: bool) -> ConditionalNode {
+        let bodies: Vec<Arc<GraphObj>> = self.bodies.iter().map(|b| clone_graph(b, register, true)).collect();
+        let body_handles = bodies.iter().map(|b| handle_of(b) as usize).collect();
+        ConditionalNode { handle: self.handle.clone(), ty: self.ty, bodies, body_handles: Arc::new(body_handles) }
+    }
+
+    /// `CUDA_CONDITIONAL_NODE_PARAMS` describing it.
+    fn params(&self) -> ConditionalNodeParams {
+        ConditionalNodeParams {
+            handle: self.handle.addr,
+            ty: self.ty,
+            size: self.bodies.len() as c_uint,
+            ph_graph_out: self.body_handles.as_ptr() as *mut Handle,
+            ctx: std::ptr::null_mut(),
+        }
+    }
+
+    /// Runs the body graphs the handle's value chooses, after the work
+    /// queued before the node (see [`crate::graph_cond`]).
+    fn run(&self, stream: Handle) -> CuResult<()> {
+        match self.ty {
+            cond::TYPE_WHILE => {
+                while self.handle.read()? != 0 {
+                    run_graph(&self.bodies[0], stream)?;
+                }
+                Ok(())
+            }
+            cond::TYPE_IF => {
+                let v = self.handle.read()?;
+                match (v != 0, self.bodies.get(1)) {
+                    (true, _) => run_graph(&self.bodies[0], stream),
+                    (false, Some(otherwise)) => run_graph(otherwise, stream),
+                    (false, None) => Ok(()),
+                }
+            }
+            _ => match self.bodies.get(self.handle.read()? as usize) {
+                Some(b) => run_graph(b, stream),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
 /// What a node does.
 #[derive(Clone)]
 pub enum NodeKind {
@@ -333,6 +399,8 @@ pub enum NodeKind {
     MemAlloc(Arc<graph_mem::GraphAlloc>),
     /// `CU_GRAPH_NODE_TYPE_MEM_FREE`: the address it frees.
     MemFree(CUdeviceptr),
+    /// `CU_GRAPH_NODE_TYPE_CONDITIONAL`.
+    Conditional(ConditionalNode),
 }
 
 impl NodeKind {
@@ -349,6 +417,16 @@ impl NodeKind {
             NodeKind::EventRecord(_) => NODE_EVENT_RECORD,
             NodeKind::MemAlloc(_) => NODE_MEM_ALLOC,
             NodeKind::MemFree(_) => NODE_MEM_FREE,
+            NodeKind::Conditional(_) => NODE_CONDITIONAL,
+        }
+    }
+
+    /// The graphs the node owns: a child graph, a conditional's bodies.
+    fn embedded(&self) -> Vec<Arc<GraphObj>> {
+        match self {
+            NodeKind::Child(c) => vec![c.clone()],
+            NodeKind::Conditional(c) => c.bodies.clone(),
+            _ => Vec::new(),
         }
     }
 }
@@ -384,6 +462,8 @@ struct GraphData {
     edges: Vec<(usize, usize)>,
     /// References held on user objects: handle and count.
     user_refs: std::collections::BTreeMap<usize, u32>,
+    /// Conditional handles created for the graph (`cuGraphConditionalHandleCreate`).
+    cond_handles: Vec<Arc<CondHandle>>,
 }
 
 /// A `CUgraph`.
@@ -577,15 +657,14 @@ fn forget_graph(g: &GraphObj) {
 
 /// Unregisters what a node owns (its embedded graph).
 fn forget_node_contents(n: &NodeObj) {
-    let child = match &*n.kind() {
-        NodeKind::Child(c) => Some(c.clone()),
-        NodeKind::MemFree(d) => {
+    let embedded = {
+        let kind = n.kind();
+        if let NodeKind::MemFree(d) = &*kind {
             graph_mem::release_free(*d);
-            None
         }
-        _ => None,
+        kind.embedded()
     };
-    if let Some(c) = child {
+    for c in embedded {
         if c.registered {
             GRAPHS.remove(handle_of(&c));
         }
@@ -873,9 +952,9 @@ pub unsafe fn add_child_graph_node(
 pub fn clone_graph(src: &GraphObj, register: bool, embedded: bool) -> Arc<GraphObj> {
     let g = new_graph(embedded, register);
     let gh = if register { GRAPHS.insert(g.clone()) } else { handle_of(&g) };
-    let (nodes, edges, user_refs) = {
+    let (nodes, edges, user_refs, cond_handles) = {
         let d = src.data();
-        (d.nodes.clone(), d.edges.clone(), d.user_refs.clone())
+        (d.nodes.clone(), d.edges.clone(), d.user_refs.clone(), d.cond_handles.clone())
     };
     let mut map = std::collections::HashMap::new();
     let mut data = GraphData::default();
@@ -886,9 +965,11 @@ pub fn clone_graph(src: &GraphObj, register: bool, embedded: bool) -> Arc<GraphO
         }
     }
     data.user_refs = user_refs;
+    data.cond_handles = cond_handles;
     for n in &nodes {
         let kind = match &*n.kind() {
             NodeKind::Child(c) => NodeKind::Child(clone_graph(c, register, true)),
+            NodeKind::Conditional(c) => NodeKind::Conditional(c.deep_clone(register)),
             NodeKind::MemFree(d) => {
                 graph_mem::retain_free(*d);
                 NodeKind::MemFree(*d)
@@ -1514,11 +1595,8 @@ fn topological(g: &GraphObj) -> Result<Vec<Arc<NodeObj>>, usize> {
 /// Checks that `g` and its embedded graphs have no cycles; the node on one otherwise.
 fn check_acyclic(g: &GraphObj) -> Result<(), usize> {
     for n in topological(g)? {
-        let child = match &*n.kind() {
-            NodeKind::Child(c) => Some(c.clone()),
-            _ => None,
-        };
-        if let Some(c) = child {
+        let embedded = n.kind().embedded();
+        for c in embedded {
             check_acyclic(&c).map_err(|_| handle_of(&n) as usize)?;
         }
     }
@@ -1724,12 +1802,17 @@ fn run_node(kind: &NodeKind, stream: Handle) -> CuResult<()> {
             graph_mem::run_free(*d);
             Ok(())
         }
+        NodeKind::Conditional(c) => c.run(stream),
     }
 }
 
 /// Runs the enabled nodes of `g` in a topological order.
 fn run_graph(g: &GraphObj, stream: Handle) -> CuResult<()> {
     let order = topological(g).map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE.because("the graph has a cycle"))?;
+    let handles = g.data().cond_handles.clone();
+    for h in handles {
+        h.assign_default()?;
+    }
     for n in order {
         if !n.enabled.load(Ordering::Relaxed) {
             continue;
@@ -1982,6 +2065,15 @@ fn plan_update(old: &GraphObj, new: &GraphObj, plan: &mut UpdatePlan) -> Result<
                 return Err((UPDATE_UNSUPPORTED_FUNCTION_CHANGE, at));
             }
             (NodeKind::Child(x), NodeKind::Child(y)) => plan_update(x, y, plan)?,
+            // The bodies update in place; the handle, type and count stay.
+            (NodeKind::Conditional(x), NodeKind::Conditional(y)) => {
+                if !Arc::ptr_eq(&x.handle, &y.handle) || x.ty != y.ty || x.bodies.len() != y.bodies.len() {
+                    return Err((UPDATE_NOT_SUPPORTED, at));
+                }
+                for (xb, yb) in x.bodies.iter().zip(&y.bodies) {
+                    plan_update(xb, yb, plan)?;
+                }
+            }
             // Memory nodes keep their allocation: updating cannot change them.
             (NodeKind::MemAlloc(x), NodeKind::MemAlloc(y)) if !Arc::ptr_eq(x, y) => {
                 return Err((UPDATE_NOT_SUPPORTED, at));
@@ -2236,10 +2328,14 @@ fn dot_body(g: &GraphObj, out: &mut String, indent: &str) {
             NodeKind::EventWait(e) => format!("WAIT_EVENT\\n{e:#x}"),
             NodeKind::MemAlloc(a) => format!("MEM_ALLOC\\n{} bytes at {:#x}", a.bytesize, a.dptr),
             NodeKind::MemFree(d) => format!("MEM_FREE\\n{d:#x}"),
+            NodeKind::Conditional(c) => {
+                let ty = ["IF", "WHILE", "SWITCH"].get(c.ty as usize).copied().unwrap_or("?");
+                format!("CONDITIONAL {ty}\\nhandle {:#x}", c.handle.addr)
+            }
         };
         let _ = writeln!(out, "{indent}n{h:x} [shape=box label=\"{label}\"];");
-        if let NodeKind::Child(c) = &kind {
-            let _ = writeln!(out, "{indent}subgraph cluster_{h:x} {{");
+        for (i, c) in kind.embedded().iter().enumerate() {
+            let _ = writeln!(out, "{indent}subgraph cluster_{h:x}_{i} {{");
             dot_body(c, out, &format!("{indent}  "));
             let _ = writeln!(out, "{indent}}}");
         }
@@ -2395,6 +2491,9 @@ unsafe fn kind_from_params(p: &GraphNodeParams) -> CuResult<NodeKind> {
         NODE_MEM_ALLOC | NODE_MEM_FREE => {
             return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("a memory node's parameters cannot be changed"))
         }
+        NODE_CONDITIONAL => {
+            return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("a conditional node's parameters cannot be changed"))
+        }
         other => {
             return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because(format!("graph node type {other} is not supported")))
         }
@@ -2403,9 +2502,9 @@ unsafe fn kind_from_params(p: &GraphNodeParams) -> CuResult<NodeKind> {
 
 /// Drops what a node kind built for a failed call registered (an embedded graph).
 fn discard(kind: &NodeKind) {
-    if let NodeKind::Child(c) = kind {
-        GRAPHS.remove(handle_of(c));
-        forget_graph(c);
+    for c in kind.embedded() {
+        GRAPHS.remove(handle_of(&c));
+        forget_graph(&c);
     }
 }
 
@@ -2455,6 +2554,28 @@ pub unsafe fn add_node_params(
         unsafe { params.write_unaligned(p) };
         return Ok(());
     }
+    if p.ty == NODE_CONDITIONAL {
+        if p.reserved0 != [0; 3] || p.reserved2 != 0 {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("reserved fields of CUgraphNodeParams must be zero"));
+        }
+        // SAFETY: the type says the union holds conditional parameters.
+        let c: ConditionalNodeParams = unsafe { p.get() };
+        let handle = cond::check(&c)?;
+        let node = ConditionalNode::new(handle, c.ty, c.size);
+        let out = node.params();
+        let kind = NodeKind::Conditional(node);
+        let keep = kind.clone();
+        // SAFETY: forwarded caller contract.
+        if let Err(e) = unsafe { add(ph, graph, deps, n, kind) } {
+            discard(&keep);
+            return Err(e);
+        }
+        // The body graphs go back in `phGraph_out` (the rest as given).
+        let c = ConditionalNodeParams { ph_graph_out: out.ph_graph_out, ..c };
+        // SAFETY: readable above; writable per the caller (phGraph_out is an output).
+        unsafe { params.write_unaligned(GraphNodeParams::with(NODE_CONDITIONAL, c)) };
+        return Ok(());
+    }
     // SAFETY: forwarded caller contract.
     let kind = unsafe { kind_from_params(&p) }?;
     let keep = kind.clone();
@@ -2464,6 +2585,12 @@ pub unsafe fn add_node_params(
         discard(&keep);
     }
     r
+}
+
+/// Keeps conditional handle `h` alive with graph `g` (and its clones and
+/// instantiations), which assign its default value when they start.
+pub fn own_cond_handle(g: &GraphObj, h: Arc<CondHandle>) {
+    g.data().cond_handles.push(h);
 }
 
 /// `cuGraphAddNode` (CUDA 12.2, no edge data).
@@ -2556,6 +2683,7 @@ pub unsafe fn node_get_params(node: Handle, params: *mut GraphNodeParams) -> CuR
         }
         NodeKind::MemAlloc(a) => GraphNodeParams::with(NODE_MEM_ALLOC, graph_mem::params_of(a)),
         NodeKind::MemFree(d) => GraphNodeParams::with(NODE_MEM_FREE, *d),
+        NodeKind::Conditional(c) => GraphNodeParams::with(NODE_CONDITIONAL, c.params()),
     };
     // SAFETY: forwarded caller contract.
     unsafe { write_out(params, p) }

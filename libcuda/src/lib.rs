@@ -38,6 +38,7 @@ pub mod export_table;
 pub mod fatbin;
 pub mod ffi;
 pub mod graph;
+pub mod graph_cond;
 pub mod graph_mem;
 pub mod handles;
 pub mod integrity;

@@ -217,6 +217,10 @@ driver_api! {
     fn cuDeviceSetGraphMemAttribute(c_int, c_int, *mut c_void);
     fn cuStreamBeginCapture_v2(Handle, c_int);
     fn cuStreamEndCapture(Handle, *mut Handle);
+    fn cuStreamBeginCaptureToGraph(Handle, Handle, *const Handle, *const c_void, usize, c_int);
+    fn cuGraphConditionalHandleCreate(*mut u64, Handle, Handle, c_uint, c_uint);
+    fn cuGraphAddNode(*mut Handle, Handle, *const Handle, usize, *mut c_void);
+    fn cuGraphNodeGetParams(Handle, *mut c_void);
     fn cuIpcGetMemHandle(*mut IpcHandle, u64);
     fn cuIpcOpenMemHandle_v2(*mut u64, IpcHandle, c_uint);
     fn cuIpcCloseMemHandle(u64);

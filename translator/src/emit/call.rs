@@ -1,5 +1,7 @@
 //! `call`: direct calls to `.func`s of the module (and of the undefined
-//! `vprintf` and `__assertfail`, see [`super::printf`]).
+//! system functions: `vprintf` and `__assertfail`, see [`super::printf`];
+//! `malloc` and `free`, [`super::heap`]; the cooperative-groups grid
+//! sync, [`super::grid`]; `cudaGraphSetConditional`, [`super::graph_cond`]).
 //!
 //! `.param` formals are passed by value as arrays of 32-bit words, copied
 //! from the caller's `.param` variables (which live in its local words) and
@@ -29,7 +31,8 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Opt
         return indirect(e, fx, inst, rets, target, args);
     }
     let Some(c) = fx.callees.get(name.as_str()).cloned() else {
-        // The system calls behind `printf`, `assert`, `malloc` and `free`.
+        // The system calls behind `printf`, `assert`, `malloc`, `free`, grid
+        // sync and conditional graph nodes.
         match name.as_str() {
             super::printf::VPRINTF => return super::printf::vprintf(e, fx, inst, rets, args),
             super::printf::ASSERTFAIL => return super::printf::assertfail(e, fx, inst, rets, args),
@@ -37,6 +40,7 @@ pub(crate) fn call(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Opt
             super::heap::FREE => return super::heap::free(e, fx, inst, rets, args),
             super::grid::GET_INTRINSIC_HANDLE => return super::grid::intrinsic_handle(e, fx, inst, rets, args),
             super::grid::SYNCHRONIZE => return super::grid::synchronize(e, fx, inst, rets, args, active),
+            super::graph_cond::SET_CONDITIONAL => return super::graph_cond::set_conditional(e, fx, inst, rets, args),
             _ => {}
         }
         return Err(Diagnostic::error(*span, format!("call to '{name}', which has no definition in this module")));

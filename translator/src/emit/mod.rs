@@ -35,6 +35,7 @@ mod cvt;
 mod fault;
 mod float;
 mod func;
+mod graph_cond;
 mod grid;
 mod half;
 mod heap;
