@@ -14,7 +14,9 @@
 //! 5. GEMM through tensor-core `mma.sync` (f16) against f32 FMA ([`gemm`]).
 //! 6. Shared memory in Workgroup memory against spilled to device memory,
 //!    and the spill code's cost where nothing spills ([`shared`]).
-//! 7. The cost of the fault checks and of the memcheck ([`faults`]).
+//! 7. The first-launch cost of warp votes against shuffles, for kernels
+//!    of 25 to 200 of them ([`votes`]).
+//! 8. The cost of the fault checks and of the memcheck ([`faults`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -22,8 +24,8 @@
 //!
 //! (`ptxvk-bench tma` runs only the TMA copy benchmark, `ptxvk-bench
 //! recursion` only the recursion one, `ptxvk-bench gemm` only the GEMMs,
-//! `ptxvk-bench shared` only the shared-memory one, `ptxvk-bench faults` only
-//! the fault checks' cost;
+//! `ptxvk-bench shared` only the shared-memory one, `ptxvk-bench votes` only
+//! the votes' compile cost, `ptxvk-bench faults` only the fault checks' cost;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -39,6 +41,7 @@ mod gemm;
 mod recursion;
 mod shared;
 mod tma;
+mod votes;
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         [_, a] if a == "gemm" => on_device(gemm::run),
         [_, a] if a == "shared" => on_device(shared::run),
         [_, a] if a == "faults" => faults::run(),
+        [_, a] if a == "votes" => on_device(votes::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),
@@ -129,8 +133,10 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     println!();
     let shared_ok = shared::run(&ctx)?;
     println!();
+    let votes_ok = votes::run(&ctx)?;
+    println!();
     let faults_ok = faults::run()?;
-    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && faults_ok)
+    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && votes_ok && faults_ok)
 }
 
 /// Elements in the float-cost kernels.

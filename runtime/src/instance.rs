@@ -39,6 +39,23 @@ pub const FMAD_ENV: &str = "PTXVK_FMAD";
 /// its SPIR-V, to `<folder>/<n>-<file name>.ptx` and `.spv` (for bug
 /// reports: what a client such as numba actually loads).
 pub const DUMP_ENV: &str = "PTXVK_DUMP";
+/// `PTXVK_TRACE=1` (and 2, which the driver library also reads): report on
+/// stderr each kernel whose pipeline took the Vulkan driver more than a
+/// second to compile, and at `2` every pipeline when its compile starts
+/// and ends (for hangs and slow first launches: llvmpipe compiles some
+/// kernels for minutes).
+pub const TRACE_ENV: &str = "PTXVK_TRACE";
+
+/// The [`TRACE_ENV`] level (0 when unset, empty or `0`; 1 for any other
+/// value that is not a number).
+pub(crate) fn trace_level() -> u8 {
+    static LEVEL: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| match std::env::var(TRACE_ENV) {
+        Ok(v) if v.is_empty() || v == "0" => 0,
+        Ok(v) => v.trim().parse::<u8>().unwrap_or(1).max(1),
+        Err(_) => 0,
+    })
+}
 /// Set to `0` to translate without loop-limit detection on llvmpipe
 /// (`Options::loop_limit`; for measurements: a kernel past the limit then
 /// computes wrong results silently).

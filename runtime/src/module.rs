@@ -113,7 +113,17 @@ impl ModuleInner {
             global_data_address: self.data_address(),
             warp_path: self.warp_path,
         };
+        let trace = crate::instance::trace_level();
+        let name = self.entry_names[key.entry].to_string_lossy();
+        if trace >= 2 {
+            eprintln!("ptxvk: compiling the pipeline of {name} ({} bytes of SPIR-V)", shader.bytes);
+        }
+        let started = std::time::Instant::now();
         let p = Arc::new(Pipeline::new(&self.device, &src, key)?);
+        let took = started.elapsed().as_secs_f64();
+        if trace >= 2 || (trace >= 1 && took > 1.0) {
+            eprintln!("ptxvk: compiled the pipeline of {name} in {took:.1} s");
+        }
         map.insert(*key, p.clone());
         Ok((p, layout.raw))
     }

@@ -15,6 +15,8 @@ use crate::error::{map_create, Result};
 pub(crate) struct ShaderModule {
     device: Arc<Device>,
     pub(crate) raw: vk::ShaderModule,
+    /// Its size in bytes (for traces).
+    pub(crate) bytes: usize,
 }
 
 impl ShaderModule {
@@ -22,7 +24,7 @@ impl ShaderModule {
         let info = vk::ShaderModuleCreateInfo::default().code(spirv);
         // SAFETY: `spirv` is a complete SPIR-V module from the translator.
         let raw = unsafe { device.raw.create_shader_module(&info, None) }.map_err(map_create)?;
-        Ok(ShaderModule { device: device.clone(), raw })
+        Ok(ShaderModule { device: device.clone(), raw, bytes: spirv.len() * 4 })
     }
 }
 

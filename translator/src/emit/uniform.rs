@@ -311,12 +311,18 @@ pub(crate) fn scratch_words(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> (
 
 /// (per invocation, fixed) scratch words of the uniform functions `uniform`:
 /// two exchange buffers of [`Emitter::exchange_words`] words per invocation
-/// when one of them has an emulated warp operation, the vote slots when one
-/// takes votes or exchanges.
+/// and the ballot slots ([`super::warp::BALLOT_WORDS`]) when one of them has
+/// an emulated warp operation, the vote slots when one takes votes or
+/// exchanges.
 fn tree_scratch_words(e: &Emitter, uniform: &[&Plan]) -> (u32, u32) {
     let exchange = e.opts.warp_path == WarpPath::Emulated && uniform.iter().any(|p| p.instructions().any(is_warp_op));
     let votes = uniform.iter().any(|p| needs_votes(e, p));
-    (if exchange { 2 * e.exchange_words } else { 0 }, if exchange || votes { VOTE_WORDS } else { 0 })
+    let fixed = match (exchange, votes) {
+        (true, _) => VOTE_WORDS + super::warp::BALLOT_WORDS,
+        (false, true) => VOTE_WORDS,
+        (false, false) => 0,
+    };
+    (if exchange { 2 * e.exchange_words } else { 0 }, fixed)
 }
 
 /// The scratch size of the module: enough for every entry. One Workgroup
@@ -378,6 +384,7 @@ pub(crate) fn prologue(
     let v = e.b.select(u32t, None, parked, ret, zero).map_err(internal1)?;
     e.b.store(u.st, v, None, []).map_err(internal1)?;
     if is_entry && fx.scratch_var.is_some() {
+        super::warp::init_ballots(e, fx)?;
         super::barrier::init_votes(e, fx)?;
     }
     Ok(())

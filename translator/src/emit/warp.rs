@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | linear thread index | `SubgroupId·32 + SubgroupLocalInvocationId` | `SubgroupId·SubgroupSize + SubgroupLocalInvocationId` | `LocalInvocationIndex` |
 //! | [`share`] a value, [`read`] lane `i`'s | `OpGroupNonUniformShuffle` to lane `i` | shuffle to `slice base + i` | store to scratch, workgroup barrier, load |
-//! | [`ballot`] | `OpGroupNonUniformBallot` | its 32 bits of the slice | shared bits folded over the 32 lanes |
+//! | [`ballot`] | `OpGroupNonUniformBallot` | its 32 bits of the slice | each lane's bit ORed into its warp's scratch word, workgroup barrier, load |
 //!
 //! On the native and slice paths the linear index comes from the subgroup
 //! built-ins, so a warp is a subgroup (slice) even where the driver orders
@@ -27,7 +27,7 @@
 //! after every invocation passed exchange `k + 1`'s barrier and so finished
 //! reading exchange `k` (an instruction that reads two exchanges at once,
 //! `match.b64`, adds a barrier after its reads). Instructions that look at all 32 lanes (votes,
-//! `match`, `redux`) loop over them reading the shared values.
+//! `match`, `redux`) read the 32 shared values in straight-line code.
 //!
 //! Semantics follow the PTX ISA: `shfl` computes its source lane and
 //! predicate from the `c` operand's clamp and segment mask; a lane that reads
@@ -54,6 +54,8 @@ pub(crate) struct Globals {
     pub votes: Option<Word>,
     /// `Private` u32: warp exchanges so far (selects the exchange buffer).
     pub exchanges: Option<Word>,
+    /// `Private` u32: emulated ballots so far (selects the ballot slot).
+    pub ballots: Option<Word>,
     /// `SubgroupId` input (native and slice paths).
     pub subgroup_id: Option<Word>,
     /// `SubgroupLocalInvocationId` input (native and slice paths).
@@ -75,6 +77,7 @@ impl Globals {
             g.votes = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
             if path == WarpPath::Emulated {
                 g.exchanges = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
+                g.ballots = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
             }
         }
         if path != WarpPath::Emulated {
@@ -96,7 +99,7 @@ impl Globals {
 
     /// The variables, for entry point interfaces.
     pub fn interface(&self) -> Vec<Word> {
-        [self.votes, self.exchanges, self.subgroup_id, self.subgroup_local_id, self.subgroup_size]
+        [self.votes, self.exchanges, self.ballots, self.subgroup_id, self.subgroup_local_id, self.subgroup_size]
             .into_iter()
             .flatten()
             .collect()
@@ -229,58 +232,23 @@ pub(crate) fn func_var(e: &mut Emitter, ty: Word) -> Result<Word, Diagnostic> {
 }
 
 /// The body of [`fold_lanes`]: lane index and current accumulators in, new
-/// accumulators out.
+/// accumulators out (straight-line code).
 type FoldFn<'f> = dyn FnMut(&mut Emitter, &Fx, Word, &[Word]) -> Result<Vec<Word>, Diagnostic> + 'f;
 
-/// A loop over the 32 lanes of the warp carrying u32 accumulators that start
-/// at `init`; returns their final values. `body` must emit straight-line code.
+/// The 32 lanes of the warp folded into u32 accumulators that start at
+/// `init`, lane 0 first; returns their final values. Straight-line code:
+/// `body` runs once per lane with the lane index as a constant. A loop
+/// here (as before) made llvmpipe's compile time grow with the square of a
+/// kernel's warp votes (CUB's radix sort has hundreds): each loop, with
+/// its loop-limit count, became blocks that its coroutine split over every
+/// barrier; unrolled, the lane index folds into the shifts.
 fn fold_lanes(e: &mut Emitter, fx: &Fx, init: &[Word], body: &mut FoldFn) -> Result<Vec<Word>, Diagnostic> {
-    let u32t = e.t_int(32);
-    let bt = e.t_bool();
-    let mut vars = Vec::new();
-    for &v in init {
-        let var = func_var(e, u32t)?;
-        e.b.store(var, v, None, []).map_err(internal1)?;
-        vars.push(var);
+    let mut acc = init.to_vec();
+    for lane in 0..32 {
+        let i = e.c_u32(lane);
+        acc = body(e, fx, i, &acc)?;
     }
-    let iv = func_var(e, u32t)?;
-    let zero = e.c_u32(0);
-    e.b.store(iv, zero, None, []).map_err(internal1)?;
-    let head = e.b.id();
-    let start = e.b.id();
-    let cont = e.b.id();
-    let merge = e.b.id();
-    super::loop_limit::enter(e)?;
-    e.b.branch(head).map_err(internal1)?;
-    e.b.begin_block(Some(head)).map_err(internal1)?;
-    let i = e.b.load(u32t, None, iv, None, []).map_err(internal1)?;
-    let c32 = e.c_u32(32);
-    let more = e.b.u_less_than(bt, None, i, c32).map_err(internal1)?;
-    super::loop_limit::loop_merge(e, merge, cont)?;
-    e.b.branch_conditional(more, start, merge, []).map_err(internal1)?;
-    e.b.begin_block(Some(start)).map_err(internal1)?;
-    let mut cur = Vec::new();
-    for &var in &vars {
-        cur.push(e.b.load(u32t, None, var, None, []).map_err(internal1)?);
-    }
-    let new = body(e, fx, i, &cur)?;
-    for (&var, v) in vars.iter().zip(new) {
-        e.b.store(var, v, None, []).map_err(internal1)?;
-    }
-    e.b.branch(cont).map_err(internal1)?;
-    e.b.begin_block(Some(cont)).map_err(internal1)?;
-    super::loop_limit::check(e, None)?;
-    let one = e.c_u32(1);
-    let i1 = e.b.i_add(u32t, None, i, one).map_err(internal1)?;
-    e.b.store(iv, i1, None, []).map_err(internal1)?;
-    e.b.branch(head).map_err(internal1)?;
-    e.b.begin_block(Some(merge)).map_err(internal1)?;
-    super::loop_limit::merged(e)?;
-    let mut out = Vec::new();
-    for &var in &vars {
-        out.push(e.b.load(u32t, None, var, None, []).map_err(internal1)?);
-    }
-    Ok(out)
+    Ok(acc)
 }
 
 /// `1 << i` if `cond`, else 0.
@@ -303,35 +271,102 @@ fn bit_set(e: &mut Emitter, mask: Word, i: Word) -> Result<Word, Diagnostic> {
     e.b.i_not_equal(bt, None, b, zero).map_err(internal1)
 }
 
+/// Scratch words of the emulated ballots: [`BALLOT_SLOTS`] slots of
+/// [`BALLOT_WARPS`] warps' two words, after the exchange buffers.
+pub(crate) const BALLOT_WORDS: u32 = BALLOT_SLOTS * BALLOT_WARPS * 2;
+/// Ballot slots used in turn (as the workgroup votes' slots).
+const BALLOT_SLOTS: u32 = 3;
+/// Warps of the largest block (1024 threads).
+const BALLOT_WARPS: u32 = 32;
+
+/// Scratch index of ballot slot `slot` (u32) of the current warp's first
+/// word.
+fn ballot_word(e: &mut Emitter, fx: &Fx, slot: Word) -> Result<Word, Diagnostic> {
+    let u32t = e.t_int(32);
+    // After the vote slots and the two exchange buffers.
+    let per = e.c_u32(2 * e.exchange_words);
+    let exchange = e.b.i_mul(u32t, None, per, e.spec_wg_x).map_err(internal1)?;
+    let votes = e.c_u32(super::uniform::VOTE_WORDS);
+    let base = e.b.i_add(u32t, None, exchange, votes).map_err(internal1)?;
+    let stride = e.c_u32(BALLOT_WARPS * 2);
+    let at = e.b.i_mul(u32t, None, slot, stride).map_err(internal1)?;
+    let base = e.b.i_add(u32t, None, base, at).map_err(internal1)?;
+    let four = e.c_u32(4);
+    // Two words per warp: (linear / 32) * 2.
+    let warp2 = e.b.shift_right_logical(u32t, None, fx.linear, four).map_err(internal1)?;
+    let not1 = e.c_u32(!1);
+    let warp2 = e.b.bitwise_and(u32t, None, warp2, not1).map_err(internal1)?;
+    e.b.i_add(u32t, None, base, warp2).map_err(internal1)
+}
+
+/// Clears the current warp's words of ballot slot 0 (at the start of a
+/// uniform entry, before its first barrier).
+pub(crate) fn init_ballots(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
+    // The module's scratch has ballot slots only when it has exchange
+    // buffers (emulated warp operations, see `uniform::tree_scratch_words`):
+    // a kernel with only barriers and votes has 3 words, and a store past
+    // them would land outside the Workgroup array (on llvmpipe, in the heap).
+    if e.warp.ballots.is_none() || e.module_scratch.0 == 0 {
+        return Ok(());
+    }
+    let zero = e.c_u32(0);
+    let first = ballot_word(e, fx, zero)?;
+    clear_ballot(e, fx, first)
+}
+
+/// Atomically stores 0 to the two ballot words at `first`.
+fn clear_ballot(e: &mut Emitter, fx: &Fx, first: Word) -> Result<(), Diagnostic> {
+    let u32t = e.t_int(32);
+    let zero = e.c_u32(0);
+    let one = e.c_u32(1);
+    let scope = e.c_u32(Scope::Workgroup as u32);
+    for w in [first, e.b.i_add(u32t, None, first, one).map_err(internal1)?] {
+        let p = super::barrier::scratch_ptr(e, fx, w)?;
+        e.b.atomic_store(p, scope, zero, zero).map_err(internal1)?;
+    }
+    Ok(())
+}
+
 /// The warp's ballots of two conditions: bit `l` of each result is lane
-/// `l`'s condition. On the emulated path, one exchange.
+/// `l`'s condition. On the emulated path one barrier: ballot `n` ORs each
+/// lane's bits into slot `n % 3` of its warp's words and clears slot
+/// `(n + 1) % 3`; its words are read after the barrier and cleared again
+/// only by ballot `n + 2`, after ballot `n + 1`'s barrier (the workgroup
+/// votes' scheme, [`super::barrier`]). Two atomics and two loads per lane:
+/// reading all 32 lanes' words instead cost llvmpipe a compile time that
+/// grew with the square of a kernel's ballots.
 fn ballot2(e: &mut Emitter, fx: &Fx, c1: Word, c2: Word) -> Result<(Word, Word), Diagnostic> {
     if e.opts.warp_path != WarpPath::Emulated {
         return Ok((ballot(e, fx, c1)?, ballot(e, fx, c2)?));
     }
     let u32t = e.t_int(32);
+    let counter = e.warp.ballots.ok_or_else(|| missing("ballot counter"))?;
+    let n = e.b.load(u32t, None, counter, None, []).map_err(internal1)?;
     let one = e.c_u32(1);
-    let two = e.c_u32(2);
-    let zero = e.c_u32(0);
-    let a = e.b.select(u32t, None, c1, one, zero).map_err(internal1)?;
-    let b = e.b.select(u32t, None, c2, two, zero).map_err(internal1)?;
-    let v = e.b.bitwise_or(u32t, None, a, b).map_err(internal1)?;
-    let lanes = share(e, fx, v)?;
-    let r = fold_lanes(e, fx, &[zero, zero], &mut |e, fx, i, acc| {
-        let u32t = e.t_int(32);
-        let x = read(e, fx, lanes, i)?;
-        let one = e.c_u32(1);
-        let b0 = e.b.bitwise_and(u32t, None, x, one).map_err(internal1)?;
-        let s = e.b.shift_right_logical(u32t, None, x, one).map_err(internal1)?;
-        let b1 = e.b.bitwise_and(u32t, None, s, one).map_err(internal1)?;
-        let m0 = e.b.shift_left_logical(u32t, None, b0, i).map_err(internal1)?;
-        let m1 = e.b.shift_left_logical(u32t, None, b1, i).map_err(internal1)?;
-        Ok(vec![
-            e.b.bitwise_or(u32t, None, acc[0], m0).map_err(internal1)?,
-            e.b.bitwise_or(u32t, None, acc[1], m1).map_err(internal1)?,
-        ])
-    })?;
-    Ok((r[0], r[1]))
+    let n1 = e.b.i_add(u32t, None, n, one).map_err(internal1)?;
+    e.b.store(counter, n1, None, []).map_err(internal1)?;
+    let slots = e.c_u32(BALLOT_SLOTS);
+    let slot = e.b.u_mod(u32t, None, n, slots).map_err(internal1)?;
+    let next = e.b.u_mod(u32t, None, n1, slots).map_err(internal1)?;
+    let next = ballot_word(e, fx, next)?;
+    clear_ballot(e, fx, next)?;
+    let first = ballot_word(e, fx, slot)?;
+    let second = e.b.i_add(u32t, None, first, one).map_err(internal1)?;
+    let l = lane(e, fx)?;
+    let scope = e.c_u32(Scope::Workgroup as u32);
+    let relaxed = e.c_u32(0);
+    for (w, c) in [(first, c1), (second, c2)] {
+        let bit = bit_if(e, c, l)?;
+        let p = super::barrier::scratch_ptr(e, fx, w)?;
+        e.b.atomic_or(u32t, None, p, scope, relaxed, bit).map_err(internal1)?;
+    }
+    super::barrier::scratch_barrier(e)?;
+    let mut out = [0; 2];
+    for (o, w) in out.iter_mut().zip([first, second]) {
+        let p = super::barrier::scratch_ptr(e, fx, w)?;
+        *o = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+    }
+    Ok((out[0], out[1]))
 }
 
 /// The warp's ballot of `cond` (bit `l` is lane `l`'s condition).
