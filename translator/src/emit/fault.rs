@@ -396,6 +396,7 @@ pub(crate) fn declare_state(e: &mut Emitter) {
     let site = e.b.variable(p32, None, StorageClass::Private, Some(z32));
     let at = e.b.variable(p64, None, StorageClass::Private, Some(z64));
     e.fault_state = Some((site, at));
+    e.fault_log_var = Some(e.b.variable(p64, None, StorageClass::Private, Some(z64)));
     let n = e.c_u32(2 << LINEAR_DEPTH);
     let arr = e.ty(super::TyKey::Array(u64t, n));
     let pa = e.t_ptr(StorageClass::Private, arr);
@@ -423,9 +424,19 @@ fn cache_word(e: &mut Emitter, w: u32) -> Result<Word, Diagnostic> {
 /// The addresses are the same for all invocations and invocation 0 is
 /// active, so llvmpipe loads each word once for the whole subgroup (inside
 /// divergent code it would load it once per lane, at every access).
+///
+/// It also keeps the fault log's address in a `Private` variable: every
+/// checked global access needs it (a failing one goes to the log's scratch
+/// bytes), and llvmpipe compiles a global load in divergent code as a loop
+/// over the lanes, whose number makes a kernel's compile time grow with
+/// their square.
 pub(crate) fn load_cache(e: &mut Emitter) -> Result<(), Diagnostic> {
     if e.fault_cache.is_none() || e.fault_offset.is_none() {
         return Ok(());
+    }
+    if let Some(var) = e.fault_log_var {
+        let log = load_fault_log(e)?;
+        e.b.store(var, log, None, []).map_err(internal1)?;
     }
     let depth = spec_depth(e);
     let (linear, count) = linear_consts(e, depth);
@@ -630,6 +641,16 @@ pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
 
 /// The fault log's device address, from its module data word.
 pub(crate) fn fault_log(e: &mut Emitter) -> Result<Word, Diagnostic> {
+    if let Some(var) = e.fault_log_var {
+        let u64t = e.t_int(64);
+        return e.b.load(u64t, None, var, None, []).map_err(internal1);
+    }
+    load_fault_log(e)
+}
+
+/// The fault log's address read from the module data (once per entry, see
+/// [`load_cache`]).
+fn load_fault_log(e: &mut Emitter) -> Result<Word, Diagnostic> {
     let (Some(base), Some(off)) = (e.spec_global_address, e.fault_offset) else {
         return Err(Diagnostic::error(Span::default(), "internal error: fault log slot missing"));
     };

@@ -174,6 +174,8 @@ pub(crate) struct Emitter<'o> {
     pub fault_state: Option<(Word, Word)>,
     /// The `Private` copy of a small range table (see `fault::load_cache`).
     pub fault_cache: Option<Word>,
+    /// The `Private` copy of the fault log's address (see `fault::load_cache`).
+    pub fault_log_var: Option<Word>,
     /// Spec constant ops of the range scan (see `fault::linear_consts`).
     pub fault_linear: Option<(Word, Word)>,
     /// The racecheck's state, when the module's shared accesses are tracked.
@@ -380,6 +382,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         fault_record: None,
         fault_state: None,
         fault_cache: None,
+        fault_log_var: None,
         fault_linear: None,
         race: None,
         heap_offset: None,
@@ -710,6 +713,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(e.loop_counter.iter().flat_map(|c| c.interface()));
                 iface.extend(e.fault_state.iter().flat_map(|&(a, b)| [a, b]));
                 iface.extend(e.fault_cache);
+                iface.extend(e.fault_log_var);
                 iface.extend(e.race.iter().flat_map(|r| r.interface()));
                 iface.extend(e.block_id);
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name, iface);

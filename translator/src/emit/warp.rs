@@ -54,8 +54,12 @@ pub(crate) struct Globals {
     pub votes: Option<Word>,
     /// `Private` u32: warp exchanges so far (selects the exchange buffer).
     pub exchanges: Option<Word>,
-    /// `Private` u32: emulated ballots so far (selects the ballot slot).
+    /// `Private` u32: emulated ballots so far (selects the slot of their
+    /// first word).
     pub ballots: Option<Word>,
+    /// `Private` u32: emulated two-condition ballots so far (selects the
+    /// slot of their second word).
+    pub ballots2: Option<Word>,
     /// `SubgroupId` input (native and slice paths).
     pub subgroup_id: Option<Word>,
     /// `SubgroupLocalInvocationId` input (native and slice paths).
@@ -78,6 +82,7 @@ impl Globals {
             if path == WarpPath::Emulated {
                 g.exchanges = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
                 g.ballots = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
+                g.ballots2 = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
             }
         }
         if path != WarpPath::Emulated {
@@ -99,10 +104,18 @@ impl Globals {
 
     /// The variables, for entry point interfaces.
     pub fn interface(&self) -> Vec<Word> {
-        [self.votes, self.exchanges, self.ballots, self.subgroup_id, self.subgroup_local_id, self.subgroup_size]
-            .into_iter()
-            .flatten()
-            .collect()
+        [
+            self.votes,
+            self.exchanges,
+            self.ballots,
+            self.ballots2,
+            self.subgroup_id,
+            self.subgroup_local_id,
+            self.subgroup_size,
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 
@@ -271,36 +284,34 @@ fn bit_set(e: &mut Emitter, mask: Word, i: Word) -> Result<Word, Diagnostic> {
     e.b.i_not_equal(bt, None, b, zero).map_err(internal1)
 }
 
-/// Scratch words of the emulated ballots: [`BALLOT_SLOTS`] slots of
-/// [`BALLOT_WARPS`] warps' two words, after the exchange buffers.
-pub(crate) const BALLOT_WORDS: u32 = BALLOT_SLOTS * BALLOT_WARPS * 2;
+/// Scratch words of the emulated ballots, after the exchange buffers: two
+/// regions (first words, second words) of [`BALLOT_SLOTS`] slots of
+/// [`BALLOT_WARPS`] warps' words.
+pub(crate) const BALLOT_WORDS: u32 = 2 * BALLOT_SLOTS * BALLOT_WARPS;
 /// Ballot slots used in turn (as the workgroup votes' slots).
 const BALLOT_SLOTS: u32 = 3;
 /// Warps of the largest block (1024 threads).
 const BALLOT_WARPS: u32 = 32;
 
-/// Scratch index of ballot slot `slot` (u32) of the current warp's first
-/// word.
-fn ballot_word(e: &mut Emitter, fx: &Fx, slot: Word) -> Result<Word, Diagnostic> {
+/// Scratch index of the current warp's word in slot `slot` (u32) of ballot
+/// region `region` (0: first words, 1: second words).
+fn ballot_word(e: &mut Emitter, fx: &Fx, region: u32, slot: Word) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     // After the vote slots and the two exchange buffers.
     let per = e.c_u32(2 * e.exchange_words);
     let exchange = e.b.i_mul(u32t, None, per, e.spec_wg_x).map_err(internal1)?;
-    let votes = e.c_u32(super::uniform::VOTE_WORDS);
+    let votes = e.c_u32(super::uniform::VOTE_WORDS + region * BALLOT_SLOTS * BALLOT_WARPS);
     let base = e.b.i_add(u32t, None, exchange, votes).map_err(internal1)?;
-    let stride = e.c_u32(BALLOT_WARPS * 2);
+    let stride = e.c_u32(BALLOT_WARPS);
     let at = e.b.i_mul(u32t, None, slot, stride).map_err(internal1)?;
     let base = e.b.i_add(u32t, None, base, at).map_err(internal1)?;
-    let four = e.c_u32(4);
-    // Two words per warp: (linear / 32) * 2.
-    let warp2 = e.b.shift_right_logical(u32t, None, fx.linear, four).map_err(internal1)?;
-    let not1 = e.c_u32(!1);
-    let warp2 = e.b.bitwise_and(u32t, None, warp2, not1).map_err(internal1)?;
-    e.b.i_add(u32t, None, base, warp2).map_err(internal1)
+    let five = e.c_u32(5);
+    let warp = e.b.shift_right_logical(u32t, None, fx.linear, five).map_err(internal1)?;
+    e.b.i_add(u32t, None, base, warp).map_err(internal1)
 }
 
-/// Clears the current warp's words of ballot slot 0 (at the start of a
-/// uniform entry, before its first barrier).
+/// Clears the current warp's words of slot 0 of both ballot regions (at
+/// the start of a uniform entry, before its first barrier).
 pub(crate) fn init_ballots(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     // The module's scratch has ballot slots only when it has exchange
     // buffers (emulated warp operations, see `uniform::tree_scratch_words`):
@@ -310,37 +321,26 @@ pub(crate) fn init_ballots(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
         return Ok(());
     }
     let zero = e.c_u32(0);
-    let first = ballot_word(e, fx, zero)?;
-    clear_ballot(e, fx, first)
-}
-
-/// Atomically stores 0 to the two ballot words at `first`.
-fn clear_ballot(e: &mut Emitter, fx: &Fx, first: Word) -> Result<(), Diagnostic> {
-    let u32t = e.t_int(32);
-    let zero = e.c_u32(0);
-    let one = e.c_u32(1);
-    let scope = e.c_u32(Scope::Workgroup as u32);
-    for w in [first, e.b.i_add(u32t, None, first, one).map_err(internal1)?] {
-        let p = super::barrier::scratch_ptr(e, fx, w)?;
-        e.b.atomic_store(p, scope, zero, zero).map_err(internal1)?;
+    for region in 0..2 {
+        let w = ballot_word(e, fx, region, zero)?;
+        clear_word(e, fx, w)?;
     }
     Ok(())
 }
 
-/// The warp's ballots of two conditions: bit `l` of each result is lane
-/// `l`'s condition. On the emulated path one barrier: ballot `n` ORs each
-/// lane's bits into slot `n % 3` of its warp's words and clears slot
-/// `(n + 1) % 3`; its words are read after the barrier and cleared again
-/// only by ballot `n + 2`, after ballot `n + 1`'s barrier (the workgroup
-/// votes' scheme, [`super::barrier`]). Two atomics and two loads per lane:
-/// reading all 32 lanes' words instead cost llvmpipe a compile time that
-/// grew with the square of a kernel's ballots.
-fn ballot2(e: &mut Emitter, fx: &Fx, c1: Word, c2: Word) -> Result<(Word, Word), Diagnostic> {
-    if e.opts.warp_path != WarpPath::Emulated {
-        return Ok((ballot(e, fx, c1)?, ballot(e, fx, c2)?));
-    }
+/// Atomically stores 0 to scratch word `w`.
+fn clear_word(e: &mut Emitter, fx: &Fx, w: Word) -> Result<(), Diagnostic> {
+    let zero = e.c_u32(0);
+    let scope = e.c_u32(Scope::Workgroup as u32);
+    let p = super::barrier::scratch_ptr(e, fx, w)?;
+    e.b.atomic_store(p, scope, zero, zero).map_err(internal1)
+}
+
+/// Takes the next slot of the ballot region whose counter is `counter`:
+/// clears the current warp's word of the slot after it and returns the
+/// scratch index of its word in this one.
+fn next_slot(e: &mut Emitter, fx: &Fx, region: u32, counter: Word) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
-    let counter = e.warp.ballots.ok_or_else(|| missing("ballot counter"))?;
     let n = e.b.load(u32t, None, counter, None, []).map_err(internal1)?;
     let one = e.c_u32(1);
     let n1 = e.b.i_add(u32t, None, n, one).map_err(internal1)?;
@@ -348,35 +348,68 @@ fn ballot2(e: &mut Emitter, fx: &Fx, c1: Word, c2: Word) -> Result<(Word, Word),
     let slots = e.c_u32(BALLOT_SLOTS);
     let slot = e.b.u_mod(u32t, None, n, slots).map_err(internal1)?;
     let next = e.b.u_mod(u32t, None, n1, slots).map_err(internal1)?;
-    let next = ballot_word(e, fx, next)?;
-    clear_ballot(e, fx, next)?;
-    let first = ballot_word(e, fx, slot)?;
-    let second = e.b.i_add(u32t, None, first, one).map_err(internal1)?;
+    let next = ballot_word(e, fx, region, next)?;
+    clear_word(e, fx, next)?;
+    ballot_word(e, fx, region, slot)
+}
+
+/// The warp's ballots of `conds` (one or two conditions): bit `l` of each
+/// result is lane `l`'s condition. On the emulated path one barrier: each
+/// lane ORs its bit of condition `i` into its warp's word of region `i`'s
+/// current slot, and the words are read after the barrier. Each region
+/// has its own counter of the ballots that use it (every one of them has
+/// a barrier): ballot `n` of a region uses slot `n % 3` and clears slot
+/// `(n + 1) % 3`, so its words are read after its barrier and cleared again
+/// only by the region's ballot `n + 2`, after ballot `n + 1`'s barrier
+/// (the workgroup votes' scheme, [`super::barrier`]). A one-condition
+/// ballot costs three scratch accesses (clear, OR, load) and no access to
+/// the second region: llvmpipe compiles each access as a loop over the
+/// lanes, and a kernel's compile time grows with the square of their
+/// number (reading all 32 lanes' words instead grew with the square of a
+/// kernel's ballots).
+fn ballot_n(e: &mut Emitter, fx: &Fx, conds: &[Word]) -> Result<Vec<Word>, Diagnostic> {
+    if e.opts.warp_path != WarpPath::Emulated {
+        return conds.iter().map(|&c| ballot(e, fx, c)).collect();
+    }
+    let u32t = e.t_int(32);
+    let counters = [
+        e.warp.ballots.ok_or_else(|| missing("ballot counter"))?,
+        e.warp.ballots2.ok_or_else(|| missing("ballot counter"))?,
+    ];
+    let mut words = Vec::new();
+    for (region, &counter) in counters.iter().enumerate().take(conds.len()) {
+        words.push(next_slot(e, fx, region as u32, counter)?);
+    }
     let l = lane(e, fx)?;
     let scope = e.c_u32(Scope::Workgroup as u32);
     let relaxed = e.c_u32(0);
-    for (w, c) in [(first, c1), (second, c2)] {
+    for (&w, &c) in words.iter().zip(conds) {
         let bit = bit_if(e, c, l)?;
         let p = super::barrier::scratch_ptr(e, fx, w)?;
         e.b.atomic_or(u32t, None, p, scope, relaxed, bit).map_err(internal1)?;
     }
     super::barrier::scratch_barrier(e)?;
-    let mut out = [0; 2];
-    for (o, w) in out.iter_mut().zip([first, second]) {
+    let mut out = Vec::new();
+    for w in words {
         let p = super::barrier::scratch_ptr(e, fx, w)?;
-        *o = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+        out.push(e.b.load(u32t, None, p, None, []).map_err(internal1)?);
     }
-    Ok((out[0], out[1]))
+    Ok(out)
+}
+
+/// The warp's ballots of two conditions (see [`ballot_n`]).
+fn ballot2(e: &mut Emitter, fx: &Fx, c1: Word, c2: Word) -> Result<(Word, Word), Diagnostic> {
+    match ballot_n(e, fx, &[c1, c2])?.as_slice() {
+        &[a, b] => Ok((a, b)),
+        _ => Err(missing("second ballot")),
+    }
 }
 
 /// The warp's ballot of `cond` (bit `l` is lane `l`'s condition).
 pub(crate) fn ballot(e: &mut Emitter, fx: &Fx, cond: Word) -> Result<Word, Diagnostic> {
     let u32t = e.t_int(32);
     match e.opts.warp_path {
-        WarpPath::Emulated => {
-            let t = e.c_bool(true);
-            Ok(ballot2(e, fx, cond, t)?.0)
-        }
+        WarpPath::Emulated => ballot_n(e, fx, &[cond])?.pop().ok_or_else(|| missing("ballot")),
         path => {
             e.cap(Capability::GroupNonUniformBallot);
             let v4 = e.ty(super::TyKey::Vec(u32t, 4));
@@ -559,10 +592,22 @@ fn vote(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Resul
     let va = get(e, fx, a, K::Pred, false)?;
     let mask = member_mask(e, fx, m)?;
     let t = e.b.logical_and(bt, None, active, va).map_err(internal1)?;
+    let zero = e.c_u32(0);
+    // `ballot` and `any` look only at the lanes whose condition holds: one
+    // ballot; `all` and `uni` also at the active ones.
+    if inst.has("ballot") || inst.has("any") {
+        let yes = ballot(e, fx, t)?;
+        let set_bits = e.b.bitwise_and(u32t, None, yes, mask).map_err(internal1)?;
+        let (r, k) = if inst.has("ballot") {
+            (set_bits, K::Int(32))
+        } else {
+            (e.b.i_not_equal(bt, None, set_bits, zero).map_err(internal1)?, K::Pred)
+        };
+        return set_if(e, fx, active, d, r, k);
+    }
     let (act, yes) = ballot2(e, fx, active, t)?;
     let members = e.b.bitwise_and(u32t, None, act, mask).map_err(internal1)?;
     let set_bits = e.b.bitwise_and(u32t, None, yes, mask).map_err(internal1)?;
-    let zero = e.c_u32(0);
     let (r, k) = if inst.has("ballot") {
         (set_bits, K::Int(32))
     } else if inst.has("all") {
