@@ -490,15 +490,15 @@ fn scratch_is_reported() {
     let ctx = context();
     let m = ctx.load_module_with_warp_path(DIVERGENCE, "warp.ptx", WarpPath::Emulated).unwrap();
     let info = m.function("ballot_in_if").unwrap().info().clone();
-    // Two exchange buffers of a word per invocation; 3 vote slots and 3
-    // ballot slots of 2 words for each of 32 warps.
-    assert_eq!((info.scratch_words_per_invocation, info.scratch_words_fixed), (2, 3 + 3 * 2 * 32));
+    // Two exchange buffers of a word per invocation; 2 vote slots and 2
+    // slots of 2 ballot regions, a word for each of 32 warps.
+    assert_eq!((info.scratch_words_per_invocation, info.scratch_words_fixed), (2, 2 + 2 * 2 * 32));
     // Plus the loop counters on llvmpipe (`Options::loop_limit`).
-    assert_eq!(info.scratch_bytes(128), (2 * 128 + 3 + 192 + info.loop_counter_words as u64) * 4);
+    assert_eq!(info.scratch_bytes(128), (2 * 128 + 2 + 128 + info.loop_counter_words as u64) * 4);
     // One scratch array serves every entry of a module: an entry that needs
     // only the vote slots reports the module's size.
     let info = m.function("sync_count").unwrap().info().clone();
-    assert_eq!((info.scratch_words_per_invocation, info.scratch_words_fixed), (2, 3 + 192));
+    assert_eq!((info.scratch_words_per_invocation, info.scratch_words_fixed), (2, 2 + 128));
     assert!(
         matches!(
             ctx.load_module_with_warp_path(DIVERGENCE, "warp.ptx", WarpPath::Slice),

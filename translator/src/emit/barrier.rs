@@ -14,15 +14,22 @@
 //! barrier from different program points get a different memory ordering
 //! than on NVIDIA hardware.
 //!
-//! # Workgroup votes
-//! [`workgroup_count`] sums a value over the workgroup with one barrier: the
-//! first [`super::uniform::VOTE_WORDS`] scratch words are slots used in turn
-//! (vote `n` adds to slot `n % 3` and clears slot `(n + 1) % 3`); a private
-//! counter, identical in every invocation because control flow is uniform,
-//! numbers the votes. A slot is read after vote `n`'s barrier and cleared
-//! only at vote `n + 2`, after vote `n + 1`'s barrier, so no vote sees
-//! another's values. Slot 0 is cleared before the first vote
-//! ([`init_votes`]).
+//! # Workgroup votes and slot rotations
+//! [`workgroup_count`] sums a value over the workgroup with one barrier,
+//! and the emulated ballots of [`super::warp`] OR bits the same way. Both
+//! use a [`Rotation`]: two scratch slots used in turn (collective `n` uses
+//! slot `n % 2`), numbered by a private counter that is the same in every
+//! invocation because control flow is uniform. Nothing clears a slot:
+//! every invocation remembers the value it read from each slot last time,
+//! and collective `n` adds (or XORs) its contributions to what the slot
+//! holds, so the new value minus (XOR) the remembered one is the result.
+//! Slot `n % 2` is read after collective `n`'s barrier and written again
+//! only by collective `n + 2`, after collective `n + 1`'s barrier, by which
+//! time every invocation has read it. Every slot starts at 0 (cleared
+//! before the entry's first barrier, [`init_votes`]). A collective thus
+//! costs two scratch accesses (the update and the read): llvmpipe compiles
+//! each scratch access as a loop over the lanes, and a kernel's compile
+//! time grows with the square of their number.
 
 use super::func::{internal1, Fx};
 use super::values::{get, K};
@@ -57,39 +64,97 @@ pub(crate) fn scratch_ptr(e: &mut Emitter, fx: &Fx, index: Word) -> Result<Word,
     e.b.access_chain(pt, None, var, [index]).map_err(internal1)
 }
 
-/// Clear the first vote slot (at the start of a uniform entry).
+/// Clear the vote slots (at the start of a uniform entry, before its first
+/// barrier).
 pub(crate) fn init_votes(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
-    let zero = e.c_u32(0);
-    let p = scratch_ptr(e, fx, zero)?;
     let scope = e.c_u32(Scope::Workgroup as u32);
     let relaxed = e.c_u32(0);
-    e.b.atomic_store(p, scope, relaxed, zero).map_err(internal1)?;
+    let zero = e.c_u32(0);
+    for i in 0..super::uniform::VOTE_WORDS {
+        let w = e.c_u32(i);
+        let p = scratch_ptr(e, fx, w)?;
+        e.b.atomic_store(p, scope, relaxed, zero).map_err(internal1)?;
+    }
     scratch_barrier(e)
+}
+
+/// Two scratch slots used in turn by collectives that have one barrier
+/// each (see the module docs): the `Private` counter of the collectives so
+/// far and the values last read from slot 0 and slot 1.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rotation {
+    /// `Private` u32: collectives so far.
+    pub counter: Word,
+    /// `Private` u32: the value last read from each slot.
+    pub last: [Word; 2],
+}
+
+impl Rotation {
+    /// Create the module-scope `Private` variables.
+    pub fn new(e: &mut Emitter) -> Rotation {
+        let u32t = e.t_int(32);
+        let pp = e.t_ptr(StorageClass::Private, u32t);
+        let zero = e.c_u32(0);
+        let mut var = || e.b.variable(pp, None, StorageClass::Private, Some(zero));
+        Rotation { counter: var(), last: [var(), var()] }
+    }
+
+    /// The variables, for entry point interfaces.
+    pub fn interface(&self) -> [Word; 3] {
+        [self.counter, self.last[0], self.last[1]]
+    }
+
+    /// Take the next collective's slot: `(slot, odd)`, the slot number (0
+    /// or 1) and whether it is 1.
+    pub fn take(&self, e: &mut Emitter) -> Result<(Word, Word), Diagnostic> {
+        let u32t = e.t_int(32);
+        let bt = e.t_bool();
+        let n = e.b.load(u32t, None, self.counter, None, []).map_err(internal1)?;
+        let one = e.c_u32(1);
+        let n1 = e.b.i_add(u32t, None, n, one).map_err(internal1)?;
+        e.b.store(self.counter, n1, None, []).map_err(internal1)?;
+        let slot = e.b.bitwise_and(u32t, None, n, one).map_err(internal1)?;
+        let zero = e.c_u32(0);
+        let odd = e.b.i_not_equal(bt, None, slot, zero).map_err(internal1)?;
+        Ok((slot, odd))
+    }
+
+    /// The collective's result from `value`, what its slot holds after its
+    /// barrier: `value - last` (`xor`: `value ^ last`); `value` becomes the
+    /// slot's last value.
+    pub fn finish(&self, e: &mut Emitter, odd: Word, value: Word, xor: bool) -> Result<Word, Diagnostic> {
+        let u32t = e.t_int(32);
+        let l0 = e.b.load(u32t, None, self.last[0], None, []).map_err(internal1)?;
+        let l1 = e.b.load(u32t, None, self.last[1], None, []).map_err(internal1)?;
+        let last = e.b.select(u32t, None, odd, l1, l0).map_err(internal1)?;
+        let r = if xor {
+            e.b.bitwise_xor(u32t, None, value, last).map_err(internal1)?
+        } else {
+            e.b.i_sub(u32t, None, value, last).map_err(internal1)?
+        };
+        let n0 = e.b.select(u32t, None, odd, l0, value).map_err(internal1)?;
+        let n1 = e.b.select(u32t, None, odd, value, l1).map_err(internal1)?;
+        e.b.store(self.last[0], n0, None, []).map_err(internal1)?;
+        e.b.store(self.last[1], n1, None, []).map_err(internal1)?;
+        Ok(r)
+    }
 }
 
 /// The sum of `value` (u32) over the workgroup; one barrier, no branches.
 pub(crate) fn workgroup_count(e: &mut Emitter, fx: &Fx, value: Word) -> Result<Word, Diagnostic> {
-    let Some(counter) = e.warp.votes else {
+    let Some(rot) = e.warp.votes else {
         return Err(Diagnostic::error(Span::default(), "internal error: no vote counter"));
     };
     let u32t = e.t_int(32);
-    let n = e.b.load(u32t, None, counter, None, []).map_err(internal1)?;
-    let one = e.c_u32(1);
-    let n1 = e.b.i_add(u32t, None, n, one).map_err(internal1)?;
-    e.b.store(counter, n1, None, []).map_err(internal1)?;
-    let three = e.c_u32(super::uniform::VOTE_WORDS);
-    let slot = e.b.u_mod(u32t, None, n, three).map_err(internal1)?;
-    let next = e.b.u_mod(u32t, None, n1, three).map_err(internal1)?;
+    let (slot, odd) = rot.take(e)?;
     let scope = e.c_u32(Scope::Workgroup as u32);
     let relaxed = e.c_u32(0);
-    let zero = e.c_u32(0);
-    let pn = scratch_ptr(e, fx, next)?;
-    e.b.atomic_store(pn, scope, relaxed, zero).map_err(internal1)?;
     let ps = scratch_ptr(e, fx, slot)?;
     e.b.atomic_i_add(u32t, None, ps, scope, relaxed, value).map_err(internal1)?;
     scratch_barrier(e)?;
     let ps = scratch_ptr(e, fx, slot)?;
-    e.b.load(u32t, None, ps, None, []).map_err(internal1)
+    let v = e.b.load(u32t, None, ps, None, []).map_err(internal1)?;
+    rot.finish(e, odd, v, false)
 }
 
 /// Whether `cond` holds in any invocation of the workgroup.

@@ -779,6 +779,7 @@ id_ops! {
     atomic_i_add => AtomicIAdd(pointer, memory, semantics, value);
     atomic_load => AtomicLoad(pointer, memory, semantics);
     atomic_or => AtomicOr(pointer, memory, semantics, value);
+    atomic_xor => AtomicXor(pointer, memory, semantics, value);
     bit_count => BitCount(base);
     bit_reverse => BitReverse(base);
     bitcast => Bitcast(operand);

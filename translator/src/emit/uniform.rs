@@ -271,8 +271,9 @@ pub(crate) fn functions(
     }
 }
 
-/// Words of the vote slots at the start of the scratch array.
-pub(crate) const VOTE_WORDS: u32 = 3;
+/// Words of the vote slots at the start of the scratch array (see
+/// [`super::barrier::Rotation`]).
+pub(crate) const VOTE_WORDS: u32 = 2;
 
 /// Whether a uniform function takes workgroup votes: a loop with
 /// collectives (the loop condition), or `bar.red`.

@@ -36,6 +36,7 @@
 //! are active and in `membermask`; `activemask` is the ballot of active lanes
 //! (in uniform mode, exactly the lanes that took the same branches).
 
+use super::barrier::Rotation;
 use super::func::{internal1, Fx};
 use super::inst::glsl;
 use super::values::{get, set, K};
@@ -50,16 +51,14 @@ use rspirv::spirv::{self, Capability, Scope, StorageClass, Word};
 /// any function, since a variable created inside one lands in it).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Globals {
-    /// `Private` u32: workgroup votes so far (see [`super::barrier`]).
-    pub votes: Option<Word>,
+    /// The workgroup votes' slots (see [`super::barrier`]).
+    pub votes: Option<Rotation>,
     /// `Private` u32: warp exchanges so far (selects the exchange buffer).
     pub exchanges: Option<Word>,
-    /// `Private` u32: emulated ballots so far (selects the slot of their
-    /// first word).
-    pub ballots: Option<Word>,
-    /// `Private` u32: emulated two-condition ballots so far (selects the
-    /// slot of their second word).
-    pub ballots2: Option<Word>,
+    /// The slots of the emulated ballots' first words.
+    pub ballots: Option<Rotation>,
+    /// The slots of the emulated two-condition ballots' second words.
+    pub ballots2: Option<Rotation>,
     /// `SubgroupId` input (native and slice paths).
     pub subgroup_id: Option<Word>,
     /// `SubgroupLocalInvocationId` input (native and slice paths).
@@ -78,11 +77,11 @@ impl Globals {
         if uniform {
             let pp = e.t_ptr(StorageClass::Private, u32t);
             let zero = e.c_u32(0);
-            g.votes = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
+            g.votes = Some(Rotation::new(e));
             if path == WarpPath::Emulated {
                 g.exchanges = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
-                g.ballots = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
-                g.ballots2 = Some(e.b.variable(pp, None, StorageClass::Private, Some(zero)));
+                g.ballots = Some(Rotation::new(e));
+                g.ballots2 = Some(Rotation::new(e));
             }
         }
         if path != WarpPath::Emulated {
@@ -104,18 +103,12 @@ impl Globals {
 
     /// The variables, for entry point interfaces.
     pub fn interface(&self) -> Vec<Word> {
-        [
-            self.votes,
-            self.exchanges,
-            self.ballots,
-            self.ballots2,
-            self.subgroup_id,
-            self.subgroup_local_id,
-            self.subgroup_size,
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
+        let rotations = [self.votes, self.ballots, self.ballots2].into_iter().flatten().flat_map(|r| r.interface());
+        [self.exchanges, self.subgroup_id, self.subgroup_local_id, self.subgroup_size]
+            .into_iter()
+            .flatten()
+            .chain(rotations)
+            .collect()
     }
 }
 
@@ -288,8 +281,8 @@ fn bit_set(e: &mut Emitter, mask: Word, i: Word) -> Result<Word, Diagnostic> {
 /// regions (first words, second words) of [`BALLOT_SLOTS`] slots of
 /// [`BALLOT_WARPS`] warps' words.
 pub(crate) const BALLOT_WORDS: u32 = 2 * BALLOT_SLOTS * BALLOT_WARPS;
-/// Ballot slots used in turn (as the workgroup votes' slots).
-const BALLOT_SLOTS: u32 = 3;
+/// Ballot slots used in turn (see [`Rotation`]).
+const BALLOT_SLOTS: u32 = 2;
 /// Warps of the largest block (1024 threads).
 const BALLOT_WARPS: u32 = 32;
 
@@ -310,89 +303,69 @@ fn ballot_word(e: &mut Emitter, fx: &Fx, region: u32, slot: Word) -> Result<Word
     e.b.i_add(u32t, None, base, warp).map_err(internal1)
 }
 
-/// Clears the current warp's words of slot 0 of both ballot regions (at
-/// the start of a uniform entry, before its first barrier).
+/// Clears the current warp's words of every ballot slot (at the start of a
+/// uniform entry, before its first barrier).
 pub(crate) fn init_ballots(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     // The module's scratch has ballot slots only when it has exchange
     // buffers (emulated warp operations, see `uniform::tree_scratch_words`):
-    // a kernel with only barriers and votes has 3 words, and a store past
-    // them would land outside the Workgroup array (on llvmpipe, in the heap).
+    // a kernel with only barriers and votes has the vote words alone, and a
+    // store past them would land outside the Workgroup array (on llvmpipe,
+    // in the heap).
     if e.warp.ballots.is_none() || e.module_scratch.0 == 0 {
         return Ok(());
     }
     let zero = e.c_u32(0);
+    let scope = e.c_u32(Scope::Workgroup as u32);
     for region in 0..2 {
-        let w = ballot_word(e, fx, region, zero)?;
-        clear_word(e, fx, w)?;
+        for slot in 0..BALLOT_SLOTS {
+            let slot = e.c_u32(slot);
+            let w = ballot_word(e, fx, region, slot)?;
+            let p = super::barrier::scratch_ptr(e, fx, w)?;
+            e.b.atomic_store(p, scope, zero, zero).map_err(internal1)?;
+        }
     }
     Ok(())
 }
 
-/// Atomically stores 0 to scratch word `w`.
-fn clear_word(e: &mut Emitter, fx: &Fx, w: Word) -> Result<(), Diagnostic> {
-    let zero = e.c_u32(0);
-    let scope = e.c_u32(Scope::Workgroup as u32);
-    let p = super::barrier::scratch_ptr(e, fx, w)?;
-    e.b.atomic_store(p, scope, zero, zero).map_err(internal1)
-}
-
-/// Takes the next slot of the ballot region whose counter is `counter`:
-/// clears the current warp's word of the slot after it and returns the
-/// scratch index of its word in this one.
-fn next_slot(e: &mut Emitter, fx: &Fx, region: u32, counter: Word) -> Result<Word, Diagnostic> {
-    let u32t = e.t_int(32);
-    let n = e.b.load(u32t, None, counter, None, []).map_err(internal1)?;
-    let one = e.c_u32(1);
-    let n1 = e.b.i_add(u32t, None, n, one).map_err(internal1)?;
-    e.b.store(counter, n1, None, []).map_err(internal1)?;
-    let slots = e.c_u32(BALLOT_SLOTS);
-    let slot = e.b.u_mod(u32t, None, n, slots).map_err(internal1)?;
-    let next = e.b.u_mod(u32t, None, n1, slots).map_err(internal1)?;
-    let next = ballot_word(e, fx, region, next)?;
-    clear_word(e, fx, next)?;
-    ballot_word(e, fx, region, slot)
-}
-
 /// The warp's ballots of `conds` (one or two conditions): bit `l` of each
 /// result is lane `l`'s condition. On the emulated path one barrier: each
-/// lane ORs its bit of condition `i` into its warp's word of region `i`'s
-/// current slot, and the words are read after the barrier. Each region
-/// has its own counter of the ballots that use it (every one of them has
-/// a barrier): ballot `n` of a region uses slot `n % 3` and clears slot
-/// `(n + 1) % 3`, so its words are read after its barrier and cleared again
-/// only by the region's ballot `n + 2`, after ballot `n + 1`'s barrier
-/// (the workgroup votes' scheme, [`super::barrier`]). A one-condition
-/// ballot costs three scratch accesses (clear, OR, load) and no access to
-/// the second region: llvmpipe compiles each access as a loop over the
-/// lanes, and a kernel's compile time grows with the square of their
-/// number (reading all 32 lanes' words instead grew with the square of a
-/// kernel's ballots).
+/// lane XORs its bit of condition `i` into its warp's word of region `i`'s
+/// current slot, reads the word after the barrier, and XORs it with the
+/// value it read from that slot the time before (a [`Rotation`] per
+/// region; every ballot that uses a region has a barrier). A
+/// one-condition ballot costs two scratch accesses and none in the second
+/// region: llvmpipe compiles each access as a loop over the lanes, and a
+/// kernel's compile time grows with the square of their number (reading
+/// all 32 lanes' words instead grew with the square of a kernel's
+/// ballots).
 fn ballot_n(e: &mut Emitter, fx: &Fx, conds: &[Word]) -> Result<Vec<Word>, Diagnostic> {
     if e.opts.warp_path != WarpPath::Emulated {
         return conds.iter().map(|&c| ballot(e, fx, c)).collect();
     }
     let u32t = e.t_int(32);
-    let counters = [
-        e.warp.ballots.ok_or_else(|| missing("ballot counter"))?,
-        e.warp.ballots2.ok_or_else(|| missing("ballot counter"))?,
+    let rotations = [
+        e.warp.ballots.ok_or_else(|| missing("ballot slots"))?,
+        e.warp.ballots2.ok_or_else(|| missing("ballot slots"))?,
     ];
-    let mut words = Vec::new();
-    for (region, &counter) in counters.iter().enumerate().take(conds.len()) {
-        words.push(next_slot(e, fx, region as u32, counter)?);
+    let mut taken = Vec::new();
+    for (region, rot) in rotations.iter().enumerate().take(conds.len()) {
+        let (slot, odd) = rot.take(e)?;
+        taken.push((*rot, ballot_word(e, fx, region as u32, slot)?, odd));
     }
     let l = lane(e, fx)?;
     let scope = e.c_u32(Scope::Workgroup as u32);
     let relaxed = e.c_u32(0);
-    for (&w, &c) in words.iter().zip(conds) {
+    for (&(_, w, _), &c) in taken.iter().zip(conds) {
         let bit = bit_if(e, c, l)?;
         let p = super::barrier::scratch_ptr(e, fx, w)?;
-        e.b.atomic_or(u32t, None, p, scope, relaxed, bit).map_err(internal1)?;
+        e.b.atomic_xor(u32t, None, p, scope, relaxed, bit).map_err(internal1)?;
     }
     super::barrier::scratch_barrier(e)?;
     let mut out = Vec::new();
-    for w in words {
+    for (rot, w, odd) in taken {
         let p = super::barrier::scratch_ptr(e, fx, w)?;
-        out.push(e.b.load(u32t, None, p, None, []).map_err(internal1)?);
+        let v = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+        out.push(rot.finish(e, odd, v, true)?);
     }
     Ok(out)
 }
