@@ -17,6 +17,8 @@ use ptxvk_runtime::{Context, Function, Module, WarpPath};
 const DIVERGENCE: &str = include_str!("../../tests/fixtures/warp/warp_divergence.ptx");
 /// The same kernels from `nvcc -G -O0`: branchier control flow, `bra.uni`, debug sections.
 const DIVERGENCE_DEBUG: &str = include_str!("../../tests/fixtures/warp/warp_divergence_debug.ptx");
+/// nvcc's 40 rounds of votes (`tests/fixtures/warp/vote_rotation.cu`).
+const VOTE_ROTATION: &str = include_str!("../../tests/fixtures/warp/vote_rotation.ptx");
 const POISON: u32 = 0xDEAD_BEEF;
 
 /// Runs `body` once per warp path the device offers, saying which are skipped.
@@ -111,6 +113,51 @@ fn warp0_reduce() {
             .map(|b| x[b * 256..((b + 1) * 256).min(n)].iter().fold(0i32, |a, &v| a.wrapping_add(v)) as u32)
             .collect();
         check("warp0_reduce", &download(ctx, dout, grid), &want);
+        ctx.free(din).unwrap();
+        ctx.free(dout).unwrap();
+    });
+}
+
+/// Many votes in a row reuse the emulated path's vote and ballot slots
+/// (each one- and two-condition kind in its own rotation): every result
+/// must be the vote of its own round.
+#[test]
+fn vote_rotation() {
+    on_every_path("vote_rotation", VOTE_ROTATION, |ctx, m| {
+        let f = m.function("vote_rotation").unwrap();
+        let (grid, block, rounds) = (3usize, 96usize, 40i32);
+        let total = grid * block;
+        let x = as_u32(&random(41, total, i32::MIN, i32::MAX));
+        let din = upload(ctx, &x);
+        let dout = poisoned(ctx, total);
+        launch(ctx, &f, grid as u32, block as u32, &[&din.to_le_bytes(), &dout.to_le_bytes(), &rounds.to_le_bytes()]);
+        let mut want = vec![0u32; total];
+        for w in 0..total / 32 {
+            let mut v: Vec<u32> = x[w * 32..w * 32 + 32].to_vec();
+            let mut acc = [0u32; 32];
+            let mask = |v: &[u32], p: &dyn Fn(u32) -> bool| (0..32).filter(|&l| p(v[l])).fold(0u32, |m, l| m | 1 << l);
+            for r in 0..rounds as u32 {
+                let b = mask(&v, &|x| (x >> (r & 31)) & 1 != 0);
+                let all = mask(&v, &|x| (x >> ((r + 3) & 31)) & 1 != 0) == u32::MAX;
+                let any = mask(&v, &|x| (x >> ((r + 5) & 31)) & 3 == 3) != 0;
+                let taken = mask(&v, &|x| x & (1 << ((r + 1) & 31)) != 0);
+                let b2 = mask(&v, &|x| (x >> ((r + 7) & 31)) & 1 != 0) & taken;
+                let all2 = mask(&v, &|x| (x >> ((r + 11) & 31)) & 1 != 0) & taken == taken;
+                for l in 0..32 {
+                    acc[l] = acc[l]
+                        .wrapping_mul(31)
+                        .wrapping_add(b)
+                        .wrapping_add((all as u32) << 1)
+                        .wrapping_add(any as u32);
+                    if taken & 1 << l != 0 {
+                        acc[l] ^= b2.wrapping_add(taken.wrapping_mul(3)).wrapping_add(all2 as u32);
+                    }
+                    v[l] = v[l].wrapping_mul(1664525).wrapping_add(1013904223);
+                }
+            }
+            want[w * 32..w * 32 + 32].copy_from_slice(&acc);
+        }
+        check("vote_rotation", &download(ctx, dout, total), &want);
         ctx.free(din).unwrap();
         ctx.free(dout).unwrap();
     });

@@ -165,3 +165,36 @@ return
 ";
     assert_eq!(outside, want);
 }
+
+/// How many instructions with opcode `op` the module has.
+fn count_op(words: &[u32], op: u32) -> usize {
+    let mut i = 5;
+    let mut n = 0;
+    while i < words.len() {
+        let len = (words[i] >> 16) as usize;
+        n += usize::from(words[i] & 0xffff == op);
+        i += len.max(1);
+    }
+    n
+}
+
+/// The emulated votes touch the scratch array as little as they can
+/// (llvmpipe compiles every access as a loop over the lanes, and a kernel's
+/// compile time grows with the square of their number): one XOR per
+/// condition and one barrier per vote, no clears after the entry's start.
+#[test]
+fn emulated_votes_cost_one_update_per_condition() {
+    use rspirv::spirv::Op;
+    let src = include_str!("../../tests/fixtures/warp/vote_rotation.ptx");
+    let t = translated(src, WarpPath::Emulated);
+    // Three copies of the loop body (nvcc unrolls it twice and keeps a
+    // remainder), each with two ballots, any and activemask (one condition)
+    // and two `all` (two conditions: the lanes that vote and the active ones).
+    let (one, two) = (3 * 4, 3 * 2);
+    assert_eq!(count_op(&t.spirv, Op::AtomicXor as u32), one + 2 * two);
+    // The entry clears the 2 vote slots and 2 slots of both ballot regions.
+    assert_eq!(count_op(&t.spirv, Op::AtomicStore as u32), 2 + 2 * 2);
+    // A barrier per vote, per `__syncthreads` (3), per loop vote (1) and
+    // after the entry's clears (1).
+    assert_eq!(count_op(&t.spirv, Op::ControlBarrier as u32), one + two + 3 + 1 + 1);
+}
