@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | linear thread index | `SubgroupId·32 + SubgroupLocalInvocationId` | `SubgroupId·SubgroupSize + SubgroupLocalInvocationId` | `LocalInvocationIndex` |
 //! | [`share`] a value, [`read`] lane `i`'s | `OpGroupNonUniformShuffle` to lane `i` | shuffle to `slice base + i` | store to scratch, workgroup barrier, load |
-//! | [`ballot`] | `OpGroupNonUniformBallot` | its 32 bits of the slice | each lane's bit ORed into its warp's scratch word, workgroup barrier, load |
+//! | [`ballot`] | `OpGroupNonUniformBallot` | its 32 bits of the slice | each lane's bit XORed into its warp's scratch word, workgroup barrier, load, XOR with the word's previous value ([`Rotation`]) |
 //!
 //! On the native and slice paths the linear index comes from the subgroup
 //! built-ins, so a warp is a subgroup (slice) even where the driver orders
