@@ -90,6 +90,9 @@ pub(crate) struct Rotation {
 }
 
 impl Rotation {
+    /// Slots used in turn.
+    pub const SLOTS: u32 = 2;
+
     /// Create the module-scope `Private` variables.
     pub fn new(e: &mut Emitter) -> Rotation {
         let u32t = e.t_int(32);
@@ -113,6 +116,7 @@ impl Rotation {
         let one = e.c_u32(1);
         let n1 = e.b.i_add(u32t, None, n, one).map_err(internal1)?;
         e.b.store(self.counter, n1, None, []).map_err(internal1)?;
+        // SLOTS is 2: the slot is the counter's low bit.
         let slot = e.b.bitwise_and(u32t, None, n, one).map_err(internal1)?;
         let zero = e.c_u32(0);
         let odd = e.b.i_not_equal(bt, None, slot, zero).map_err(internal1)?;

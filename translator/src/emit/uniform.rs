@@ -273,7 +273,7 @@ pub(crate) fn functions(
 
 /// Words of the vote slots at the start of the scratch array (see
 /// [`super::barrier::Rotation`]).
-pub(crate) const VOTE_WORDS: u32 = 2;
+pub(crate) const VOTE_WORDS: u32 = super::barrier::Rotation::SLOTS;
 
 /// Whether a uniform function takes workgroup votes: a loop with
 /// collectives (the loop condition), or `bar.red`.

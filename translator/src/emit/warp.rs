@@ -281,8 +281,8 @@ fn bit_set(e: &mut Emitter, mask: Word, i: Word) -> Result<Word, Diagnostic> {
 /// regions (first words, second words) of [`BALLOT_SLOTS`] slots of
 /// [`BALLOT_WARPS`] warps' words.
 pub(crate) const BALLOT_WORDS: u32 = 2 * BALLOT_SLOTS * BALLOT_WARPS;
-/// Ballot slots used in turn (see [`Rotation`]).
-const BALLOT_SLOTS: u32 = 2;
+/// Ballot slots used in turn.
+const BALLOT_SLOTS: u32 = Rotation::SLOTS;
 /// Warps of the largest block (1024 threads).
 const BALLOT_WARPS: u32 = 32;
 
@@ -578,23 +578,21 @@ fn vote(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: Word) -> Resul
         };
         return set_if(e, fx, active, d, r, k);
     }
+    let uni = inst.has("uni");
+    if !uni && !inst.has("all") {
+        return Err(unsupported(inst, "needs .all, .any, .uni or .ballot"));
+    }
     let (act, yes) = ballot2(e, fx, active, t)?;
     let members = e.b.bitwise_and(u32t, None, act, mask).map_err(internal1)?;
     let set_bits = e.b.bitwise_and(u32t, None, yes, mask).map_err(internal1)?;
-    let (r, k) = if inst.has("ballot") {
-        (set_bits, K::Int(32))
-    } else if inst.has("all") {
-        (e.b.i_equal(bt, None, set_bits, members).map_err(internal1)?, K::Pred)
-    } else if inst.has("any") {
-        (e.b.i_not_equal(bt, None, set_bits, zero).map_err(internal1)?, K::Pred)
-    } else if inst.has("uni") {
-        let all = e.b.i_equal(bt, None, set_bits, members).map_err(internal1)?;
+    let all = e.b.i_equal(bt, None, set_bits, members).map_err(internal1)?;
+    let r = if uni {
         let none = e.b.i_equal(bt, None, set_bits, zero).map_err(internal1)?;
-        (e.b.logical_or(bt, None, all, none).map_err(internal1)?, K::Pred)
+        e.b.logical_or(bt, None, all, none).map_err(internal1)?
     } else {
-        return Err(unsupported(inst, "needs .all, .any, .uni or .ballot"));
+        all
     };
-    set_if(e, fx, active, d, r, k)
+    set_if(e, fx, active, d, r, K::Pred)
 }
 
 /// `match.any.sync.b{32,64} d, a, membermask` and
