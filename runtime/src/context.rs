@@ -14,7 +14,8 @@ use crate::error::{Error, Result};
 use crate::fault::{FaultMode, FaultState};
 use crate::instance::DeviceSelector;
 use crate::memory::{
-    align_up, AllocationTable, Buffer, ExportedMemory, Readback, ALLOC_ALIGN, DEVICE_USAGE, STAGING_CHUNK,
+    align_up, AllocationTable, Buffer, Chunk, ExportedMemory, Readback, ALLOC_ALIGN, CHUNK_MAX_PIECE, DEVICE_USAGE,
+    STAGING_CHUNK,
 };
 use crate::module::{Function, Module, ModuleInner};
 use crate::pipeline::PipelineKey;
@@ -56,6 +57,8 @@ struct State {
     spill: Option<Arc<Buffer>>,
     /// The fault log and range table of the fault checks (see [`crate::fault`]).
     fault: FaultState,
+    /// Exportable memory that small allocations are carved from (oldest first).
+    chunks: Vec<Arc<Chunk>>,
 }
 
 /// The device heap of a context.
@@ -202,6 +205,7 @@ impl Context {
                 grid: None,
                 spill: None,
                 fault,
+                chunks: Vec::new(),
             }),
             fault_mode,
             race_check: race,
@@ -396,17 +400,19 @@ impl Context {
         if !self.0.info.supports_ipc_memory {
             return Err(Error::Unsupported("this device cannot share memory with other processes".into()));
         }
-        if memory.size == 0 || memory.size > memory.buffer_size {
+        let fits = memory.offset & (ALLOC_ALIGN - 1) == 0
+            && memory.offset.checked_add(memory.size).is_some_and(|end| end <= memory.buffer_size);
+        if memory.size == 0 || !fits {
             return Err(Error::InvalidValue(format!(
-                "exported allocation of {} bytes in a {}-byte buffer",
-                memory.size, memory.buffer_size
+                "exported allocation of {} bytes at offset {} in a {}-byte buffer",
+                memory.size, memory.offset, memory.buffer_size
             )));
         }
         // On failure `fd` is still ours and closes here; on success the driver owns it.
         let buffer = Buffer::new_shareable(&self.0.device, memory.buffer_size, Some((fd.as_raw_fd(), memory)))?;
         let _ = fd.into_raw_fd();
-        let addr = buffer.address;
-        self.0.lock().table.insert_imported(Arc::new(buffer), memory.size);
+        let addr = buffer.address + memory.offset;
+        self.0.lock().table.insert_imported(Arc::new(buffer), addr, memory.size);
         Ok(addr)
     }
 
@@ -419,6 +425,14 @@ impl Context {
             st.stream.keep(buffer);
         }
         Ok(())
+    }
+
+    /// How many address ranges the fault checks would compare a global
+    /// access against now (0 without checks): the default checks count a
+    /// chunk that small allocations are carved from once, however many
+    /// allocations it holds.
+    pub fn fault_range_count(&self) -> usize {
+        self.0.fault_range_count()
     }
 
     /// `(base, size)` of the allocation (or module variable buffer) containing `addr`.
@@ -866,17 +880,36 @@ impl ContextInner {
         }
     }
 
-    /// The range table's depth for a launch now (see [`crate::fault`]):
-    /// the table lists every range a kernel may reach (allocations, module
-    /// data, the heap, the grid workspace and the parameter buffers).
-    fn fault_ranges(&self, st: &mut State) -> Result<u32> {
+    /// How many address ranges the fault checks' table would hold for a
+    /// launch now (0 without fault checks): at most 8 keeps every check a
+    /// few comparisons; more need a search per access (see [`crate::fault`]).
+    pub(crate) fn fault_range_count(&self) -> usize {
+        let st = self.lock();
+        if st.fault.mode == FaultMode::Off {
+            return 0;
+        }
         let exact = st.fault.mode == FaultMode::Memcheck;
+        crate::fault::merge(Self::live_ranges(&st, exact), !exact).len()
+    }
+
+    /// Every range a kernel may reach: allocations, module data, the heap,
+    /// the grid workspace and the parameter buffers (each allocation's
+    /// exact bytes with `exact`).
+    fn live_ranges(st: &State, exact: bool) -> Vec<crate::fault::Range> {
         let mut live = Vec::new();
         st.table.live_ranges(exact, &mut live);
         st.stream.arena.live_ranges(&mut live);
         for b in [&st.heap.buffer, &st.grid].into_iter().flatten() {
             live.push(crate::fault::Range { base: b.address, end: b.address + b.size, block: b.block() });
         }
+        live
+    }
+
+    /// The range table's depth for a launch now (see [`crate::fault`]):
+    /// the table lists every range a kernel may reach (allocations, module
+    /// data, the heap, the grid workspace and the parameter buffers).
+    fn fault_ranges(&self, st: &mut State) -> Result<u32> {
+        let live = Self::live_ranges(st, st.fault.mode == FaultMode::Memcheck);
         let (depth, table) = st.fault.prepare(&self.device, live)?;
         if let (Some(table), Some(log)) = (table, st.fault.log()) {
             // Ordered against all work: kernels read the table of their launch.
@@ -1093,9 +1126,22 @@ impl ContextInner {
             return Err(Error::OutOfMemory);
         }
         // Any allocation may be exported later (cuIpcGetMemHandle), so each
-        // has memory of its own that can be, while the descriptor budget
-        // lasts; beyond it, or if the driver refuses, pooled memory.
+        // lies in exportable memory while the descriptor budget lasts: a
+        // piece of a shared chunk, or memory of its own when large; beyond
+        // the budget, or if the driver refuses, pooled memory.
+        if self.info.supports_ipc_memory && size <= CHUNK_MAX_PIECE && !self.device.opaque_fd_dedicated_only {
+            match self.carve(size) {
+                Ok(Some(buffer)) => {
+                    let addr = buffer.address;
+                    self.lock().table.insert_user(Arc::new(buffer), bytes);
+                    return Ok(addr);
+                }
+                Ok(None) => {}
+                Err(e) => log::warn!("ptxvk: exportable memory failed ({e}); this allocation cannot be shared"),
+            }
+        }
         let shareable = self.info.supports_ipc_memory
+            && (size > CHUNK_MAX_PIECE || self.device.opaque_fd_dedicated_only)
             && self.device.shareable_live.load(Ordering::Relaxed) < self.device.shareable_budget;
         let buffer = match shareable.then(|| Buffer::new_shareable(&self.device, size, None)) {
             Some(Ok(b)) if b.address & (ALLOC_ALIGN - 1) == 0 => b,
@@ -1109,6 +1155,35 @@ impl ContextInner {
         let addr = buffer.address;
         self.lock().table.insert_user(Arc::new(buffer), bytes);
         Ok(addr)
+    }
+
+    /// A buffer of `size` bytes carved from one of the context's
+    /// exportable chunks, a new chunk when none has room (`None` when the
+    /// descriptor budget allows no new chunk).
+    fn carve(&self, size: u64) -> Result<Option<Buffer>> {
+        // The memcheck leaves a gap after each piece, as compute-sanitizer
+        // pads allocations: an access just past one meets no other.
+        let gap = if self.fault_mode == FaultMode::Memcheck { ALLOC_ALIGN } else { 0 };
+        let mut st = self.lock();
+        // Chunks emptied by frees are released, but one is kept for reuse.
+        let mut kept_empty = false;
+        st.chunks.retain(|c| !c.is_empty() || !std::mem::replace(&mut kept_empty, true));
+        for chunk in st.chunks.iter().rev() {
+            if let Some(b) = chunk.carve(size, gap)? {
+                check_aligned(&b)?;
+                return Ok(Some(b));
+            }
+        }
+        if self.device.shareable_live.load(Ordering::Relaxed) >= self.device.shareable_budget {
+            return Ok(None);
+        }
+        let chunk = Chunk::new(&self.device)?;
+        let buffer = chunk.carve(size, gap)?;
+        st.chunks.push(chunk);
+        if let Some(b) = &buffer {
+            check_aligned(b)?;
+        }
+        Ok(buffer)
     }
 
     pub(crate) fn alloc_mapped(&self, bytes: u64) -> Result<(u64, *mut u8)> {

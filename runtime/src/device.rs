@@ -217,6 +217,10 @@ pub(crate) struct Device {
     /// pooled, unshareable memory (a quarter of the descriptor limit, at most
     /// half of `maxMemoryAllocationCount`).
     pub(crate) shareable_budget: u64,
+    /// Whether exportable (opaque-fd) buffers need memory of their own
+    /// (`VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT`): then no
+    /// allocation is carved from a shared chunk.
+    pub(crate) opaque_fd_dedicated_only: bool,
     /// Memory types of the physical device.
     pub(crate) memory_types: Vec<vk::MemoryType>,
     /// Declared last: dropped after the device is destroyed.
@@ -521,7 +525,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     let ipc_memory = cfg!(unix)
         && avail.external_memory_fd
         && std::env::var(IPC_ENV).map_or(true, |v| v.trim() != "0")
-        && opaque_fd_buffers_shareable(raw_instance, pd);
+        && opaque_fd_buffers_shareable(raw_instance, pd).is_some();
+    let opaque_fd_dedicated_only = ipc_memory && opaque_fd_buffers_shareable(raw_instance, pd) == Some(true);
     if ipc_memory {
         ext_names.push(ash::khr::external_memory_fd::NAME.as_ptr());
         if api_version < vk::API_VERSION_1_1 {
@@ -733,6 +738,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         } else {
             0
         },
+        opaque_fd_dedicated_only,
         memory_types: mem.memory_types[..mem.memory_type_count as usize].to_vec(),
         instance,
     }))
@@ -767,8 +773,9 @@ fn descriptor_limit() -> u64 {
 
 /// Whether buffers with the usage of user allocations can be both exported
 /// and imported as `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT` memory
-/// (`vkGetPhysicalDeviceExternalBufferProperties`, Vulkan 1.1).
-fn opaque_fd_buffers_shareable(instance: &ash::Instance, pd: vk::PhysicalDevice) -> bool {
+/// (`vkGetPhysicalDeviceExternalBufferProperties`, Vulkan 1.1): `None` if
+/// not, otherwise whether such memory must be a dedicated allocation.
+fn opaque_fd_buffers_shareable(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Option<bool> {
     let info = vk::PhysicalDeviceExternalBufferInfo::default()
         .usage(crate::memory::DEVICE_USAGE)
         .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
@@ -776,11 +783,13 @@ fn opaque_fd_buffers_shareable(instance: &ash::Instance, pd: vk::PhysicalDevice)
     // SAFETY: `pd` belongs to `instance`; both structures outlive the call.
     unsafe { instance.get_physical_device_external_buffer_properties(pd, &info, &mut props) };
     let features = props.external_memory_properties.external_memory_features;
-    features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE)
+    let shareable = features
+        .contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE)
         && props
             .external_memory_properties
             .compatible_handle_types
-            .contains(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+            .contains(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    shareable.then_some(features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY))
 }
 
 /// llvmpipe's (lavapipe's) compute thread pool, which runs each workgroup of

@@ -4,12 +4,16 @@
 //!
 //! Two modes. The default checks (on CPU devices, where a bad address
 //! takes the process down) keep one range per run of allocations that share
-//! a `VkDeviceMemory` mapped in one piece: an address between two live
-//! allocations of the same memory block reaches memory this process owns,
-//! as on NVIDIA's GPUs, where only an address outside every mapped page
-//! faults. The memcheck (`PTXVK_MEMCHECK=1`, any device) keeps each
-//! allocation's exact bytes, so an access one past the end of an
-//! allocation, or into freed memory, is reported; every fault of a launch
+//! a `VkDeviceMemory` mapped in one piece, and the whole of an exportable
+//! chunk that allocations are carved from (`crate::memory::Chunk`): an
+//! address between two live allocations of the same memory block, or
+//! anywhere in a chunk, reaches memory this process owns, as on NVIDIA's
+//! GPUs, where only an address outside every mapped page faults; and few
+//! ranges keep each check a few comparisons. The memcheck
+//! (`PTXVK_MEMCHECK=1`, any device) keeps each allocation's exact bytes
+//! (pieces of a chunk are carved with a gap between them), so an access
+//! one past the end of an allocation, or into freed memory, is reported;
+//! every fault of a launch
 //! is reported (up to [`MEMCHECK_RECORDS`]) in the style of NVIDIA's
 //! `compute-sanitizer`.
 
@@ -482,9 +486,10 @@ impl FaultState {
     }
 }
 
-/// Sorted, disjoint `[base, end)` ranges; with `by_block`, ranges of the
-/// same memory block merge with everything between them.
-fn merge(mut live: Vec<Range>, by_block: bool) -> Vec<(u64, u64)> {
+/// Sorted, disjoint `[base, end)` ranges (touching ones merge only with
+/// `by_block`); with `by_block`, ranges of the same memory block merge
+/// with everything between them.
+pub(crate) fn merge(mut live: Vec<Range>, by_block: bool) -> Vec<(u64, u64)> {
     if by_block {
         let mut blocks: HashMap<(vk::DeviceMemory, u64), (u64, u64)> = HashMap::new();
         let mut rest = Vec::new();
@@ -506,7 +511,10 @@ fn merge(mut live: Vec<Range>, by_block: bool) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(live.len());
     for r in live {
         match out.last_mut() {
-            Some(last) if r.base <= last.1 => last.1 = last.1.max(r.end),
+            // Exact ranges that only touch stay apart: pieces of one chunk
+            // lie end to end, and an access that crosses from one into the
+            // next is the memcheck's to report.
+            Some(last) if r.base < last.1 || (by_block && r.base == last.1) => last.1 = last.1.max(r.end),
             _ => out.push((r.base, r.end)),
         }
     }
@@ -544,6 +552,7 @@ mod tests {
     #[test]
     fn touching_and_empty_ranges() {
         let live = vec![r(0x100, 0x200, None), r(0x200, 0x300, None), r(0x400, 0x400, None)];
-        assert_eq!(merge(live, false), vec![(0x100, 0x300)]);
+        assert_eq!(merge(live.clone(), false), vec![(0x100, 0x200), (0x200, 0x300)]);
+        assert_eq!(merge(live, true), vec![(0x100, 0x300)]);
     }
 }

@@ -36,6 +36,8 @@ pub(crate) struct Buffer {
     allocation: Option<Allocation>,
     /// Memory of its own (an exportable or imported allocation), freed after the buffer.
     dedicated: Option<Dedicated>,
+    /// A piece of an exportable [`Chunk`], given back to it after the buffer.
+    slice: Option<Slice>,
     /// `vkGetBufferDeviceAddress` of the buffer.
     pub(crate) address: u64,
     /// Size of the `VkBuffer`.
@@ -60,6 +62,146 @@ struct Dedicated {
     shareable: bool,
 }
 
+/// Size of the `VkBuffer` an exportable [`Chunk`] is made for (its memory
+/// is that buffer's `VkMemoryRequirements::size`).
+pub(crate) const CHUNK_BYTES: u64 = 64 << 20;
+/// Largest allocation suballocated from a [`Chunk`]; larger ones get
+/// exportable memory of their own.
+pub(crate) const CHUNK_MAX_PIECE: u64 = CHUNK_BYTES / 4;
+
+/// One exportable `VkDeviceMemory` that user allocations are carved from,
+/// as NVIDIA's driver carves small allocations from larger mappings: an
+/// exported piece shares the whole chunk's file descriptor (the importer
+/// maps the chunk and offsets into it), so one descriptor serves many
+/// allocations, and the default fault checks see the chunk as one range.
+pub(crate) struct Chunk {
+    device: Arc<Device>,
+    memory: vk::DeviceMemory,
+    /// `allocationSize` and `memoryTypeIndex`, which an importer repeats.
+    memory_size: u64,
+    memory_type: u32,
+    /// Free `(offset, length)` pieces, by offset, coalesced.
+    free: std::sync::Mutex<BTreeMap<u64, u64>>,
+}
+
+/// The piece of a [`Chunk`] a buffer is bound to.
+struct Slice {
+    chunk: Arc<Chunk>,
+    offset: u64,
+    len: u64,
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        // SAFETY: the memory was allocated by this chunk, and every buffer
+        // bound to it holds the chunk (so all are destroyed by now).
+        unsafe { self.device.raw.free_memory(self.memory, None) };
+        self.device.shareable_live.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Chunk {
+    /// A new exportable chunk of [`CHUNK_BYTES`] (one memory object).
+    pub(crate) fn new(device: &Arc<Device>) -> Result<Arc<Chunk>> {
+        if device.external_memory_fd.is_none() {
+            return Err(Error::Unsupported("memory shared between processes (VK_KHR_external_memory_fd)".into()));
+        }
+        let handle_type = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+        // A buffer of the chunk's size only to learn the memory it needs.
+        let (probe, requirements) = Buffer::external(device, CHUNK_BYTES, handle_type)?;
+        drop(probe);
+        let memory_type = device_local_type(device, requirements.memory_type_bits)?;
+        let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(handle_type);
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(requirements.size)
+            .memory_type_index(memory_type)
+            .push_next(&mut flags)
+            .push_next(&mut export);
+        // SAFETY: valid allocate info of a type the buffer allows.
+        let memory = unsafe { device.raw.allocate_memory(&alloc, None) }.map_err(map_create)?;
+        device.shareable_live.fetch_add(1, Ordering::Relaxed);
+        let mut free = BTreeMap::new();
+        free.insert(0, CHUNK_BYTES);
+        Ok(Arc::new(Chunk {
+            device: device.clone(),
+            memory,
+            memory_size: requirements.size,
+            memory_type,
+            free: std::sync::Mutex::new(free),
+        }))
+    }
+
+    fn free_list(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, u64>> {
+        // A panic while holding the lock leaves a consistent map.
+        self.free.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether nothing is carved from the chunk.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.free_list().get(&0) == Some(&CHUNK_BYTES)
+    }
+
+    /// Takes `len` bytes at an offset aligned to `align` (first fit).
+    fn take(&self, len: u64, align: u64) -> Option<u64> {
+        let mut free = self.free_list();
+        let (start, piece_off, piece_len) = free.iter().find_map(|(&off, &plen)| {
+            let start = align_up(off, align)?;
+            (start.checked_add(len)? <= off + plen).then_some((start, off, plen))
+        })?;
+        free.remove(&piece_off);
+        if start > piece_off {
+            free.insert(piece_off, start - piece_off);
+        }
+        let end = start + len;
+        if end < piece_off + piece_len {
+            free.insert(end, piece_off + piece_len - end);
+        }
+        Some(start)
+    }
+
+    /// Gives `len` bytes at `offset` back, merging with free neighbours.
+    fn give_back(&self, offset: u64, len: u64) {
+        let mut free = self.free_list();
+        let (mut start, mut end) = (offset, offset + len);
+        if let Some((&prev, &plen)) = free.range(..offset).next_back() {
+            if prev + plen == start {
+                free.remove(&prev);
+                start = prev;
+            }
+        }
+        if let Some(&nlen) = free.get(&end) {
+            free.remove(&end);
+            end += nlen;
+        }
+        free.insert(start, end - start);
+    }
+
+    /// A buffer of `size` bytes (a multiple of [`ALLOC_ALIGN`]) bound to a
+    /// free piece of the chunk, with `gap` bytes after it that nothing else
+    /// takes; `None` when no piece is large enough.
+    pub(crate) fn carve(self: &Arc<Chunk>, size: u64, gap: u64) -> Result<Option<Buffer>> {
+        let handle_type = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+        let (mut buffer, requirements) = Buffer::external(&self.device, size, handle_type)?;
+        if requirements.memory_type_bits & (1 << self.memory_type) == 0 {
+            return Err(Error::Unsupported("a buffer cannot use the exportable memory type".into()));
+        }
+        let len = align_up(requirements.size.max(size), ALLOC_ALIGN)
+            .and_then(|l| l.checked_add(gap))
+            .ok_or(Error::OutOfMemory)?;
+        let Some(offset) = self.take(len, requirements.alignment.max(ALLOC_ALIGN)) else { return Ok(None) };
+        buffer.slice = Some(Slice { chunk: self.clone(), offset, len });
+        // SAFETY: the piece is free, inside the memory, aligned as the
+        // buffer requires, and of a type it allows.
+        unsafe { self.device.raw.bind_buffer_memory(buffer.raw, self.memory, offset) }.map_err(map_create)?;
+        // SAFETY: SHADER_DEVICE_ADDRESS usage and DEVICE_ADDRESS memory.
+        buffer.address = unsafe {
+            self.device.raw.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(buffer.raw))
+        };
+        Ok(Some(buffer))
+    }
+}
+
 /// Next [`Buffer::id`].
 static NEXT_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -78,6 +220,12 @@ pub struct ExportedMemory {
     pub buffer_size: u64,
     /// Bytes the user asked for.
     pub size: u64,
+    /// Where the allocation starts in the buffer (a multiple of 256).
+    pub offset: u64,
+    /// Whether the memory is a dedicated allocation of its buffer (an
+    /// allocation of its own; otherwise a chunk that pieces are carved
+    /// from): an import repeats it.
+    pub dedicated: bool,
 }
 
 impl Drop for Buffer {
@@ -97,6 +245,9 @@ impl Drop for Buffer {
             if d.shareable {
                 self.device.shareable_live.fetch_sub(1, Ordering::Relaxed);
             }
+        }
+        if let Some(s) = self.slice.take() {
+            s.chunk.give_back(s.offset, s.len);
         }
     }
 }
@@ -125,7 +276,19 @@ impl Buffer {
             let memory = unsafe { a.memory() };
             return Some((memory, self.address.wrapping_sub(a.offset())));
         }
+        if let Some(s) = &self.slice {
+            return Some((s.chunk.memory, self.address - s.offset));
+        }
         self.dedicated.map(|d| (d.memory, self.address))
+    }
+
+    /// `[first, end)` device addresses of the whole memory object the
+    /// buffer is carved from, when that is an exportable [`Chunk`] (all of
+    /// it is mapped in this process).
+    pub(crate) fn chunk_extent(&self) -> Option<(u64, u64)> {
+        let s = self.slice.as_ref()?;
+        let first = self.address - s.offset;
+        Some((first, first + CHUNK_BYTES))
     }
 
     /// Creates a buffer of `size` bytes whose device address is aligned to `align`.
@@ -255,7 +418,7 @@ impl Buffer {
     /// A buffer object owning `raw`, with no memory yet.
     fn owning(device: &Arc<Device>, raw: vk::Buffer, size: u64) -> Buffer {
         let id = NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed);
-        Buffer { device: device.clone(), raw, allocation: None, dedicated: None, address: 0, size, id }
+        Buffer { device: device.clone(), raw, allocation: None, dedicated: None, slice: None, address: 0, size, id }
     }
 
     /// Creates a device buffer of `size` bytes (usage [`DEVICE_USAGE`]) with a
@@ -299,8 +462,11 @@ impl Buffer {
         let mut alloc = vk::MemoryAllocateInfo::default()
             .allocation_size(memory_size)
             .memory_type_index(memory_type)
-            .push_next(&mut flags)
-            .push_next(&mut dedicated);
+            .push_next(&mut flags);
+        // An import is dedicated exactly when the export was.
+        if !matches!(import, Some((_, e)) if !e.dedicated) {
+            alloc = alloc.push_next(&mut dedicated);
+        }
         alloc = if import.is_some() { alloc.push_next(&mut import_info) } else { alloc.push_next(&mut export) };
         // SAFETY: valid allocate info; an imported descriptor came from
         // `vkGetMemoryFdKHR` of the same device UUID (checked by the caller),
@@ -314,7 +480,8 @@ impl Buffer {
         device.shareable_live.fetch_add(1, Ordering::Relaxed);
         buffer.dedicated =
             Some(Dedicated { memory, size: memory_size, memory_type, exportable: fd.is_none(), shareable: true });
-        // SAFETY: dedicated memory of the buffer's requirements, bound at 0.
+        // SAFETY: memory of the buffer's requirements (its own, or a whole
+        // chunk as large as the buffer), bound at 0.
         unsafe { device.raw.bind_buffer_memory(raw, memory, 0) }.map_err(map_create)?;
         // SAFETY: SHADER_DEVICE_ADDRESS usage and DEVICE_ADDRESS memory.
         buffer.address =
@@ -325,6 +492,17 @@ impl Buffer {
     /// The import parameters of an exportable buffer ([`Buffer::new_shareable`]
     /// without `import`); `None` for other buffers.
     pub(crate) fn exported(&self, user_size: u64) -> Option<ExportedMemory> {
+        if let Some(s) = &self.slice {
+            return Some(ExportedMemory {
+                id: self.id,
+                memory_size: s.chunk.memory_size,
+                memory_type: s.chunk.memory_type,
+                buffer_size: CHUNK_BYTES,
+                size: user_size,
+                offset: s.offset,
+                dedicated: false,
+            });
+        }
         let d = self.dedicated.filter(|d| d.exportable)?;
         Some(ExportedMemory {
             id: self.id,
@@ -332,6 +510,8 @@ impl Buffer {
             memory_type: d.memory_type,
             buffer_size: self.size,
             size: user_size,
+            offset: 0,
+            dedicated: true,
         })
     }
 
@@ -340,14 +520,14 @@ impl Buffer {
     #[cfg(unix)]
     pub(crate) fn memory_fd(&self) -> Result<std::os::fd::OwnedFd> {
         use std::os::fd::FromRawFd;
-        let d = self
-            .dedicated
-            .filter(|d| d.exportable)
-            .ok_or_else(|| Error::InvalidValue("this allocation cannot be exported".into()))?;
+        let memory = match (&self.slice, self.dedicated.filter(|d| d.exportable)) {
+            (Some(s), _) => s.chunk.memory,
+            (None, Some(d)) => d.memory,
+            (None, None) => return Err(Error::InvalidValue("this allocation cannot be exported".into())),
+        };
         let ext = self.device.external_memory_fd.as_ref().ok_or(Error::OutOfMemory)?;
-        let info = vk::MemoryGetFdInfoKHR::default()
-            .memory(d.memory)
-            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let info =
+            vk::MemoryGetFdInfoKHR::default().memory(memory).handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         // SAFETY: the memory was allocated with an export of this handle type.
         let fd = unsafe { ext.get_memory_fd(&info) }.map_err(map_create)?;
         // SAFETY: `vkGetMemoryFdKHR` returns a new descriptor the caller owns.
@@ -474,9 +654,10 @@ impl AllocationTable {
         self.regions.insert(buffer.address, Region { owner: Owner::Module(Arc::downgrade(buffer)), size });
     }
 
-    /// Tracks memory imported from another process, based at `buffer.address`.
-    pub(crate) fn insert_imported(&mut self, buffer: Arc<Buffer>, size: u64) {
-        self.regions.insert(buffer.address, Region { owner: Owner::Imported(buffer), size });
+    /// Tracks memory imported from another process, `size` bytes at `base`
+    /// in `buffer`.
+    pub(crate) fn insert_imported(&mut self, buffer: Arc<Buffer>, base: u64, size: u64) {
+        self.regions.insert(base, Region { owner: Owner::Imported(buffer), size });
     }
 
     /// Removes the imported memory based at `addr`.
@@ -558,6 +739,13 @@ impl AllocationTable {
                     None => continue,
                 },
             };
+            // Without `exact`, a piece of a chunk is the whole chunk: every
+            // byte of it is mapped here, as NVIDIA's driver maps small
+            // allocations in larger pages that only fault outside them.
+            if let (false, Some((first, end))) = (exact, buffer.chunk_extent()) {
+                out.push(crate::fault::Range { base: first, end, block: buffer.block() });
+                continue;
+            }
             let size = if exact { region.size } else { region.size.max(buffer.size - (base - buffer.address)) };
             out.push(crate::fault::Range { base, end: base.saturating_add(size), block: buffer.block() });
         }

@@ -87,6 +87,72 @@ fn store_far_past_the_end_is_an_illegal_address() {
 }
 
 #[test]
+fn checks_fault_only_outside_the_memory_the_process_maps() {
+    // NVIDIA's driver carves small allocations from larger mappings, and
+    // only an address outside every mapped page faults: a read or write
+    // just past (or before) a small allocation reaches the memory next to
+    // it (Taichi's sparse struct-for reads 8 bytes past a 4 KiB one). The
+    // default checks allow the same; the memcheck does not.
+    let ctx = context_with(FaultMode::Checks);
+    let n = 1024usize;
+    let data = floats(n, 23);
+    let _before = upload(&ctx, &[3u8; 512]);
+    let din = upload_u32(&ctx, &data);
+    let dout = poisoned(&ctx, n);
+    let after = poisoned(&ctx, 64);
+    let params = [&dout.to_le_bytes()[..], &din.to_le_bytes(), &(n as i32).to_le_bytes()];
+    run(&ctx, "off_by_one", 5, 256, 0, &params).expect("one element past a small allocation is mapped memory");
+    let got = download_u32(&ctx, dout, n);
+    for i in 0..n {
+        assert_eq!(got[i], (f32::from_bits(data[i]) * 2.0).to_bits(), "off_by_one[{i}]");
+    }
+    if after == dout + 4 * n as u64 {
+        // The next allocation took the store, as on NVIDIA's GPUs.
+        assert_eq!(download_u32(&ctx, after, 1)[0], (f32::from_bits(data[0]) * 2.0).to_bits());
+    }
+    let out = poisoned(&ctx, 256);
+    let params = [&out.to_le_bytes()[..], &din.to_le_bytes(), &3i32.to_le_bytes()];
+    run(&ctx, "negative_index", 1, 256, 0, &params).expect("12 bytes before an allocation are mapped memory");
+    let got = download_u32(&ctx, out, 256);
+    for i in 3..256 {
+        assert_eq!(got[i], data[i - 3], "negative_index[{i}]");
+    }
+    assert_clean(&ctx);
+
+    // The memcheck reports the same store.
+    let ctx = context_with(FaultMode::Memcheck);
+    let din = upload_u32(&ctx, &data);
+    let dout = poisoned(&ctx, n);
+    let _after = poisoned(&ctx, 64);
+    let params = [&dout.to_le_bytes()[..], &din.to_le_bytes(), &(n as i32).to_le_bytes()];
+    let err = run(&ctx, "off_by_one", 5, 256, 0, &params).expect_err("the memcheck reports it");
+    assert!(matches!(err, Error::IllegalAddress(_)), "{err}");
+}
+
+#[test]
+fn checks_compare_against_few_ranges_however_many_allocations() {
+    // Each range past 8 makes every checked access search a table, and
+    // llvmpipe's compile time grows with the square of such code: the
+    // default checks see a chunk of small allocations as one range.
+    let ctx = context_with(FaultMode::Checks);
+    let mut g = Lcg(0x5eed);
+    let mut allocs = Vec::new();
+    for _ in 0..300 {
+        allocs.push(ctx.alloc(1 + u64::from(g.next_u32() % 20_000)).unwrap());
+    }
+    for d in allocs.drain(..).step_by(3) {
+        ctx.free(d).unwrap();
+    }
+    let checks = ctx.fault_range_count();
+    assert!((1..=8).contains(&checks), "{checks} ranges for 200 small allocations");
+    let ctx = context_with(FaultMode::Memcheck);
+    for _ in 0..300 {
+        allocs.push(ctx.alloc(1 + u64::from(g.next_u32() % 20_000)).unwrap());
+    }
+    assert!(ctx.fault_range_count() >= 300, "the memcheck keeps every allocation exact");
+}
+
+#[test]
 fn misaligned_vector_load() {
     let ctx = context_with(FaultMode::Checks);
     let data = floats(4 * 32 + 8, 7);

@@ -64,3 +64,65 @@ fn exported_memory_is_shared_with_an_importer() {
     assert_clean(&exporter);
     assert_clean(&importer);
 }
+
+#[test]
+fn pieces_of_one_chunk_are_imported_at_their_own_offsets() {
+    // Small allocations are carved from shared chunks: each exported piece
+    // names the chunk's memory and its own offset in it.
+    let exporter = context();
+    if !exporter.info().supports_ipc_memory {
+        eprintln!("skipped: {} cannot share memory", exporter.info().name);
+        return;
+    }
+    let importer = context();
+    let mut rng = Lcg(0x9c4);
+    let sizes = [1usize, 300, 4096, 70_001, 256];
+    let pieces: Vec<(u64, Vec<u8>)> = sizes
+        .iter()
+        .map(|&n| {
+            let d = exporter.alloc(n as u64).unwrap();
+            let data = rng.bytes(n);
+            exporter.copy_htod(d, &data).unwrap();
+            (d, data)
+        })
+        .collect();
+    exporter.synchronize().unwrap();
+    let handles: Vec<_> = pieces.iter().map(|(d, _)| exporter.export_memory(*d).unwrap()).collect();
+    assert!(handles.iter().any(|e| e.offset != 0), "some pieces share a chunk: {handles:?}");
+    let mut opened = Vec::new();
+    for ((_, data), e) in pieces.iter().zip(&handles) {
+        assert_eq!(e.size, data.len() as u64);
+        let b = importer.import_memory(exporter.exported_memory_fd(e.id).unwrap(), e).unwrap();
+        assert_eq!(importer.allocation_of(b), Some((b, data.len() as u64)));
+        let mut seen = vec![0xa5u8; data.len()];
+        importer.copy_dtoh(&mut seen, b).unwrap();
+        assert!(&seen == data, "piece at offset {} reads its own bytes", e.offset);
+        opened.push(b);
+    }
+    // A write through one imported piece lands in that piece alone.
+    let patch = rng.bytes(200);
+    importer.copy_htod(opened[2] + 100, &patch).unwrap();
+    importer.synchronize().unwrap();
+    for (i, (d, data)) in pieces.iter().enumerate() {
+        let mut back = vec![0u8; data.len()];
+        exporter.copy_dtoh(&mut back, *d).unwrap();
+        let mut want = data.clone();
+        if i == 2 {
+            want[100..300].copy_from_slice(&patch);
+        }
+        assert!(back == want, "piece {i} after the importer's write");
+    }
+    // A handle whose offset or size leaves the chunk is refused.
+    let mut bad = handles[1];
+    bad.offset = bad.buffer_size;
+    let fd = exporter.exported_memory_fd(bad.id).unwrap();
+    assert!(matches!(importer.import_memory(fd, &bad), Err(Error::InvalidValue(_))));
+    for b in opened {
+        importer.close_imported(b).unwrap();
+    }
+    for (d, _) in pieces {
+        exporter.free(d).unwrap();
+    }
+    assert_clean(&exporter);
+    assert_clean(&importer);
+}

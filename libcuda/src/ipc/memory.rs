@@ -23,7 +23,10 @@ const MEM_MAGIC: [u8; 4] = *b"PVKM";
 /// (little-endian): magic `PVKM` (0..4), version (4..6), exporter pid
 /// (8..12), exporter device ordinal (12..16), token (16..24), allocation id
 /// (24..32), memory size (32..40), buffer size (40..48), requested size
-/// (48..56), memory type (56..60), device fingerprint (60..64).
+/// (48..56), the allocation's offset in the buffer in units of 256 bytes
+/// (56..60), device fingerprint (60..64); the memory type is byte 6 and
+/// byte 7 is 1 when the memory is a dedicated allocation (0: a chunk that
+/// several allocations are carved from).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct MemHandle {
     pid: u32,
@@ -40,6 +43,10 @@ impl MemHandle {
         let mut b = [0u8; IPC_HANDLE_SIZE];
         b[0..4].copy_from_slice(&MEM_MAGIC);
         b[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        // Vulkan has at most 32 memory types; offsets are multiples of 256
+        // below a chunk's size (checked again by the importer).
+        b[6] = self.memory.memory_type as u8;
+        b[7] = u8::from(self.memory.dedicated);
         b[8..12].copy_from_slice(&self.pid.to_le_bytes());
         b[12..16].copy_from_slice(&self.ordinal.to_le_bytes());
         b[16..24].copy_from_slice(&self.token.to_le_bytes());
@@ -47,7 +54,7 @@ impl MemHandle {
         b[32..40].copy_from_slice(&self.memory.memory_size.to_le_bytes());
         b[40..48].copy_from_slice(&self.memory.buffer_size.to_le_bytes());
         b[48..56].copy_from_slice(&self.memory.size.to_le_bytes());
-        b[56..60].copy_from_slice(&self.memory.memory_type.to_le_bytes());
+        b[56..60].copy_from_slice(&((self.memory.offset / 256) as u32).to_le_bytes());
         b[60..64].copy_from_slice(&self.device.to_le_bytes());
         b
     }
@@ -56,7 +63,7 @@ impl MemHandle {
     fn decode(b: &[u8; IPC_HANDLE_SIZE]) -> Option<MemHandle> {
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let u64_at = |i: usize| u64::from(u32_at(i)) | u64::from(u32_at(i + 4)) << 32;
-        if b[0..4] != MEM_MAGIC || b[4..6] != VERSION.to_le_bytes() || b[6..8] != [0, 0] {
+        if b[0..4] != MEM_MAGIC || b[4..6] != VERSION.to_le_bytes() || b[7] > 1 {
             return None;
         }
         let h = MemHandle {
@@ -68,7 +75,9 @@ impl MemHandle {
                 memory_size: u64_at(32),
                 buffer_size: u64_at(40),
                 size: u64_at(48),
-                memory_type: u32_at(56),
+                memory_type: u32::from(b[6]),
+                offset: u64::from(u32_at(56)) * 256,
+                dedicated: b[7] == 1,
             },
             device: u32_at(60),
         };
@@ -237,12 +246,31 @@ mod tests {
             pid: 4242,
             ordinal: 1,
             token: 0x0123_4567_89ab_cdef,
-            memory: ExportedMemory { id: 77, memory_size: 8192, memory_type: 3, buffer_size: 4352, size: 4321 },
+            memory: ExportedMemory {
+                id: 77,
+                memory_size: 8192,
+                memory_type: 3,
+                buffer_size: 4352,
+                size: 4321,
+                offset: 0,
+                dedicated: true,
+            },
             device: 0xdead_beef,
         };
         let b = h.encode();
         assert_eq!(&b[0..4], b"PVKM");
         assert_eq!(MemHandle::decode(&b), Some(h));
+        let piece = MemHandle {
+            memory: ExportedMemory {
+                memory_size: 64 << 20,
+                buffer_size: 64 << 20,
+                offset: 0x12_3400,
+                dedicated: false,
+                ..h.memory
+            },
+            ..h
+        };
+        assert_eq!(MemHandle::decode(&piece.encode()), Some(piece));
         let mut bad = b;
         bad[0] = b'X';
         assert_eq!(MemHandle::decode(&bad), None);

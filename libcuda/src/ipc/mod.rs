@@ -46,7 +46,7 @@ pub struct IpcHandle {
 
 /// Layout version of the handles made here.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
 
 /// Locks `m`, ignoring poisoning (the tables stay consistent).
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
