@@ -436,11 +436,16 @@ pub unsafe fn module_get_function(hfunc: *mut Handle, hmod: Handle, name: *const
 }
 
 /// The `CUfunction` of entry `name` in `module` (handle `hmod`): the same
-/// handle every time; `CUDA_ERROR_NOT_FOUND` if there is no such `.entry`.
+/// handle every time; `CUDA_ERROR_NOT_FOUND` if there is no such `.entry`,
+/// and `CUDA_ERROR_INVALID_PTX` with the diagnostic if the entry did not
+/// translate (the module loaded without it, as with NVIDIA's lazy loading).
 pub fn function_handle(module: &Arc<ModuleObj>, hmod: Handle, name: &str) -> CuResult<Handle> {
     let mut functions = module.functions.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(&h) = functions.get(name) {
         return Ok(h as Handle);
+    }
+    if let Some(diag) = module.runtime.deferred_error(name) {
+        return Err(CuError::CUDA_ERROR_INVALID_PTX.because(format!("kernel {name} did not translate: {diag}")));
     }
     let function = module
         .runtime

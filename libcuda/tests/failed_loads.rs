@@ -44,15 +44,17 @@ enum Break {
     /// The last entry is not closed.
     SyntaxEnd,
     /// `brkpt;` (which the translator refuses: no debugger to stop in) in the second
-    /// entry only: the first one translates.
+    /// entry only: the first one translates. The module loads without the
+    /// second entry, which fails when got (not a failed load: see
+    /// [`a_kernel_that_does_not_translate_fails_alone`]).
     Unsupported,
     /// Module data over the translator's limit (1 GiB): refused after the
     /// module has been parsed and laid out.
     TooLarge,
 }
 
-const BREAKS: [Break; 5] =
-    [Break::SyntaxStart, Break::SyntaxMiddle, Break::SyntaxEnd, Break::Unsupported, Break::TooLarge];
+/// The ways module B fails to load.
+const BREAKS: [Break; 4] = [Break::SyntaxStart, Break::SyntaxMiddle, Break::SyntaxEnd, Break::TooLarge];
 
 /// `f64` as PTX's hexadecimal float literal.
 fn lit(v: f64) -> String {
@@ -273,6 +275,11 @@ fn download(api: &Api, d: u64, n: usize) -> Vec<f64> {
 /// (exact in `f64` whatever the order of the additions) and checks every
 /// result bit for bit.
 fn run(api: &Api, k: &Kernels, f: Flavour, rng: &mut Lcg) {
+    run_only(api, Some(k.reduce), Some(k.scale), f, rng);
+}
+
+/// [`run`] with either kernel left out.
+fn run_only(api: &Api, reduce: Option<Handle>, scale: Option<Handle>, f: Flavour, rng: &mut Lcg) {
     let n = 1 + (rng.next_u32() % 3000) as usize;
     let input: Vec<f64> = (0..n).map(|_| (rng.next_u32() % 2001) as f64 - 1000.0).collect();
     let din = upload(api, &input);
@@ -282,17 +289,20 @@ fn run(api: &Api, k: &Kernels, f: Flavour, rng: &mut Lcg) {
     let (mut a, mut b, mut n32) = (din, dout, n as i32);
     let mut params: [*mut c_void; 3] =
         [(&mut a as *mut u64).cast(), (&mut b as *mut u64).cast(), (&mut n32 as *mut i32).cast()];
-    launch(api, k.reduce, 1, 256, &mut params);
-    let sum: f64 = input.iter().map(|&x| if f.square { x * x } else { x }).sum::<f64>() + f.bias;
-    let got = download(api, dout, 1)[0];
-    assert_eq!(got.to_bits(), sum.to_bits(), "reduce over {n} values: got {got}, expected {sum}");
-
-    let mut x = din;
-    let mut params: [*mut c_void; 2] = [(&mut x as *mut u64).cast(), (&mut n32 as *mut i32).cast()];
-    launch(api, k.scale, n.div_ceil(128) as u32, 128, &mut params);
-    let got = download(api, din, n);
-    for (i, (g, x)) in got.iter().zip(&input).enumerate() {
-        assert_eq!(g.to_bits(), (x * f.factor).to_bits(), "scale: x[{i}] of {n}");
+    if let Some(reduce) = reduce {
+        launch(api, reduce, 1, 256, &mut params);
+        let sum: f64 = input.iter().map(|&x| if f.square { x * x } else { x }).sum::<f64>() + f.bias;
+        let got = download(api, dout, 1)[0];
+        assert_eq!(got.to_bits(), sum.to_bits(), "reduce over {n} values: got {got}, expected {sum}");
+    }
+    if let Some(scale) = scale {
+        let mut x = din;
+        let mut params: [*mut c_void; 2] = [(&mut x as *mut u64).cast(), (&mut n32 as *mut i32).cast()];
+        launch(api, scale, n.div_ceil(128) as u32, 128, &mut params);
+        let got = download(api, din, n);
+        for (i, (g, x)) in got.iter().zip(&input).enumerate() {
+            assert_eq!(g.to_bits(), (x * f.factor).to_bits(), "scale: x[{i}] of {n}");
+        }
     }
     for d in [din, dout] {
         check(api, cu!(api.cuMemFree_v2(d)), "cuMemFree");
@@ -398,9 +408,6 @@ fn failed_module_load_leaves_nothing_behind() {
         let (rc, log) = load_module_logged(api, &bad);
         assert_eq!(rc, expected_failure(brk), "{brk:?}: cuModuleLoadDataEx(B): {log}");
         assert_eq!(load_module(api, &bad).err(), Some(expected_failure(brk)), "{brk:?}: cuModuleLoadData(B)");
-        if matches!(brk, Break::Unsupported) {
-            assert!(log.contains("brkpt"), "{log}");
-        }
         run(api, &ka, A, &mut rng);
         let c = load_module(api, &ptx(C, None)).expect("load C");
         let kc = functions(api, c);
@@ -418,6 +425,65 @@ fn failed_module_load_leaves_nothing_behind() {
         check(api, cu!(api.cuModuleUnload(a)), "unload A");
         check(api, cu!(api.cuModuleUnload(c)), "unload C");
     }
+}
+
+/// A module with one entry the translator refuses (`brkpt` in `scale`)
+/// loads, as with NVIDIA's lazy loading, where only the kernel that does not
+/// compile fails: its other entry runs exactly, getting the refused one
+/// fails with `CUDA_ERROR_INVALID_PTX` (through a module, a library's
+/// kernel and a linked image alike), and modules around it are untouched.
+#[test]
+fn a_kernel_that_does_not_translate_fails_alone() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let mut rng = Lcg(77);
+    let a = load_module(api, &ptx(A, None)).expect("load A");
+    let ka = functions(api, a);
+    let bad = ptx(B, Some(Break::Unsupported));
+    let (rc, log) = load_module_logged(api, &bad);
+    assert_eq!(rc, 0, "B loads without its refused entry: {log}");
+    let b = load_module(api, &bad).expect("load B");
+    let mut reduce: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleGetFunction(&mut reduce, b, c"reduce".as_ptr())), "reduce of B");
+    let mut scale: Handle = std::ptr::null_mut();
+    let rc = cu!(api.cuModuleGetFunction(&mut scale, b, c"scale".as_ptr()));
+    assert_eq!(rc, code::INVALID_PTX, "scale of B does not translate");
+    let mut count = 0u32;
+    check(api, cu!(api.cuModuleGetFunctionCount(&mut count, b)), "count");
+    assert_eq!(count, 2, "both entries are the module's");
+    for _ in 0..2 {
+        run_only(api, Some(reduce), None, B, &mut rng);
+        run(api, &ka, A, &mut rng);
+    }
+    check_globals(api, b, B, 2);
+    check_globals(api, a, A, 2);
+
+    // A library: its kernel handle exists; its function does not.
+    let lib = load_library(api, &bad).expect("library B loads");
+    let kb = library_kernels(api, lib);
+    let mut f: Handle = std::ptr::null_mut();
+    assert_eq!(cu!(api.cuKernelGetFunction(&mut f, kb.scale)), code::INVALID_PTX, "cuKernelGetFunction(scale)");
+    let mut x = 0u64;
+    let mut n = 0i32;
+    let mut params: [*mut c_void; 2] = [(&mut x as *mut u64).cast(), (&mut n as *mut i32).cast()];
+    let no_extra: *mut *mut c_void = std::ptr::null_mut();
+    let rc =
+        cu!(api.cuLaunchKernel(kb.scale, 1, 1, 1, 32, 1, 1, 0, std::ptr::null_mut(), params.as_mut_ptr(), no_extra));
+    assert_eq!(rc, code::INVALID_PTX, "launching the refused kernel");
+    run_only(api, Some(kb.reduce), None, B, &mut rng);
+
+    // The linker takes it as the loader does.
+    let image = link(api, &[&bad]).expect("link B");
+    let linked = load_module(api, &image).expect("load linked B");
+    let rc = cu!(api.cuModuleGetFunction(&mut scale, linked, c"scale".as_ptr()));
+    assert_eq!(rc, code::INVALID_PTX, "scale of linked B");
+    let c = load_module(api, &ptx(C, None)).expect("load C");
+    run(api, &functions(api, c), C, &mut rng);
+    run(api, &ka, A, &mut rng);
+    for m in [a, b, linked, c] {
+        check(api, cu!(api.cuModuleUnload(m)), "unload");
+    }
+    check(api, cu!(api.cuLibraryUnload(lib)), "unload library B");
 }
 
 /// As above with libraries: a failing `cuLibraryLoadData` (with and without
@@ -491,8 +557,13 @@ fn failed_link_leaves_nothing_behind() {
 /// is not confused with a failed library or with another module of the same
 /// entry names loaded after the reset (the library finds its module by the
 /// context's and the module's handles, which are addresses).
+/// Held by the tests that reset device 0's primary context: tests run on
+/// threads of one process, and a reset in one would free the other's memory.
+static PRIMARY_RESETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn library_never_takes_another_module_for_its_own() {
+    let _alone = PRIMARY_RESETS.lock().unwrap_or_else(|p| p.into_inner());
     let api = init();
     let mut primary: Handle = std::ptr::null_mut();
     check(api, cu!(api.cuDevicePrimaryCtxRetain(&mut primary, 0)), "retain");
@@ -520,6 +591,7 @@ fn library_never_takes_another_module_for_its_own() {
 /// allocation freed by the reset is the likeliest one for C's module to take.
 #[test]
 fn library_module_freed_by_reset_is_not_confused_with_the_next_module() {
+    let _alone = PRIMARY_RESETS.lock().unwrap_or_else(|p| p.into_inner());
     let api = init();
     let mut primary: Handle = std::ptr::null_mut();
     check(api, cu!(api.cuDevicePrimaryCtxRetain(&mut primary, 0)), "retain");

@@ -211,6 +211,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Env::Vulkan13 => TargetEnv::Vulkan1_3,
         },
         entry: cli.entry.clone(),
+        skip_entries: Vec::new(),
         max_push_constant_bytes: cli.push_constant_bytes,
         emulate_fma: cli.emulate_fma,
         float_atomics: cli.float_atomics,

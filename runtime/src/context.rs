@@ -1362,6 +1362,7 @@ impl ContextInner {
         Options {
             target_env: self.info.target_env,
             entry: None,
+            skip_entries: Vec::new(),
             max_push_constant_bytes: self.info.max_push_constant_bytes,
             emulate_fma,
             float_atomics: self.info.supports_buffer_f32_atomic_add,
@@ -1425,7 +1426,13 @@ impl ContextInner {
         }
         let prepared =
             ptxvk_translator::prepare(ptx, file_name, &options).map_err(|d| Error::InvalidPtx(d.to_string()))?;
-        let translation = prepared.emit(&options).map_err(|d| Error::InvalidPtx(d.to_string()))?;
+        let (translation, deferred) = match prepared.emit(&options) {
+            Ok(t) => (t, Vec::new()),
+            Err(whole) => without_failing_entries(&prepared, &options, whole)?,
+        };
+        for (name, diag) in &deferred {
+            log::warn!("{file_name}: kernel {name} is left out (getting or launching it fails): {diag}");
+        }
         if let Some(p) = &dump {
             let bytes: Vec<u8> = translation.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
             let _ = std::fs::write(p.with_extension("spv"), bytes);
@@ -1446,7 +1453,8 @@ impl ContextInner {
                 spirv_val(spirv, self.info.target_env, file_name)?;
             }
         }
-        self.load_shaders(&shaders, translation.info, warp_path)
+        let module = self.load_shaders(&shaders, translation.info, warp_path, deferred)?;
+        Ok(module)
     }
 
     pub(crate) fn load_spirv(
@@ -1455,16 +1463,18 @@ impl ContextInner {
         info: ptxvk_translator::ModuleInfo,
         warp_path: WarpPath,
     ) -> Result<Module> {
-        self.load_shaders(&[spirv.to_vec()], info, warp_path)
+        self.load_shaders(&[spirv.to_vec()], info, warp_path, Vec::new())
     }
 
     /// Loads a module from one SPIR-V module for all entries, or one per
-    /// entry (in the order of `info.entries`).
+    /// entry (in the order of `info.entries`); `deferred` are the entries
+    /// left out, with their diagnostics.
     fn load_shaders(
         &self,
         shaders: &[Vec<u32>],
         info: ptxvk_translator::ModuleInfo,
         warp_path: WarpPath,
+        deferred: Vec<(String, String)>,
     ) -> Result<Module> {
         match shaders {
             [one] => check_entry_points(one, &info.entries)?,
@@ -1502,7 +1512,8 @@ impl ContextInner {
         } else {
             None
         };
-        let inner = ModuleInner::new(&self.device, shaders, info, data, warp_path)?;
+        let mut inner = ModuleInner::new(&self.device, shaders, info, data, warp_path)?;
+        inner.deferred = deferred;
         Ok(Module(Arc::new(inner)))
     }
 
@@ -1866,6 +1877,60 @@ fn max_module_ids() -> u32 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(ptxvk_translator::MAX_SPIRV_IDS)
+}
+
+/// The module without the entries that do not translate, when the whole
+/// module does not (`whole` is its diagnostic) but some entries do: NVIDIA's
+/// driver with lazy loading (the default since CUDA 12.2) fails only the
+/// kernel that does not compile, when it is first got or launched, and a
+/// library whose load failed makes the CUDA runtime skip the launches of
+/// other libraries without an error (CuPy's CUB after its Thrust). Returns
+/// the translation and each left-out entry with its own diagnostic; the
+/// whole module's diagnostic when no entry, or every entry, fails alone.
+fn without_failing_entries(
+    prepared: &ptxvk_translator::Prepared,
+    options: &ptxvk_translator::Options,
+    whole: ptxvk_translator::Diagnostics,
+) -> Result<(ptxvk_translator::Translation, Vec<(String, String)>)> {
+    let entries = prepared.entry_names();
+    let refused = || Error::InvalidPtx(whole.to_string());
+    let alone = |name: &str| {
+        let one = ptxvk_translator::Options { entry: Some(name.to_string()), ..options.clone() };
+        prepared.emit(&one).err().map(|d| d.to_string())
+    };
+    let mut deferred: Vec<(String, String)> = Vec::new();
+    let mut error = whole.items.first().cloned();
+    // Each round leaves out the entry the first error lies in; an error in
+    // a `.func` (or outside every function) leaves out every entry that
+    // does not translate alone.
+    for _ in 0..=entries.len() {
+        let owner = error.as_ref().and_then(|d| prepared.function_of(d));
+        let first = match owner {
+            Some((name, true)) if !deferred.iter().any(|(n, _)| *n == name) => alone(&name).map(|d| (name, d)),
+            _ => None,
+        };
+        let left_out: Vec<(String, String)> = match first {
+            Some(one) => vec![one],
+            None => entries
+                .iter()
+                .filter(|n| !deferred.iter().any(|(d, _)| d == *n))
+                .filter_map(|n| alone(n).map(|d| (n.clone(), d)))
+                .collect(),
+        };
+        if left_out.is_empty() {
+            return Err(refused());
+        }
+        deferred.extend(left_out);
+        if deferred.len() >= entries.len() {
+            return Err(refused());
+        }
+        let skip = deferred.iter().map(|(n, _)| n.clone()).collect();
+        match prepared.emit(&ptxvk_translator::Options { skip_entries: skip, ..options.clone() }) {
+            Ok(t) => return Ok((t, deferred)),
+            Err(d) => error = d.items.first().cloned(),
+        }
+    }
+    Err(refused())
 }
 
 /// One SPIR-V module per entry of `whole`, in its order.

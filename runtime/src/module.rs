@@ -33,6 +33,10 @@ pub(crate) struct ModuleInner {
     pub(crate) device: Arc<Device>,
     /// The warp path the module was translated for.
     pub(crate) warp_path: WarpPath,
+    /// Entries that did not translate, with the diagnostic: left out so
+    /// that the module's other entries load (as NVIDIA's lazy loading
+    /// fails only the kernel that does not compile); getting one fails.
+    pub(crate) deferred: Vec<(String, String)>,
     /// The printf FIFO address last written to the module data (see
     /// [`ModuleInfo::printf_offset`]); 0 before the first launch.
     pub(crate) printf_slot: AtomicU64,
@@ -84,6 +88,7 @@ impl ModuleInner {
             info,
             device: device.clone(),
             warp_path,
+            deferred: Vec::new(),
             printf_slot: AtomicU64::new(0),
             heap_slot: AtomicU64::new(0),
             grid_slot: AtomicU64::new(0),
@@ -171,7 +176,14 @@ impl Module {
 
     /// Names of the entries, in PTX order.
     pub fn entry_names(&self) -> Vec<String> {
-        self.0.info.entries.iter().map(|e| e.name.clone()).collect()
+        let deferred = self.0.deferred.iter().map(|(n, _)| n.clone());
+        self.0.info.entries.iter().map(|e| e.name.clone()).chain(deferred).collect()
+    }
+
+    /// The diagnostic of entry `name` when it did not translate (the
+    /// module loaded without it; [`Module::function`] gives `None`).
+    pub fn deferred_error(&self, name: &str) -> Option<&str> {
+        self.0.deferred.iter().find(|(n, _)| n == name).map(|(_, d)| d.as_str())
     }
 }
 

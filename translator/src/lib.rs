@@ -138,6 +138,9 @@ pub struct Options {
     pub target_env: TargetEnv,
     /// Translate only this entry (default: every `.entry`).
     pub entry: Option<String>,
+    /// Leave these entries out (the runtime's deferred failures: entries
+    /// that do not translate, so that the others of the module still load).
+    pub skip_entries: Vec<String>,
     /// The device's `maxPushConstantsSize`; parameter blocks that do not fit
     /// after the header go to a parameter buffer.
     pub max_push_constant_bytes: u32,
@@ -249,6 +252,7 @@ impl Default for Options {
         Options {
             target_env: TargetEnv::Vulkan1_2,
             entry: None,
+            skip_entries: Vec::new(),
             max_push_constant_bytes: 128,
             emulate_fma: true,
             float_atomics: false,
@@ -312,6 +316,31 @@ impl Prepared {
         locate_fault_sites(&self.source, &mut info.fault_sites);
         info.source_name = self.file_name.clone();
         Ok(Translation { spirv, info })
+    }
+
+    /// The names of the module's `.entry` functions that have bodies, in
+    /// source order.
+    pub fn entry_names(&self) -> Vec<String> {
+        self.functions()
+            .filter(|f| f.kind == ast::FunctionKind::Entry && f.body.is_some())
+            .map(|f| f.name.clone())
+            .collect()
+    }
+
+    /// The function whose body holds the diagnostic `d` (the last function
+    /// header before it): its name and whether it is an `.entry`.
+    pub fn function_of(&self, d: &Diagnostic) -> Option<(String, bool)> {
+        self.functions()
+            .filter(|f| f.body.is_some() && f.span.start <= d.span.start)
+            .max_by_key(|f| f.span.start)
+            .map(|f| (f.name.clone(), f.kind == ast::FunctionKind::Entry))
+    }
+
+    fn functions(&self) -> impl Iterator<Item = &ast::Function> {
+        self.module.items.iter().filter_map(|i| match i {
+            ast::ModuleItem::Function(f) => Some(f),
+            ast::ModuleItem::Variable(_) => None,
+        })
     }
 }
 

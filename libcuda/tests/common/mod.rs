@@ -162,6 +162,7 @@ driver_api! {
     fn cuLibraryUnload(Handle);
     fn cuLibraryGetKernel(*mut Handle, Handle, *const c_char);
     fn cuLibraryGetKernelCount(*mut c_uint, Handle);
+    fn cuModuleGetFunctionCount(*mut c_uint, Handle);
     fn cuLibraryGetModule(*mut Handle, Handle);
     fn cuLibraryGetGlobal(*mut u64, *mut usize, Handle, *const c_char);
     fn cuKernelGetFunction(*mut Handle, Handle);

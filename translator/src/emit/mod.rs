@@ -583,6 +583,9 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                     continue;
                 }
             }
+            if opts.skip_entries.contains(&f.name) {
+                continue;
+            }
             entry_names.push(f.name.clone());
         }
         match func::plan_function(&mut e, f, body, &module_shared) {
