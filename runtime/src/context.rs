@@ -1453,8 +1453,7 @@ impl ContextInner {
                 spirv_val(spirv, self.info.target_env, file_name)?;
             }
         }
-        let module = self.load_shaders(&shaders, translation.info, warp_path, deferred)?;
-        Ok(module)
+        self.load_shaders(&shaders, translation.info, warp_path, deferred)
     }
 
     pub(crate) fn load_spirv(
