@@ -1164,26 +1164,32 @@ impl ContextInner {
         // The memcheck leaves a gap after each piece, as compute-sanitizer
         // pads allocations: an access just past one meets no other.
         let gap = if self.fault_mode == FaultMode::Memcheck { ALLOC_ALIGN } else { 0 };
+        // One buffer, placed in whichever chunk has room.
+        let (mut buffer, requirements) = Chunk::piece_buffer(&self.device, size)?;
         let mut st = self.lock();
         // Chunks emptied by frees are released, but one is kept for reuse.
         let mut kept_empty = false;
         st.chunks.retain(|c| !c.is_empty() || !std::mem::replace(&mut kept_empty, true));
+        let mut placed = false;
         for chunk in st.chunks.iter().rev() {
-            if let Some(b) = chunk.carve(size, gap)? {
-                check_aligned(&b)?;
-                return Ok(Some(b));
+            if chunk.place(&mut buffer, &requirements, gap)? {
+                placed = true;
+                break;
             }
         }
-        if self.device.shareable_live.load(Ordering::Relaxed) >= self.device.shareable_budget {
+        if !placed {
+            if self.device.shareable_live.load(Ordering::Relaxed) >= self.device.shareable_budget {
+                return Ok(None);
+            }
+            let chunk = Chunk::new(&self.device)?;
+            placed = chunk.place(&mut buffer, &requirements, gap)?;
+            st.chunks.push(chunk);
+        }
+        if !placed {
             return Ok(None);
         }
-        let chunk = Chunk::new(&self.device)?;
-        let buffer = chunk.carve(size, gap)?;
-        st.chunks.push(chunk);
-        if let Some(b) = &buffer {
-            check_aligned(b)?;
-        }
-        Ok(buffer)
+        check_aligned(&buffer)?;
+        Ok(Some(buffer))
     }
 
     pub(crate) fn alloc_mapped(&self, bytes: u64) -> Result<(u64, *mut u8)> {

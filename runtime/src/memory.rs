@@ -177,28 +177,37 @@ impl Chunk {
         free.insert(start, end - start);
     }
 
-    /// A buffer of `size` bytes (a multiple of [`ALLOC_ALIGN`]) bound to a
+    /// A device buffer of `size` bytes ([`DEVICE_USAGE`]) that a chunk's
+    /// memory can be bound to ([`Chunk::place`]), and its requirements.
+    pub(crate) fn piece_buffer(device: &Arc<Device>, size: u64) -> Result<(Buffer, vk::MemoryRequirements)> {
+        Buffer::external(device, size, vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+    }
+
+    /// Binds `buffer` (from [`Chunk::piece_buffer`], not yet bound) to a
     /// free piece of the chunk, with `gap` bytes after it that nothing else
-    /// takes; `None` when no piece is large enough.
-    pub(crate) fn carve(self: &Arc<Chunk>, size: u64, gap: u64) -> Result<Option<Buffer>> {
-        let handle_type = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
-        let (mut buffer, requirements) = Buffer::external(&self.device, size, handle_type)?;
+    /// takes; `false` when no piece is large enough.
+    pub(crate) fn place(
+        self: &Arc<Chunk>,
+        buffer: &mut Buffer,
+        requirements: &vk::MemoryRequirements,
+        gap: u64,
+    ) -> Result<bool> {
         if requirements.memory_type_bits & (1 << self.memory_type) == 0 {
             return Err(Error::Unsupported("a buffer cannot use the exportable memory type".into()));
         }
-        let len = align_up(requirements.size.max(size), ALLOC_ALIGN)
+        let len = align_up(requirements.size.max(buffer.size), ALLOC_ALIGN)
             .and_then(|l| l.checked_add(gap))
             .ok_or(Error::OutOfMemory)?;
-        let Some(offset) = self.take(len, requirements.alignment.max(ALLOC_ALIGN)) else { return Ok(None) };
+        let Some(offset) = self.take(len, requirements.alignment.max(ALLOC_ALIGN)) else { return Ok(false) };
         buffer.slice = Some(Slice { chunk: self.clone(), offset, len });
         // SAFETY: the piece is free, inside the memory, aligned as the
-        // buffer requires, and of a type it allows.
+        // buffer requires, and of a type it allows; the buffer has no memory yet.
         unsafe { self.device.raw.bind_buffer_memory(buffer.raw, self.memory, offset) }.map_err(map_create)?;
         // SAFETY: SHADER_DEVICE_ADDRESS usage and DEVICE_ADDRESS memory.
         buffer.address = unsafe {
             self.device.raw.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(buffer.raw))
         };
-        Ok(Some(buffer))
+        Ok(true)
     }
 }
 

@@ -8,16 +8,22 @@
 mod common;
 
 use common::{assert_clean, context, Lcg};
-use ptxvk_runtime::Error;
+use ptxvk_runtime::{Context, Error};
 
-#[test]
-fn exported_memory_is_shared_with_an_importer() {
+/// An exporting and an importing context, or `None` (the test is skipped)
+/// when the device cannot share memory.
+fn exporter_and_importer() -> Option<(Context, Context)> {
     let exporter = context();
     if !exporter.info().supports_ipc_memory {
         eprintln!("skipped: {} cannot share memory", exporter.info().name);
-        return;
+        return None;
     }
-    let importer = context();
+    Some((exporter, context()))
+}
+
+#[test]
+fn exported_memory_is_shared_with_an_importer() {
+    let Some((exporter, importer)) = exporter_and_importer() else { return };
     let mut rng = Lcg(0x1bc);
     let n = 70_001usize;
     let data = rng.bytes(n);
@@ -69,12 +75,7 @@ fn exported_memory_is_shared_with_an_importer() {
 fn pieces_of_one_chunk_are_imported_at_their_own_offsets() {
     // Small allocations are carved from shared chunks: each exported piece
     // names the chunk's memory and its own offset in it.
-    let exporter = context();
-    if !exporter.info().supports_ipc_memory {
-        eprintln!("skipped: {} cannot share memory", exporter.info().name);
-        return;
-    }
-    let importer = context();
+    let Some((exporter, importer)) = exporter_and_importer() else { return };
     let mut rng = Lcg(0x9c4);
     let sizes = [1usize, 300, 4096, 70_001, 256];
     let pieces: Vec<(u64, Vec<u8>)> = sizes
