@@ -73,3 +73,65 @@ fn block_maximum_with_a_lock_step_warp_part() {
     }
     assert_clean(&ctx);
 }
+
+// Through global memory (`tests/fixtures/warp_synchronous_global.cu`):
+// plain loads and stores, no `volatile`, as CuPy's partition kernels.
+
+const GLOBAL_PTX: &str = include_str!("../../tests/fixtures/warp_synchronous_global.ptx");
+
+/// Runs `kernel` of the global fixture over `data` in place (with poisoned
+/// words after it) on `blocks` x 256 threads, with `extra` parameters after
+/// the array and its length, and returns the array.
+fn run_in_place(ctx: &Context, kernel: &str, data: &[i32], blocks: u32, extra: &[&[u8]]) -> Vec<i32> {
+    let m = ctx.load_module(GLOBAL_PTX, "warp_synchronous_global.ptx").expect("load warp_synchronous_global.ptx");
+    let f = m.function(kernel).unwrap();
+    let mut words: Vec<u32> = data.iter().map(|&x| x as u32).collect();
+    words.extend([POISON; 8]);
+    let d = upload_u32(ctx, &words);
+    let n = data.len() as u64;
+    let mut params: Vec<&[u8]> = Vec::new();
+    let (db, nb) = (d.to_le_bytes(), n.to_le_bytes());
+    params.push(&db);
+    params.push(&nb);
+    params.extend_from_slice(extra);
+    let packed = f.pack_params(&params).unwrap();
+    ctx.launch(&f, [blocks, 1, 1], [BLOCK as u32, 1, 1], 0, &packed).unwrap();
+    let got = download_u32(ctx, d, data.len() + 8);
+    assert!(got[data.len()..].iter().all(|&w| w == POISON), "{kernel} wrote past its array");
+    got[..data.len()].iter().map(|&w| w as i32).collect()
+}
+
+#[test]
+fn warp_bitonic_sort_through_global_memory() {
+    let ctx = context();
+    // Each warp sorts 256 elements: 8 blocks of 8 warps; the last block's
+    // last two warps find no segment and return at once.
+    let seg = 256usize;
+    let mut input = random(4);
+    input.truncate(seg * (8 * 8 - 2));
+    let got = run_in_place(&ctx, "sort_segments", &input, 8, &[&(seg as u64).to_le_bytes()]);
+    for (s, (g, x)) in got.chunks(seg).zip(input.chunks(seg)).enumerate() {
+        let mut want = x.to_vec();
+        want.sort_unstable();
+        assert_eq!(g, &want[..], "segment {s}");
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn warp_scan_in_place_through_global_memory() {
+    let ctx = context();
+    // 3,000 elements on 12 blocks of 256 threads: a partial last warp, and
+    // threads past the end that return at once.
+    let mut input = random(5);
+    input.truncate(3000);
+    let got = run_in_place(&ctx, "scan_in_place", &input, 12, &[]);
+    for (w, (g, x)) in got.chunks(32).zip(input.chunks(32)).enumerate() {
+        let mut acc = 0i32;
+        for (l, (&g, &x)) in g.iter().zip(x).enumerate() {
+            acc = acc.wrapping_add(x);
+            assert_eq!(g, acc, "warp {w} lane {l}");
+        }
+    }
+    assert_clean(&ctx);
+}

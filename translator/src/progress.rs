@@ -32,7 +32,7 @@
 //! - when the spin loop sits inside an outer loop that contains a wall,
 //!   `R` stays inside that loop's body, whose header and inner loops with
 //!   walls count as walls;
-//! - `volatile` shared accesses inside `R` are not lock-step points (a
+//! - accesses inside `R` are not lock-step points (a
 //!   lock's critical section is not legacy warp-synchronous code;
 //!   `emit/mod.rs` drops them before choosing the walls);
 //! - of the blocks before and after a wall that lies on a path from `R`

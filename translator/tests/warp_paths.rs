@@ -29,7 +29,10 @@ fn translated(src: &str, path: WarpPath) -> Translation {
 
 /// `spirv-val` on the words, or `None` when it is not installed.
 fn spirv_val(words: &[u32], env: &str) -> Option<Result<(), String>> {
-    let file = std::env::temp_dir().join(format!("ptxvk-warp-{}-{env}.spv", std::process::id()));
+    // Tests run on several threads: a file of each call's own.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!("ptxvk-warp-{}-{call}-{env}.spv", std::process::id()));
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     std::fs::write(&file, bytes).ok()?;
     let out = std::process::Command::new("spirv-val").arg("--target-env").arg(env).arg(&file).output().ok()?;
@@ -197,4 +200,35 @@ fn emulated_votes_cost_one_update_per_condition() {
     // A barrier per vote, per `__syncthreads` (3), per loop vote (1) and
     // after the entry's clears (1).
     assert_eq!(count_op(&t.spirv, Op::ControlBarrier as u32), one + two + 3 + 1 + 1);
+}
+
+/// Lock step through global memory (`emit/lockstep.rs`): on the emulated
+/// path, kernels that split their threads into warps and exchange values
+/// through global memory without barriers (CuPy's partition) meet before
+/// their global loads and stores; a grid-stride loop over the same array,
+/// whose threads touch only their own elements, gets no meeting at all.
+#[test]
+fn global_lock_step_points_only_where_warps_exchange() {
+    use rspirv::spirv::Op;
+    let src = include_str!("../../tests/fixtures/warp_synchronous_global.ptx");
+    let barriers = |entry: &str, path: WarpPath| {
+        let opts = Options { entry: Some(entry.into()), ..options(path, TargetEnv::Vulkan1_2) };
+        let t = translate(src, "warp_synchronous_global.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
+        if let Some(r) = spirv_val(&t.spirv, "vulkan1.2") {
+            r.unwrap_or_else(|e| panic!("{entry} on {path:?}: {e}"));
+        }
+        count_op(&t.spirv, Op::ControlBarrier as u32)
+    };
+    assert_eq!(barriers("scale_in_place", WarpPath::Emulated), 0);
+    // scan_in_place: nvcc unrolls the 5 steps; each step's store follows its
+    // loads, and each later step's load of another lane's element follows
+    // the previous step's store: 5 + 4 meetings.
+    assert_eq!(barriers("scan_in_place", WarpPath::Emulated), 9);
+    assert!(barriers("sort_segments", WarpPath::Emulated) > 0);
+    // Only the emulated path splits a warp across subgroups.
+    for path in [WarpPath::Native, WarpPath::Slice] {
+        for entry in ["scale_in_place", "scan_in_place", "sort_segments"] {
+            assert_eq!(barriers(entry, path), 0, "{entry} on {path:?}");
+        }
+    }
 }

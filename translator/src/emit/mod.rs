@@ -41,6 +41,7 @@ mod half;
 mod heap;
 mod inst;
 mod live_out;
+mod lockstep;
 mod loop_limit;
 mod mem;
 mod mma;
@@ -200,8 +201,8 @@ pub(crate) struct Emitter<'o> {
     pub shared_var_wide: Option<Word>,
     /// Loop iterations so far per subgroup ([`loop_limit`]), when counted.
     pub loop_counter: Option<loop_limit::Counter>,
-    /// The `volatile` shared accesses where a warp's lanes meet, on the
-    /// emulated warp path ([`uniform::lockstep_points`]).
+    /// The lock-step points (accesses where a warp's lanes meet) on the
+    /// emulated warp path ([`lockstep::points`]).
     pub lockstep: FxHashSet<usize>,
     /// The shared spill area's constants, when `.shared` accesses may spill
     /// ([`crate::Options::shared_spill`] and a kernel uses `.shared`).
@@ -602,7 +603,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         }
     }
     if opts.warp_path == crate::WarpPath::Emulated {
-        e.lockstep = uniform::lockstep_points(&plans);
+        e.lockstep = lockstep::points(&plans);
         // Code around a spin loop is interleaved instead (a lock's critical
         // section is not warp-synchronous code): no lock-step points there.
         if opts.forward_progress && !e.lockstep.is_empty() {
@@ -613,7 +614,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 for region in crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop) {
                     for b in region {
                         for i in &plan.cfg.blocks[b].insts {
-                            e.lockstep.remove(&uniform::inst_key(i));
+                            e.lockstep.remove(&lockstep::inst_key(i));
                         }
                     }
                 }

@@ -14,7 +14,8 @@
 //! # What
 //! A function that (directly or through a call) contains a *collective*
 //! instruction ([`is_collective`]: block barriers on every warp path; warp
-//! operations on the emulated path; calls of uniform functions) is emitted
+//! operations and lock-step points ([`super::lockstep`]) on the emulated
+//! path; calls of uniform functions) is emitted
 //! with workgroup-uniform control flow, and thread activity becomes data —
 //! whole-function if-conversion on the structured regions of
 //! [`crate::structurize`], in the spirit of Karrenberg and Hack's
@@ -69,6 +70,7 @@
 //! program point, which orders memory differently than CUDA does.
 
 use super::func::{self, internal1, Fx, Plan, UniformFx};
+use super::lockstep::inst_key;
 use super::values::pred;
 use super::{Emitter, TyKey};
 use crate::ast::{Instruction, Operand};
@@ -113,120 +115,6 @@ pub(crate) fn is_warp_op(inst: &Instruction) -> bool {
     }
 }
 
-/// Whether `inst` is a `volatile` access to `.shared` memory
-/// (`ld.volatile.shared`, `st.volatile.shared`).
-///
-/// Warp-synchronous code written before Volta (the CUDA samples'
-/// reductions, GPU Gems' warp scans, CUB's old `WarpReduce`, CuPy's
-/// partition) exchanges values between the lanes of a warp through
-/// `volatile` shared memory without `__syncwarp()`, relying on lock step:
-/// every lane's access of one instruction happens before any lane's access
-/// of the next. On the emulated warp path a warp spans several subgroups
-/// that do not run together, so such an access is collective: the
-/// workgroup meets at a barrier before it (see [`collective`]), which gives
-/// exactly that order. Only where it can matter ([`lockstep_points`]):
-/// after another shared access since the last barrier. Generic `volatile`
-/// accesses are not covered.
-pub(crate) fn is_volatile_shared(inst: &Instruction) -> bool {
-    matches!(inst.opcode.as_str(), "ld" | "st")
-        && inst.has("volatile")
-        && inst.modifiers.iter().any(|m| m == "shared" || m == "shared::cta")
-}
-
-/// The identity of an instruction in [`lockstep_points`]'s set.
-pub(crate) fn inst_key(inst: &Instruction) -> usize {
-    inst as *const Instruction as usize
-}
-
-/// The `volatile` shared accesses ([`is_volatile_shared`]) before which
-/// the lanes of a warp must meet to run in lock step: a load that some path
-/// reaches from a store to shared memory, and a store that some path
-/// reaches from any shared access, with no barrier or warp collective in
-/// between (two loads never conflict; the first access after a barrier
-/// needs no meeting, every lane's earlier accesses being done). The loads
-/// that count are the `volatile` ones: code that relies on lock step reads
-/// what other lanes write through `volatile` (else the compiler may keep it
-/// in registers), and CUB's non-volatile loads before a lane's `volatile`
-/// broadcast store would otherwise each cost a meeting. Stores count
-/// whether `volatile` or not; generic stores and atomics, and calls, count
-/// as shared stores (and calls as loads). A `.func` may be called after
-/// such accesses, so it starts as if after both.
-pub(crate) fn lockstep_points(plans: &HashMap<String, Plan>) -> FxHashSet<usize> {
-    /// Since the last barrier: a shared load (bit 0), a shared store (bit 1).
-    const LOAD: u8 = 1;
-    const STORE: u8 = 2;
-    let mut points = FxHashSet::default();
-    for plan in plans.values() {
-        let cfg = &plan.cfg;
-        if !cfg.blocks.iter().flat_map(|b| &b.insts).any(|i| is_volatile_shared(i)) {
-            continue;
-        }
-        let n = cfg.blocks.len();
-        let mut into = vec![0u8; n];
-        if n > 0 && plan.func.kind != crate::ast::FunctionKind::Entry {
-            into[0] = LOAD | STORE;
-        }
-        let transfer = |state: u8, b: usize, mut points: Option<&mut FxHashSet<usize>>| {
-            let mut s = state;
-            for inst in &cfg.blocks[b].insts {
-                if is_volatile_shared(inst) {
-                    let store = inst.opcode == "st";
-                    let conflict = if store { s != 0 } else { s & STORE != 0 };
-                    if conflict {
-                        if let Some(p) = points.as_deref_mut() {
-                            p.insert(inst_key(inst));
-                        }
-                        s = 0;
-                    }
-                    s |= if store { STORE } else { LOAD };
-                } else if is_warp_op(inst) || matches!(inst.opcode.as_str(), "bar" | "barrier") {
-                    s = 0;
-                } else {
-                    s |= shared_effect(inst);
-                }
-            }
-            s
-        };
-        let mut work: Vec<usize> = (0..n).collect();
-        let mut queued = vec![true; n];
-        while let Some(b) = work.pop() {
-            queued[b] = false;
-            let out = transfer(into[b], b, None);
-            for t in cfg.successors(b) {
-                if out & !into[t] != 0 {
-                    into[t] |= out;
-                    if !queued[t] {
-                        queued[t] = true;
-                        work.push(t);
-                    }
-                }
-            }
-        }
-        for (b, &state) in into.iter().enumerate() {
-            transfer(state, b, Some(&mut points));
-        }
-    }
-    points
-}
-
-/// How `inst` may access `.shared` memory, for [`lockstep_points`]: bit 0
-/// a load that counts (none but calls: `volatile` loads are handled
-/// there), bit 1 a store.
-fn shared_effect(inst: &Instruction) -> u8 {
-    let op = inst.opcode.as_str();
-    let shared = inst.modifiers.iter().any(|m| m.starts_with("shared"));
-    let other_space = inst
-        .modifiers
-        .iter()
-        .any(|m| matches!(m.as_str(), "global" | "local" | "param" | "const" | "param::entry" | "param::func"));
-    match op {
-        "call" => 3,
-        "st" | "atom" | "red" | "cp" | "mbarrier" if shared => 2,
-        "st" | "atom" | "red" if !other_space => 2,
-        _ => 0,
-    }
-}
-
 /// Whether `inst` must be executed by every invocation of the workgroup
 /// (in workgroup-uniform control flow) on `path`. `uniform` names the
 /// functions that run in uniform mode.
@@ -239,7 +127,7 @@ pub(crate) fn is_collective(
     match inst.opcode.as_str() {
         "bar" | "barrier" if !inst.has("warp") => true,
         _ if is_warp_op(inst) => path == WarpPath::Emulated,
-        _ if is_volatile_shared(inst) => path == WarpPath::Emulated && lockstep.contains(&inst_key(inst)),
+        "ld" | "st" if lockstep.contains(&inst_key(inst)) => path == WarpPath::Emulated,
         "call" => called(inst).is_some_and(|n| uniform.contains(n) || n == super::grid::SYNCHRONIZE),
         _ => false,
     }
@@ -605,8 +493,8 @@ fn collective(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Di
     match inst.opcode.as_str() {
         "call" => super::call::call(e, fx, inst, Some(active)),
         "bar" | "barrier" if !inst.has("warp") => super::barrier::emit(e, fx, inst, active),
-        "ld" | "st" if is_volatile_shared(inst) => {
-            // Every lane's earlier volatile shared accesses happen first.
+        "ld" | "st" if e.lockstep.contains(&inst_key(inst)) => {
+            // A lock-step point: every lane's earlier accesses happen first.
             super::barrier::workgroup_barrier(e)?;
             super::grid::if_then(e, active, |e| super::inst::emit(e, fx, inst))
         }

@@ -1,7 +1,7 @@
 """CuPy 14.2 through the shim (run.sh sets CUPY_COMPILE_WITH_PTX=1).
 
 Issue 21: `cumsum` through CUB, whose scans need more shared memory than
-lavapipe's Workgroup memory. Issue 24: results that depend on multiply-add contraction (NVRTC leaves
+lavapipe's Workgroup memory, and `partition`'s warp-synchronous kernels. Issue 24: results that depend on multiply-add contraction (NVRTC leaves
 `mul` + `sub` pairs without `.rn` that ptxas fuses) and CUB reductions after
 another library's load (Thrust's, which used to fail on `griddepcontrol`).
 Each test runs in a fresh process where order matters.
@@ -108,28 +108,30 @@ def test_sort_and_argsort_match_numpy():
 
 PARTITION = """
 import sys, numpy as np, cupy as cp
-x = np.random.default_rng(21).integers(-10**6, 10**6, 20_000).astype(np.int32)
-kth = int(sys.argv[1])
-got = cp.partition(cp.asarray(x), kth).get()
-print(got[kth] == np.partition(x, kth)[kth] and bool((got[:kth] <= got[kth]).all())
-      and bool((got[kth + 1:] >= got[kth]).all()) and np.array_equal(np.sort(got), np.sort(x)))
+dtype = np.dtype(sys.argv[1])
+x = np.random.default_rng(21).integers(-10**6, 10**6, 20_000).astype(dtype)
+for kth in map(int, sys.argv[2:]):
+    got = cp.partition(cp.asarray(x), kth).get()
+    print(got[kth] == np.partition(x, kth)[kth] and bool((got[:kth] <= got[kth]).all())
+          and bool((got[kth + 1:] >= got[kth]).all()) and np.array_equal(np.sort(got), np.sort(x)))
 """
 
 
-def partition_ok(kth):
-    out = subprocess.run([sys.executable, "-c", PARTITION, str(kth)], capture_output=True, text=True, timeout=3000)
+def partition_ok(dtype, *kths):
+    args = [sys.executable, "-c", PARTITION, dtype, *map(str, kths)]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=3000)
     assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout.split() == ["True"]
+    return out.stdout.split() == ["True"] * len(kths)
 
 
 def test_partition_by_sorting_matches_numpy():
     # kth >= 128 on 20,000 elements: CuPy sorts the whole array (Thrust).
-    assert partition_ok(777)
+    assert partition_ok("int32", 777)
 
 
-@pytest.mark.xfail(strict=True, reason="CuPy's partition_kernel and partition_merge_kernel (kth < 128 on "
-                   "20,000 elements) exchange values between the lanes of a warp through global memory with "
-                   "no __syncwarp and no volatile, relying on lock step; on lavapipe a warp is 4 subgroups run "
-                   "one after another between barriers, and the result is wrong (issue 21, item 2)")
 def test_partition_kernel_matches_numpy():
-    assert partition_ok(5)
+    # kth < 128: CuPy's own partition_kernel and partition_merge_kernel, whose
+    # warps bitonic-sort their slices of the array in global memory relying
+    # on lock step (issue 21, item 2; translator/src/emit/lockstep.rs).
+    assert partition_ok("int32", 0, 1, 5, 100, 127)
+    assert partition_ok("float64", 3, 64)

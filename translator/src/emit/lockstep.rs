@@ -1,0 +1,296 @@
+//! Lock step for legacy warp-synchronous code on the emulated warp path.
+//!
+//! # Why
+//! Code written before Volta exchanges values between the lanes of a warp
+//! through memory without `__syncwarp()`, relying on the 32 lanes running in
+//! lock step: every lane's access of one instruction happens before any
+//! lane's access of the next. CUDA has not guaranteed it since Volta, but
+//! NVIDIA's GPUs run such code as written, and much real code depends on it:
+//! - through `volatile` shared memory: the CUDA samples' reductions, GPU
+//!   Gems' warp scans, CUB's old `WarpReduce`/`WarpScan`;
+//! - through global memory with plain loads and stores: CuPy's
+//!   `partition_kernel` and `partition_merge_kernel`, where each warp
+//!   bitonic-sorts its own slice of the array in place.
+//!
+//! On the emulated warp path (lavapipe: a 32-lane warp is four 8-lane
+//! subgroups) the subgroups of a warp run one after another between
+//! barriers, so the first finishes every step before the second starts.
+//!
+//! # What
+//! A *lock-step point* is an `ld` or `st` before which the workgroup meets at
+//! a barrier ([`super::uniform`] runs it as a collective instruction), which
+//! orders every lane's earlier accesses before every lane's access here:
+//! exactly lock step's order. A point is needed only where the order can
+//! matter: a load that some path reaches from a store, and a store that some
+//! path reaches from any access, with no barrier or warp collective between
+//! (two loads never conflict; the first access after a barrier is already
+//! ordered). Two analyses, whose points are united:
+//! - **shared** ([`is_volatile_shared`]): in every function, the `volatile`
+//!   shared accesses. Stores count whether `volatile` or not, and generic
+//!   stores and atomics count as shared stores; only `volatile` loads count
+//!   (code that relies on lock step reads other lanes' stores through
+//!   `volatile`, else the compiler may keep them in registers, and CUB's
+//!   non-`volatile` loads before a lane's `volatile` broadcast store would
+//!   otherwise each cost a meeting).
+//! - **global** ([`exchanges_through_global`]): in functions that split their
+//!   threads into warps themselves (a thread index divided by 32 or taken
+//!   modulo 32, or `%laneid`/`%warpid`), let that split choose their global
+//!   accesses (addresses or branches), and have no block barrier, every
+//!   global and generic `ld` and `st` (`ld.global.nc` and `ldu` read memory
+//!   no thread writes). Element-wise and grid-stride kernels, whose threads
+//!   touch only their own elements, do not split warps and get no point;
+//!   kernels with block barriers (CUB, Triton) order their exchanges with
+//!   them.
+//!
+//! Calls count as loads and stores; a `.func` starts as if after both.
+//! Accesses inside the interleaved region of a spin loop are not points (see
+//! [`crate::progress`]): a lock's critical section is not warp-synchronous
+//! code.
+//!
+//! # Limits
+//! A `.func` that exchanges through global memory for a caller that split the
+//! warps is not covered (NVVM inlines such helpers). Warp-synchronous global
+//! exchanges in a kernel that also has block barriers are not covered.
+
+use super::func::Plan;
+use super::uniform::is_warp_op;
+use crate::ast::{FunctionKind, Instruction, Operand};
+use crate::fxhash::FxHashSet;
+use std::collections::HashMap;
+
+/// Since the last barrier: a load (bit 0), a store (bit 1).
+const LOAD: u8 = 1;
+/// See [`LOAD`].
+const STORE: u8 = 2;
+
+/// Whether `inst` is a `volatile` access to `.shared` memory
+/// (`ld.volatile.shared`, `st.volatile.shared`). Generic `volatile`
+/// accesses are not covered.
+pub(crate) fn is_volatile_shared(inst: &Instruction) -> bool {
+    matches!(inst.opcode.as_str(), "ld" | "st")
+        && inst.has("volatile")
+        && inst.modifiers.iter().any(|m| m == "shared" || m == "shared::cta")
+}
+
+/// The identity of an instruction in [`points`]' set.
+pub(crate) fn inst_key(inst: &Instruction) -> usize {
+    inst as *const Instruction as usize
+}
+
+/// The memory an analysis follows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Memory {
+    Shared,
+    Global,
+}
+
+/// How an instruction takes part in one analysis.
+enum Access {
+    /// A candidate point: a load, or a store.
+    Candidate { store: bool },
+    /// Orders every lane's earlier accesses (a barrier, a warp collective).
+    Wall,
+    /// Loads ([`LOAD`]) and stores ([`STORE`]) that are not candidates.
+    Effect(u8),
+}
+
+/// Whether `inst` names a state space other than global and generic ones.
+fn other_space(inst: &Instruction, global: bool) -> bool {
+    inst.modifiers.iter().any(|m| {
+        matches!(m.as_str(), "local" | "param" | "const" | "param::entry" | "param::func")
+            || (global && m.starts_with("shared"))
+            || (!global && m == "global")
+    })
+}
+
+fn classify(inst: &Instruction, memory: Memory) -> Access {
+    let op = inst.opcode.as_str();
+    if is_warp_op(inst) || matches!(op, "bar" | "barrier") {
+        return Access::Wall;
+    }
+    if op == "call" {
+        return Access::Effect(LOAD | STORE);
+    }
+    match memory {
+        Memory::Shared => {
+            if is_volatile_shared(inst) {
+                return Access::Candidate { store: op == "st" };
+            }
+            let shared = inst.modifiers.iter().any(|m| m.starts_with("shared"));
+            match op {
+                "st" | "atom" | "red" | "cp" | "mbarrier" if shared => Access::Effect(STORE),
+                "st" | "atom" | "red" if !other_space(inst, false) => Access::Effect(STORE),
+                _ => Access::Effect(0),
+            }
+        }
+        Memory::Global => {
+            let global = !other_space(inst, true);
+            match op {
+                "ld" if global && !inst.has("nc") => Access::Candidate { store: false },
+                "st" if global => Access::Candidate { store: true },
+                "atom" | "red" if global => Access::Effect(STORE),
+                "cp" if inst.has("global") => Access::Effect(STORE),
+                _ => Access::Effect(0),
+            }
+        }
+    }
+}
+
+/// The lock-step points of every function in `plans` (see the module
+/// documentation).
+pub(crate) fn points(plans: &HashMap<String, Plan>) -> FxHashSet<usize> {
+    let mut points = FxHashSet::default();
+    for plan in plans.values() {
+        if plan.instructions().any(is_volatile_shared) {
+            add_points(plan, Memory::Shared, &mut points);
+        }
+        if exchanges_through_global(plan) {
+            add_points(plan, Memory::Global, &mut points);
+        }
+    }
+    points
+}
+
+/// Adds `plan`'s points for `memory` to `points`: a forward dataflow of
+/// [`LOAD`]/[`STORE`] since the last wall.
+fn add_points(plan: &Plan, memory: Memory, points: &mut FxHashSet<usize>) {
+    let cfg = &plan.cfg;
+    let n = cfg.blocks.len();
+    let mut into = vec![0u8; n];
+    if n > 0 && plan.func.kind != FunctionKind::Entry {
+        into[0] = LOAD | STORE;
+    }
+    let transfer = |state: u8, b: usize, mut points: Option<&mut FxHashSet<usize>>| {
+        let mut s = state;
+        for inst in &cfg.blocks[b].insts {
+            match classify(inst, memory) {
+                Access::Candidate { store } => {
+                    let conflict = if store { s != 0 } else { s & STORE != 0 };
+                    if conflict {
+                        if let Some(p) = points.as_deref_mut() {
+                            p.insert(inst_key(inst));
+                        }
+                        s = 0;
+                    }
+                    s |= if store { STORE } else { LOAD };
+                }
+                Access::Wall => s = 0,
+                Access::Effect(x) => s |= x,
+            }
+        }
+        s
+    };
+    let mut work: Vec<usize> = (0..n).collect();
+    let mut queued = vec![true; n];
+    while let Some(b) = work.pop() {
+        queued[b] = false;
+        let out = transfer(into[b], b, None);
+        for t in cfg.successors(b) {
+            if out & !into[t] != 0 {
+                into[t] |= out;
+                if !queued[t] {
+                    queued[t] = true;
+                    work.push(t);
+                }
+            }
+        }
+    }
+    for (b, &state) in into.iter().enumerate() {
+        transfer(state, b, Some(points));
+    }
+}
+
+/// Whether `plan` may exchange values between the lanes of a warp through
+/// global memory, relying on lock step: it has no block barrier, and it
+/// splits its threads into warps itself ([`splits_warps`]).
+pub(crate) fn exchanges_through_global(plan: &Plan) -> bool {
+    !plan.instructions().any(|i| matches!(i.opcode.as_str(), "bar" | "barrier") && !i.has("warp")) && splits_warps(plan)
+}
+
+/// Whether `plan` splits its threads into warps and lets the split decide
+/// which global memory a lane touches: the address of a global or generic
+/// `ld`/`st`, its guard, or the guard of a branch derives from `%laneid` or
+/// `%warpid`, or from a thread index (`%tid`, through moves, conversions,
+/// integer arithmetic and comparisons) divided by 32 (`shr` by 5, `div` by
+/// 32) or taken modulo 32 (`and` with 31, `rem` by 32): code that gives each
+/// warp, and each lane of it, its own part of the data. A lane number used
+/// as data (a shift count) does not count.
+fn splits_warps(plan: &Plan) -> bool {
+    fn name(o: &Operand) -> Option<&str> {
+        match o {
+            Operand::Name { name, .. } => Some(name.as_str()),
+            _ => None,
+        }
+    }
+    let int = |o: &Operand| match o {
+        Operand::Int(_, v) => Some(*v),
+        _ => None,
+    };
+    let insts: Vec<&Instruction> = plan.instructions().collect();
+    // Registers derived from a thread index, and from a warp split of one.
+    let mut thread: FxHashSet<&str> = FxHashSet::default();
+    let mut split: FxHashSet<&str> = FxHashSet::default();
+    loop {
+        let before = (thread.len(), split.len());
+        for inst in &insts {
+            let op = inst.opcode.as_str();
+            if !matches!(
+                op,
+                "mov"
+                    | "cvt"
+                    | "add"
+                    | "sub"
+                    | "mul"
+                    | "mad"
+                    | "shl"
+                    | "shr"
+                    | "and"
+                    | "or"
+                    | "div"
+                    | "rem"
+                    | "selp"
+                    | "setp"
+            ) {
+                continue;
+            }
+            let Some((dst, srcs)) = inst.operands.split_first() else {
+                continue;
+            };
+            // `setp`'s `p|q` sets both.
+            let dsts: Vec<&str> = match dst {
+                Operand::Pair(_, p, q) => [name(p), name(q)].into_iter().flatten().collect(),
+                d => name(d).into_iter().collect(),
+            };
+            let names = || srcs.iter().filter_map(name);
+            let last = srcs.last().and_then(int);
+            let splits_thread = names().any(|n| n == "%tid" || thread.contains(n))
+                && match op {
+                    "shr" => last == Some(5),
+                    "div" | "rem" => last == Some(32),
+                    "and" => srcs.iter().filter_map(int).any(|v| v == 31),
+                    _ => false,
+                };
+            if splits_thread || names().any(|n| n == "%laneid" || n == "%warpid" || split.contains(n)) {
+                split.extend(dsts);
+            } else if names().any(|n| n == "%tid" || thread.contains(n)) {
+                thread.extend(dsts);
+            }
+        }
+        if (thread.len(), split.len()) == before {
+            break;
+        }
+    }
+    let branches_by_split = plan.cfg.blocks.iter().any(|b| match &b.term {
+        crate::cfg::Terminator::CondBranch { pred, .. } => split.contains(pred),
+        _ => false,
+    });
+    branches_by_split
+        || insts.iter().any(|inst| {
+            matches!(classify(inst, Memory::Global), Access::Candidate { .. })
+                && (inst.guard.as_ref().is_some_and(|g| split.contains(g.name.as_str()))
+                    || inst.operands.iter().any(|o| {
+                        matches!(o, Operand::Address(_, a)
+                            if a.base.as_ref().is_some_and(|(_, b)| split.contains(b.as_str())))
+                    }))
+        })
+}
