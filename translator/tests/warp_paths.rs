@@ -232,3 +232,45 @@ fn global_lock_step_points_only_where_warps_exchange() {
         }
     }
 }
+
+/// A function with a spin loop gets no global lock-step points: its
+/// accesses are ordered by its locks, and a meeting inside a critical
+/// section (here after the call, beyond the interleaved region) livelocks or
+/// lets lanes read what the holder has not written yet (Taichi's pointer
+/// activation read a null child pointer). The same kernel without the lock
+/// gets its points.
+#[test]
+fn no_global_lock_step_points_where_a_lock_orders_the_accesses() {
+    use rspirv::spirv::Op;
+    let kernel = |lock: bool| {
+        let (take, release) = if lock {
+            (
+                "SPIN:\n  atom.global.exch.b32 %r9, [%rd9], 1;\n  setp.ne.s32 %p9, %r9, 0;\n  @%p9 bra SPIN;\n",
+                "  atom.global.exch.b32 %r9, [%rd9], 0;\n",
+            )
+        } else {
+            ("", "")
+        };
+        format!(
+            ".version 8.0\n.target sm_80\n.address_size 64\n\
+             .func (.param .u32 r) bump(.param .u32 a)\n{{\n  .reg .b32 %r<2>;\n  \
+             ld.param.u32 %r1, [a];\n  add.s32 %r1, %r1, 1;\n  st.param.u32 [r], %r1;\n  ret;\n}}\n\
+             .visible .entry k(.param .u64 a, .param .u64 l)\n{{\n  .reg .pred %p<10>;\n  .reg .b32 %r<10>;\n  \
+             .reg .b64 %rd<10>;\n  ld.param.u64 %rd1, [a];\n  ld.param.u64 %rd9, [l];\n  mov.u32 %r1, %tid.x;\n  \
+             and.b32 %r2, %r1, 31;\n  mul.wide.u32 %rd2, %r2, 4;\n  add.s64 %rd3, %rd1, %rd2;\n{take}  \
+             st.global.u32 [%rd3], %r1;\n  {{\n  .param .u32 pa;\n  .param .u32 pr;\n  st.param.u32 [pa], %r1;\n  \
+             call (pr), bump, (pa);\n  ld.param.u32 %r3, [pr];\n  }}\n  ld.global.u32 %r4, [%rd3+4];\n  \
+             add.s32 %r4, %r4, %r3;\n  st.global.u32 [%rd3], %r4;\n{release}  ret;\n}}\n"
+        )
+    };
+    let barriers = |src: &str| {
+        let t = translate(src, "lock.ptx", &options(WarpPath::Emulated, TargetEnv::Vulkan1_2))
+            .unwrap_or_else(|d| panic!("{d}\n{src}"));
+        if let Some(r) = spirv_val(&t.spirv, "vulkan1.2") {
+            r.unwrap_or_else(|e| panic!("{e}"));
+        }
+        count_op(&t.spirv, Op::ControlBarrier as u32)
+    };
+    assert!(barriers(&kernel(false)) > 0);
+    assert_eq!(barriers(&kernel(true)), 0);
+}

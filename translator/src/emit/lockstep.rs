@@ -45,7 +45,11 @@
 //! Calls count as loads and stores; a `.func` starts as if after both.
 //! Accesses inside the interleaved region of a spin loop are not points (see
 //! [`crate::progress`]): a lock's critical section is not warp-synchronous
-//! code.
+//! code. A function with a spin loop gets no global points at all: its
+//! global accesses are ordered by its locks and flags, and a point in a
+//! critical section beyond the interleaved region (after a call, say) would
+//! be a collective inside the lock, which livelocks or lets lanes read what
+//! the holder has not yet written (Taichi's pointer activation).
 //!
 //! # Limits
 //! A `.func` that exchanges through global memory for a caller that split the
@@ -137,14 +141,15 @@ fn classify(inst: &Instruction, memory: Memory) -> Access {
 }
 
 /// The lock-step points of every function in `plans` (see the module
-/// documentation).
-pub(crate) fn points(plans: &HashMap<String, Plan>) -> FxHashSet<usize> {
+/// documentation). `spins` says whether a function has a spin loop (see
+/// [`crate::progress`]); such a function gets no global points.
+pub(crate) fn points(plans: &HashMap<String, Plan>, spins: &dyn Fn(&Plan) -> bool) -> FxHashSet<usize> {
     let mut points = FxHashSet::default();
     for plan in plans.values() {
         if plan.instructions().any(is_volatile_shared) {
             add_points(plan, Memory::Shared, &mut points);
         }
-        if exchanges_through_global(plan) {
+        if exchanges_through_global(plan) && !spins(plan) {
             add_points(plan, Memory::Global, &mut points);
         }
     }

@@ -603,13 +603,17 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         }
     }
     if opts.warp_path == crate::WarpPath::Emulated {
-        e.lockstep = lockstep::points(&plans);
+        let is_wall = |i: &crate::ast::Instruction| {
+            uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
+        };
+        let spins = |plan: &func::Plan| {
+            opts.forward_progress
+                && !crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop).is_empty()
+        };
+        e.lockstep = lockstep::points(&plans, &spins);
         // Code around a spin loop is interleaved instead (a lock's critical
         // section is not warp-synchronous code): no lock-step points there.
         if opts.forward_progress && !e.lockstep.is_empty() {
-            let is_wall = |i: &crate::ast::Instruction| {
-                uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
-            };
             for plan in plans.values() {
                 for region in crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop) {
                     for b in region {
