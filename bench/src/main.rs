@@ -17,6 +17,8 @@
 //! 7. The first-launch cost of warp votes against shuffles, for kernels
 //!    of 25 to 200 of them ([`votes`]).
 //! 8. The cost of the fault checks and of the memcheck ([`faults`]).
+//! 9. The cost of lock step for legacy warp-synchronous code on the emulated
+//!    warp path ([`lockstep`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -25,7 +27,8 @@
 //! (`ptxvk-bench tma` runs only the TMA copy benchmark, `ptxvk-bench
 //! recursion` only the recursion one, `ptxvk-bench gemm` only the GEMMs,
 //! `ptxvk-bench shared` only the shared-memory one, `ptxvk-bench votes` only
-//! the votes' compile cost, `ptxvk-bench faults` only the fault checks' cost;
+//! the votes' compile cost, `ptxvk-bench faults` only the fault checks' cost,
+//! `ptxvk-bench lockstep` only the lock-step one;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -38,6 +41,7 @@ mod baseline;
 mod faults;
 mod frontend;
 mod gemm;
+mod lockstep;
 mod recursion;
 mod shared;
 mod tma;
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         [_, a] if a == "shared" => on_device(shared::run),
         [_, a] if a == "faults" => faults::run(),
         [_, a] if a == "votes" => on_device(votes::run),
+        [_, a] if a == "lockstep" => on_device(lockstep::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),
@@ -135,8 +140,10 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     println!();
     let votes_ok = votes::run(&ctx)?;
     println!();
+    let lockstep_ok = lockstep::run(&ctx)?;
+    println!();
     let faults_ok = faults::run()?;
-    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && votes_ok && faults_ok)
+    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && votes_ok && lockstep_ok && faults_ok)
 }
 
 /// Elements in the float-cost kernels.

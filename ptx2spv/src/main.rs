@@ -142,6 +142,11 @@ struct Cli {
     /// (`--forward-progress=false`: leave spin loops as they are).
     #[arg(long = "forward-progress", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     forward_progress: bool,
+    /// On the emulated warp path, meet at a barrier where the lanes of a warp
+    /// may exchange values through `volatile` shared or global memory
+    /// without `__syncwarp` (`--lockstep=false`: for measurements only).
+    #[arg(long = "lockstep", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    lockstep: bool,
     /// Check every memory access of the kernels before it happens (an
     /// address outside the allocations, or misaligned, fails the launch
     /// instead of reaching memory). The module then needs ptxvk's runtime,
@@ -237,6 +242,7 @@ fn run(cli: Cli) -> Result<(), String> {
         recursion_stack_bytes: cli.recursion_stack_bytes,
         shared_spill: cli.shared_spill,
         forward_progress: cli.forward_progress,
+        lockstep: cli.lockstep,
         fault_checks: cli.fault_checks,
         race_checks: cli.race_checks,
         interleave_every_loop: cli.interleave_every_loop,

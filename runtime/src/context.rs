@@ -1407,6 +1407,7 @@ impl ContextInner {
             recursion_stack_bytes: self.stack_bytes.load(std::sync::atomic::Ordering::Relaxed),
             shared_spill: !std::env::var(crate::instance::SHARED_SPILL_ENV).is_ok_and(|v| v == "0"),
             forward_progress: !std::env::var(crate::instance::FORWARD_PROGRESS_ENV).is_ok_and(|v| v == "0"),
+            lockstep: !std::env::var(crate::instance::LOCKSTEP_ENV).is_ok_and(|v| v == "0"),
             interleave_every_loop: std::env::var(crate::instance::FORWARD_PROGRESS_ENV).is_ok_and(|v| v == "all"),
             fault_checks: self.fault_mode != FaultMode::Off,
             race_checks: self.race_check,

@@ -93,6 +93,10 @@ pub const SHARED_SPILL_ENV: &str = "PTXVK_SHARED_SPILL";
 /// holds then livelocks). `all`: interleave around every loop (a test of
 /// the rewriting: results must not change).
 pub const FORWARD_PROGRESS_ENV: &str = "PTXVK_FORWARD_PROGRESS";
+/// `PTXVK_LOCKSTEP=0`: translate without the lock-step points of legacy
+/// warp-synchronous code on the emulated warp path (the translator's
+/// `lockstep`; for measurements: such code then computes wrong results).
+pub const LOCKSTEP_ENV: &str = "PTXVK_LOCKSTEP";
 /// `PTXVK_SHARED_HOT=1`/`0`: launches that spill `.shared` memory keep (or
 /// do not keep) a hot part in Workgroup memory (default: keep, except on
 /// llvmpipe; see `Context::shared_hot_part`).

@@ -227,6 +227,12 @@ pub struct Options {
     /// another lane of its warp holds lets it run. Off: spin loops are left
     /// as they are (such kernels then livelock on SIMD devices).
     pub forward_progress: bool,
+    /// Run legacy warp-synchronous code in lock step on the emulated warp
+    /// path (see `emit/lockstep.rs`): meet at a workgroup barrier before the
+    /// `volatile` shared and the global accesses where the lanes of a warp
+    /// may exchange values. Off, for measurements only: such code computes
+    /// wrong results when a warp spans several subgroups.
+    pub lockstep: bool,
     /// Treat every loop without a collective as a spin loop for
     /// [`forward_progress`](Options::forward_progress): a test of the
     /// rewriting on any code (results must not change), not for use.
@@ -273,6 +279,7 @@ impl Default for Options {
             recursion_stack_bytes: recursion::STACK_BYTES,
             shared_spill: true,
             forward_progress: true,
+            lockstep: true,
             interleave_every_loop: false,
             fault_checks: false,
             race_checks: false,

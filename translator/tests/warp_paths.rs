@@ -224,6 +224,10 @@ fn global_lock_step_points_only_where_warps_exchange() {
     // loads, and each later step's load of another lane's element follows
     // the previous step's store: 5 + 4 meetings.
     assert_eq!(barriers("scan_in_place", WarpPath::Emulated), 9);
+    // `lockstep: false` (PTXVK_LOCKSTEP=0, for measurements) drops them.
+    let opts = Options { entry: Some("scan_in_place".into()), lockstep: false, ..Options::default() };
+    let t = translate(src, "warp_synchronous_global.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(count_op(&t.spirv, Op::ControlBarrier as u32), 0);
     assert!(barriers("sort_segments", WarpPath::Emulated) > 0);
     // Only the emulated path splits a warp across subgroups.
     for path in [WarpPath::Native, WarpPath::Slice] {

@@ -602,7 +602,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             errors.push(Diagnostic::error(Span::default(), format!("no .entry named '{only}' in the module")));
         }
     }
-    if opts.warp_path == crate::WarpPath::Emulated {
+    if opts.warp_path == crate::WarpPath::Emulated && opts.lockstep {
         let is_wall = |i: &crate::ast::Instruction| {
             uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
         };

@@ -1,0 +1,107 @@
+//! The cost of lock step for legacy warp-synchronous code on the emulated
+//! warp path: `sort_segments` of `tests/fixtures/warp_synchronous_global.cu`
+//! (each warp bitonic-sorts its own 256 elements of a global array with plain
+//! loads and stores and no `__syncwarp`, as CuPy's `partition_kernel` does),
+//! translated as usual (the workgroup meets before each global load after a
+//! store and each store after an access, `translator/src/emit/lockstep.rs`)
+//! against the same PTX translated with `PTXVK_LOCKSTEP=0` (the baseline:
+//! no meetings, and wrong results when a warp spans several subgroups, as on
+//! lavapipe). First launch (pipeline compile included) and the median of
+//! [`super::RUNS`] runs, each on the same random input; the lock-step
+//! output is checked against the host's sort.
+
+use std::error::Error;
+use std::time::{Duration, Instant};
+
+use ptxvk_runtime::Context;
+
+use super::{median, RUNS};
+
+/// `nvcc -ptx -arch=sm_80 -O3 warp_synchronous_global.cu`.
+const PTX: &str = include_str!("../../tests/fixtures/warp_synchronous_global.ptx");
+/// Elements each warp sorts.
+const SEGMENT: usize = 256;
+/// Segments (warps): 64 blocks of 8 warps.
+const SEGMENTS: usize = 512;
+/// Threads per block.
+const BLOCK: u32 = 256;
+
+/// First launch and median run time of `sort_segments` as translated now
+/// (`lockstep`, or with `PTXVK_LOCKSTEP=0`), and its output of the first run.
+fn measure(ctx: &Context, input: &[u8], lockstep: bool) -> Result<(Duration, Duration, Vec<u8>), Box<dyn Error>> {
+    if lockstep {
+        std::env::remove_var(ptxvk_runtime::instance::LOCKSTEP_ENV);
+    } else {
+        std::env::set_var(ptxvk_runtime::instance::LOCKSTEP_ENV, "0");
+    }
+    let loaded = ctx.load_module(PTX, "warp_synchronous_global.ptx");
+    std::env::remove_var(ptxvk_runtime::instance::LOCKSTEP_ENV);
+    let m = loaded?;
+    let f = m.function("sort_segments").ok_or("missing kernel sort_segments")?;
+    let d = ctx.alloc(input.len() as u64)?;
+    let n = (SEGMENT * SEGMENTS) as u64;
+    let params = f.pack_params(&[&d.to_le_bytes(), &n.to_le_bytes(), &(SEGMENT as u64).to_le_bytes()])?;
+    let grid = [(SEGMENTS * 32) as u32 / BLOCK, 1, 1];
+    let launch = || -> Result<Duration, Box<dyn Error>> {
+        ctx.copy_htod(d, input)?;
+        let start = Instant::now();
+        ctx.launch(&f, grid, [BLOCK, 1, 1], 0, &params)?;
+        ctx.synchronize()?;
+        Ok(start.elapsed())
+    };
+    let first = launch()?;
+    let mut output = vec![0u8; input.len()];
+    ctx.copy_dtoh(&mut output, d)?;
+    let runs = (0..RUNS).map(|_| launch()).collect::<Result<Vec<_>, _>>()?;
+    ctx.free(d)?;
+    Ok((first, median(runs), output))
+}
+
+/// Whether `output` holds each segment of `input` sorted.
+fn sorted_segments(input: &[u8], output: &[u8]) -> bool {
+    let words = |b: &[u8]| b.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<_>>();
+    let (i, o) = (words(input), words(output));
+    i.chunks(SEGMENT).zip(o.chunks(SEGMENT)).all(|(x, y)| {
+        let mut want = x.to_vec();
+        want.sort_unstable();
+        want == y
+    })
+}
+
+/// Runs the benchmark; `Ok(false)` when the lock-step output is wrong.
+pub fn run(ctx: &Context) -> Result<bool, Box<dyn Error>> {
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let input: Vec<u8> = (0..SEGMENT * SEGMENTS)
+        .flat_map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            ((seed >> 32) as i32).to_le_bytes()
+        })
+        .collect();
+    println!(
+        "lock step: {SEGMENTS} warps each sorting {SEGMENT} i32 in global memory (CuPy's partition pattern), \
+         median of {RUNS} runs"
+    );
+    let (first_on, run_on, out_on) = measure(ctx, &input, true)?;
+    let (first_off, run_off, out_off) = measure(ctx, &input, false)?;
+    let ok = sorted_segments(&input, &out_on);
+    println!(
+        "  with lock step    first launch {:7.3} s, run {:8.3} ms{}",
+        first_on.as_secs_f64(),
+        run_on.as_secs_f64() * 1e3,
+        if ok { "" } else { "  WRONG RESULTS" }
+    );
+    println!(
+        "  PTXVK_LOCKSTEP=0  first launch {:7.3} s, run {:8.3} ms  (results {})",
+        first_off.as_secs_f64(),
+        run_off.as_secs_f64() * 1e3,
+        if sorted_segments(&input, &out_off) { "right" } else { "wrong" }
+    );
+    println!(
+        "  ratio with / without: first launch {:5.2}, run {:5.2}",
+        first_on.as_secs_f64() / first_off.as_secs_f64(),
+        run_on.as_secs_f64() / run_off.as_secs_f64()
+    );
+    Ok(ok)
+}
