@@ -13,6 +13,17 @@ use ptxvk_runtime::{Context, Error};
 const PTX: &str = include_str!("../../tests/fixtures/block_chain.ptx");
 const THREADS: u32 = 256;
 
+/// The tests of this file run one at a time: the block order keeps waits
+/// short only while llvmpipe's worker threads each get a core, and
+/// `without_the_order_a_long_wait_fails_loudly_never_silently` keeps every
+/// core busy polling until the loop limit (run beside it on 2 cores,
+/// `blocks_waiting_on_earlier_blocks_finish` hit the limit in CI).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `chained_scan` over `blocks` tiles of `tile` elements, translated
 /// with `block_order_threads` (None: the runtime's choice) and without
 /// unrolling spin loops when `!spin_unrolled` (so that only the order makes
@@ -70,6 +81,7 @@ fn chained_scan(
 
 #[test]
 fn blocks_waiting_on_earlier_blocks_finish() {
+    let _one_at_a_time = serial();
     let ctx = context();
     // 2,048 blocks: with llvmpipe's contiguous runs the block after the
     // first run would poll for the whole run.
@@ -89,6 +101,7 @@ fn every_thread_count_is_a_permutation_of_the_grid() {
     // A wrong guess of llvmpipe's thread count only costs order: the
     // blocks are still each run once (checked on a grid with no waits
     // that llvmpipe's split could turn into a long one: 3 blocks).
+    let _one_at_a_time = serial();
     for threads in [2, 3, 5, 16] {
         let ctx = context();
         chained_scan(&ctx, 3, 256, Some(threads), false).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
@@ -102,6 +115,7 @@ fn without_the_order_a_long_wait_fails_loudly_never_silently() {
     // the wait outlasts llvmpipe's loop limiter when it runs the grid on
     // two or more threads: the launch must then fail, not return wrong
     // prefixes. This is what the block order is for.
+    let _one_at_a_time = serial();
     let ctx = context();
     let split = ctx.info().driver_name == "llvmpipe"
         && std::env::var_os("LP_NUM_THREADS").is_none()
