@@ -202,6 +202,16 @@ fn emulated_votes_cost_one_update_per_condition() {
     assert_eq!(count_op(&t.spirv, Op::ControlBarrier as u32), one + two + 3 + 1 + 1);
 }
 
+/// The workgroup barriers of `src` translated with `opts`, after `spirv-val`
+/// accepted the module.
+fn validated_barriers(src: &str, opts: &Options) -> usize {
+    let t = translate(src, "warp.ptx", opts).unwrap_or_else(|d| panic!("{d}\n{src}"));
+    if let Some(r) = spirv_val(&t.spirv, "vulkan1.2") {
+        r.unwrap_or_else(|e| panic!("{:?}: {e}", opts.entry));
+    }
+    count_op(&t.spirv, rspirv::spirv::Op::ControlBarrier as u32)
+}
+
 /// Lock step through global memory (`emit/lockstep.rs`): on the emulated
 /// path, kernels that split their threads into warps and exchange values
 /// through global memory without barriers (CuPy's partition) meet before
@@ -209,15 +219,10 @@ fn emulated_votes_cost_one_update_per_condition() {
 /// whose threads touch only their own elements, gets no meeting at all.
 #[test]
 fn global_lock_step_points_only_where_warps_exchange() {
-    use rspirv::spirv::Op;
     let src = include_str!("../../tests/fixtures/warp_synchronous_global.ptx");
     let barriers = |entry: &str, path: WarpPath| {
         let opts = Options { entry: Some(entry.into()), ..options(path, TargetEnv::Vulkan1_2) };
-        let t = translate(src, "warp_synchronous_global.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
-        if let Some(r) = spirv_val(&t.spirv, "vulkan1.2") {
-            r.unwrap_or_else(|e| panic!("{entry} on {path:?}: {e}"));
-        }
-        count_op(&t.spirv, Op::ControlBarrier as u32)
+        validated_barriers(src, &opts)
     };
     assert_eq!(barriers("scale_in_place", WarpPath::Emulated), 0);
     // scan_in_place: nvcc unrolls the 5 steps; each step's store follows its
@@ -226,8 +231,7 @@ fn global_lock_step_points_only_where_warps_exchange() {
     assert_eq!(barriers("scan_in_place", WarpPath::Emulated), 9);
     // `lockstep: false` (PTXVK_LOCKSTEP=0, for measurements) drops them.
     let opts = Options { entry: Some("scan_in_place".into()), lockstep: false, ..Options::default() };
-    let t = translate(src, "warp_synchronous_global.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
-    assert_eq!(count_op(&t.spirv, Op::ControlBarrier as u32), 0);
+    assert_eq!(validated_barriers(src, &opts), 0);
     assert!(barriers("sort_segments", WarpPath::Emulated) > 0);
     // Only the emulated path splits a warp across subgroups.
     for path in [WarpPath::Native, WarpPath::Slice] {
@@ -245,7 +249,6 @@ fn global_lock_step_points_only_where_warps_exchange() {
 /// gets its points.
 #[test]
 fn no_global_lock_step_points_where_a_lock_orders_the_accesses() {
-    use rspirv::spirv::Op;
     let kernel = |lock: bool| {
         let (take, release) = if lock {
             (
@@ -267,14 +270,7 @@ fn no_global_lock_step_points_where_a_lock_orders_the_accesses() {
              add.s32 %r4, %r4, %r3;\n  st.global.u32 [%rd3], %r4;\n{release}  ret;\n}}\n"
         )
     };
-    let barriers = |src: &str| {
-        let t = translate(src, "lock.ptx", &options(WarpPath::Emulated, TargetEnv::Vulkan1_2))
-            .unwrap_or_else(|d| panic!("{d}\n{src}"));
-        if let Some(r) = spirv_val(&t.spirv, "vulkan1.2") {
-            r.unwrap_or_else(|e| panic!("{e}"));
-        }
-        count_op(&t.spirv, Op::ControlBarrier as u32)
-    };
+    let barriers = |src: &str| validated_barriers(src, &options(WarpPath::Emulated, TargetEnv::Vulkan1_2));
     assert!(barriers(&kernel(false)) > 0);
     assert_eq!(barriers(&kernel(true)), 0);
 }

@@ -59,8 +59,9 @@
 use super::func::Plan;
 use super::uniform::is_warp_op;
 use crate::ast::{FunctionKind, Instruction, Operand};
+use crate::cfg::BlockId;
 use crate::fxhash::FxHashSet;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// Since the last barrier: a load (bit 0), a store (bit 1).
 const LOAD: u8 = 1;
@@ -141,17 +142,35 @@ fn classify(inst: &Instruction, memory: Memory) -> Access {
 }
 
 /// The lock-step points of every function in `plans` (see the module
-/// documentation). `spins` says whether a function has a spin loop (see
-/// [`crate::progress`]); such a function gets no global points.
-pub(crate) fn points(plans: &HashMap<String, Plan>, spins: &dyn Fn(&Plan) -> bool) -> FxHashSet<usize> {
+/// documentation). `spin_regions` gives a function's interleaved regions
+/// around spin loops (see [`crate::progress`]): accesses inside them are not
+/// points, and a function with any gets no global points. It is asked once,
+/// and only for functions that may have points.
+pub(crate) fn points(
+    plans: &HashMap<String, Plan>,
+    spin_regions: &dyn Fn(&Plan) -> Vec<BTreeSet<BlockId>>,
+) -> FxHashSet<usize> {
     let mut points = FxHashSet::default();
     for plan in plans.values() {
-        if plan.instructions().any(is_volatile_shared) {
-            add_points(plan, Memory::Shared, &mut points);
+        let shared = plan.instructions().any(is_volatile_shared);
+        let global = exchanges_through_global(plan);
+        if !shared && !global {
+            continue;
         }
-        if exchanges_through_global(plan) && !spins(plan) {
-            add_points(plan, Memory::Global, &mut points);
+        let regions = spin_regions(plan);
+        let mut own = FxHashSet::default();
+        if shared {
+            add_points(plan, Memory::Shared, &mut own);
         }
+        if global && regions.is_empty() {
+            add_points(plan, Memory::Global, &mut own);
+        }
+        for &b in regions.iter().flatten() {
+            for i in &plan.cfg.blocks[b].insts {
+                own.remove(&inst_key(i));
+            }
+        }
+        points.extend(own);
     }
     points
 }

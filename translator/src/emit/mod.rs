@@ -606,24 +606,14 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         let is_wall = |i: &crate::ast::Instruction| {
             uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
         };
-        let spins = |plan: &func::Plan| {
-            opts.forward_progress
-                && !crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop).is_empty()
-        };
-        e.lockstep = lockstep::points(&plans, &spins);
-        // Code around a spin loop is interleaved instead (a lock's critical
-        // section is not warp-synchronous code): no lock-step points there.
-        if opts.forward_progress && !e.lockstep.is_empty() {
-            for plan in plans.values() {
-                for region in crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop) {
-                    for b in region {
-                        for i in &plan.cfg.blocks[b].insts {
-                            e.lockstep.remove(&lockstep::inst_key(i));
-                        }
-                    }
-                }
+        let spin_regions = |plan: &func::Plan| {
+            if opts.forward_progress {
+                crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop)
+            } else {
+                Vec::new()
             }
-        }
+        };
+        e.lockstep = lockstep::points(&plans, &spin_regions);
     }
     e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep);
     // Forward progress around spin loops: after the collectives are known
