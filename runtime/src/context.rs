@@ -141,6 +141,10 @@ pub(crate) struct ContextInner {
     fault_mode: FaultMode,
     /// Whether kernels' `.shared` accesses are tracked for hazards.
     race_check: bool,
+    /// Modules loaded from the persistent cache, and translated and stored
+    /// in it (statistics).
+    cache_hits: AtomicU64,
+    cache_stores: AtomicU64,
 }
 
 /// A CUDA-like context on one Vulkan device: allocates memory, loads PTX,
@@ -209,6 +213,8 @@ impl Context {
             }),
             fault_mode,
             race_check: race,
+            cache_hits: AtomicU64::new(0),
+            cache_stores: AtomicU64::new(0),
             info: device.info.clone(),
             device,
             stack_bytes: std::sync::atomic::AtomicU32::new(ptxvk_translator::recursion::STACK_BYTES),
@@ -503,6 +509,18 @@ impl Context {
     /// ABI in [`ptxvk_translator::abi`].
     pub fn load_spirv(&self, spirv: &[u32], info: ptxvk_translator::ModuleInfo) -> Result<Module> {
         self.0.load_spirv(spirv, info, self.0.info.warp_path)
+    }
+
+    /// The persistent cache's directory (`PTXVK_CACHE_DIR`), `None` when it
+    /// is off (`PTXVK_CACHE=0`) or cannot be created.
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.0.device.disk_cache.as_ref().map(|c| c.dir())
+    }
+
+    /// How many modules this context found translated in the persistent
+    /// cache, and how many it translated and stored there.
+    pub fn cache_counts(&self) -> (u64, u64) {
+        (self.0.cache_hits.load(Ordering::Relaxed), self.0.cache_stores.load(Ordering::Relaxed))
     }
 
     /// The translator options modules are translated with on this device.
@@ -1431,6 +1449,28 @@ impl ContextInner {
         if ptxvk_translator::ptxas_standin_fmad(ptx) == Some(false) {
             options.contract = false;
         }
+        let validate = std::env::var(crate::instance::SPIRV_VAL_ENV).is_ok_and(|v| v == "1");
+        // A dump shows a translation made now.
+        let cache = self.device.disk_cache.as_ref().filter(|_| dump.is_none());
+        let key =
+            cache.map(|_| crate::disk_cache::translation_key(&self.info, &options, max_module_ids(), file_name, ptx));
+        if let (Some(cache), Some(key)) = (cache, &key) {
+            if let Some(hit) = cache.get("t", key).and_then(|p| crate::disk_cache::CachedTranslation::decode(&p)) {
+                if crate::instance::trace_level() >= 1 {
+                    eprintln!("ptxvk: {file_name}: translation from the cache in {}", cache.dir().display());
+                }
+                for (name, diag) in &hit.deferred {
+                    log::warn!("{file_name}: kernel {name} is left out (getting or launching it fails): {diag}");
+                }
+                if validate {
+                    for spirv in &hit.shaders {
+                        spirv_val(spirv, self.info.target_env, file_name)?;
+                    }
+                }
+                self.cache_hits.fetch_add(1, Ordering::Relaxed);
+                return self.load_shaders(&hit.shaders, hit.info, warp_path, hit.deferred);
+            }
+        }
         let prepared =
             ptxvk_translator::prepare(ptx, file_name, &options).map_err(|d| Error::InvalidPtx(d.to_string()))?;
         let (translation, deferred) = match prepared.emit(&options) {
@@ -1444,7 +1484,6 @@ impl ContextInner {
             let bytes: Vec<u8> = translation.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
             let _ = std::fs::write(p.with_extension("spv"), bytes);
         }
-        let validate = std::env::var(crate::instance::SPIRV_VAL_ENV).is_ok_and(|v| v == "1");
         // A module over SPIR-V's id limit (CUB's libraries, say) becomes one
         // SPIR-V module per entry, each with the functions it calls; the
         // module data layout and the launch metadata stay the whole module's.
@@ -1460,7 +1499,14 @@ impl ContextInner {
                 spirv_val(spirv, self.info.target_env, file_name)?;
             }
         }
-        self.load_shaders(&shaders, translation.info, warp_path, deferred)
+        let module = self.load_shaders(&shaders, translation.info.clone(), warp_path, deferred.clone())?;
+        // Stored once the driver took it.
+        if let (Some(cache), Some(key)) = (cache, &key) {
+            let entry = crate::disk_cache::CachedTranslation { shaders, info: translation.info, deferred };
+            cache.put("t", key, &entry.encode());
+            self.cache_stores.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(module)
     }
 
     pub(crate) fn load_spirv(
@@ -1732,6 +1778,9 @@ impl ContextInner {
         header[3..6].copy_from_slice(&grid);
         header[6] = param_address as u32;
         header[7] = (param_address >> 32) as u32;
+        let data_address = f.module.data_address();
+        header[8] = data_address as u32;
+        header[9] = (data_address >> 32) as u32;
 
         let d = &self.device.raw;
         if spill_address != 0 {

@@ -223,6 +223,14 @@ pub(crate) struct Device {
     pub(crate) opaque_fd_dedicated_only: bool,
     /// Memory types of the physical device.
     pub(crate) memory_types: Vec<vk::MemoryType>,
+    /// The persistent cache (`PTXVK_CACHE`), when on.
+    pub(crate) disk_cache: Option<crate::disk_cache::DiskCache>,
+    /// The device's `VkPipelineCache`, which every module's pipelines go
+    /// through: filled from the persistent cache at creation, written back
+    /// there (see [`Device::save_pipeline_cache`]).
+    pub(crate) pipeline_cache: vk::PipelineCache,
+    /// The size of the pipeline cache data last written (0: none yet), and when.
+    pipeline_cache_saved: Mutex<(usize, Option<std::time::Instant>)>,
     /// Declared last: dropped after the device is destroyed.
     pub(crate) instance: Arc<Instance>,
 }
@@ -230,10 +238,13 @@ pub(crate) struct Device {
 impl Drop for Device {
     fn drop(&mut self) {
         // SAFETY: every child object holds an `Arc<Device>` and has therefore
-        // been destroyed; the allocator frees its memory blocks before the
+        // been destroyed (no pipeline is being created from the pipeline
+        // cache); the allocator frees its memory blocks before the
         // device goes, and is never used again.
+        self.save_pipeline_cache(true);
         unsafe {
             let _ = self.raw.device_wait_idle();
+            self.raw.destroy_pipeline_cache(self.pipeline_cache, None);
             ManuallyDrop::drop(&mut self.allocator);
             self.raw.destroy_device(None);
         }
@@ -247,6 +258,29 @@ impl std::fmt::Debug for Device {
 }
 
 impl Device {
+    /// Writes the pipeline cache's data to the persistent cache when it
+    /// grew, and (unless `now`) a second or more after the last write: a
+    /// program that compiles many pipelines writes it a few times, not once
+    /// a pipeline. Best effort.
+    pub(crate) fn save_pipeline_cache(&self, now: bool) {
+        let Some(disk) = &self.disk_cache else {
+            return;
+        };
+        let mut saved = self.pipeline_cache_saved.lock().unwrap_or_else(|p| p.into_inner());
+        if !now && saved.1.is_some_and(|t| t.elapsed().as_secs_f64() < 1.0) {
+            return;
+        }
+        // SAFETY: the pipeline cache is live; Vulkan synchronises access to it.
+        let Ok(data) = (unsafe { self.raw.get_pipeline_cache_data(self.pipeline_cache) }) else {
+            return;
+        };
+        if data.len() <= saved.0 {
+            return;
+        }
+        disk.put("p", &crate::disk_cache::pipeline_cache_key(&self.info), &data);
+        *saved = (data.len(), Some(std::time::Instant::now()));
+    }
+
     /// The allocator, locked. Lock order: context state, then allocator.
     pub(crate) fn allocator(&self) -> MutexGuard<'_, Allocator> {
         // A panic while holding the allocator lock leaves it consistent enough
@@ -720,6 +754,19 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         info.subgroup_size,
         info.warp_path.name()
     );
+    let disk_cache = crate::disk_cache::DiskCache::from_env();
+    // The data an earlier process left; a driver ignores data that is not
+    // its own (the header names the device and driver).
+    let initial = disk_cache.as_ref().and_then(|c| c.get("p", &crate::disk_cache::pipeline_cache_key(&info)));
+    let cache_info = vk::PipelineCacheCreateInfo::default().initial_data(initial.as_deref().unwrap_or(&[]));
+    // SAFETY: `raw` is live; the initial data is a byte slice.
+    let pipeline_cache = match unsafe { raw.create_pipeline_cache(&cache_info, None) } {
+        Ok(c) => c,
+        // SAFETY: as above, without initial data.
+        Err(_) => {
+            unsafe { raw.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }.map_err(map_create)?
+        }
+    };
     let host_memory = use_host_memory.then(|| ash::ext::external_memory_host::Device::new(raw_instance, &raw));
     let external_memory_fd = ipc_memory.then(|| ash::khr::external_memory_fd::Device::new(raw_instance, &raw));
     Ok(Arc::new(Device {
@@ -740,6 +787,9 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         },
         opaque_fd_dedicated_only,
         memory_types: mem.memory_types[..mem.memory_type_count as usize].to_vec(),
+        pipeline_cache_saved: Mutex::new((initial.map_or(0, |d| d.len()), None)),
+        disk_cache,
+        pipeline_cache,
         instance,
     }))
 }

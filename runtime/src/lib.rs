@@ -7,7 +7,8 @@
 //! [`ptxvk_translator::abi`].
 //!
 //! Modules: [`instance`] (loader, validation, device discovery), `device`
-//! (capabilities, logical device, allocator), `memory` (buffers, address
+//! (capabilities, logical device, allocator, pipeline cache), `disk_cache`
+//! (the persistent cache of translations and pipeline cache data), `memory` (buffers, address
 //! table, staging), `pipeline` (shader modules and specialised pipelines),
 //! `stream` (command batching), `module` ([`Module`], [`Function`]),
 //! `context` ([`Context`]), `probe` (the fma probe), `warp` (the warp path,
@@ -17,6 +18,7 @@
 
 mod context;
 mod device;
+mod disk_cache;
 mod error;
 pub mod fault;
 pub mod instance;
@@ -30,6 +32,7 @@ mod warp;
 
 pub use context::{Context, Timestamp};
 pub use device::{DeviceInfo, PciBusInfo, IPC_ENV};
+pub use disk_cache::{CACHE_DIR_ENV, CACHE_ENV, CACHE_MAX_SIZE_ENV};
 pub use error::{Error, Result};
 pub use fault::{FaultMode, RaceHazard, RaceKind};
 pub use instance::{enumerate_devices, DeviceDesc, DeviceSelector, DeviceType};

@@ -1,5 +1,5 @@
 //! Loaded modules ([`Module`]) and their kernels ([`Function`]): the shader
-//! module, one pipeline layout per entry, the pipeline cache, the pipelines
+//! module, one pipeline layout per entry, the pipelines
 //! built so far, and the module data buffer holding `.global`/`.const` variables.
 
 use std::collections::HashMap;
@@ -12,14 +12,13 @@ use ptxvk_translator::{EntryInfo, ModuleInfo, WarpPath};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::memory::Buffer;
-use crate::pipeline::{Pipeline, PipelineCache, PipelineKey, PipelineLayout, PipelineSource, ShaderModule};
+use crate::pipeline::{Pipeline, PipelineKey, PipelineLayout, PipelineSource, ShaderModule};
 
 /// The shared state of a [`Module`].
 pub(crate) struct ModuleInner {
     /// Pipelines built so far (dropped first).
     pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
     layouts: Vec<PipelineLayout>,
-    cache: PipelineCache,
     /// One shader module for every entry, or one per entry (a module over
     /// SPIR-V's id limit).
     shaders: Vec<ShaderModule>,
@@ -63,7 +62,6 @@ impl ModuleInner {
         warp_path: WarpPath,
     ) -> Result<ModuleInner> {
         let shaders = spirv.iter().map(|words| ShaderModule::new(device, words)).collect::<Result<Vec<_>>>()?;
-        let cache = PipelineCache::new(device)?;
         let mut layouts = Vec::with_capacity(info.entries.len());
         let mut entry_names = Vec::with_capacity(info.entries.len());
         for e in &info.entries {
@@ -81,7 +79,6 @@ impl ModuleInner {
             pipelines: Mutex::new(HashMap::new()),
             two_shared_variables,
             layouts,
-            cache,
             shaders,
             entry_names,
             data,
@@ -110,14 +107,8 @@ impl ModuleInner {
             return Ok((p.clone(), layout.raw));
         }
         let shader = if self.shaders.len() == 1 { &self.shaders[0] } else { &self.shaders[key.entry] };
-        let src = PipelineSource {
-            shader,
-            layout,
-            cache: &self.cache,
-            entry_name: &self.entry_names[key.entry],
-            global_data_address: self.data_address(),
-            warp_path: self.warp_path,
-        };
+        let src =
+            PipelineSource { shader, layout, entry_name: &self.entry_names[key.entry], warp_path: self.warp_path };
         let trace = crate::instance::trace_level();
         let name = self.entry_names[key.entry].to_string_lossy();
         if trace >= 2 {
@@ -130,6 +121,8 @@ impl ModuleInner {
             eprintln!("ptxvk: compiled the pipeline of {name} in {took:.1} s");
         }
         map.insert(*key, p.clone());
+        drop(map);
+        self.device.save_pipeline_cache(false);
         Ok((p, layout.raw))
     }
 }

@@ -63,29 +63,6 @@ impl Drop for PipelineLayout {
     }
 }
 
-/// A `VkPipelineCache`.
-pub(crate) struct PipelineCache {
-    device: Arc<Device>,
-    pub(crate) raw: vk::PipelineCache,
-}
-
-impl PipelineCache {
-    pub(crate) fn new(device: &Arc<Device>) -> Result<Self> {
-        let info = vk::PipelineCacheCreateInfo::default();
-        // SAFETY: valid (empty) create info.
-        let raw = unsafe { device.raw.create_pipeline_cache(&info, None) }.map_err(map_create)?;
-        Ok(PipelineCache { device: device.clone(), raw })
-    }
-}
-
-impl Drop for PipelineCache {
-    fn drop(&mut self) {
-        // SAFETY: created by this object; no pipeline creation is in progress
-        // (creation happens under the owning module's lock, which we own).
-        unsafe { self.device.raw.destroy_pipeline_cache(self.raw, None) };
-    }
-}
-
 /// What a compute pipeline is specialised for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PipelineKey {
@@ -131,18 +108,16 @@ impl Drop for Pipeline {
 pub(crate) struct PipelineSource<'a> {
     pub(crate) shader: &'a ShaderModule,
     pub(crate) layout: &'a PipelineLayout,
-    pub(crate) cache: &'a PipelineCache,
     pub(crate) entry_name: &'a CStr,
-    pub(crate) global_data_address: u64,
     /// The module's warp path (native and slice need full subgroups).
     pub(crate) warp_path: ptxvk_translator::WarpPath,
 }
 
-/// Byte layout of the specialization data: six u32, the module data
-/// address (u64) at 24, the spill address (u64) at 32, the spill stride at
-/// 40, the wide shared words at 44, the hot bytes at 48, the fault depth at 52.
+/// Byte layout of the specialization data: six u32, 8 unused bytes (the
+/// module data address was there; it is in the push constants now), the
+/// spill address (u64) at 32, the spill stride at 40, the wide shared
+/// words at 44, the hot bytes at 48, the fault depth at 52.
 const SPEC_DATA_BYTES: usize = 56;
-const SPEC_ADDRESS_OFFSET: u32 = 24;
 const SPEC_SPILL_ADDRESS_OFFSET: u32 = 32;
 const SPEC_SPILL_STRIDE_OFFSET: u32 = 40;
 const SPEC_WIDE_WORDS_OFFSET: u32 = 44;
@@ -157,8 +132,6 @@ impl Pipeline {
         for (i, w) in words.iter().enumerate() {
             data[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
         }
-        let a = SPEC_ADDRESS_OFFSET as usize;
-        data[a..a + 8].copy_from_slice(&src.global_data_address.to_le_bytes());
         let a = SPEC_SPILL_ADDRESS_OFFSET as usize;
         data[a..a + 8].copy_from_slice(&key.spill_address.to_le_bytes());
         let a = SPEC_SPILL_STRIDE_OFFSET as usize;
@@ -178,10 +151,6 @@ impl Pipeline {
             u32_entry(abi::SPEC_NTID_Z, 12),
             u32_entry(abi::SPEC_SHARED_WORDS, 16),
             u32_entry(abi::SPEC_DYNAMIC_SHARED_BYTES, 20),
-            vk::SpecializationMapEntry::default()
-                .constant_id(abi::SPEC_GLOBAL_DATA_ADDRESS)
-                .offset(SPEC_ADDRESS_OFFSET)
-                .size(8),
             vk::SpecializationMapEntry::default()
                 .constant_id(abi::SPEC_SHARED_SPILL_ADDRESS)
                 .offset(SPEC_SPILL_ADDRESS_OFFSET)
@@ -217,7 +186,7 @@ impl Pipeline {
         let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(src.layout.raw)];
         // SAFETY: every handle in `info` is live; the specialization data
         // matches the map entries; the entry point exists in the module.
-        let raw = unsafe { device.raw.create_compute_pipelines(src.cache.raw, &info, None) }
+        let raw = unsafe { device.raw.create_compute_pipelines(device.pipeline_cache, &info, None) }
             .map_err(|(_, e)| map_create(e))?;
         let raw = raw.first().copied().unwrap_or_default();
         Ok(Pipeline { device: device.clone(), raw })

@@ -17,7 +17,7 @@ fn entry(name: &str, passing: ParamPassing) -> EntryInfo {
         params: vec![ParamInfo { name: "out".into(), offset: 0, size: 8, align: 8 }],
         param_bytes: 8,
         param_passing: passing,
-        push_constant_bytes: if passing == ParamPassing::PushConstants { 40 } else { 32 },
+        push_constant_bytes: if passing == ParamPassing::PushConstants { 48 } else { 40 },
         static_shared_bytes: 0,
         uses_dynamic_shared: false,
         reqntid: None,

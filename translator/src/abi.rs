@@ -35,11 +35,16 @@
 //! | [`SPEC_NTID_X`]..[`SPEC_NTID_Z`] | u32 | the CUDA block shape |
 //! | [`SPEC_SHARED_WORDS`] | u32 | entries without [`EntryInfo::shared_wide`]: `.shared` 32-bit words in Workgroup memory (static + dynamic unless spilling), at least 1; others: 1 |
 //! | [`SPEC_SHARED_WIDE_WORDS`] | u32 | entries with [`EntryInfo::shared_wide`]: the same in 64-bit words; others: 1 |
-//! | [`SPEC_GLOBAL_DATA_ADDRESS`] | u64 | device address of the module's `.global`/`.const` data |
 //! | [`SPEC_DYNAMIC_SHARED_BYTES`] | u32 | dynamic shared memory of the launch, in bytes |
 //! | [`SPEC_SHARED_SPILL_ADDRESS`] | u64 | device address of the shared spill area; 0: none |
 //! | [`SPEC_SHARED_SPILL_STRIDE`] | u32 | bytes of the spill area per workgroup of a dispatch |
 //! | [`SPEC_SHARED_HOT_BYTES`] | u32 | with a spill area: the `.shared` bytes kept in Workgroup memory (a multiple of 16; 0: none) |
+//!
+//! Id 5 is unused (it was the module data address, now in the push
+//! constants). Nothing that differs from one process to the next is a
+//! specialization constant while the launch's shared memory fits in
+//! Workgroup memory, so drivers' disk caches of compiled pipelines (Mesa's,
+//! NVIDIA's) find a kernel compiled by an earlier process.
 //!
 //! # Shared memory beyond Workgroup memory
 //! CUDA gives a block up to 48 KiB of static and, opted in, up to 227 KiB
@@ -62,7 +67,10 @@
 //! # Push constants
 //! A block of 32-bit words. Words 0..[`PUSH_HEADER_WORDS`] are the header:
 //! `[ctaid_base.x, ctaid_base.y, ctaid_base.z, nctaid.x, nctaid.y, nctaid.z,
-//! param_buffer_address.lo, param_buffer_address.hi]`. `ctaid_base` is added
+//! param_buffer_address.lo, param_buffer_address.hi, module_data_address.lo,
+//! module_data_address.hi]`. `module_data_address` is the device address of
+//! the module's data buffer (its `.global`/`.const` variables and the slots
+//! of [`ModuleInfo`]), 0 when the module has none. `ctaid_base` is added
 //! to the Vulkan workgroup id (grids larger than the device's dispatch limit
 //! are split into several dispatches). When the entry's parameters are passed
 //! in push constants ([`ParamPassing::PushConstants`]) the parameter block
@@ -80,8 +88,6 @@ pub const SPEC_NTID_Y: u32 = 2;
 pub const SPEC_NTID_Z: u32 = 3;
 /// Specialization constant id of the total number of 32-bit `.shared` words.
 pub const SPEC_SHARED_WORDS: u32 = 4;
-/// Specialization constant id (64-bit) of the module data buffer's device address.
-pub const SPEC_GLOBAL_DATA_ADDRESS: u32 = 5;
 /// Specialization constant id of the launch's dynamic shared memory in bytes
 /// (`%dynamic_smem_size`).
 pub const SPEC_DYNAMIC_SHARED_BYTES: u32 = 6;
@@ -108,7 +114,7 @@ pub const MIN_WORKGROUP_BYTES: u32 = 16384;
 pub const SHARED_HOT_ALIGN: u32 = 16;
 
 /// Number of 32-bit words in the push-constant header.
-pub const PUSH_HEADER_WORDS: u32 = 8;
+pub const PUSH_HEADER_WORDS: u32 = 10;
 /// Size of the push-constant header in bytes.
 pub const PUSH_HEADER_BYTES: u32 = PUSH_HEADER_WORDS * 4;
 /// Alignment of the dynamic shared memory base (bytes).

@@ -619,7 +619,7 @@ pub(crate) fn emit_record(e: &mut Emitter) -> Result<(), Diagnostic> {
     let first = offset(e, log, fault::RECORDS)?;
     let rec = e.b.i_add(u64t, None, first, rel).map_err(internal1)?;
     let module =
-        e.spec_global_address.ok_or_else(|| Diagnostic::error(Span::default(), "internal error: no module data"))?;
+        e.module_data_address()?.ok_or_else(|| Diagnostic::error(Span::default(), "internal error: no module data"))?;
     store_at(e, rec, fault::R_ADDRESS, at, K::Int(64))?;
     store_at(e, rec, fault::R_MODULE, module, K::Int(64))?;
     store_at(e, rec, fault::R_SITE, site, K::Int(32))?;
@@ -651,7 +651,7 @@ pub(crate) fn fault_log(e: &mut Emitter) -> Result<Word, Diagnostic> {
 /// The fault log's address read from the module data (once per entry, see
 /// [`load_cache`]).
 fn load_fault_log(e: &mut Emitter) -> Result<Word, Diagnostic> {
-    let (Some(base), Some(off)) = (e.spec_global_address, e.fault_offset) else {
+    let (Some(base), Some(off)) = (e.module_data_address()?, e.fault_offset) else {
         return Err(Diagnostic::error(Span::default(), "internal error: fault log slot missing"));
     };
     load_u64(e, base, off)

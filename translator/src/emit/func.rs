@@ -783,6 +783,9 @@ pub(crate) fn emit_function(
     // A uniform `.func` receives its caller's activity as the last argument.
     let active_in = if me.is_some_and(|c| c.uniform) { incoming.pop() } else { None };
     let r = (|| -> Result<(), Diagnostic> {
+        if me.is_none() {
+            super::values::init_module_data_address(e, &fx)?;
+        }
         if let Some(u) = fx.uniform {
             super::uniform::prologue(e, &fx, u, me.is_none(), active_in)?;
         } else if me.is_none() {
@@ -1087,7 +1090,7 @@ pub(crate) fn set_trap_word(e: &mut Emitter, bits: u32) -> Result<(), Diagnostic
 
 /// [`set_trap_word`] with the bits computed at run time (`bits`, a u32 value).
 pub(crate) fn or_trap_word(e: &mut Emitter, bits: Word) -> Result<(), Diagnostic> {
-    let (Some(base), Some(off)) = (e.spec_global_address, e.trap_offset) else {
+    let (Some(base), Some(off)) = (e.module_data_address()?, e.trap_offset) else {
         return Err(Diagnostic::error(Span::default(), "internal error: trap word missing"));
     };
     let u64t = e.t_int(64);

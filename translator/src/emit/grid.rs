@@ -80,7 +80,7 @@ pub(crate) fn if_then(
 /// The grid workspace's address from its module data slot (0 on a launch
 /// that is not cooperative).
 pub(crate) fn workspace(e: &mut Emitter, fx: &Fx, span: Span) -> Result<Word, Diagnostic> {
-    let (Some(base), Some(slot)) = (e.spec_global_address, e.grid_offset) else {
+    let (Some(base), Some(slot)) = (e.module_data_address()?, e.grid_offset) else {
         return Err(Diagnostic::error(span, "internal error: grid workspace slot missing"));
     };
     let slot_addr = add64(e, base, slot)?;

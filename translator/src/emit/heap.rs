@@ -46,7 +46,7 @@ fn store_param_u64(e: &mut Emitter, fx: &mut Fx, op: &Operand, v: Word) -> Resul
 /// The heap's device address, read from its module data slot (0 when the
 /// runtime has not provided one).
 fn heap_base(e: &mut Emitter, fx: &Fx, span: Span) -> Result<Word, Diagnostic> {
-    let (Some(base), Some(slot)) = (e.spec_global_address, e.heap_offset) else {
+    let (Some(base), Some(slot)) = (e.module_data_address()?, e.heap_offset) else {
         return Err(Diagnostic::error(span, "internal error: heap slot missing"));
     };
     let slot_addr = add64(e, base, slot)?;

@@ -211,7 +211,7 @@ pub(crate) fn resolve(e: &mut Emitter, fx: &mut Fx, space: Space, a: &Address, s
         if !matches!(space, Space::Global | Space::Const | Space::Generic) {
             return Err(Diagnostic::error(*bspan, format!("'{name}' is a module variable in .global/.const")));
         }
-        let Some(base) = e.spec_global_address else {
+        let Some(base) = e.module_data_address()? else {
             return Err(Diagnostic::error(span, "internal error: module data address missing"));
         };
         let u64t = e.t_int(64);

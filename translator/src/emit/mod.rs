@@ -133,8 +133,10 @@ pub(crate) struct Emitter<'o> {
     /// Spec constant: the 64-bit words of the `.shared` variable of entries
     /// with them ([`abi::SPEC_SHARED_WIDE_WORDS`]).
     pub spec_shared_wide_words: Word,
-    /// Spec constant: module data address (when the module has variables).
-    pub spec_global_address: Option<Word>,
+    /// The `Private` u64 holding the module data buffer's device address
+    /// (when the module has data): each entry copies it from push-constant
+    /// header words 8 and 9 before anything else (see [`Emitter::module_data_address`]).
+    pub module_data_var: Option<Word>,
     /// Spec constant `%dynamic_smem_size`, created on first use.
     pub spec_dynamic_shared: Option<Word>,
     /// Module-scope `.global`/`.const` variables: name → (offset, size).
@@ -363,7 +365,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         spec_ntid: [0; 3],
         spec_shared_words: 0,
         spec_shared_wide_words: 0,
-        spec_global_address: None,
+        module_data_var: None,
         spec_dynamic_shared: None,
         globals: HashMap::new(),
         decorated: BTreeSet::new(),
@@ -527,10 +529,13 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         e.spec_ntid[i] = c;
     }
     if data_bytes > 0 {
+        // Not a specialization constant: the address differs from process
+        // to process, and a pipeline specialised for it would never be found
+        // in a driver's disk cache.
         let u64t = e.t_int(64);
-        let c = e.b.spec_constant_bit64(u64t, 0);
-        e.b.decorate(c, spirv::Decoration::SpecId, [Operand::LiteralBit32(abi::SPEC_GLOBAL_DATA_ADDRESS)]);
-        e.spec_global_address = Some(c);
+        let pt = e.t_ptr(spirv::StorageClass::Private, u64t);
+        let zero = e.c_int(64, 0);
+        e.module_data_var = Some(e.b.variable(pt, None, spirv::StorageClass::Private, Some(zero)));
     }
 
     let mut entries = Vec::new();
@@ -712,6 +717,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
                 iface.extend(e.fault_state.iter().flat_map(|&(a, b)| [a, b]));
                 iface.extend(e.fault_cache);
                 iface.extend(e.fault_log_var);
+                iface.extend(e.module_data_var);
                 iface.extend(e.race.iter().flat_map(|r| r.interface()));
                 iface.extend(e.block_id);
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name, iface);

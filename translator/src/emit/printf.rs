@@ -72,7 +72,7 @@ fn store64(e: &mut Emitter, fx: &Fx, at: Word, off: u64, v: Word) -> Result<(), 
 /// returns the record address and the merge labels; the caller closes them with
 /// [`close`].
 fn reserve(e: &mut Emitter, fx: &Fx, size: Word, span: Span) -> Result<(Word, (Word, Word)), Diagnostic> {
-    let (Some(base), Some(slot)) = (e.spec_global_address, e.printf_offset) else {
+    let (Some(base), Some(slot)) = (e.module_data_address()?, e.printf_offset) else {
         return Err(Diagnostic::error(span, "internal error: printf FIFO slot missing"));
     };
     let u32t = e.t_int(32);

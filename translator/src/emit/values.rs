@@ -134,6 +134,17 @@ impl Emitter<'_> {
         self.b.load(u32t, None, p, None, []).map_err(internal1)
     }
 
+    /// The module data buffer's device address, `None` when the module has
+    /// no data: a load of the `Private` copy [`init_module_data_address`]
+    /// made at the start of the entry.
+    pub fn module_data_address(&mut self) -> Result<Option<Word>, Diagnostic> {
+        let Some(var) = self.module_data_var else {
+            return Ok(None);
+        };
+        let u64t = self.t_int(64);
+        self.b.load(u64t, None, var, None, []).map(Some).map_err(internal1)
+    }
+
     /// The device address of the entry's parameter buffer (header words 6, 7).
     pub fn param_buffer_address(&mut self, fx: &Fx) -> Result<Word, Diagnostic> {
         let lo = self.push_word(fx, 6)?;
@@ -396,7 +407,7 @@ pub(crate) fn symbol_address(
         return Ok(Some((e.c_u32(fx.local_base + p.offset as u32), K::Int(32))));
     }
     if let Some(&(off, _)) = e.globals.get(name) {
-        let Some(base) = e.spec_global_address else {
+        let Some(base) = e.module_data_address()? else {
             return Err(Diagnostic::error(span, "internal error: module data address missing"));
         };
         let u64t = e.t_int(64);
@@ -462,4 +473,17 @@ pub(crate) fn pred(e: &mut Emitter, fx: &mut Fx, name: &str, negated: bool, span
     } else {
         Ok(v)
     }
+}
+
+/// Copies the module data address from push-constant header words 8 and 9
+/// ([`crate::abi::PUSH_HEADER_WORDS`]) to its `Private` variable; an entry
+/// does this first.
+pub(crate) fn init_module_data_address(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
+    let Some(var) = e.module_data_var else {
+        return Ok(());
+    };
+    let lo = e.push_word(fx, 8)?;
+    let hi = e.push_word(fx, 9)?;
+    let a = e.make_u64(lo, hi)?;
+    e.b.store(var, a, None, []).map_err(internal1)
 }
