@@ -19,6 +19,9 @@
 //! 8. The cost of the fault checks and of the memcheck ([`faults`]).
 //! 9. The cost of lock step for legacy warp-synchronous code on the emulated
 //!    warp path ([`lockstep`]).
+//! 10. The persistent cache: load to first result in a new process with
+//!     nothing cached, the translation cached, and the pipeline cached too
+//!     ([`cache`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -28,7 +31,8 @@
 //! recursion` only the recursion one, `ptxvk-bench gemm` only the GEMMs,
 //! `ptxvk-bench shared` only the shared-memory one, `ptxvk-bench votes` only
 //! the votes' compile cost, `ptxvk-bench faults` only the fault checks' cost,
-//! `ptxvk-bench lockstep` only the lock-step one;
+//! `ptxvk-bench lockstep` only the lock-step one, `ptxvk-bench cache` only
+//! the persistent cache's (it runs itself as `ptxvk-bench --cache-child`);
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -38,6 +42,7 @@
 //! from the same inputs, are checked against each other and against the CPU.
 
 mod baseline;
+mod cache;
 mod faults;
 mod frontend;
 mod gemm;
@@ -76,10 +81,17 @@ fn main() -> ExitCode {
             return exit(frontend::measure_step(step).map(|()| true));
         }
     }
+    // `ptxvk-bench --cache-child`: one run of the cache benchmark, with the
+    // caches its parent chose (see `cache`).
+    if args.get(1).is_some_and(|a| a == "--cache-child") {
+        return exit(cache::child());
+    }
     // Before any Vulkan initialisation, and while the program has one
     // thread: lavapipe's on-disk shader cache would make the first dispatch
     // depend on earlier runs.
     std::env::set_var("MESA_SHADER_CACHE_DISABLE", "true");
+    // Every figure but the cache's own is of translating anew.
+    std::env::set_var("PTXVK_CACHE", "0");
     let on_device = |bench: fn(&Context) -> Result<bool, Box<dyn Error>>| {
         Context::new(DeviceSelector::Default).map_err(|e| e.into()).and_then(|c| bench(&c))
     };
@@ -90,6 +102,7 @@ fn main() -> ExitCode {
         [_, a] if a == "faults" => faults::run(),
         [_, a] if a == "votes" => on_device(votes::run),
         [_, a] if a == "lockstep" => on_device(lockstep::run),
+        [_, a] if a == "cache" => cache::run(),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),
@@ -143,7 +156,9 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     let lockstep_ok = lockstep::run(&ctx)?;
     println!();
     let faults_ok = faults::run()?;
-    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && votes_ok && lockstep_ok && faults_ok)
+    println!();
+    let cache_ok = cache::run()?;
+    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && votes_ok && lockstep_ok && faults_ok && cache_ok)
 }
 
 /// Elements in the float-cost kernels.
