@@ -22,6 +22,8 @@
 //! 10. The persistent cache: load to first result in a new process with
 //!     nothing cached, the translation cached, and the pipeline cached too
 //!     ([`cache`]).
+//! 11. How translation time grows with module size (1 KB to 10 MB) and
+//!     launch time and memory with 100k launches ([`scale`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -32,7 +34,8 @@
 //! `ptxvk-bench shared` only the shared-memory one, `ptxvk-bench votes` only
 //! the votes' compile cost, `ptxvk-bench faults` only the fault checks' cost,
 //! `ptxvk-bench lockstep` only the lock-step one, `ptxvk-bench cache` only
-//! the persistent cache's (it runs itself as `ptxvk-bench --cache-child`);
+//! the persistent cache's (it runs itself as `ptxvk-bench --cache-child`),
+//! `ptxvk-bench scale` only the scaling one;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -48,6 +51,7 @@ mod frontend;
 mod gemm;
 mod lockstep;
 mod recursion;
+mod scale;
 mod shared;
 mod tma;
 mod votes;
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
         [_, a] if a == "votes" => on_device(votes::run),
         [_, a] if a == "lockstep" => on_device(lockstep::run),
         [_, a] if a == "cache" => cache::run(),
+        [_, a] if a == "scale" => on_device(scale::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),
@@ -156,6 +161,8 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     let lockstep_ok = lockstep::run(&ctx)?;
     println!();
     let faults_ok = faults::run()?;
+    println!();
+    scale::run(&ctx)?;
     println!();
     let cache_ok = cache::run()?;
     Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && votes_ok && lockstep_ok && faults_ok && cache_ok)
