@@ -5,11 +5,13 @@
 //! # Files
 //! One file an entry, named `<kind>-<32 hex digits>` after a hash of its
 //! key: `t` for a translation, `p` for pipeline cache data. A file holds
-//! [`MAGIC`], the key's length (u64, little-endian) and bytes, the
-//! payload's length and bytes, and an FNV-1a hash of all that. A lookup
-//! compares the whole key, so two keys with one hash never mistake one
-//! entry for the other (the later store replaces the earlier); a file that
-//! does not read back whole is a miss.
+//! [`MAGIC`], then LZ4 (block format, size prepended) of the key's length
+//! (u64, little-endian) and bytes and the payload's length and bytes, then
+//! an FNV-1a hash of all that. A lookup compares the whole key, so two keys
+//! with one hash never mistake one entry for the other (the later store
+//! replaces the earlier); a file that does not read back whole is a miss.
+//! (CUB's libraries make entries of hundreds of MB of SPIR-V, a few times
+//! smaller compressed.)
 //!
 //! # Keys
 //! A translation's key is everything its result depends on: the runtime's
@@ -47,7 +49,7 @@ pub const CACHE_DIR_ENV: &str = "PTXVK_CACHE_DIR";
 pub const CACHE_MAX_SIZE_ENV: &str = "PTXVK_CACHE_MAXSIZE";
 
 /// The first bytes of every cache file (the format's version).
-const MAGIC: &[u8; 8] = b"PTXVKC01";
+const MAGIC: &[u8; 8] = b"PTXVKC02";
 const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 /// The build this runtime was made from (see `build.rs`).
 pub(crate) const BUILD_ID: &str = env!("PTXVK_BUILD_ID");
@@ -103,11 +105,12 @@ impl DiskCache {
         let path = self.path(kind, key);
         let bytes = std::fs::read(&path).ok()?;
         let payload = unwrap_file(&bytes, key)?;
+        drop(bytes);
         // The file was used now (for the size limit); best effort.
         if let Ok(f) = std::fs::File::options().append(true).open(&path) {
             let _ = f.set_modified(std::time::SystemTime::now());
         }
-        Some(payload.to_vec())
+        Some(payload)
     }
 
     /// Stores `payload` under `key` (best effort: failures are logged).
@@ -115,12 +118,19 @@ impl DiskCache {
         let path = self.path(kind, key);
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = self.dir.join(format!(".tmp-{}-{n}", std::process::id()));
-        let mut bytes = Vec::with_capacity(MAGIC.len() + 24 + key.len() + payload.len());
-        bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&(key.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(key);
-        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(payload);
+        let mut body = Vec::with_capacity(16 + key.len() + payload.len());
+        body.extend_from_slice(&(key.len() as u64).to_le_bytes());
+        body.extend_from_slice(key);
+        body.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        body.extend_from_slice(payload);
+        // The block format's size prefix is a u32.
+        if u32::try_from(body.len()).is_err() {
+            log::warn!("{} bytes are too many for one cache entry: not stored", body.len());
+            return;
+        }
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&lz4_flex::block::compress_prepend_size(&body));
+        drop(body);
         let sum = fnv1a(0xcbf2_9ce4_8422_2325, &bytes);
         bytes.extend_from_slice(&sum.to_le_bytes());
         let written = std::fs::write(&temp, &bytes).and_then(|()| std::fs::rename(&temp, &path));
@@ -174,17 +184,18 @@ impl DiskCache {
 }
 
 /// The payload of a cache file, when it is whole and its key is `key`.
-fn unwrap_file<'a>(bytes: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
-    if fnv1a(0xcbf2_9ce4_8422_2325, body).to_le_bytes() != sum {
+fn unwrap_file(bytes: &[u8], key: &[u8]) -> Option<Vec<u8>> {
+    let (head, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    if fnv1a(0xcbf2_9ce4_8422_2325, head).to_le_bytes() != sum {
         return None;
     }
-    let mut r = Reader(body.strip_prefix(MAGIC.as_slice())?);
+    let body = lz4_flex::block::decompress_size_prepended(head.strip_prefix(MAGIC.as_slice())?).ok()?;
+    let mut r = Reader(&body);
     if r.bytes()? != key {
         return None;
     }
     let payload = r.bytes()?;
-    r.0.is_empty().then_some(payload)
+    r.0.is_empty().then(|| payload.to_vec())
 }
 
 /// FNV-1a, 64 bits, from `seed`.
@@ -598,7 +609,16 @@ mod tests {
     fn the_least_recently_used_files_go_when_the_cache_is_full() {
         let mut c = temp_cache("trim");
         c.max_bytes = 4000;
-        let payload = vec![7u8; 900];
+        // Incompressible bytes: the files are about 900 bytes each.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let payload: Vec<u8> = (0..900)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
         let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
         for i in 0..4u8 {
             c.put("t", &[i], &payload);
