@@ -155,8 +155,10 @@ pub fn measure_step(step: &str) -> Result<(), Box<dyn Error>> {
 
 /// Where `ptxas` is: `$PTXAS`, else on the `PATH`, else in a pip wheel
 /// (`nvidia-cuda-nvcc`: `site-packages/nvidia/{cu13,cu12,cuda_nvcc}/bin`)
-/// of the active virtual environment, of `/tmp/venv-nvcc` or of the user's
-/// or the system's Python, else in `/usr/local/cuda/bin`.
+/// of the active virtual environment, of `/tmp/venv-nvcc`, of the clients'
+/// environment (`$PTXVK_CLIENT_VENV`, default `/tmp/ptxvk-client-venv`,
+/// which `scripts/test.sh` makes) or of the user's or the system's Python,
+/// else in `/usr/local/cuda/bin`.
 pub fn find_ptxas() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PTXAS") {
         return Some(PathBuf::from(p));
@@ -172,6 +174,7 @@ pub fn find_ptxas() -> Option<PathBuf> {
         roots.push(PathBuf::from(v));
     }
     roots.push(PathBuf::from("/tmp/venv-nvcc"));
+    roots.push(std::env::var_os("PTXVK_CLIENT_VENV").map_or_else(|| "/tmp/ptxvk-client-venv".into(), PathBuf::from));
     if let Some(h) = std::env::var_os("HOME") {
         roots.push(Path::new(&h).join(".local"));
     }

@@ -162,10 +162,19 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     println!();
     let faults_ok = faults::run()?;
     println!();
-    scale::run(&ctx)?;
+    let scale_ok = scale::run(&ctx)?;
     println!();
     let cache_ok = cache::run()?;
-    Ok(saxpy_ok && tma_ok && recursion_ok && gemm_ok && shared_ok && votes_ok && lockstep_ok && faults_ok && cache_ok)
+    Ok(saxpy_ok
+        && tma_ok
+        && recursion_ok
+        && gemm_ok
+        && shared_ok
+        && votes_ok
+        && lockstep_ok
+        && faults_ok
+        && scale_ok
+        && cache_ok)
 }
 
 /// Elements in the float-cost kernels.
