@@ -311,6 +311,10 @@ pub struct Prepared {
     module: ast::Module,
     source: String,
     file_name: String,
+    /// What lowering needs of the whole module, computed at the first
+    /// [`Prepared::emit`] and kept for the next ones (a module emitted one
+    /// entry at a time).
+    facts: std::sync::OnceLock<emit::Facts>,
 }
 
 impl Prepared {
@@ -318,8 +322,8 @@ impl Prepared {
     /// given to [`prepare`]; only the lowering options (`entry`, the warp
     /// path, ...) take effect here.
     pub fn emit(&self, options: &Options) -> Result<Translation, Diagnostics> {
-        let (spirv, mut info) =
-            emit::run(&self.module, options).map_err(|d| Diagnostics::new(&self.file_name, &self.source, d))?;
+        let (spirv, mut info) = emit::run(&self.module, options, self.facts.get_or_init(|| emit::facts(&self.module)))
+            .map_err(|d| Diagnostics::new(&self.file_name, &self.source, d))?;
         locate_fault_sites(&self.source, &mut info.fault_sites);
         info.source_name = self.file_name.clone();
         Ok(Translation { spirv, info })
@@ -417,7 +421,12 @@ pub fn prepare(source: &str, file_name: &str, options: &Options) -> Result<Prepa
     }
     tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     spin::run(&mut module, options.unroll_spin_loops);
-    Ok(Prepared { module, source: source.to_string(), file_name: file_name.to_string() })
+    Ok(Prepared {
+        module,
+        source: source.to_string(),
+        file_name: file_name.to_string(),
+        facts: std::sync::OnceLock::new(),
+    })
 }
 
 /// The most ids a SPIR-V module may have (the id bound is one more): the

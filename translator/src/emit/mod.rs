@@ -343,7 +343,74 @@ impl<'o> Emitter<'o> {
 }
 
 /// Emit a module. `module` must have been parsed; errors are diagnostics.
-pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo), Vec<Diagnostic>> {
+/// What lowering needs to know of the whole module, whichever entries it
+/// emits: computed once per module ([`facts`]), so that emitting a module
+/// of many entries one entry at a time (a module over SPIR-V's id limit)
+/// does not scan every function once per entry.
+#[derive(Clone, Debug)]
+pub struct Facts {
+    used: Uses,
+    /// A function synchronises its grid.
+    grid: bool,
+    /// The `.func`s whose address is taken (in a body or an initializer).
+    address_taken: BTreeSet<String>,
+}
+
+/// The [`Facts`] of `module`.
+pub fn facts(module: &ast::Module) -> Facts {
+    let func_index = function_index(module);
+    let function_names: crate::fxhash::FxHashSet<&str> = module
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ModuleItem::Function(f) => Some(f.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut used = Uses::default();
+    let mut grid = false;
+    let mut address_taken = BTreeSet::new();
+    for item in &module.items {
+        match item {
+            ModuleItem::Function(f) => {
+                let Some(body) = f.body.as_deref() else { continue };
+                uses(body, &function_names, &mut used);
+                grid |= uses_grid(body);
+                address_uses(&scoped_body(f, body), &func_index, &mut address_taken);
+            }
+            ModuleItem::Variable(v) => {
+                // A function named in a variable's initializer (a table of
+                // function pointers) has its address taken too.
+                if let (Some(init), true) = (&v.init, matches!(v.space, StateSpace::Global | StateSpace::Const)) {
+                    initializer_functions(init, &func_index, &mut address_taken);
+                }
+            }
+        }
+    }
+    Facts { used, grid, address_taken }
+}
+
+/// The module's `.func`s with bodies, by name: their item index.
+fn function_index(module: &ast::Module) -> HashMap<String, u32> {
+    let mut index = HashMap::new();
+    for (i, item) in module.items.iter().enumerate() {
+        if let ModuleItem::Function(f) = item {
+            if f.kind == FunctionKind::Func && f.body.is_some() {
+                index.insert(f.name.clone(), i as u32);
+            }
+        }
+    }
+    index
+}
+
+/// A function's body with its nested scopes resolved ([`crate::scope::run`]).
+fn scoped_body<'a>(f: &ast::Function, body: &'a [ast::Statement]) -> std::borrow::Cow<'a, [ast::Statement]> {
+    let outer: Vec<&str> =
+        f.params.iter().chain(f.returns.iter()).flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
+    crate::scope::run(body, &outer)
+}
+
+pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u32>, ModuleInfo), Vec<Diagnostic>> {
     let mut b = Builder::new();
     match opts.target_env {
         TargetEnv::Vulkan1_2 => b.set_version(1, 5),
@@ -416,33 +483,12 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             _ => None,
         })
         .collect();
-    for (i, item) in module.items.iter().enumerate() {
-        if let ModuleItem::Function(f) = item {
-            if f.kind == FunctionKind::Func && f.body.is_some() {
-                e.func_index.insert(f.name.clone(), i as u32);
-            }
-        }
-    }
+    e.func_index = function_index(module);
     let (globals, mut data_bytes) = match layout::module_data(&data_vars, &e.func_index) {
         Ok(x) => x,
         Err(d) => return Err(vec![d]),
     };
-    let function_names: crate::fxhash::FxHashSet<&str> = module
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            ModuleItem::Function(f) => Some(f.name.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut used = Uses::default();
-    for item in &module.items {
-        if let ModuleItem::Function(f) = item {
-            if let Some(body) = f.body.as_deref() {
-                uses(body, &function_names, &mut used);
-            }
-        }
-    }
+    let used = facts.used;
     // Counted loops trap when the loop limit is reached (any function may loop).
     let counts_loops =
         opts.loop_limit && module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.is_some()));
@@ -478,7 +524,7 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
         e.heap_offset = Some(off);
         data_bytes = off + 8;
     }
-    if module.items.iter().any(|i| matches!(i, ModuleItem::Function(f) if f.body.as_deref().is_some_and(uses_grid))) {
+    if facts.grid {
         let off = data_bytes.div_ceil(8) * 8;
         e.grid_offset = Some(off);
         data_bytes = off + 8;
@@ -549,36 +595,20 @@ pub fn run(module: &ast::Module, opts: &Options) -> Result<(Vec<u32>, ModuleInfo
             _ => None,
         })
         .collect();
-    let bodies: Vec<Option<std::borrow::Cow<[ast::Statement]>>> = functions
-        .iter()
-        .map(|f| {
-            f.body.as_ref().map(|b| {
-                let outer: Vec<&str> = f
-                    .params
-                    .iter()
-                    .chain(f.returns.iter())
-                    .flat_map(|d| d.names.iter().map(|n| n.name.as_str()))
-                    .collect();
-                crate::scope::run(b, &outer)
-            })
-        })
-        .collect();
-    for body in bodies.iter().flatten() {
-        address_uses(body, &e.func_index, &mut e.address_taken);
-    }
-    // A function named in a variable's initializer (a table of function
-    // pointers) has its address taken too.
-    for v in &data_vars {
-        if let Some(init) = &v.init {
-            initializer_functions(init, &e.func_index, &mut e.address_taken);
-        }
-    }
+    // Entries other than the ones emitted need no scopes resolved.
+    let emitted = |f: &ast::Function| {
+        f.kind != FunctionKind::Entry
+            || (opts.entry.as_ref().is_none_or(|only| *only == f.name) && !opts.skip_entries.contains(&f.name))
+    };
+    let bodies: Vec<Option<std::borrow::Cow<[ast::Statement]>>> =
+        functions.iter().map(|f| f.body.as_deref().filter(|_| emitted(f)).map(|b| scoped_body(f, b))).collect();
+    e.address_taken = facts.address_taken.clone();
     let mut plans: HashMap<String, func::Plan> = HashMap::new();
     let mut entry_names = Vec::new();
     let mut max_static_shared_words = 1u32;
     for (f, body) in functions.iter().zip(&bodies) {
         let Some(body) = body else {
-            if f.kind == FunctionKind::Entry && !f.linkage.contains(&Linkage::Extern) {
+            if f.kind == FunctionKind::Entry && f.body.is_none() && !f.linkage.contains(&Linkage::Extern) {
                 errors.push(Diagnostic::error(f.span, format!("entry '{}' has no body", f.name)));
             }
             continue;
@@ -983,7 +1013,7 @@ fn address_uses(stmts: &[ast::Statement], funcs: &HashMap<String, u32>, out: &mu
 }
 
 /// What the module's code uses that needs a word of module data.
-#[derive(Default)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Uses {
     /// The trap word: `trap`; `alloca` (traps when the stack overflows); a
     /// failed assert; `cudaCGSynchronize`; an indirect call (its target is not a function of the
