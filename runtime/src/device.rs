@@ -237,11 +237,11 @@ pub(crate) struct Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
+        self.save_pipeline_cache(true);
         // SAFETY: every child object holds an `Arc<Device>` and has therefore
         // been destroyed (no pipeline is being created from the pipeline
         // cache); the allocator frees its memory blocks before the
         // device goes, and is never used again.
-        self.save_pipeline_cache(true);
         unsafe {
             let _ = self.raw.device_wait_idle();
             self.raw.destroy_pipeline_cache(self.pipeline_cache, None);
@@ -762,8 +762,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
     // SAFETY: `raw` is live; the initial data is a byte slice.
     let pipeline_cache = match unsafe { raw.create_pipeline_cache(&cache_info, None) } {
         Ok(c) => c,
-        // SAFETY: as above, without initial data.
         Err(_) => {
+            // SAFETY: as above, without initial data.
             unsafe { raw.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }.map_err(map_create)?
         }
     };
