@@ -26,19 +26,6 @@ const PTX: &str = include_str!("../../tests/fixtures/gemm.ptx");
 const ROUNDS: usize = 3;
 const SIZE: usize = 128;
 
-/// f16 bits of `i / 64` for small `i` (exact).
-fn f16_of(i: i32) -> u16 {
-    let v = i as f32 / 64.0;
-    if v == 0.0 {
-        return 0;
-    }
-    let s = if v < 0.0 { 0x8000 } else { 0 };
-    let a = v.abs();
-    let e = a.log2().floor() as i32;
-    let m = ((a / 2f32.powi(e) - 1.0) * 1024.0).round() as u16;
-    s | (((e + 15) as u16) << 10) | m
-}
-
 /// The child: loads the module, runs the GEMM once, checks it, and prints
 /// `ms <load> <first result>` (milliseconds from the start of the load).
 pub fn child() -> Result<bool, Box<dyn Error>> {
@@ -51,8 +38,8 @@ pub fn child() -> Result<bool, Box<dyn Error>> {
         ctx.copy_htod(d, &bytes)?;
         Ok(d)
     };
-    let a = upload(ai.iter().flat_map(|&x| f16_of(x).to_le_bytes()).collect())?;
-    let b = upload(bi.iter().flat_map(|&x| f16_of(x).to_le_bytes()).collect())?;
+    let a = upload(ai.iter().flat_map(|&x| crate::gemm::f16_of(x).to_le_bytes()).collect())?;
+    let b = upload(bi.iter().flat_map(|&x| crate::gemm::f16_of(x).to_le_bytes()).collect())?;
     let c = ctx.alloc((n * n * 4) as u64)?;
     ctx.memset_d32(c, 0xABAB_ABAB, (n * n) as u64)?;
     ctx.synchronize()?;

@@ -46,7 +46,8 @@ pub fn big_ptx(bytes: usize) -> Result<String, Box<dyn Error>> {
     Ok(out)
 }
 
-fn status_kb(field: &str) -> Option<u64> {
+/// A field of `/proc/self/status` in kB (`VmRSS:`, `VmHWM:`).
+pub fn status_kb(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     s.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
 }

@@ -17,7 +17,7 @@ const PTX: &str = include_str!("../../tests/fixtures/gemm.ptx");
 const GEMM_RUNS: usize = 3;
 
 /// f16 bits of a small value (exact: multiples of 1/64 below 2 in magnitude).
-fn f16_of(i: i32) -> u16 {
+pub fn f16_of(i: i32) -> u16 {
     let v = (i % 128) as f32 / 64.0;
     if v == 0.0 {
         return 0;

@@ -23,11 +23,6 @@ const WINDOW: usize = 10_000;
 
 const EMPTY: &str = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry empty()\n{\n\tret;\n}\n";
 
-fn rss_kb() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// Translation time per size, the launch windows, the round trip;
 /// `Ok(false)` when a round trip's result is wrong.
 pub fn run(ctx: &Context) -> Result<bool, Box<dyn Error>> {
@@ -81,7 +76,7 @@ pub fn run(ctx: &Context) -> Result<bool, Box<dyn Error>> {
             ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &params)?;
         }
         ctx.synchronize()?;
-        rows.push((start.elapsed().as_secs_f64() / WINDOW as f64, rss_kb()));
+        rows.push((start.elapsed().as_secs_f64() / WINDOW as f64, crate::frontend::status_kb("VmRSS:")));
     }
     for (i, (t, rss)) in rows.iter().enumerate() {
         let rss = rss.map_or("RSS unknown".to_string(), |k| format!("RSS {} MiB", k >> 10));

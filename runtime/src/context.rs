@@ -1499,11 +1499,12 @@ impl ContextInner {
                 spirv_val(spirv, self.info.target_env, file_name)?;
             }
         }
-        let module = self.load_shaders(&shaders, translation.info.clone(), warp_path, deferred.clone())?;
+        let entry = crate::disk_cache::CachedTranslation { shaders, info: translation.info, deferred };
+        let encoded = cache.map(|_| entry.encode());
+        let module = self.load_shaders(&entry.shaders, entry.info, warp_path, entry.deferred)?;
         // Stored once the driver took it.
-        if let (Some(cache), Some(key)) = (cache, &key) {
-            let entry = crate::disk_cache::CachedTranslation { shaders, info: translation.info, deferred };
-            cache.put("t", key, &entry.encode());
+        if let (Some(cache), Some(key), Some(encoded)) = (cache, &key, encoded) {
+            cache.put("t", key, &encoded);
             self.cache_stores.fetch_add(1, Ordering::Relaxed);
         }
         Ok(module)

@@ -1,6 +1,8 @@
 //! Shared helpers for the runtime's integration tests.
 #![allow(dead_code)]
 
+pub mod split_module;
+
 use ptxvk_runtime::{Context, DeviceSelector};
 
 /// Pins lavapipe (when installed and no device is chosen) and enables validation before any context exists.
