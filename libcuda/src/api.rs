@@ -24,6 +24,7 @@ use crate::module as modl;
 use crate::result::{error_name, error_string, guard, CUresult, CuError, CuResult};
 use crate::stream;
 use crate::tensor_map as tmap;
+use crate::texture as tex;
 
 /// Calls an implementation: `safe` ones directly, `raw` ones (which take C
 /// pointers) in an `unsafe` block.
@@ -710,6 +711,51 @@ exports! {
     safe fn cuGraphRetainUserObject(graph: Handle, obj: Handle, count: c_uint, flags: c_uint) => gr::graph_retain_user_object;
     /// `cuGraphReleaseUserObject`.
     safe fn cuGraphReleaseUserObject(graph: Handle, obj: Handle, count: c_uint) => gr::graph_release_user_object;
+
+    /// `cuArrayCreate_v2`.
+    raw fn cuArrayCreate_v2(out: *mut Handle, desc: *const tex::ArrayDesc) => tex::array_create;
+    /// `cuArray3DCreate_v2`.
+    raw fn cuArray3DCreate_v2(out: *mut Handle, desc: *const tex::Array3DDesc) => tex::array_3d_create;
+    /// `cuArrayGetDescriptor_v2`.
+    raw fn cuArrayGetDescriptor_v2(out: *mut tex::ArrayDesc, array: Handle) => tex::array_get_descriptor;
+    /// `cuArray3DGetDescriptor_v2`.
+    raw fn cuArray3DGetDescriptor_v2(out: *mut tex::Array3DDesc, array: Handle) => tex::array_3d_get_descriptor;
+    /// `cuArrayDestroy`.
+    safe fn cuArrayDestroy(array: Handle) => tex::array_destroy;
+    /// `cuMipmappedArrayCreate`.
+    raw fn cuMipmappedArrayCreate(out: *mut Handle, desc: *const tex::Array3DDesc, levels: c_uint) => tex::mipmapped_create;
+    /// `cuMipmappedArrayGetLevel`.
+    raw fn cuMipmappedArrayGetLevel(out: *mut Handle, mipmapped: Handle, level: c_uint) => tex::mipmapped_get_level;
+    /// `cuMipmappedArrayDestroy`.
+    safe fn cuMipmappedArrayDestroy(mipmapped: Handle) => tex::mipmapped_destroy;
+    /// `cuMemcpyHtoA_v2`.
+    raw fn cuMemcpyHtoA_v2(dst: Handle, offset: usize, src: *const c_void, n: usize) | cuMemcpyHtoA_v2_ptds => tex::memcpy_htoa;
+    /// `cuMemcpyAtoH_v2`.
+    raw fn cuMemcpyAtoH_v2(dst: *mut c_void, src: Handle, offset: usize, n: usize) | cuMemcpyAtoH_v2_ptds => tex::memcpy_atoh;
+    /// `cuMemcpyHtoAAsync_v2`.
+    raw fn cuMemcpyHtoAAsync_v2(dst: Handle, offset: usize, src: *const c_void, n: usize, hstream: Handle) | cuMemcpyHtoAAsync_v2_ptsz => tex::memcpy_htoa_async;
+    /// `cuMemcpyAtoHAsync_v2`.
+    raw fn cuMemcpyAtoHAsync_v2(dst: *mut c_void, src: Handle, offset: usize, n: usize, hstream: Handle) | cuMemcpyAtoHAsync_v2_ptsz => tex::memcpy_atoh_async;
+    /// `cuMemcpyDtoA_v2`.
+    safe fn cuMemcpyDtoA_v2(dst: Handle, offset: usize, src: CUdeviceptr, n: usize) | cuMemcpyDtoA_v2_ptds => tex::memcpy_dtoa;
+    /// `cuMemcpyAtoD_v2`.
+    safe fn cuMemcpyAtoD_v2(dst: CUdeviceptr, src: Handle, offset: usize, n: usize) | cuMemcpyAtoD_v2_ptds => tex::memcpy_atod;
+    /// `cuMemcpyAtoA_v2`.
+    safe fn cuMemcpyAtoA_v2(dst: Handle, dst_offset: usize, src: Handle, src_offset: usize, n: usize) | cuMemcpyAtoA_v2_ptds => tex::memcpy_atoa;
+    /// `cuTexObjectCreate`.
+    raw fn cuTexObjectCreate(out: *mut u64, res: *const tex::ResourceDesc, desc: *const tex::TextureDescC, view: *const c_void) => tex::tex_object_create;
+    /// `cuTexObjectDestroy`.
+    safe fn cuTexObjectDestroy(obj: u64) => tex::tex_object_destroy;
+    /// `cuTexObjectGetResourceDesc`.
+    raw fn cuTexObjectGetResourceDesc(out: *mut tex::ResourceDesc, obj: u64) => tex::tex_object_get_resource_desc;
+    /// `cuTexObjectGetTextureDesc`.
+    raw fn cuTexObjectGetTextureDesc(out: *mut tex::TextureDescC, obj: u64) => tex::tex_object_get_texture_desc;
+    /// `cuSurfObjectCreate`.
+    raw fn cuSurfObjectCreate(out: *mut u64, res: *const tex::ResourceDesc) => tex::surf_object_create;
+    /// `cuSurfObjectDestroy`.
+    safe fn cuSurfObjectDestroy(obj: u64) => tex::surf_object_destroy;
+    /// `cuSurfObjectGetResourceDesc`.
+    raw fn cuSurfObjectGetResourceDesc(out: *mut tex::ResourceDesc, obj: u64) => tex::surf_object_get_resource_desc;
 
     /// `cuTensorMapEncodeTiled`.
     raw fn cuTensorMapEncodeTiled(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, box_dim: *const u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tmap::encode_tiled;

@@ -53,3 +53,4 @@ pub mod module;
 pub mod result;
 pub mod stream;
 pub mod tensor_map;
+pub mod texture;

@@ -715,9 +715,22 @@ struct Side {
     z: usize,
     pitch: usize,
     height: usize,
+    /// For a CUDA array: bytes per row, rows and slices it has.
+    limit: Option<(usize, usize, usize)>,
 }
 
 impl Side {
+    /// Checks that a `width`-byte, `height` x `depth` box fits an array side.
+    fn check_box(&self, width: usize, height: usize, depth: usize) -> CuResult<()> {
+        let Some((w, h, d)) = self.limit else { return Ok(()) };
+        let fits = |at: usize, n: usize, most: usize| at.checked_add(n).is_some_and(|end| end <= most);
+        if fits(self.x, width, w) && fits(self.y, height, h) && fits(self.z, depth, d) {
+            Ok(())
+        } else {
+            Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the copy reaches outside the CUDA array"))
+        }
+    }
+
     fn offset(&self, row: usize, slice: usize) -> CuResult<u64> {
         let rows = (self.z + slice)
             .checked_mul(self.height)
@@ -748,15 +761,17 @@ fn side(
         CU_MEMORYTYPE_DEVICE => (true, device),
         CU_MEMORYTYPE_UNIFIED => (is_device(ctx, device), device),
         CU_MEMORYTYPE_ARRAY => {
-            let _ = array;
-            return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("CUDA arrays are not supported"));
+            // Pitch and height come from the array; x is in bytes.
+            let a = crate::texture::array(array)?;
+            let (pitch, rows, slices) = (a.pitch(), a.rows(), a.slices());
+            return Ok(Side { device: true, base: a.addr, x, y, z, pitch, height: rows, limit: Some((pitch, rows, slices)) });
         }
         other => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUmemorytype {other}"))),
     };
     if base == 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("copy endpoint pointer is NULL"));
     }
-    Ok(Side { device: is_dev, base, x, y, z, pitch, height })
+    Ok(Side { device: is_dev, base, x, y, z, pitch, height, limit: None })
 }
 
 /// Copies a `width` x `height` x `depth` box row by row.
@@ -767,6 +782,8 @@ unsafe fn copy_box(ctx: &ContextObj, src: Side, dst: Side, width: usize, height:
     if width == 0 || height == 0 || depth == 0 {
         return Ok(());
     }
+    src.check_box(width, height, depth)?;
+    dst.check_box(width, height, depth)?;
     if (height > 1 || depth > 1) && (src.pitch < width || dst.pitch < width) {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("a pitch is smaller than WidthInBytes"));
     }
@@ -833,7 +850,7 @@ pub struct Memcpy2D {
 }
 
 /// `cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)` (also `Unaligned`): host,
-/// device and unified endpoints; CUDA arrays are `CUDA_ERROR_NOT_SUPPORTED`.
+/// device, unified and CUDA-array endpoints.
 ///
 /// # Safety
 /// `copy` is NULL or readable; its host pointers cover the rows it names.
@@ -984,20 +1001,19 @@ impl Memcpy3D {
 }
 
 /// Checks a copy for a graph node: reserved fields, known memory types,
-/// no CUDA arrays, no NULL endpoints.
+/// live CUDA arrays, no NULL endpoints.
 pub fn check_memcpy_3d(c: &Memcpy3D) -> CuResult<()> {
     if !c.reserved0.is_null() || !c.reserved1.is_null() || c.src_lod != 0 || c.dst_lod != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("reserved fields must be NULL and LODs 0"));
     }
-    for (kind, host, device) in
-        [(c.src_type, c.src_host as usize, c.src_device), (c.dst_type, c.dst_host as usize, c.dst_device)]
-    {
+    for (kind, host, device, array) in [
+        (c.src_type, c.src_host as usize, c.src_device, c.src_array),
+        (c.dst_type, c.dst_host as usize, c.dst_device, c.dst_array),
+    ] {
         let null = match kind {
             CU_MEMORYTYPE_HOST => host == 0,
             CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_UNIFIED => device == 0,
-            CU_MEMORYTYPE_ARRAY => {
-                return Err(CuError::CUDA_ERROR_NOT_SUPPORTED.because("CUDA arrays are not supported"));
-            }
+            CU_MEMORYTYPE_ARRAY => crate::texture::array(array).map(|_| false)?,
             other => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUmemorytype {other}"))),
         };
         if null {

@@ -784,3 +784,163 @@ impl TensorMapDesc {
         bytes[tensor_map::MAGIC..tensor_map::MAGIC + 4] == TENSOR_MAP_MAGIC.to_le_bytes()
     }
 }
+
+/// # Texture and surface objects (128 bytes in device memory)
+///
+/// A `CUtexObject` or `CUsurfObject` is the device address of one of these
+/// records (`libcuda`'s `cuTexObjectCreate`/`cuSurfObjectCreate` allocate
+/// and write them; a `.texref`/`.surfref` module variable holds the address
+/// of its reference's record). The sampling engine in `shaders/tex.ptx`
+/// reads it (keep the two in step). All fields little-endian:
+///
+/// | offset | type | field |
+/// |---|---|---|
+/// | 0x00 | u64 | device address of level 0 |
+/// | 0x08 | u32\[3\] | width, height, depth of level 0 in texels (1 where the geometry has no such dimension) |
+/// | 0x14 | u32 | layers (1 unless layered; 6 per cubemap) |
+/// | 0x18 | u64 | row pitch of level 0 in bytes |
+/// | 0x20 | u32 | format: `CUarray_format` (bits 0–7), channels (8–15), element bytes (16–23), dimensions 1–3 (24–27), layered (28), cubemap (29) |
+/// | 0x24 | u32 | sampler: address modes of dimensions 0, 1, 2 (2 bits each from bit 0), filter mode (8), mipmap filter mode (9), read as integer (16), normalized coordinates (17), sRGB (18), resource type (24–25: array, mipmapped array, linear, pitch 2D) |
+/// | 0x28 | f32\[4\] | border colour |
+/// | 0x38 | f32 | mipmap level bias |
+/// | 0x3C | f32 | minimum mipmap level clamp |
+/// | 0x40 | f32 | maximum mipmap level clamp |
+/// | 0x44 | u32 | maximum anisotropy |
+/// | 0x48 | u32 | mipmap levels (1 for a plain array or linear memory) |
+/// | 0x4C | u32 | [`TEXTURE_MAGIC`] or [`SURFACE_MAGIC`] |
+/// | 0x50 | — | zero |
+///
+/// Texel `(x, y, z)` of layer `l` at level `k` lies at
+/// `base_k + ((l * depth_k + z) * height_k + y) * pitch_k + x * element`,
+/// where level `k > 0` has the dimensions `max(1, n >> k)`, a tight row
+/// pitch, and follows level `k - 1` (all its layers) directly.
+pub mod texture {
+    /// Size of a record in bytes.
+    pub const BYTES: usize = 128;
+    /// Byte offset of the level-0 address.
+    pub const ADDRESS: usize = 0x00;
+    /// Byte offset of width, height and depth.
+    pub const EXTENT: usize = 0x08;
+    /// Byte offset of the layer count.
+    pub const LAYERS: usize = 0x14;
+    /// Byte offset of the row pitch.
+    pub const PITCH: usize = 0x18;
+    /// Byte offset of the format word.
+    pub const FORMAT: usize = 0x20;
+    /// Byte offset of the sampler word.
+    pub const SAMPLER: usize = 0x24;
+    /// Byte offset of the border colour.
+    pub const BORDER: usize = 0x28;
+    /// Byte offset of the mipmap level bias.
+    pub const LOD_BIAS: usize = 0x38;
+    /// Byte offset of the minimum mipmap level clamp.
+    pub const MIN_LOD: usize = 0x3C;
+    /// Byte offset of the maximum mipmap level clamp.
+    pub const MAX_LOD: usize = 0x40;
+    /// Byte offset of the maximum anisotropy.
+    pub const ANISOTROPY: usize = 0x44;
+    /// Byte offset of the level count.
+    pub const LEVELS: usize = 0x48;
+    /// Byte offset of the magic word.
+    pub const MAGIC: usize = 0x4C;
+}
+
+/// Magic word of a texture object record ("PTXT").
+pub const TEXTURE_MAGIC: u32 = 0x5458_5450;
+/// Magic word of a surface object record ("PTXS").
+pub const SURFACE_MAGIC: u32 = 0x5358_5450;
+
+/// What a texture or surface object reads (validated by the shim).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct TextureDesc {
+    /// Device address of level 0.
+    pub address: u64,
+    /// Width, height and depth of level 0 in texels (1 where absent).
+    pub extent: [u32; 3],
+    /// Layers (1 unless layered; 6 per cubemap).
+    pub layers: u32,
+    /// Row pitch of level 0 in bytes.
+    pub pitch: u64,
+    /// `CUarray_format`.
+    pub format: u32,
+    /// Channels: 1, 2 or 4.
+    pub channels: u32,
+    /// Bytes per texel.
+    pub elem_bytes: u32,
+    /// Dimensions of one layer: 1, 2 or 3.
+    pub dims: u32,
+    /// Layered (`CUDA_ARRAY3D_LAYERED`).
+    pub layered: bool,
+    /// Cubemap (`CUDA_ARRAY3D_CUBEMAP`).
+    pub cubemap: bool,
+    /// `CUaddress_mode` per dimension.
+    pub address_mode: [u32; 3],
+    /// `CUfilter_mode`.
+    pub filter_mode: u32,
+    /// `CUfilter_mode` between mipmap levels.
+    pub mipmap_filter_mode: u32,
+    /// `CU_TRSF_READ_AS_INTEGER`.
+    pub read_as_integer: bool,
+    /// `CU_TRSF_NORMALIZED_COORDINATES`.
+    pub normalized_coords: bool,
+    /// `CU_TRSF_SRGB`.
+    pub srgb: bool,
+    /// `CUresourcetype`: 0 array, 1 mipmapped array, 2 linear, 3 pitch 2D.
+    pub resource_type: u32,
+    /// Border colour.
+    pub border_color: [f32; 4],
+    /// Mipmap level bias.
+    pub lod_bias: f32,
+    /// Minimum mipmap level clamp.
+    pub min_lod: f32,
+    /// Maximum mipmap level clamp.
+    pub max_lod: f32,
+    /// Maximum anisotropy.
+    pub max_anisotropy: u32,
+    /// Mipmap levels (1 for plain arrays and linear memory).
+    pub levels: u32,
+    /// A surface object rather than a texture object.
+    pub surface: bool,
+}
+
+impl TextureDesc {
+    /// The 128-byte record (see [`texture`]).
+    pub fn encode(&self) -> [u8; texture::BYTES] {
+        let mut m = [0u8; texture::BYTES];
+        let mut put = |off: usize, bytes: &[u8]| m[off..off + bytes.len()].copy_from_slice(bytes);
+        put(texture::ADDRESS, &self.address.to_le_bytes());
+        for (d, n) in self.extent.iter().enumerate() {
+            put(texture::EXTENT + 4 * d, &(*n).max(1).to_le_bytes());
+        }
+        put(texture::LAYERS, &self.layers.max(1).to_le_bytes());
+        put(texture::PITCH, &self.pitch.to_le_bytes());
+        let format = (self.format & 0xFF)
+            | (self.channels & 0xFF) << 8
+            | (self.elem_bytes & 0xFF) << 16
+            | (self.dims & 0xF) << 24
+            | (self.layered as u32) << 28
+            | (self.cubemap as u32) << 29;
+        put(texture::FORMAT, &format.to_le_bytes());
+        let sampler = (self.address_mode[0] & 3)
+            | (self.address_mode[1] & 3) << 2
+            | (self.address_mode[2] & 3) << 4
+            | (self.filter_mode & 1) << 8
+            | (self.mipmap_filter_mode & 1) << 9
+            | (self.read_as_integer as u32) << 16
+            | (self.normalized_coords as u32) << 17
+            | (self.srgb as u32) << 18
+            | (self.resource_type & 3) << 24;
+        put(texture::SAMPLER, &sampler.to_le_bytes());
+        for (i, c) in self.border_color.iter().enumerate() {
+            put(texture::BORDER + 4 * i, &c.to_le_bytes());
+        }
+        put(texture::LOD_BIAS, &self.lod_bias.to_le_bytes());
+        put(texture::MIN_LOD, &self.min_lod.to_le_bytes());
+        put(texture::MAX_LOD, &self.max_lod.to_le_bytes());
+        put(texture::ANISOTROPY, &self.max_anisotropy.to_le_bytes());
+        put(texture::LEVELS, &self.levels.max(1).to_le_bytes());
+        let magic = if self.surface { SURFACE_MAGIC } else { TEXTURE_MAGIC };
+        put(texture::MAGIC, &magic.to_le_bytes());
+        m
+    }
+}

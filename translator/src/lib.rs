@@ -52,6 +52,7 @@ pub mod scope;
 pub mod short_str;
 pub mod spin;
 pub mod structurize;
+pub mod tex;
 pub mod tma;
 pub mod unroll;
 
@@ -420,6 +421,7 @@ pub fn prepare(source: &str, file_name: &str, options: &Options) -> Result<Prepa
         }
     }
     tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
+    tex::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     spin::run(&mut module, options.unroll_spin_loops);
     Ok(Prepared {
         module,

@@ -71,16 +71,17 @@ pub fn run(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
         return Err(errors);
     }
     if used {
-        append_library(module)?;
+        append_library(module, LIBRARY, "shaders/tma.ptx", "the emulated copy engine")?;
     }
     Ok(())
 }
 
-/// Append the copy engine's functions to `module`.
-fn append_library(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
-    let lib = crate::parse::run(LIBRARY).map_err(|d| {
+/// Append the functions of the PTX library `source` (`file`, naming
+/// `what` in diagnostics) to `module`; shared with [`crate::tex`].
+pub(crate) fn append_library(module: &mut Module, source: &str, file: &str, what: &str) -> Result<(), Vec<Diagnostic>> {
+    let lib = crate::parse::run(source).map_err(|d| {
         d.into_iter()
-            .map(|d| Diagnostic::error(Span::default(), format!("internal error in shaders/tma.ptx: {}", d.message)))
+            .map(|d| Diagnostic::error(Span::default(), format!("internal error in {file}: {}", d.message)))
             .collect::<Vec<_>>()
     })?;
     for item in lib.items {
@@ -89,7 +90,7 @@ fn append_library(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
             if clash {
                 return Err(vec![Diagnostic::error(
                     Span::default(),
-                    format!("the module defines '{}', a name reserved for the emulated copy engine", f.name),
+                    format!("the module defines '{}', a name reserved for {what}", f.name),
                 )]);
             }
             module.items.push(ModuleItem::Function(f));
