@@ -1,5 +1,6 @@
 //! Gives the runtime a build id: a hash of the translator's and the
-//! runtime's sources, part of the key of every entry of the persistent
+//! runtime's sources and of the PTX libraries the translator links in
+//! (`shaders/`), part of the key of every entry of the persistent
 //! translation cache (`src/disk_cache.rs`), so that a changed translator
 //! never finds a translation of an earlier one.
 
@@ -7,7 +8,12 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     let here = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
-    let dirs = [here.join("src"), here.join("../translator/src"), here.join("../translator/Cargo.toml")];
+    let dirs = [
+        here.join("src"),
+        here.join("../translator/src"),
+        here.join("../translator/Cargo.toml"),
+        here.join("../shaders"),
+    ];
     let mut files = Vec::new();
     for d in &dirs {
         println!("cargo:rerun-if-changed={}", d.display());

@@ -605,3 +605,271 @@ fn sample_2d_every_mode() {
         }
     }
 }
+
+/// Runs kernel `name(tex, inputs..., out, n)` and compares with `want`.
+fn run_sampler(s: &Setup, name: &str, tex: u64, inputs: &[u64], want: &[[u32; 4]], float: bool, what: &str) {
+    let n = want.len();
+    let out = s.alloc((n + 4) * 16);
+    let mut params = vec![Param::U64(tex)];
+    params.extend(inputs.iter().map(|&d| Param::U64(d)));
+    params.push(Param::U64(out));
+    params.push(Param::I32(n as i32));
+    s.run(name, grid(n), 64, &mut params);
+    let got: Vec<[u32; 4]> = s.download(out, n + 4);
+    assert_close(&got[..n], want, float, what);
+    let poison = u32::from_ne_bytes([POISON; 4]);
+    assert!(got[n..].iter().flatten().all(|&x| x == poison), "{what}: written past n");
+}
+
+/// tex1Dfetch on linear memory: float4 and int4 (read as integers), with
+/// indices outside the buffer (which read zero).
+#[test]
+fn fetch_linear_memory() {
+    let s = Setup::new();
+    let mut rng = Lcg(0x11e4);
+    for (format, channels, float_kernel) in [(F32, 4, true), (S32, 4, false), (U8, 4, true), (HALF, 4, true), (S8, 2, false)] {
+        let count = 100usize;
+        let data = random_texels(&mut rng, format, channels, count);
+        let d = s.upload(&data);
+        let read_int = if float_kernel { 0 } else { READ_AS_INTEGER };
+        let t = sampler([CLAMP; 3], false, read_int);
+        let tex = tex_object(s.api, &ResourceDesc::linear(d, format, channels, data.len()), &t);
+        let model = Model {
+            format,
+            channels,
+            extent: [count as u32, 1, 1],
+            layers: 1,
+            levels: 1,
+            pitch0: data.len(),
+            data,
+            t,
+            linear_memory: true,
+        };
+        let idx: Vec<i32> = (0..N).map(|k| (rng.next_u32() % 140) as i32 - 20 + (k % 2) as i32).collect();
+        let didx = s.upload(&idx);
+        let want: Vec<[u32; 4]> =
+            idx.iter().map(|&i| model.sample_level(0, 1, true, false, [i as u32, 0, 0], 0, -1)).collect();
+        let kernel = if float_kernel { "fetch_linear" } else { "fetch_linear_int" };
+        run_sampler(&s, kernel, tex, &[didx], &want, float_kernel, &format!("{kernel} {format:#x}x{channels}"));
+        let api = s.api;
+        check(api, cu!(api.cuTexObjectDestroy(tex)), "destroy");
+    }
+}
+
+/// Integer textures read as integers through tex2D<int4>/<uint4>, point
+/// sampled whatever the filter mode; pitched linear memory as a 2D texture.
+#[test]
+fn integer_reads_and_pitched_memory() {
+    let s = Setup::new();
+    let mut rng = Lcg(0x1d7);
+    for (format, channels, kernel) in [(S32, 4, "sample_2d_int"), (U8, 4, "sample_2d_uint"), (S8, 2, "sample_2d_int")] {
+        for linear in [false, true] {
+            let t = sampler([BORDER, WRAP, CLAMP], linear, READ_AS_INTEGER | NORMALIZED);
+            let desc = Array3DDesc { width: 9, height: 5, format, channels, ..Array3DDesc::default() };
+            let (a, model) = array_with_data(&s, &mut rng, desc, t);
+            let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
+            let xs = coords(&mut rng, N, 9, true);
+            let ys = coords(&mut rng, N, 5, true);
+            let xy: Vec<[f32; 2]> = xs.iter().zip(&ys).map(|(x, y)| [*x, *y]).collect();
+            let want: Vec<[u32; 4]> =
+                xy.iter().map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1)).collect();
+            run_sampler(&s, kernel, tex, &[s.upload(&xy)], &want, false, &format!("{kernel} {format:#x} linear {linear}"));
+        }
+    }
+    // Pitch 2D: 10 x 6 float2 texels in rows of 128 bytes.
+    let (w, h, pitch) = (10usize, 6usize, 128usize);
+    let mut data = random_texels(&mut rng, F32, 2, pitch / 8 * h);
+    data.truncate(pitch * h);
+    let d = s.upload(&data);
+    let t = sampler([MIRROR, BORDER, CLAMP], true, NORMALIZED);
+    let tex = tex_object(s.api, &ResourceDesc::pitch2d(d, F32, 2, w, h, pitch), &t);
+    let model = Model { format: F32, channels: 2, extent: [w as u32, h as u32, 1], layers: 1, levels: 1, pitch0: pitch, data, t, linear_memory: false };
+    let xy: Vec<[f32; 2]> = coords(&mut rng, N, w as u32, true).into_iter().zip(coords(&mut rng, N, h as u32, true)).map(|(x, y)| [x, y]).collect();
+    let want: Vec<[u32; 4]> =
+        xy.iter().map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1)).collect();
+    run_sampler(&s, "sample_2d", tex, &[s.upload(&xy)], &want, true, "pitch 2D");
+}
+
+/// 1D, 3D, 1D layered and 2D layered arrays (layers outside the array clamp).
+#[test]
+fn sample_1d_3d_and_layered() {
+    let s = Setup::new();
+    let mut rng = Lcg(0x3d);
+    let t = sampler([WRAP, MIRROR, BORDER], true, NORMALIZED);
+    // 1D.
+    let (a, model) = array_with_data(&s, &mut rng, Array3DDesc { width: 17, format: F32, channels: 4, ..Array3DDesc::default() }, t);
+    let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
+    let xs = coords(&mut rng, N, 17, true);
+    let want: Vec<[u32; 4]> = xs.iter().map(|x| model.sample_level(0, 1, false, false, [x.to_bits(), 0, 0], 0, -1)).collect();
+    run_sampler(&s, "sample_1d", tex, &[s.upload(&xs)], &want, true, "1D");
+    // 3D.
+    let d3 = Array3DDesc { width: 6, height: 5, depth: 4, format: HALF, channels: 4, ..Array3DDesc::default() };
+    let (a, model) = array_with_data(&s, &mut rng, d3, t);
+    let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
+    let (xs, ys, zs) = (coords(&mut rng, N, 6, true), coords(&mut rng, N, 5, true), coords(&mut rng, N, 4, true));
+    let xyz: Vec<[f32; 4]> = (0..N).map(|k| [xs[k], ys[k], zs[k], 0.0]).collect();
+    let want: Vec<[u32; 4]> =
+        xyz.iter().map(|p| model.sample_level(0, 3, false, false, [p[0].to_bits(), p[1].to_bits(), p[2].to_bits()], 0, -1)).collect();
+    run_sampler(&s, "sample_3d", tex, &[s.upload(&xyz)], &want, true, "3D");
+    // 1D layered: 11 texels x 3 layers.
+    let l1 = Array3DDesc { width: 11, height: 0, depth: 3, format: U8, channels: 2, flags: LAYERED };
+    let (a, model) = array_with_data(&s, &mut rng, l1, t);
+    let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
+    let xs = coords(&mut rng, N, 11, true);
+    let layers: Vec<i32> = (0..N).map(|_| (rng.next_u32() % 5) as i32 - 1).collect();
+    let want: Vec<[u32; 4]> =
+        (0..N).map(|k| model.sample_level(0, 1, false, false, [xs[k].to_bits(), 0, 0], layers[k], -1)).collect();
+    run_sampler(&s, "sample_1d_layered", tex, &[s.upload(&xs), s.upload(&layers)], &want, true, "1D layered");
+    // 2D layered: 7 x 6 texels x 4 layers, unnormalized.
+    let t2 = sampler([BORDER, CLAMP, CLAMP], true, 0);
+    let l2 = Array3DDesc { width: 7, height: 6, depth: 4, format: F32, channels: 1, flags: LAYERED };
+    let (a, model) = array_with_data(&s, &mut rng, l2, t2);
+    let tex = tex_object(s.api, &ResourceDesc::array(a), &t2);
+    let xy: Vec<[f32; 2]> = coords(&mut rng, N, 7, false).into_iter().zip(coords(&mut rng, N, 6, false)).map(|(x, y)| [x, y]).collect();
+    let layers: Vec<i32> = (0..N).map(|_| (rng.next_u32() % 6) as i32 - 1).collect();
+    let want: Vec<[u32; 4]> = (0..N)
+        .map(|k| model.sample_level(0, 2, false, false, [xy[k][0].to_bits(), xy[k][1].to_bits(), 0], layers[k], -1))
+        .collect();
+    run_sampler(&s, "sample_2d_layered", tex, &[s.upload(&xy), s.upload(&layers)], &want, true, "2D layered");
+}
+
+/// The cubemap face a direction selects and its face coordinates
+/// (CUDA C++ Programming Guide, "Cubemap Textures").
+fn cube_face(d: [f32; 3]) -> (i32, f32, f32) {
+    let [x, y, z] = d;
+    let (ax, ay, az) = (x.abs(), y.abs(), z.abs());
+    let (face, m, sc, tc) = if ax > ay && ax > az {
+        if x >= 0.0 {
+            (0, ax, -z, -y)
+        } else {
+            (1, ax, z, -y)
+        }
+    } else if ay > ax && ay > az {
+        if y >= 0.0 {
+            (2, ay, x, z)
+        } else {
+            (3, ay, x, -z)
+        }
+    } else if z >= 0.0 {
+        (4, az, x, -y)
+    } else {
+        (5, az, -x, -y)
+    };
+    (face, (sc / m + 1.0) * 0.5, (tc / m + 1.0) * 0.5)
+}
+
+/// Cubemaps: the face from the major axis, then the face sampled with clamp.
+#[test]
+fn sample_cubemap() {
+    let s = Setup::new();
+    let mut rng = Lcg(0xc0be);
+    for linear in [false, true] {
+        let t = sampler([WRAP; 3], linear, NORMALIZED);
+        let desc = Array3DDesc { width: 8, height: 8, depth: 6, format: F32, channels: 4, flags: CUBEMAP };
+        let (a, model) = array_with_data(&s, &mut rng, desc, t);
+        let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
+        let dirs: Vec<[f32; 4]> = (0..N)
+            .map(|k| {
+                let mut v = [rng.next_f32(), rng.next_f32(), rng.next_f32(), 0.0];
+                if k % 7 == 0 {
+                    v[k % 3] = 0.0;
+                }
+                v
+            })
+            .collect();
+        let want: Vec<[u32; 4]> = dirs
+            .iter()
+            .map(|d| {
+                let (face, sx, ty) = cube_face([d[0], d[1], d[2]]);
+                model.sample_level(0, 2, false, true, [sx.to_bits(), ty.to_bits(), 0], face, -1)
+            })
+            .collect();
+        run_sampler(&s, "sample_cube", tex, &[s.upload(&dirs)], &want, true, &format!("cube linear {linear}"));
+    }
+}
+
+/// tld4 (tex2Dgather) of every channel.
+#[test]
+fn gather_every_channel() {
+    let s = Setup::new();
+    let mut rng = Lcg(0x6a7);
+    let t = sampler([CLAMP, WRAP, CLAMP], false, NORMALIZED);
+    let desc = Array3DDesc { width: 10, height: 9, format: U8, channels: 4, flags: 0x08, ..Array3DDesc::default() };
+    let (a, model) = array_with_data(&s, &mut rng, desc, t);
+    let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
+    let xy: Vec<[f32; 2]> = coords(&mut rng, N, 10, true).into_iter().zip(coords(&mut rng, N, 9, true)).map(|(x, y)| [x, y]).collect();
+    let comp: Vec<i32> = (0..N as i32).map(|k| k % 4).collect();
+    let want: Vec<[u32; 4]> = (0..N)
+        .map(|k| model.sample_level(0, 2, false, false, [xy[k][0].to_bits(), xy[k][1].to_bits(), 0], 0, comp[k]))
+        .collect();
+    run_sampler(&s, "gather_2d", tex, &[s.upload(&xy), s.upload(&comp)], &want, true, "gather");
+}
+
+/// Mipmapped arrays: levels filled through cuMipmappedArrayGetLevel and
+/// cuMemcpy3D; tex2DLod and tex2DGrad with point and linear mipmap filtering,
+/// LOD bias and clamps.
+#[test]
+fn mipmaps_lod_and_gradients() {
+    let s = Setup::new();
+    let api = s.api;
+    let mut rng = Lcg(0x3132);
+    let (w, h, levels) = (16usize, 8usize, 4u32);
+    let desc = Array3DDesc { width: w, height: h, format: F32, channels: 4, ..Array3DDesc::default() };
+    let mut m: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuMipmappedArrayCreate(&mut m, (&desc as *const Array3DDesc).cast(), levels as c_uint)), "create");
+    let mut all = Vec::new();
+    for k in 0..levels {
+        let mut level: Handle = std::ptr::null_mut();
+        check(api, cu!(api.cuMipmappedArrayGetLevel(&mut level, m, k)), "level");
+        let (lw, lh) = ((w >> k).max(1), (h >> k).max(1));
+        let mut d = Array3DDesc::default();
+        check(api, cu!(api.cuArray3DGetDescriptor_v2((&mut d as *mut Array3DDesc).cast(), level)), "level descriptor");
+        assert_eq!((d.width, d.height, d.depth), (lw, lh, 0), "level {k} extent");
+        let data = random_texels(&mut rng, F32, 4, lw * lh);
+        let copy = Memcpy3D::host_to_array(&data, level, lw * 16, lh, 1);
+        check(api, cu!(api.cuMemcpy3D_v2((&copy as *const Memcpy3D).cast())), "fill level");
+        all.extend_from_slice(&data);
+    }
+    for mip_linear in [false, true] {
+        let mut t = sampler([CLAMP, WRAP, CLAMP], true, NORMALIZED);
+        t.mipmap_filter_mode = mip_linear as u32;
+        t.mipmap_level_bias = 0.25;
+        t.min_mipmap_level_clamp = 0.5;
+        t.max_mipmap_level_clamp = 2.75;
+        let tex = tex_object(api, &ResourceDesc::mipmapped(m), &t);
+        let model = Model { format: F32, channels: 4, extent: [w as u32, h as u32, 1], layers: 1, levels, pitch0: w * 16, data: all.clone(), t, linear_memory: false };
+        let xy: Vec<[f32; 2]> = coords(&mut rng, N, 16, true).into_iter().zip(coords(&mut rng, N, 8, true)).map(|(x, y)| [x, y]).collect();
+        let lod: Vec<f32> = (0..N).map(|_| rng.next_f32() / 25.0).collect();
+        let want: Vec<[u32; 4]> = (0..N).map(|k| model.sample_lod(xy[k], lod[k])).collect();
+        run_sampler(&s, "sample_2d_lod", tex, &[s.upload(&xy), s.upload(&lod)], &want, true, &format!("lod, linear {mip_linear}"));
+        // Gradients along x only: lambda = log2(|dPdx| * size).
+        let grads: Vec<[f32; 4]> = (0..N).map(|k| [2f32.powi((k % 6) as i32) / 16.0, 0.0, 0.0, 0.0]).collect();
+        let want: Vec<[u32; 4]> = (0..N).map(|k| model.sample_lod(xy[k], (grads[k][0] * 16.0).log2())).collect();
+        run_sampler(&s, "sample_2d_grad", tex, &[s.upload(&xy), s.upload(&grads)], &want, true, &format!("grad, linear {mip_linear}"));
+    }
+    check(api, cu!(api.cuMipmappedArrayDestroy(m)), "destroy");
+}
+
+impl Model {
+    /// A 2D lookup at level of detail `lambda` (before bias and clamps).
+    fn sample_lod(&self, p: [f32; 2], lambda: f32) -> [u32; 4] {
+        let t = &self.t;
+        let lam = (lambda + t.mipmap_level_bias)
+            .max(t.min_mipmap_level_clamp)
+            .min(t.max_mipmap_level_clamp)
+            .min((self.levels - 1) as f32)
+            .max(0.0);
+        let c = [p[0].to_bits(), p[1].to_bits(), 0];
+        if t.mipmap_filter_mode == 0 {
+            return self.sample_level(lam.round_ties_even() as u32, 2, false, false, c, 0, -1);
+        }
+        let k = lam.floor();
+        let f = ((lam - k) * 256.0).round_ties_even() / 256.0;
+        let a = self.sample_level(k as u32, 2, false, false, c, 0, -1);
+        if f == 0.0 {
+            return a;
+        }
+        let b = self.sample_level(k as u32 + 1, 2, false, false, c, 0, -1);
+        std::array::from_fn(|i| (f32::from_bits(a[i]) * (1.0 - f) + f32::from_bits(b[i]) * f).to_bits())
+    }
+}
