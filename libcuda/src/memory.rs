@@ -764,7 +764,16 @@ fn side(
             // Pitch and height come from the array; x is in bytes.
             let a = crate::texture::array(array)?;
             let (pitch, rows, slices) = (a.pitch(), a.rows(), a.slices());
-            return Ok(Side { device: true, base: a.addr, x, y, z, pitch, height: rows, limit: Some((pitch, rows, slices)) });
+            return Ok(Side {
+                device: true,
+                base: a.addr,
+                x,
+                y,
+                z,
+                pitch,
+                height: rows,
+                limit: Some((pitch, rows, slices)),
+            });
         }
         other => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUmemorytype {other}"))),
     };

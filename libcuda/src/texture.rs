@@ -56,7 +56,7 @@ const TEXTURE_GATHER: u32 = 0x08;
 /// Bytes per channel of a `CUarray_format` this shim stores, or `None`.
 fn channel_bytes(format: u32) -> Option<u32> {
     match format {
-        0x01 | 0x08 => Some(1),      // UNSIGNED_INT8, SIGNED_INT8
+        0x01 | 0x08 => Some(1),        // UNSIGNED_INT8, SIGNED_INT8
         0x02 | 0x09 | 0x10 => Some(2), // UNSIGNED_INT16, SIGNED_INT16, HALF
         0x03 | 0x0a | 0x20 => Some(4), // UNSIGNED_INT32, SIGNED_INT32, FLOAT
         _ => None,
@@ -66,8 +66,12 @@ fn channel_bytes(format: u32) -> Option<u32> {
 /// Bytes per element of `format` x `channels`, checked.
 fn element_bytes(format: u32, channels: u32) -> CuResult<u32> {
     let Some(b) = channel_bytes(format) else {
-        return Err(if matches!(format, 0x40..=0xff) {
-            CuError::CUDA_ERROR_NOT_SUPPORTED.because(format!("CUarray_format {format:#x} (packed and block-compressed formats) is not supported"))
+        // 0x91 and up: block-compressed, planar video and packed
+        // UNORM/SNORM formats (CUDA 11.5 and later).
+        return Err(if matches!(format, 0x91..=0xcf) {
+            CuError::CUDA_ERROR_NOT_SUPPORTED.because(format!(
+                "CUarray_format {format:#x} (block-compressed, video and packed formats) is not supported"
+            ))
         } else {
             CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CUarray_format {format:#x}"))
         });
@@ -244,7 +248,8 @@ pub unsafe fn array_3d_create(out: *mut Handle, desc: *const Array3DDesc) -> CuR
 pub unsafe fn array_create(out: *mut Handle, desc: *const ArrayDesc) -> CuResult<()> {
     // SAFETY: forwarded caller contract.
     let d = unsafe { read_in(desc) }?;
-    let d3 = Array3DDesc { width: d.width, height: d.height, depth: 0, format: d.format, channels: d.channels, flags: 0 };
+    let d3 =
+        Array3DDesc { width: d.width, height: d.height, depth: 0, format: d.format, channels: d.channels, flags: 0 };
     // SAFETY: `d3` is a local; `out` per the caller.
     unsafe { array_3d_create(out, &d3) }
 }
@@ -298,14 +303,8 @@ pub unsafe fn mipmapped_create(out: *mut Handle, desc: *const Array3DDesc, level
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("numMipmapLevels must be 1 to {most}")));
     }
     let storage = create_storage(&ctx, levels_bytes(&shape, elem, levels)?)?;
-    let m = MipmappedObj {
-        storage,
-        desc: d,
-        shape,
-        elem,
-        levels,
-        level_handles: Mutex::new(vec![None; levels as usize]),
-    };
+    let m =
+        MipmappedObj { storage, desc: d, shape, elem, levels, level_handles: Mutex::new(vec![None; levels as usize]) };
     let h = MIPMAPPED.insert(Arc::new(m));
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(out, h) }
@@ -316,7 +315,8 @@ pub unsafe fn mipmapped_create(out: *mut Handle, desc: *const Array3DDesc, level
 /// # Safety
 /// `out` is NULL or writable.
 pub unsafe fn mipmapped_get_level(out: *mut Handle, h: Handle, level: u32) -> CuResult<()> {
-    let m = MIPMAPPED.get(h).ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because("not a live CUmipmappedArray"))?;
+    let m =
+        MIPMAPPED.get(h).ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because("not a live CUmipmappedArray"))?;
     if level >= m.levels {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("level {level} of {}", m.levels)));
     }
@@ -351,7 +351,8 @@ pub unsafe fn mipmapped_get_level(out: *mut Handle, h: Handle, level: u32) -> Cu
 
 /// `cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)`: its level arrays go with it.
 pub fn mipmapped_destroy(h: Handle) -> CuResult<()> {
-    let m = MIPMAPPED.remove(h).ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because("not a live CUmipmappedArray"))?;
+    let m =
+        MIPMAPPED.remove(h).ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because("not a live CUmipmappedArray"))?;
     let handles = m.level_handles.lock().unwrap_or_else(|p| p.into_inner());
     for hh in handles.iter().flatten() {
         ARRAYS.remove(*hh);
@@ -367,10 +368,8 @@ fn array_range(h: Handle, offset: usize, n: usize) -> CuResult<u64> {
     let a = array(h)?;
     match offset.checked_add(n) {
         Some(end) if end as u64 <= a.bytes() => Ok(a.addr + offset as u64),
-        _ => Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!(
-            "bytes {offset}..{offset}+{n} lie outside the array's {} bytes",
-            a.bytes()
-        ))),
+        _ => Err(CuError::CUDA_ERROR_INVALID_VALUE
+            .because(format!("bytes {offset}..{offset}+{n} lie outside the array's {} bytes", a.bytes()))),
     }
 }
 
@@ -636,7 +635,9 @@ pub unsafe fn surf_object_create(out: *mut u64, res: *const ResourceDesc) -> CuR
     }
     let (mut t, array_obj, _) = describe(&resource)?;
     if array_obj.as_ref().is_some_and(|a| a.desc.flags & SURFACE_LDST == 0) {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the array was not created with CUDA_ARRAY3D_SURFACE_LDST"));
+        return Err(
+            CuError::CUDA_ERROR_INVALID_VALUE.because("the array was not created with CUDA_ARRAY3D_SURFACE_LDST")
+        );
     }
     t.surface = true;
     let addr = store(&ctx, &t)?;

@@ -95,7 +95,8 @@ impl Setup {
         let mut ptrs: Vec<*mut c_void> = params.iter_mut().map(|p| p.ptr()).collect();
         let no_extra: *mut *mut c_void = std::ptr::null_mut();
         let null: Handle = std::ptr::null_mut();
-        let rc = cu!(api.cuLaunchKernel(f, grid[0], grid[1], grid[2], block, 1, 1, 0, null, ptrs.as_mut_ptr(), no_extra));
+        let rc =
+            cu!(api.cuLaunchKernel(f, grid[0], grid[1], grid[2], block, 1, 1, 0, null, ptrs.as_mut_ptr(), no_extra));
         if rc != code::SUCCESS {
             return rc;
         }
@@ -414,7 +415,9 @@ impl Model {
             // ((layer * depth + z) * height + y) * pitch + x * elem, with the
             // level's full height and depth.
             let (_, _, _, lh, ld) = self.level(k);
-            let at = off + ((layer * ld as usize + t[2] as usize) * lh as usize + t[1] as usize) * pitch + t[0] as usize * elem;
+            let at = off
+                + ((layer * ld as usize + t[2] as usize) * lh as usize + t[1] as usize) * pitch
+                + t[0] as usize * elem;
             self.texel(at)
         };
         if icoord {
@@ -431,7 +434,11 @@ impl Model {
         }
         let linear = comp >= 0 || (self.t.filter_mode == 1 && self.returns_float());
         if !linear {
-            let i = [u[0].floor() as i32, if n >= 2 { u[1].floor() as i32 } else { 0 }, if n >= 3 { u[2].floor() as i32 } else { 0 }];
+            let i = [
+                u[0].floor() as i32,
+                if n >= 2 { u[1].floor() as i32 } else { 0 },
+                if n >= 3 { u[2].floor() as i32 } else { 0 },
+            ];
             return fetch(i);
         }
         let mut i0 = [0i32; 3];
@@ -588,13 +595,20 @@ fn sample_2d_every_mode() {
                         let xy: Vec<[f32; 2]> = xs.iter().zip(&ys).map(|(x, y)| [*x, *y]).collect();
                         let dxy = s.upload(&xy);
                         let out = s.alloc(N * 16);
-                        s.run("sample_2d", grid(N), 64, &mut [Param::U64(tex), Param::U64(dxy), Param::U64(out), Param::I32(N as i32)]);
+                        s.run(
+                            "sample_2d",
+                            grid(N),
+                            64,
+                            &mut [Param::U64(tex), Param::U64(dxy), Param::U64(out), Param::I32(N as i32)],
+                        );
                         let got: Vec<[u32; 4]> = s.download(out, N);
                         let want: Vec<[u32; 4]> = xy
                             .iter()
                             .map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1))
                             .collect();
-                        let what = format!("format {format:#x}x{channels} mode {mode} linear {linear} norm {norm} srgb {srgb}");
+                        let what = format!(
+                            "format {format:#x}x{channels} mode {mode} linear {linear} norm {norm} srgb {srgb}"
+                        );
                         assert_close(&got, &want, true, &what);
                         let api = s.api;
                         check(api, cu!(api.cuTexObjectDestroy(tex)), "cuTexObjectDestroy");
@@ -627,7 +641,9 @@ fn run_sampler(s: &Setup, name: &str, tex: u64, inputs: &[u64], want: &[[u32; 4]
 fn fetch_linear_memory() {
     let s = Setup::new();
     let mut rng = Lcg(0x11e4);
-    for (format, channels, float_kernel) in [(F32, 4, true), (S32, 4, false), (U8, 4, true), (HALF, 4, true), (S8, 2, false)] {
+    for (format, channels, float_kernel) in
+        [(F32, 4, true), (S32, 4, false), (U8, 4, true), (HALF, 4, true), (S8, 2, false)]
+    {
         let count = 100usize;
         let data = random_texels(&mut rng, format, channels, count);
         let d = s.upload(&data);
@@ -671,9 +687,19 @@ fn integer_reads_and_pitched_memory() {
             let xs = coords(&mut rng, N, 9, true);
             let ys = coords(&mut rng, N, 5, true);
             let xy: Vec<[f32; 2]> = xs.iter().zip(&ys).map(|(x, y)| [*x, *y]).collect();
-            let want: Vec<[u32; 4]> =
-                xy.iter().map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1)).collect();
-            run_sampler(&s, kernel, tex, &[s.upload(&xy)], &want, false, &format!("{kernel} {format:#x} linear {linear}"));
+            let want: Vec<[u32; 4]> = xy
+                .iter()
+                .map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1))
+                .collect();
+            run_sampler(
+                &s,
+                kernel,
+                tex,
+                &[s.upload(&xy)],
+                &want,
+                false,
+                &format!("{kernel} {format:#x} linear {linear}"),
+            );
         }
     }
     // Pitch 2D: 10 x 6 float2 texels in rows of 128 bytes.
@@ -683,8 +709,22 @@ fn integer_reads_and_pitched_memory() {
     let d = s.upload(&data);
     let t = sampler([MIRROR, BORDER, CLAMP], true, NORMALIZED);
     let tex = tex_object(s.api, &ResourceDesc::pitch2d(d, F32, 2, w, h, pitch), &t);
-    let model = Model { format: F32, channels: 2, extent: [w as u32, h as u32, 1], layers: 1, levels: 1, pitch0: pitch, data, t, linear_memory: false };
-    let xy: Vec<[f32; 2]> = coords(&mut rng, N, w as u32, true).into_iter().zip(coords(&mut rng, N, h as u32, true)).map(|(x, y)| [x, y]).collect();
+    let model = Model {
+        format: F32,
+        channels: 2,
+        extent: [w as u32, h as u32, 1],
+        layers: 1,
+        levels: 1,
+        pitch0: pitch,
+        data,
+        t,
+        linear_memory: false,
+    };
+    let xy: Vec<[f32; 2]> = coords(&mut rng, N, w as u32, true)
+        .into_iter()
+        .zip(coords(&mut rng, N, h as u32, true))
+        .map(|(x, y)| [x, y])
+        .collect();
     let want: Vec<[u32; 4]> =
         xy.iter().map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1)).collect();
     run_sampler(&s, "sample_2d", tex, &[s.upload(&xy)], &want, true, "pitch 2D");
@@ -697,10 +737,12 @@ fn sample_1d_3d_and_layered() {
     let mut rng = Lcg(0x3d);
     let t = sampler([WRAP, MIRROR, BORDER], true, NORMALIZED);
     // 1D.
-    let (a, model) = array_with_data(&s, &mut rng, Array3DDesc { width: 17, format: F32, channels: 4, ..Array3DDesc::default() }, t);
+    let (a, model) =
+        array_with_data(&s, &mut rng, Array3DDesc { width: 17, format: F32, channels: 4, ..Array3DDesc::default() }, t);
     let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
     let xs = coords(&mut rng, N, 17, true);
-    let want: Vec<[u32; 4]> = xs.iter().map(|x| model.sample_level(0, 1, false, false, [x.to_bits(), 0, 0], 0, -1)).collect();
+    let want: Vec<[u32; 4]> =
+        xs.iter().map(|x| model.sample_level(0, 1, false, false, [x.to_bits(), 0, 0], 0, -1)).collect();
     run_sampler(&s, "sample_1d", tex, &[s.upload(&xs)], &want, true, "1D");
     // 3D.
     let d3 = Array3DDesc { width: 6, height: 5, depth: 4, format: HALF, channels: 4, ..Array3DDesc::default() };
@@ -708,8 +750,10 @@ fn sample_1d_3d_and_layered() {
     let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
     let (xs, ys, zs) = (coords(&mut rng, N, 6, true), coords(&mut rng, N, 5, true), coords(&mut rng, N, 4, true));
     let xyz: Vec<[f32; 4]> = (0..N).map(|k| [xs[k], ys[k], zs[k], 0.0]).collect();
-    let want: Vec<[u32; 4]> =
-        xyz.iter().map(|p| model.sample_level(0, 3, false, false, [p[0].to_bits(), p[1].to_bits(), p[2].to_bits()], 0, -1)).collect();
+    let want: Vec<[u32; 4]> = xyz
+        .iter()
+        .map(|p| model.sample_level(0, 3, false, false, [p[0].to_bits(), p[1].to_bits(), p[2].to_bits()], 0, -1))
+        .collect();
     run_sampler(&s, "sample_3d", tex, &[s.upload(&xyz)], &want, true, "3D");
     // 1D layered: 11 texels x 3 layers.
     let l1 = Array3DDesc { width: 11, height: 0, depth: 3, format: U8, channels: 2, flags: LAYERED };
@@ -725,7 +769,8 @@ fn sample_1d_3d_and_layered() {
     let l2 = Array3DDesc { width: 7, height: 6, depth: 4, format: F32, channels: 1, flags: LAYERED };
     let (a, model) = array_with_data(&s, &mut rng, l2, t2);
     let tex = tex_object(s.api, &ResourceDesc::array(a), &t2);
-    let xy: Vec<[f32; 2]> = coords(&mut rng, N, 7, false).into_iter().zip(coords(&mut rng, N, 6, false)).map(|(x, y)| [x, y]).collect();
+    let xy: Vec<[f32; 2]> =
+        coords(&mut rng, N, 7, false).into_iter().zip(coords(&mut rng, N, 6, false)).map(|(x, y)| [x, y]).collect();
     let layers: Vec<i32> = (0..N).map(|_| (rng.next_u32() % 6) as i32 - 1).collect();
     let want: Vec<[u32; 4]> = (0..N)
         .map(|k| model.sample_level(0, 2, false, false, [xy[k][0].to_bits(), xy[k][1].to_bits(), 0], layers[k], -1))
@@ -797,7 +842,8 @@ fn gather_every_channel() {
     let desc = Array3DDesc { width: 10, height: 9, format: U8, channels: 4, flags: 0x08, ..Array3DDesc::default() };
     let (a, model) = array_with_data(&s, &mut rng, desc, t);
     let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
-    let xy: Vec<[f32; 2]> = coords(&mut rng, N, 10, true).into_iter().zip(coords(&mut rng, N, 9, true)).map(|(x, y)| [x, y]).collect();
+    let xy: Vec<[f32; 2]> =
+        coords(&mut rng, N, 10, true).into_iter().zip(coords(&mut rng, N, 9, true)).map(|(x, y)| [x, y]).collect();
     let comp: Vec<i32> = (0..N as i32).map(|k| k % 4).collect();
     let want: Vec<[u32; 4]> = (0..N)
         .map(|k| model.sample_level(0, 2, false, false, [xy[k][0].to_bits(), xy[k][1].to_bits(), 0], 0, comp[k]))
@@ -816,7 +862,11 @@ fn mipmaps_lod_and_gradients() {
     let (w, h, levels) = (16usize, 8usize, 4u32);
     let desc = Array3DDesc { width: w, height: h, format: F32, channels: 4, ..Array3DDesc::default() };
     let mut m: Handle = std::ptr::null_mut();
-    check(api, cu!(api.cuMipmappedArrayCreate(&mut m, (&desc as *const Array3DDesc).cast(), levels as c_uint)), "create");
+    check(
+        api,
+        cu!(api.cuMipmappedArrayCreate(&mut m, (&desc as *const Array3DDesc).cast(), levels as c_uint)),
+        "create",
+    );
     let mut all = Vec::new();
     for k in 0..levels {
         let mut level: Handle = std::ptr::null_mut();
@@ -837,15 +887,42 @@ fn mipmaps_lod_and_gradients() {
         t.min_mipmap_level_clamp = 0.5;
         t.max_mipmap_level_clamp = 2.75;
         let tex = tex_object(api, &ResourceDesc::mipmapped(m), &t);
-        let model = Model { format: F32, channels: 4, extent: [w as u32, h as u32, 1], layers: 1, levels, pitch0: w * 16, data: all.clone(), t, linear_memory: false };
-        let xy: Vec<[f32; 2]> = coords(&mut rng, N, 16, true).into_iter().zip(coords(&mut rng, N, 8, true)).map(|(x, y)| [x, y]).collect();
+        let model = Model {
+            format: F32,
+            channels: 4,
+            extent: [w as u32, h as u32, 1],
+            layers: 1,
+            levels,
+            pitch0: w * 16,
+            data: all.clone(),
+            t,
+            linear_memory: false,
+        };
+        let xy: Vec<[f32; 2]> =
+            coords(&mut rng, N, 16, true).into_iter().zip(coords(&mut rng, N, 8, true)).map(|(x, y)| [x, y]).collect();
         let lod: Vec<f32> = (0..N).map(|_| rng.next_f32() / 25.0).collect();
         let want: Vec<[u32; 4]> = (0..N).map(|k| model.sample_lod(xy[k], lod[k])).collect();
-        run_sampler(&s, "sample_2d_lod", tex, &[s.upload(&xy), s.upload(&lod)], &want, true, &format!("lod, linear {mip_linear}"));
+        run_sampler(
+            &s,
+            "sample_2d_lod",
+            tex,
+            &[s.upload(&xy), s.upload(&lod)],
+            &want,
+            true,
+            &format!("lod, linear {mip_linear}"),
+        );
         // Gradients along x only: lambda = log2(|dPdx| * size).
         let grads: Vec<[f32; 4]> = (0..N).map(|k| [2f32.powi((k % 6) as i32) / 16.0, 0.0, 0.0, 0.0]).collect();
         let want: Vec<[u32; 4]> = (0..N).map(|k| model.sample_lod(xy[k], (grads[k][0] * 16.0).log2())).collect();
-        run_sampler(&s, "sample_2d_grad", tex, &[s.upload(&xy), s.upload(&grads)], &want, true, &format!("grad, linear {mip_linear}"));
+        run_sampler(
+            &s,
+            "sample_2d_grad",
+            tex,
+            &[s.upload(&xy), s.upload(&grads)],
+            &want,
+            true,
+            &format!("grad, linear {mip_linear}"),
+        );
     }
     check(api, cu!(api.cuMipmappedArrayDestroy(m)), "destroy");
 }
@@ -872,4 +949,274 @@ impl Model {
         let b = self.sample_level(k as u32 + 1, 2, false, false, c, 0, -1);
         std::array::from_fn(|i| (f32::from_bits(a[i]) * (1.0 - f) + f32::from_bits(b[i]) * f).to_bits())
     }
+}
+
+/// Reads a whole array back with cuMemcpy3D (array to host).
+fn read_array(s: &Setup, a: Handle, row_bytes: usize, rows: usize, slices: usize) -> Vec<u8> {
+    let mut out = vec![0u8; row_bytes * rows * slices];
+    let mut c = Memcpy3D::zeroed();
+    c.src_type = ARRAY;
+    c.src_array = a;
+    c.dst_type = HOST;
+    c.dst_host = out.as_mut_ptr().cast();
+    c.dst_pitch = row_bytes;
+    c.dst_height = rows;
+    c.width = row_bytes;
+    c.height = rows;
+    c.depth = slices;
+    let api = s.api;
+    check(api, cu!(api.cuMemcpy3D_v2((&c as *const Memcpy3D).cast())), "cuMemcpy3D from array");
+    out
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// Surface reads and writes: 2D float4, 1D short, 3D int read-modify-write,
+/// 2D layered float2, every boundary mode of a read, and `sured` counters.
+#[test]
+fn surfaces_read_write_and_reduce() {
+    let s = Setup::new();
+    let mut rng = Lcg(0x5f);
+    let ldst = |w, h, d, format, channels, flags| Array3DDesc {
+        width: w,
+        height: h,
+        depth: d,
+        format,
+        channels,
+        flags: flags | SURFACE_LDST,
+    };
+    // 2D float4: out = (x k, y + k, z - k, w).
+    let (w, h) = (21usize, 5usize);
+    let (ain, _) = array_with_data(&s, &mut rng, ldst(w, h, 0, F32, 4, 0), TextureDesc::default());
+    let aout = create_array(s.api, ldst(w, h, 0, F32, 4, 0));
+    let input = f32s(&read_array(&s, ain, w * 16, h, 1));
+    let (sin, sout) = (surf_object(s.api, ain), surf_object(s.api, aout));
+    let k = 1.75f32;
+    s.run(
+        "surf_2d_scale",
+        [1, h as u32, 1],
+        32,
+        &mut [Param::U64(sin), Param::U64(sout), Param::I32(w as i32), Param::I32(h as i32), Param::F32(k)],
+    );
+    let got = f32s(&read_array(&s, aout, w * 16, h, 1));
+    for (i, (g, v)) in got.chunks(4).zip(input.chunks(4)).enumerate() {
+        let want = [v[0] * k, v[1] + k, v[2] - k, v[3]];
+        assert_eq!(g, want, "surf_2d_scale texel {i}");
+    }
+    // Boundary modes of a read: clamp to the edge, or zero.
+    let (a8, m8) = array_with_data(&s, &mut rng, ldst(9, 4, 0, U8, 4, 0), TextureDesc::default());
+    let s8 = surf_object(s.api, a8);
+    let xy: Vec<[i32; 2]> =
+        (0..N).map(|_| [(rng.next_u32() % 15) as i32 - 3, (rng.next_u32() % 8) as i32 - 2]).collect();
+    let (dclamp, dzero) = (s.alloc(N * 4), s.alloc(N * 4));
+    s.run(
+        "surf_2d_read_modes",
+        grid(N),
+        64,
+        &mut [Param::U64(s8), Param::U64(s.upload(&xy)), Param::U64(dclamp), Param::U64(dzero), Param::I32(N as i32)],
+    );
+    let (gc, gz): (Vec<[u8; 4]>, Vec<[u8; 4]>) = (s.download(dclamp, N), s.download(dzero, N));
+    for (i, p) in xy.iter().enumerate() {
+        let texel = |x: i32, y: i32| {
+            let at = (y as usize * 9 + x as usize) * 4;
+            [m8.data[at], m8.data[at + 1], m8.data[at + 2], m8.data[at + 3]]
+        };
+        let inside = (0..9).contains(&p[0]) && (0..4).contains(&p[1]);
+        assert_eq!(gc[i], texel(p[0].clamp(0, 8), p[1].clamp(0, 3)), "clamp read at {p:?}");
+        assert_eq!(gz[i], if inside { texel(p[0], p[1]) } else { [0; 4] }, "zero read at {p:?}");
+    }
+    // 1D short writes.
+    let a16 = create_array(s.api, ldst(77, 0, 0, 0x09, 1, 0));
+    let s16 = surf_object(s.api, a16);
+    let v: Vec<i16> = (0..77).map(|_| rng.next_u32() as i16).collect();
+    s.run("surf_1d_write", grid(77), 64, &mut [Param::U64(s16), Param::U64(s.upload(&v)), Param::I32(77)]);
+    let got: Vec<i16> = read_array(&s, a16, 154, 1, 1).chunks(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
+    assert_eq!(got, v, "surf_1d_write");
+    // 3D int read-modify-write.
+    let (w3, h3, d3) = (10usize, 3usize, 4usize);
+    let (a3, m3) = array_with_data(&s, &mut rng, ldst(w3, h3, d3, S32, 1, 0), TextureDesc::default());
+    let s3 = surf_object(s.api, a3);
+    let kk = 5i32;
+    s.run(
+        "surf_3d_add",
+        [1, h3 as u32, d3 as u32],
+        32,
+        &mut [Param::U64(s3), Param::I32(w3 as i32), Param::I32(h3 as i32), Param::I32(d3 as i32), Param::I32(kk)],
+    );
+    let got = read_array(&s, a3, w3 * 4, h3, d3);
+    for z in 0..d3 {
+        for y in 0..h3 {
+            for x in 0..w3 {
+                let at = ((z * h3 + y) * w3 + x) * 4;
+                let before = i32::from_le_bytes(m3.data[at..at + 4].try_into().unwrap());
+                let after = i32::from_le_bytes(got[at..at + 4].try_into().unwrap());
+                assert_eq!(after, before.wrapping_add(kk * (x + y + z) as i32), "surf_3d_add ({x}, {y}, {z})");
+            }
+        }
+    }
+    // 2D layered float2: layer l + 1 = layer l swapped, in parallel (each
+    // block reads layer l as it was: blocks of layer l + 1 write only there).
+    let (wl, hl, layers) = (6usize, 2usize, 2usize);
+    let (al, ml) = array_with_data(&s, &mut rng, ldst(wl, hl, layers, F32, 2, LAYERED), TextureDesc::default());
+    let sl = surf_object(s.api, al);
+    s.run(
+        "surf_2d_layered_copy",
+        [1, hl as u32, layers as u32],
+        32,
+        &mut [Param::U64(sl), Param::I32(wl as i32), Param::I32(hl as i32), Param::I32(layers as i32)],
+    );
+    let got = f32s(&read_array(&s, al, wl * 8, hl, layers));
+    let before = f32s(&ml.data);
+    let per_layer = wl * hl * 2;
+    assert_eq!(got[..per_layer], before[..per_layer], "layer 0 unchanged");
+    for t in 0..wl * hl {
+        assert_eq!(
+            [got[per_layer + 2 * t], got[per_layer + 2 * t + 1]],
+            [before[2 * t + 1], before[2 * t]],
+            "layer 1 texel {t}"
+        );
+    }
+    // sured: a histogram of 2000 values into 8 x 4 u32 counters.
+    let ah = create_array(s.api, ldst(8, 4, 0, 0x03, 1, 0));
+    let zeros = vec![0u8; 8 * 4 * 4];
+    let api = s.api;
+    check(api, cu!(api.cuMemcpyHtoA_v2(ah, 0, zeros.as_ptr().cast(), zeros.len())), "zero counters");
+    let sh = surf_object(s.api, ah);
+    let bins: Vec<[i32; 2]> = (0..2000).map(|_| [(rng.next_u32() % 8) as i32, (rng.next_u32() % 4) as i32]).collect();
+    s.run("surf_histogram", grid(2000), 64, &mut [Param::U64(sh), Param::U64(s.upload(&bins)), Param::I32(2000)]);
+    let mut counts = vec![0u8; 8 * 4 * 4];
+    check(api, cu!(api.cuMemcpyAtoH_v2(counts.as_mut_ptr().cast(), ah, 0, counts.len())), "read counters");
+    let counts: Vec<u32> = counts.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let mut want = vec![0u32; 32];
+    for b in &bins {
+        want[(b[1] * 8 + b[0]) as usize] += 1;
+    }
+    assert_eq!(counts, want, "sured histogram");
+    // A .trap read outside the surface fails the launch loudly.
+    let xy_out = [[9i32, 0i32]];
+    let rc = s.launch(
+        "surf_2d_scale",
+        [1, 1, 1],
+        32,
+        &mut [Param::U64(sin), Param::U64(sout), Param::I32(w as i32 + 5), Param::I32(1), Param::F32(k)],
+    );
+    let _ = xy_out;
+    assert_ne!(rc, code::SUCCESS, "a .trap access outside the surface must fail the launch");
+}
+
+/// txq and suq (inline PTX in the fixture).
+#[test]
+fn queries() {
+    let s = Setup::new();
+    let api = s.api;
+    let desc = Array3DDesc { width: 40, height: 24, format: U8, channels: 2, ..Array3DDesc::default() };
+    let mut m: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuMipmappedArrayCreate(&mut m, (&desc as *const Array3DDesc).cast(), 3)), "mipmapped");
+    let t = sampler([CLAMP; 3], true, NORMALIZED);
+    let tex = tex_object(api, &ResourceDesc::mipmapped(m), &t);
+    let sa = create_array(
+        api,
+        Array3DDesc { width: 7, height: 3, format: 0x09, channels: 4, flags: SURFACE_LDST, ..Array3DDesc::default() },
+    );
+    let surf = surf_object(api, sa);
+    let out = s.alloc(12 * 4);
+    s.run("query", [1, 1, 1], 32, &mut [Param::U64(tex), Param::U64(surf), Param::I32(2), Param::U64(out)]);
+    let got: Vec<i32> = s.download(out, 12);
+    // width, height, depth, levels, level-2 width and height, normalized,
+    // filter, channel order (CL_RG), surface width, height, channel type
+    // (CL_SNORM_INT16: a surface reads 16-bit signed texels as stored).
+    assert_eq!(got, [40, 24, 1, 3, 10, 6, 1, 1, 0x10B2, 7, 3, 0x10D1]);
+}
+
+/// Arrays through the copy entry points: 2D copies with offsets, AtoA,
+/// HtoA/AtoH, and every documented argument error.
+#[test]
+fn array_copies_and_argument_errors() {
+    let s = Setup::new();
+    let api = s.api;
+    let mut rng = Lcg(0xa77);
+    let desc = Array3DDesc { width: 12, height: 5, format: U16, channels: 2, ..Array3DDesc::default() };
+    let (a, model) = array_with_data(&s, &mut rng, desc, TextureDesc::default());
+    let mut got = Array3DDesc::default();
+    check(api, cu!(api.cuArray3DGetDescriptor_v2((&mut got as *mut Array3DDesc).cast(), a)), "descriptor");
+    assert_eq!((got.width, got.height, got.depth, got.format, got.channels), (12, 5, 0, U16, 2));
+    // A sub-box copy: bytes 8..40 of rows 1..4 into a host buffer of pitch 50.
+    let mut host = vec![0xEEu8; 50 * 3];
+    let mut c = Memcpy3D::zeroed();
+    c.src_type = ARRAY;
+    c.src_array = a;
+    c.src_x = 8;
+    c.src_y = 1;
+    c.dst_type = HOST;
+    c.dst_host = host.as_mut_ptr().cast();
+    c.dst_pitch = 50;
+    c.dst_height = 3;
+    c.width = 32;
+    c.height = 3;
+    c.depth = 1;
+    check(api, cu!(api.cuMemcpy3D_v2((&c as *const Memcpy3D).cast())), "sub-box");
+    for r in 0..3 {
+        assert_eq!(host[r * 50..r * 50 + 32], model.data[(r + 1) * 48 + 8..(r + 1) * 48 + 40], "row {r}");
+        assert!(host[r * 50 + 32..r * 50 + 50].iter().all(|&b| b == 0xEE), "row {r} tail");
+    }
+    // Outside the array: CUDA_ERROR_INVALID_VALUE, nothing copied.
+    c.src_x = 20;
+    assert_eq!(cu!(api.cuMemcpy3D_v2((&c as *const Memcpy3D).cast())), code::INVALID_VALUE, "copy past the row");
+    // AtoA, then AtoH of the whole.
+    let b = create_array(api, desc);
+    check(api, cu!(api.cuMemcpyAtoA_v2(b, 0, a, 0, 12 * 5 * 4)), "AtoA");
+    let mut whole = vec![0u8; 12 * 5 * 4];
+    check(api, cu!(api.cuMemcpyAtoH_v2(whole.as_mut_ptr().cast(), b, 0, whole.len())), "AtoH");
+    assert_eq!(whole, model.data);
+    assert_eq!(
+        cu!(api.cuMemcpyAtoH_v2(whole.as_mut_ptr().cast(), b, 4, whole.len())),
+        code::INVALID_VALUE,
+        "AtoH past the end"
+    );
+    // Creation errors.
+    let bad = |d: Array3DDesc| {
+        let mut h: Handle = std::ptr::null_mut();
+        cu!(api.cuArray3DCreate_v2(&mut h, (&d as *const Array3DDesc).cast()))
+    };
+    let ok = Array3DDesc { width: 4, height: 4, format: F32, channels: 1, ..Array3DDesc::default() };
+    assert_eq!(bad(Array3DDesc { format: 0x77, ..ok }), code::INVALID_VALUE, "unknown format");
+    assert_eq!(bad(Array3DDesc { channels: 3, ..ok }), code::INVALID_VALUE, "3 channels");
+    assert_eq!(bad(Array3DDesc { width: 0, ..ok }), code::INVALID_VALUE, "width 0");
+    assert_eq!(
+        bad(Array3DDesc { depth: 6, flags: CUBEMAP, width: 5, ..ok }),
+        code::INVALID_VALUE,
+        "cubemap not square"
+    );
+    assert_eq!(bad(Array3DDesc { height: 0, depth: 3, ..ok }), code::INVALID_VALUE, "3D without height");
+    assert_eq!(bad(Array3DDesc { flags: 0x10, ..ok }), code::NOT_SUPPORTED, "depth texture");
+    // A surface needs SURFACE_LDST; views are not supported; handles are checked.
+    let mut h = 0u64;
+    let res = ResourceDesc::array(a);
+    assert_eq!(
+        cu!(api.cuSurfObjectCreate(&mut h, (&res as *const ResourceDesc).cast())),
+        code::INVALID_VALUE,
+        "surface without LDST"
+    );
+    let t = sampler([CLAMP; 3], false, 0);
+    let view = [0u8; 112];
+    assert_eq!(
+        cu!(api.cuTexObjectCreate(
+            &mut h,
+            (&res as *const ResourceDesc).cast(),
+            (&t as *const TextureDesc).cast(),
+            view.as_ptr().cast()
+        )),
+        code::NOT_SUPPORTED,
+        "resource view"
+    );
+    let tex = tex_object(api, &res, &t);
+    let mut back = TextureDesc::default();
+    check(api, cu!(api.cuTexObjectGetTextureDesc((&mut back as *mut TextureDesc).cast(), tex)), "texture desc");
+    assert_eq!(back, t);
+    check(api, cu!(api.cuTexObjectDestroy(tex)), "destroy");
+    assert_eq!(cu!(api.cuTexObjectDestroy(tex)), code::INVALID_VALUE, "destroyed twice");
+    check(api, cu!(api.cuArrayDestroy(b)), "destroy array");
+    assert_eq!(cu!(api.cuArrayDestroy(b)), code::INVALID_HANDLE, "array destroyed twice");
 }

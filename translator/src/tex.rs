@@ -69,7 +69,8 @@ pub fn run(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
 
 /// A `.texref`, `.surfref` or `.samplerref` declaration (or the old `.tex` space).
 fn is_ref_decl(v: &VarDecl) -> bool {
-    v.space == StateSpace::Tex || v.other_attrs.iter().any(|a| matches!(a.as_str(), "texref" | "surfref" | "samplerref"))
+    v.space == StateSpace::Tex
+        || v.other_attrs.iter().any(|a| matches!(a.as_str(), "texref" | "surfref" | "samplerref"))
 }
 
 /// Whether an instruction belongs to this pass.
@@ -178,7 +179,11 @@ impl Rewriter<'_> {
             Operand::Address(_, a) => a,
             Operand::TensorAddress(_, a, _) => &**a,
             Operand::Bracket(s, _) => {
-                return Err(unsupported(out.orig, *s, "independent texturing mode (a separate sampler) is not supported"))
+                return Err(unsupported(
+                    out.orig,
+                    *s,
+                    "independent texturing mode (a separate sampler) is not supported",
+                ))
             }
             other => return Err(Diagnostic::error(other.span(), "expected a texture or surface operand [a, ...]")),
         };
@@ -250,7 +255,9 @@ impl Rewriter<'_> {
         let coords_op = operand(i, 1)?;
         let Operand::TensorAddress(cspan, _, coords) = coords_op else {
             return Err(match coords_op {
-                Operand::Bracket(sp, _) => unsupported(i, *sp, "independent texturing mode (a separate sampler) is not supported"),
+                Operand::Bracket(sp, _) => {
+                    unsupported(i, *sp, "independent texturing mode (a separate sampler) is not supported")
+                }
                 o => Diagnostic::error(o.span(), "expected [texture, {coordinates}]"),
             });
         };
@@ -357,10 +364,8 @@ impl Rewriter<'_> {
             "force_unnormalized_coords",
             "memory_layout",
         ];
-        let q = names
-            .iter()
-            .position(|q| i.has(q))
-            .ok_or_else(|| unsupported(i, i.opcode_span, "unknown query"))? as i128;
+        let q =
+            names.iter().position(|q| i.has(q)).ok_or_else(|| unsupported(i, i.opcode_span, "unknown query"))? as i128;
         let d = operand(i, 0)?.clone();
         let h = self.handle(out, operand(i, 1)?)?;
         let level = if i.has("level") { operand(i, 2)?.clone() } else { int(s, 0) };
