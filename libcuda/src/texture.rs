@@ -108,7 +108,8 @@ fn shape_of(d: &Array3DDesc) -> CuResult<Shape> {
     let layered = d.flags & LAYERED != 0;
     let cubemap = d.flags & CUBEMAP != 0;
     if cubemap {
-        if d.width != d.height || d.depth == 0 || (layered && d.depth % 6 != 0) || (!layered && d.depth != 6) {
+        if d.width != d.height || d.depth == 0 || (layered && !d.depth.is_multiple_of(6)) || (!layered && d.depth != 6)
+        {
             return bad("a cubemap has Width == Height and Depth 6 (a multiple of 6 when layered)");
         }
         return Ok(Shape { extent: [w, h, 1], layers: dd, dims: 2 });
@@ -489,8 +490,11 @@ fn objects() -> MutexGuard<'static, BTreeMap<u64, (bool, Object)>> {
     OBJECTS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A record and the arrays it reads (kept alive with its object).
+type Described = (TextureDesc, Option<Arc<ArrayObj>>, Option<Arc<MipmappedObj>>);
+
 /// The record for `resource` (without its sampling state).
-fn describe(resource: &ResourceDesc) -> CuResult<(TextureDesc, Option<Arc<ArrayObj>>, Option<Arc<MipmappedObj>>)> {
+fn describe(resource: &ResourceDesc) -> CuResult<Described> {
     if resource.flags != 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("CUDA_RESOURCE_DESC flags must be 0"));
     }
@@ -528,7 +532,7 @@ fn describe(resource: &ResourceDesc) -> CuResult<(TextureDesc, Option<Arc<ArrayO
             // pitch2D: devPtr, format | numChannels << 32, width, height, pitchInBytes.
             let (format, channels) = (r[1] as u32, (r[1] >> 32) as u32);
             let elem = element_bytes(format, channels)?;
-            if r[0] == 0 || r[0] % elem as u64 != 0 {
+            if r[0] == 0 || !r[0].is_multiple_of(elem as u64) {
                 return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("devPtr is NULL or not aligned to the element"));
             }
             t.address = r[0];
@@ -545,7 +549,13 @@ fn describe(resource: &ResourceDesc) -> CuResult<(TextureDesc, Option<Arc<ArrayO
                 t.pitch = r[2];
             } else {
                 let (w, h, pitch) = (r[2], r[3], r[4]);
-                if w == 0 || h == 0 || w > 1 << 20 || h > 1 << 20 || pitch < w * elem as u64 || pitch % 32 != 0 {
+                if w == 0
+                    || h == 0
+                    || w > 1 << 20
+                    || h > 1 << 20
+                    || pitch < w * elem as u64
+                    || !pitch.is_multiple_of(32)
+                {
                     return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(
                         "pitch 2D: width and height 1 to 2^20, pitchInBytes a multiple of 32 and at least a row",
                     ));
