@@ -757,6 +757,55 @@ exports! {
     /// `cuSurfObjectGetResourceDesc`.
     raw fn cuSurfObjectGetResourceDesc(out: *mut tex::ResourceDesc, obj: u64) => tex::surf_object_get_resource_desc;
 
+    /// `cuModuleGetTexRef`.
+    raw fn cuModuleGetTexRef(out: *mut Handle, hmod: Handle, name: *const c_char) => tex::module_get_tex_ref;
+    /// `cuModuleGetSurfRef`.
+    raw fn cuModuleGetSurfRef(out: *mut Handle, hmod: Handle, name: *const c_char) => tex::module_get_surf_ref;
+    /// `cuTexRefSetArray`.
+    safe fn cuTexRefSetArray(texref: Handle, array: Handle, flags: c_uint) => tex::tex_ref_set_array;
+    /// `cuTexRefSetMipmappedArray`.
+    safe fn cuTexRefSetMipmappedArray(texref: Handle, mipmapped: Handle, flags: c_uint) => tex::tex_ref_set_mipmapped_array;
+    /// `cuTexRefSetAddress_v2`.
+    raw fn cuTexRefSetAddress_v2(offset: *mut usize, texref: Handle, dptr: CUdeviceptr, bytes: usize) => tex::tex_ref_set_address;
+    /// `cuTexRefSetAddress2D_v3`.
+    raw fn cuTexRefSetAddress2D_v3(texref: Handle, desc: *const tex::ArrayDesc, dptr: CUdeviceptr, pitch: usize) => tex::tex_ref_set_address_2d;
+    /// `cuTexRefSetFormat`.
+    safe fn cuTexRefSetFormat(texref: Handle, format: c_uint, channels: c_int) => tex::tex_ref_set_format;
+    /// `cuTexRefSetAddressMode`.
+    safe fn cuTexRefSetAddressMode(texref: Handle, dim: c_int, mode: c_uint) => tex::tex_ref_set_address_mode;
+    /// `cuTexRefSetFilterMode`.
+    safe fn cuTexRefSetFilterMode(texref: Handle, mode: c_uint) => tex::tex_ref_set_filter_mode;
+    /// `cuTexRefSetMipmapFilterMode`.
+    safe fn cuTexRefSetMipmapFilterMode(texref: Handle, mode: c_uint) => tex::tex_ref_set_mipmap_filter_mode;
+    /// `cuTexRefSetFlags`.
+    safe fn cuTexRefSetFlags(texref: Handle, flags: c_uint) => tex::tex_ref_set_flags;
+    /// `cuTexRefSetBorderColor`.
+    raw fn cuTexRefSetBorderColor(texref: Handle, color: *const [f32; 4]) => tex::tex_ref_set_border_color;
+    /// `cuTexRefSetMipmapLevelBias`.
+    safe fn cuTexRefSetMipmapLevelBias(texref: Handle, bias: f32) => tex::tex_ref_set_mipmap_level_bias;
+    /// `cuTexRefSetMipmapLevelClamp`.
+    safe fn cuTexRefSetMipmapLevelClamp(texref: Handle, min: f32, max: f32) => tex::tex_ref_set_mipmap_level_clamp;
+    /// `cuTexRefSetMaxAnisotropy`.
+    safe fn cuTexRefSetMaxAnisotropy(texref: Handle, aniso: c_uint) => tex::tex_ref_set_max_anisotropy;
+    /// `cuTexRefGetAddress_v2`.
+    raw fn cuTexRefGetAddress_v2(out: *mut CUdeviceptr, texref: Handle) => tex::tex_ref_get_address;
+    /// `cuTexRefGetArray`.
+    raw fn cuTexRefGetArray(out: *mut Handle, texref: Handle) => tex::tex_ref_get_array;
+    /// `cuTexRefGetAddressMode`.
+    raw fn cuTexRefGetAddressMode(out: *mut c_uint, texref: Handle, dim: c_int) => tex::tex_ref_get_address_mode;
+    /// `cuTexRefGetFilterMode`.
+    raw fn cuTexRefGetFilterMode(out: *mut c_uint, texref: Handle) => tex::tex_ref_get_filter_mode;
+    /// `cuTexRefGetFlags`.
+    raw fn cuTexRefGetFlags(out: *mut c_uint, texref: Handle) => tex::tex_ref_get_flags;
+    /// `cuTexRefGetFormat`.
+    raw fn cuTexRefGetFormat(format: *mut c_uint, channels: *mut c_int, texref: Handle) => tex::tex_ref_get_format;
+    /// `cuTexRefGetBorderColor`.
+    raw fn cuTexRefGetBorderColor(out: *mut [f32; 4], texref: Handle) => tex::tex_ref_get_border_color;
+    /// `cuSurfRefSetArray`.
+    safe fn cuSurfRefSetArray(surfref: Handle, array: Handle, flags: c_uint) => tex::surf_ref_set_array;
+    /// `cuSurfRefGetArray`.
+    raw fn cuSurfRefGetArray(out: *mut Handle, surfref: Handle) => tex::surf_ref_get_array;
+
     /// `cuTensorMapEncodeTiled`.
     raw fn cuTensorMapEncodeTiled(tensor_map: *mut c_void, data_type: c_int, rank: u32, global_address: *mut c_void, global_dim: *const u64, global_strides: *const u64, box_dim: *const u32, element_strides: *const u32, interleave: c_int, swizzle: c_int, l2_promotion: c_int, oob_fill: c_int) => tmap::encode_tiled;
     /// `cuTensorMapEncodeIm2col`.

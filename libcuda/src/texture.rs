@@ -716,3 +716,486 @@ pub unsafe fn surf_object_get_resource_desc(out: *mut ResourceDesc, h: u64) -> C
     // SAFETY: forwarded caller contract.
     unsafe { write_out(out, r) }
 }
+
+// ---------------------------------------------------------------------------
+// Texture and surface references (`.texref`/`.surfref` module variables)
+
+/// What a reference is bound to.
+#[derive(Clone)]
+enum Binding {
+    None,
+    Array(Arc<ArrayObj>),
+    Mipmapped(Arc<MipmappedObj>),
+    /// Linear memory: address and bytes.
+    Linear(u64, usize),
+    /// Pitched memory: address, width, height, pitch.
+    Pitch2D(u64, usize, usize, usize),
+}
+
+/// The settings of a reference (`cuTexRefSet*`).
+#[derive(Clone)]
+struct RefState {
+    binding: Binding,
+    format: u32,
+    channels: u32,
+    sampler: TextureDescC,
+    /// The record the module variable points to (allocated on first bind).
+    record: Option<u64>,
+}
+
+/// A `CUtexref` or `CUsurfref`: a module variable holding its record's address.
+pub struct RefObj {
+    ctx: Arc<ContextObj>,
+    /// The module (a handle: unloading the module is not prevented).
+    module: usize,
+    /// Device address of the 8-byte module variable.
+    slot: u64,
+    surface: bool,
+    state: Mutex<RefState>,
+}
+
+impl Drop for RefObj {
+    fn drop(&mut self) {
+        let record = self.state.get_mut().map(|s| s.record).unwrap_or_else(|p| p.into_inner().record);
+        if let Some(r) = record {
+            let _ = self.ctx.runtime.free(r);
+        }
+    }
+}
+
+/// Live references, by module and variable: one handle per variable.
+static REFS: Registry<RefObj> = Registry::new();
+
+fn reference(h: Handle, surface: bool) -> CuResult<Arc<RefObj>> {
+    match REFS.get(h) {
+        Some(r) if r.surface == surface && crate::module::lookup(r.module as Handle).is_ok() => Ok(r),
+        _ => Err(CuError::CUDA_ERROR_INVALID_HANDLE.because("not a live reference of this kind")),
+    }
+}
+
+/// `cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name)`
+/// and `cuModuleGetSurfRef` (`surface`).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+unsafe fn module_get_ref(out: *mut Handle, hmod: Handle, name: *const std::ffi::c_char, surface: bool) -> CuResult<()> {
+    let module = crate::module::lookup(hmod)?;
+    // SAFETY: forwarded caller contract.
+    let name = unsafe { crate::ffi::c_str(name) }?;
+    let (slot, size) =
+        module.runtime.global(name).filter(|&(_, size)| size == 8).ok_or_else(|| {
+            CuError::CUDA_ERROR_NOT_FOUND.because(format!("the module has no reference named {name:?}"))
+        })?;
+    // References of unloaded modules go (their records are freed).
+    for (h, r) in REFS.all() {
+        if crate::module::lookup(r.module as Handle).is_err() {
+            REFS.remove(h);
+        }
+    }
+    let existing = REFS.all().into_iter().find(|(_, r)| r.slot == slot && r.module == hmod as usize);
+    let h = match existing {
+        Some((h, _)) => h,
+        None => {
+            let _ = size;
+            let sampler = TextureDescC {
+                address_mode: [1; 3],
+                filter_mode: 0,
+                flags: 0,
+                max_anisotropy: 0,
+                mipmap_filter_mode: 0,
+                mipmap_level_bias: 0.0,
+                min_mipmap_level_clamp: 0.0,
+                max_mipmap_level_clamp: 0.0,
+                border_color: [0.0; 4],
+                reserved: [0; 12],
+            };
+            let state = RefState { binding: Binding::None, format: 0x20, channels: 1, sampler, record: None };
+            let r =
+                RefObj { ctx: module.context.clone(), module: hmod as usize, slot, surface, state: Mutex::new(state) };
+            REFS.insert(Arc::new(r))
+        }
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, h) }
+}
+
+/// `cuModuleGetTexRef`.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+pub unsafe fn module_get_tex_ref(out: *mut Handle, hmod: Handle, name: *const std::ffi::c_char) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
+    unsafe { module_get_ref(out, hmod, name, false) }
+}
+
+/// `cuModuleGetSurfRef`.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+pub unsafe fn module_get_surf_ref(out: *mut Handle, hmod: Handle, name: *const std::ffi::c_char) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
+    unsafe { module_get_ref(out, hmod, name, true) }
+}
+
+impl RefObj {
+    /// Applies `f` to the state and writes the record the module variable
+    /// points to (nothing while unbound).
+    fn update(&self, f: impl FnOnce(&mut RefState) -> CuResult<()>) -> CuResult<()> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = st.clone();
+        f(&mut next)?;
+        let resource = match &next.binding {
+            Binding::None => {
+                *st = next;
+                return Ok(());
+            }
+            Binding::Array(a) => ResourceDesc { res_type: 0, res: one(a_handle(a)?), flags: 0 },
+            Binding::Mipmapped(m) => ResourceDesc { res_type: 1, res: one(m_handle(m)?), flags: 0 },
+            Binding::Linear(p, n) => {
+                let mut res = [0u64; 16];
+                res[0] = *p;
+                res[1] = next.format as u64 | (next.channels as u64) << 32;
+                res[2] = *n as u64;
+                ResourceDesc { res_type: 2, res, flags: 0 }
+            }
+            Binding::Pitch2D(p, w, h, pitch) => {
+                let mut res = [0u64; 16];
+                res[0] = *p;
+                res[1] = next.format as u64 | (next.channels as u64) << 32;
+                res[2] = *w as u64;
+                res[3] = *h as u64;
+                res[4] = *pitch as u64;
+                ResourceDesc { res_type: 3, res, flags: 0 }
+            }
+        };
+        let (mut t, _, _) = describe(&resource)?;
+        let s = &next.sampler;
+        t.address_mode = s.address_mode;
+        t.filter_mode = s.filter_mode;
+        t.mipmap_filter_mode = s.mipmap_filter_mode;
+        t.read_as_integer = s.flags & READ_AS_INTEGER != 0;
+        t.normalized_coords = s.flags & NORMALIZED_COORDINATES != 0;
+        t.srgb = s.flags & SRGB != 0;
+        t.border_color = s.border_color;
+        t.lod_bias = s.mipmap_level_bias;
+        t.min_lod = s.min_mipmap_level_clamp;
+        t.max_lod = s.max_mipmap_level_clamp;
+        t.max_anisotropy = s.max_anisotropy;
+        t.surface = self.surface;
+        let record = match next.record {
+            Some(r) => r,
+            None => self.ctx.runtime.alloc(layout::BYTES as u64)?,
+        };
+        next.record = Some(record);
+        self.ctx.runtime.copy_htod(record, &t.encode())?;
+        self.ctx.runtime.copy_htod(self.slot, &record.to_le_bytes())?;
+        *st = next;
+        Ok(())
+    }
+}
+
+/// The registry handle of a live array (for a reference's resource).
+fn a_handle(a: &Arc<ArrayObj>) -> CuResult<u64> {
+    ARRAYS
+        .all()
+        .into_iter()
+        .find(|(_, x)| Arc::ptr_eq(x, a))
+        .map(|(h, _)| h as u64)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because("the bound array was destroyed"))
+}
+
+/// The registry handle of a live mipmapped array.
+fn m_handle(m: &Arc<MipmappedObj>) -> CuResult<u64> {
+    MIPMAPPED
+        .all()
+        .into_iter()
+        .find(|(_, x)| Arc::ptr_eq(x, m))
+        .map(|(h, _)| h as u64)
+        .ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because("the bound mipmapped array was destroyed"))
+}
+
+fn one(v: u64) -> [u64; 16] {
+    let mut res = [0u64; 16];
+    res[0] = v;
+    res
+}
+
+/// `cuTexRefSetArray(CUtexref hTexRef, CUarray hArray, unsigned int Flags)`
+/// (`CU_TRSA_OVERRIDE_FORMAT`: the array's format is used either way).
+pub fn tex_ref_set_array(h: Handle, array_h: Handle, flags: u32) -> CuResult<()> {
+    if flags & !1 != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("Flags must be 0 or CU_TRSA_OVERRIDE_FORMAT"));
+    }
+    let a = array(array_h)?;
+    reference(h, false)?.update(|s| {
+        s.format = a.desc.format;
+        s.channels = a.desc.channels;
+        s.binding = Binding::Array(a);
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetMipmappedArray(CUtexref hTexRef, CUmipmappedArray hMipmappedArray, unsigned int Flags)`.
+pub fn tex_ref_set_mipmapped_array(h: Handle, m: Handle, flags: u32) -> CuResult<()> {
+    if flags & !1 != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("Flags must be 0 or CU_TRSA_OVERRIDE_FORMAT"));
+    }
+    let m =
+        MIPMAPPED.get(m).ok_or_else(|| CuError::CUDA_ERROR_INVALID_HANDLE.because("not a live CUmipmappedArray"))?;
+    reference(h, false)?.update(|s| {
+        s.format = m.desc.format;
+        s.channels = m.desc.channels;
+        s.binding = Binding::Mipmapped(m);
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetAddress_v2(size_t *ByteOffset, CUtexref hTexRef, CUdeviceptr dptr, size_t bytes)`:
+/// linear memory; the offset is always 0 (any element-aligned address works).
+///
+/// # Safety
+/// `offset` is NULL or writable.
+pub unsafe fn tex_ref_set_address(offset: *mut usize, h: Handle, dptr: CUdeviceptr, bytes: usize) -> CuResult<()> {
+    reference(h, false)?.update(|s| {
+        s.binding = if dptr == 0 { Binding::None } else { Binding::Linear(dptr, bytes) };
+        Ok(())
+    })?;
+    // SAFETY: forwarded caller contract.
+    unsafe { crate::ffi::write_opt(offset, 0) };
+    Ok(())
+}
+
+/// `cuTexRefSetAddress2D_v3(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR *desc, CUdeviceptr dptr, size_t Pitch)`.
+///
+/// # Safety
+/// `desc` is NULL or readable.
+pub unsafe fn tex_ref_set_address_2d(
+    h: Handle,
+    desc: *const ArrayDesc,
+    dptr: CUdeviceptr,
+    pitch: usize,
+) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
+    let d = unsafe { read_in(desc) }?;
+    element_bytes(d.format, d.channels)?;
+    reference(h, false)?.update(|s| {
+        s.format = d.format;
+        s.channels = d.channels;
+        s.binding = Binding::Pitch2D(dptr, d.width, d.height, pitch);
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetFormat(CUtexref hTexRef, CUarray_format fmt, int NumPackedComponents)`.
+pub fn tex_ref_set_format(h: Handle, format: u32, channels: i32) -> CuResult<()> {
+    let channels =
+        u32::try_from(channels).map_err(|_| CuError::CUDA_ERROR_INVALID_VALUE.because("negative channels"))?;
+    element_bytes(format, channels)?;
+    reference(h, false)?.update(|s| {
+        s.format = format;
+        s.channels = channels;
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am)`.
+pub fn tex_ref_set_address_mode(h: Handle, dim: i32, mode: u32) -> CuResult<()> {
+    if !(0..3).contains(&dim) || mode > 3 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dim 0 to 2 and a known CUaddress_mode"));
+    }
+    reference(h, false)?.update(|s| {
+        s.sampler.address_mode[dim as usize] = mode;
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm)`.
+pub fn tex_ref_set_filter_mode(h: Handle, mode: u32) -> CuResult<()> {
+    if mode > 1 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("unknown CUfilter_mode"));
+    }
+    reference(h, false)?.update(|s| {
+        s.sampler.filter_mode = mode;
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm)`.
+pub fn tex_ref_set_mipmap_filter_mode(h: Handle, mode: u32) -> CuResult<()> {
+    if mode > 1 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("unknown CUfilter_mode"));
+    }
+    reference(h, false)?.update(|s| {
+        s.sampler.mipmap_filter_mode = mode;
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetFlags(CUtexref hTexRef, unsigned int Flags)`.
+pub fn tex_ref_set_flags(h: Handle, flags: u32) -> CuResult<()> {
+    if flags & !(READ_AS_INTEGER | NORMALIZED_COORDINATES | SRGB | IGNORED_FLAGS) != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown CU_TRSF flags {flags:#x}")));
+    }
+    reference(h, false)?.update(|s| {
+        s.sampler.flags = flags;
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetBorderColor(CUtexref hTexRef, float *pBorderColor)`.
+///
+/// # Safety
+/// `color` is NULL or points to four floats.
+pub unsafe fn tex_ref_set_border_color(h: Handle, color: *const [f32; 4]) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
+    let c = unsafe { read_in(color) }?;
+    reference(h, false)?.update(|s| {
+        s.sampler.border_color = c;
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float bias)`.
+pub fn tex_ref_set_mipmap_level_bias(h: Handle, bias: f32) -> CuResult<()> {
+    reference(h, false)?.update(|s| {
+        s.sampler.mipmap_level_bias = bias;
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp, float maxMipmapLevelClamp)`.
+pub fn tex_ref_set_mipmap_level_clamp(h: Handle, min: f32, max: f32) -> CuResult<()> {
+    reference(h, false)?.update(|s| {
+        s.sampler.min_mipmap_level_clamp = min;
+        s.sampler.max_mipmap_level_clamp = max;
+        Ok(())
+    })
+}
+
+/// `cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso)`.
+pub fn tex_ref_set_max_anisotropy(h: Handle, aniso: u32) -> CuResult<()> {
+    reference(h, false)?.update(|s| {
+        s.sampler.max_anisotropy = aniso;
+        Ok(())
+    })
+}
+
+/// `cuTexRefGetAddress_v2(CUdeviceptr *pdptr, CUtexref hTexRef)`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn tex_ref_get_address(out: *mut CUdeviceptr, h: Handle) -> CuResult<()> {
+    let r = reference(h, false)?;
+    let st = r.state.lock().unwrap_or_else(|p| p.into_inner());
+    let addr = match st.binding {
+        Binding::Linear(p, _) | Binding::Pitch2D(p, ..) => p,
+        _ => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the reference is not bound to linear memory")),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, addr) }
+}
+
+/// `cuTexRefGetArray(CUarray *phArray, CUtexref hTexRef)`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn tex_ref_get_array(out: *mut Handle, h: Handle) -> CuResult<()> {
+    let r = reference(h, false)?;
+    let a = match &r.state.lock().unwrap_or_else(|p| p.into_inner()).binding {
+        Binding::Array(a) => a.clone(),
+        _ => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the reference is not bound to an array")),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, a_handle(&a)? as usize as Handle) }
+}
+
+/// `cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexref hTexRef, int dim)`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn tex_ref_get_address_mode(out: *mut u32, h: Handle, dim: i32) -> CuResult<()> {
+    if !(0..3).contains(&dim) {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dim 0 to 2"));
+    }
+    let m = reference(h, false)?.state.lock().unwrap_or_else(|p| p.into_inner()).sampler.address_mode[dim as usize];
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, m) }
+}
+
+/// `cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef)`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn tex_ref_get_filter_mode(out: *mut u32, h: Handle) -> CuResult<()> {
+    let m = reference(h, false)?.state.lock().unwrap_or_else(|p| p.into_inner()).sampler.filter_mode;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, m) }
+}
+
+/// `cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef)`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn tex_ref_get_flags(out: *mut u32, h: Handle) -> CuResult<()> {
+    let f = reference(h, false)?.state.lock().unwrap_or_else(|p| p.into_inner()).sampler.flags;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, f) }
+}
+
+/// `cuTexRefGetFormat(CUarray_format *pFormat, int *pNumChannels, CUtexref hTexRef)`.
+///
+/// # Safety
+/// Pointers are NULL or writable.
+pub unsafe fn tex_ref_get_format(format: *mut u32, channels: *mut i32, h: Handle) -> CuResult<()> {
+    let r = reference(h, false)?;
+    let st = r.state.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        crate::ffi::write_opt(format, st.format);
+        crate::ffi::write_opt(channels, st.channels as i32);
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetBorderColor(float *pBorderColor, CUtexref hTexRef)`.
+///
+/// # Safety
+/// `out` is NULL or points to four writable floats.
+pub unsafe fn tex_ref_get_border_color(out: *mut [f32; 4], h: Handle) -> CuResult<()> {
+    let c = reference(h, false)?.state.lock().unwrap_or_else(|p| p.into_inner()).sampler.border_color;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, c) }
+}
+
+/// `cuSurfRefSetArray(CUsurfref hSurfRef, CUarray hArray, unsigned int Flags)`.
+pub fn surf_ref_set_array(h: Handle, array_h: Handle, flags: u32) -> CuResult<()> {
+    if flags != 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("Flags must be 0"));
+    }
+    let a = array(array_h)?;
+    if a.desc.flags & SURFACE_LDST == 0 {
+        return Err(
+            CuError::CUDA_ERROR_INVALID_VALUE.because("the array was not created with CUDA_ARRAY3D_SURFACE_LDST")
+        );
+    }
+    reference(h, true)?.update(|s| {
+        s.format = a.desc.format;
+        s.channels = a.desc.channels;
+        s.binding = Binding::Array(a);
+        Ok(())
+    })
+}
+
+/// `cuSurfRefGetArray(CUarray *phArray, CUsurfref hSurfRef)`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub unsafe fn surf_ref_get_array(out: *mut Handle, h: Handle) -> CuResult<()> {
+    let r = reference(h, true)?;
+    let a = match &r.state.lock().unwrap_or_else(|p| p.into_inner()).binding {
+        Binding::Array(a) => a.clone(),
+        _ => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the reference is not bound to an array")),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, a_handle(&a)? as usize as Handle) }
+}

@@ -1222,3 +1222,107 @@ fn array_copies_and_argument_errors() {
     check(api, cu!(api.cuArrayDestroy(b)), "destroy array");
     assert_eq!(cu!(api.cuArrayDestroy(b)), code::INVALID_HANDLE, "array destroyed twice");
 }
+
+/// Legacy references: `.texref`/`.surfref` module variables bound with
+/// `cuTexRefSet*`/`cuSurfRefSetArray` (hand-written PTX: CUDA 12 and later
+/// have no texture references in CUDA C; `ptxas -arch=sm_80` accepts it).
+const REFS_PTX: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+
+.global .texref tr;
+.global .surfref sr;
+
+.visible .entry refs(.param .u64 xy, .param .u64 out, .param .u64 sout, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<12>;
+    .reg .f32 %f<8>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [xy];
+    ld.param.u64 %rd2, [out];
+    ld.param.u64 %rd3, [sout];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mad.lo.s32 %r5, %r3, %r4, %r2;
+    setp.ge.s32 %p1, %r5, %r1;
+    @%p1 bra $Ldone;
+    mul.wide.s32 %rd4, %r5, 8;
+    add.s64 %rd5, %rd1, %rd4;
+    ld.global.v2.f32 {%f1, %f2}, [%rd5];
+    tex.2d.v4.f32.f32 {%f3, %f4, %f5, %f6}, [tr, {%f1, %f2}];
+    mul.wide.s32 %rd6, %r5, 16;
+    add.s64 %rd7, %rd2, %rd6;
+    st.global.v4.f32 [%rd7], {%f3, %f4, %f5, %f6};
+    // The surface: texel (i mod 4, 0) of a 4 x 1 u32 array.
+    and.b32 %r6, %r5, 3;
+    shl.b32 %r7, %r6, 2;
+    suld.b.2d.b32.trap {%r8}, [sr, {%r7, 0}];
+    mul.wide.s32 %rd8, %r5, 4;
+    add.s64 %rd9, %rd3, %rd8;
+    st.global.u32 [%rd9], %r8;
+$Ldone:
+    ret;
+}
+"#;
+
+#[test]
+fn texture_and_surface_references() {
+    let s = Setup::new();
+    let api = s.api;
+    let mut rng = Lcg(0x7ef);
+    let image = format!("{REFS_PTX}\0");
+    let mut module: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleLoadData(&mut module, image.as_ptr().cast())), "load refs");
+    let (mut tr, mut sr): (Handle, Handle) = (std::ptr::null_mut(), std::ptr::null_mut());
+    check(api, cu!(api.cuModuleGetTexRef(&mut tr, module, c"tr".as_ptr())), "cuModuleGetTexRef");
+    check(api, cu!(api.cuModuleGetSurfRef(&mut sr, module, c"sr".as_ptr())), "cuModuleGetSurfRef");
+    let mut again: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleGetTexRef(&mut again, module, c"tr".as_ptr())), "again");
+    assert_eq!(again, tr, "one handle per reference");
+    assert_eq!(cu!(api.cuModuleGetTexRef(&mut again, module, c"nope".as_ptr())), code::NOT_FOUND);
+    // The texture: a 6 x 5 float4 array, linear filtering, wrap, normalized.
+    let t = sampler([WRAP, WRAP, CLAMP], true, NORMALIZED);
+    let desc = Array3DDesc { width: 6, height: 5, format: F32, channels: 4, ..Array3DDesc::default() };
+    let (a, mut model) = array_with_data(&s, &mut rng, desc, t);
+    check(api, cu!(api.cuTexRefSetArray(tr, a, 1)), "cuTexRefSetArray");
+    check(api, cu!(api.cuTexRefSetAddressMode(tr, 0, WRAP)), "mode 0");
+    check(api, cu!(api.cuTexRefSetAddressMode(tr, 1, WRAP)), "mode 1");
+    check(api, cu!(api.cuTexRefSetFilterMode(tr, 1)), "filter");
+    check(api, cu!(api.cuTexRefSetFlags(tr, NORMALIZED)), "flags");
+    let mut fm = 9u32;
+    check(api, cu!(api.cuTexRefGetFilterMode(&mut fm, tr)), "get filter");
+    assert_eq!(fm, 1);
+    model.t.border_color = [0.0; 4];
+    // The surface: 4 u32 texels.
+    let sa = create_array(
+        api,
+        Array3DDesc { width: 4, height: 1, format: 0x03, channels: 1, flags: SURFACE_LDST, ..Array3DDesc::default() },
+    );
+    let words = [11u32, 22, 33, 44];
+    check(api, cu!(api.cuMemcpyHtoA_v2(sa, 0, words.as_ptr().cast(), 16)), "fill surface");
+    assert_eq!(cu!(api.cuSurfRefSetArray(sr, a, 0)), code::INVALID_VALUE, "an array without SURFACE_LDST");
+    check(api, cu!(api.cuSurfRefSetArray(sr, sa, 0)), "cuSurfRefSetArray");
+    let xy: Vec<[f32; 2]> =
+        coords(&mut rng, N, 6, true).into_iter().zip(coords(&mut rng, N, 5, true)).map(|(x, y)| [x, y]).collect();
+    let (out, sout) = (s.alloc(N * 16), s.alloc(N * 4));
+    let mut f: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleGetFunction(&mut f, module, c"refs".as_ptr())), "refs");
+    let mut params = [Param::U64(s.upload(&xy)), Param::U64(out), Param::U64(sout), Param::I32(N as i32)];
+    let mut ptrs: Vec<*mut c_void> = params.iter_mut().map(|p| p.ptr()).collect();
+    let (null, no_extra): (Handle, *mut *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
+    check(api, cu!(api.cuLaunchKernel(f, grid(N)[0], 1, 1, 64, 1, 1, 0, null, ptrs.as_mut_ptr(), no_extra)), "launch");
+    check(api, cu!(api.cuCtxSynchronize()), "sync");
+    let got: Vec<[u32; 4]> = s.download(out, N);
+    let want: Vec<[u32; 4]> =
+        xy.iter().map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1)).collect();
+    assert_close(&got, &want, true, "texref");
+    let got: Vec<u32> = s.download(sout, N);
+    assert!(got.iter().enumerate().all(|(i, &v)| v == words[i % 4]), "surfref reads");
+    check(api, cu!(api.cuModuleUnload(module)), "unload");
+    let mut g = 0u32;
+    assert_eq!(cu!(api.cuTexRefGetFilterMode(&mut g, tr)), code::INVALID_HANDLE, "a reference dies with its module");
+}

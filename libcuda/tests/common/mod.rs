@@ -214,6 +214,16 @@ driver_api! {
     fn cuTexObjectGetTextureDesc(*mut c_void, u64);
     fn cuSurfObjectCreate(*mut u64, *const c_void);
     fn cuSurfObjectDestroy(u64);
+    fn cuModuleGetTexRef(*mut Handle, Handle, *const c_char);
+    fn cuModuleGetSurfRef(*mut Handle, Handle, *const c_char);
+    fn cuTexRefSetArray(Handle, Handle, c_uint);
+    fn cuTexRefSetAddress_v2(*mut usize, Handle, u64, usize);
+    fn cuTexRefSetFormat(Handle, c_uint, c_int);
+    fn cuTexRefSetAddressMode(Handle, c_int, c_uint);
+    fn cuTexRefSetFilterMode(Handle, c_uint);
+    fn cuTexRefSetFlags(Handle, c_uint);
+    fn cuTexRefGetFilterMode(*mut c_uint, Handle);
+    fn cuSurfRefSetArray(Handle, Handle, c_uint);
     fn cuMemsetD2D32_v2(u64, usize, u32, usize, usize);
     fn cuPointerGetAttribute(*mut c_void, c_int, u64);
     fn cuPointerGetAttributes(c_uint, *const c_int, *mut *mut c_void, u64);
