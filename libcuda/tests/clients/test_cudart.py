@@ -94,6 +94,17 @@ def test_separate_compilation(flags, tmp_path):
     assert "checks passed" in run.stdout
 
 
+def test_textures_and_surfaces(tmp_path):
+    """CUDA arrays, texture objects (linear filtering, normalized reads,
+    layered, linear memory, mipmaps) and surface objects, checked against
+    CUDA's texture rules on the host."""
+    exe = tmp_path / "textures"
+    compile_cu(os.path.join(CU, "textures.cu"), exe, ["-arch=sm_80"])
+    run = run_program(exe)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "checks passed" in run.stdout
+
+
 def test_thrust(tmp_path):
     """Thrust's reduce, transform, scans and count_if (CUB kernels)."""
     exe = tmp_path / "thrust_algorithms"
