@@ -1096,15 +1096,37 @@ fn surfaces_read_write_and_reduce() {
         want[(b[1] * 8 + b[0]) as usize] += 1;
     }
     assert_eq!(counts, want, "sured histogram");
-    // A .trap read outside the surface fails the launch loudly.
-    let xy_out = [[9i32, 0i32]];
+}
+
+/// A `.trap` surface access outside the surface fails the launch loudly.
+/// In a process of its own: every CUDA context of the device shares the
+/// runtime's context, so a concurrent test could be the one to see the
+/// failure.
+#[test]
+fn trap_mode_faults_outside_the_surface() {
+    if common::in_own_process("trap_mode_faults_outside_the_surface", "PTXVK_TEX_TRAP_CHILD").is_some() {
+        return;
+    }
+    let s = Setup::new();
+    let (w, h) = (21usize, 1usize);
+    let ldst =
+        Array3DDesc { width: w, height: h, format: F32, channels: 4, flags: SURFACE_LDST, ..Array3DDesc::default() };
+    let (ain, aout) = (create_array(s.api, ldst), create_array(s.api, ldst));
+    let (sin, sout) = (surf_object(s.api, ain), surf_object(s.api, aout));
+    // Inside: fine.
+    s.run(
+        "surf_2d_scale",
+        [1, 1, 1],
+        32,
+        &mut [Param::U64(sin), Param::U64(sout), Param::I32(w as i32), Param::I32(1), Param::F32(1.0)],
+    );
+    // Five texels past the right edge.
     let rc = s.launch(
         "surf_2d_scale",
         [1, 1, 1],
         32,
-        &mut [Param::U64(sin), Param::U64(sout), Param::I32(w as i32 + 5), Param::I32(1), Param::F32(k)],
+        &mut [Param::U64(sin), Param::U64(sout), Param::I32(w as i32 + 5), Param::I32(1), Param::F32(1.0)],
     );
-    let _ = xy_out;
     assert_ne!(rc, code::SUCCESS, "a .trap access outside the surface must fail the launch");
 }
 
@@ -1325,4 +1347,92 @@ fn texture_and_surface_references() {
     check(api, cu!(api.cuModuleUnload(module)), "unload");
     let mut g = 0u32;
     assert_eq!(cu!(api.cuTexRefGetFilterMode(&mut g, tr)), code::INVALID_HANDLE, "a reference dies with its module");
+}
+
+/// `tex.2d.v2.f16x2`: the four channels rounded to f16, packed {R, G}, {B, A}.
+#[test]
+fn half2_results() {
+    let s = Setup::new();
+    let mut rng = Lcg(0x4a1f);
+    let t = sampler([WRAP, CLAMP, CLAMP], true, NORMALIZED);
+    let desc = Array3DDesc { width: 11, height: 6, format: F32, channels: 4, ..Array3DDesc::default() };
+    let (a, model) = array_with_data(&s, &mut rng, desc, t);
+    let tex = tex_object(s.api, &ResourceDesc::array(a), &t);
+    let xy: Vec<[f32; 2]> =
+        coords(&mut rng, N, 11, true).into_iter().zip(coords(&mut rng, N, 6, true)).map(|(x, y)| [x, y]).collect();
+    let out = s.alloc(N * 8);
+    s.run(
+        "sample_2d_half2",
+        grid(N),
+        64,
+        &mut [Param::U64(tex), Param::U64(s.upload(&xy)), Param::U64(out), Param::I32(N as i32)],
+    );
+    let got: Vec<[u32; 2]> = s.download(out, N);
+    for (k, p) in xy.iter().enumerate() {
+        let v = model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1);
+        let h = |x: u32| half::f16::from_f32(f32::from_bits(x)).to_bits() as u32;
+        let want = [h(v[0]) | h(v[1]) << 16, h(v[2]) | h(v[3]) << 16];
+        assert_eq!(got[k], want, "f16x2 sample {k} at {p:?}");
+    }
+}
+
+/// `sust.p` (formatted: x counts samples; values converted to the format)
+/// and `sured.p` min (signed or unsigned as the format is).
+#[test]
+fn formatted_surface_stores_and_reductions() {
+    let s = Setup::new();
+    let api = s.api;
+    let mut rng = Lcg(0xf0a7);
+    let w = 50usize;
+    let vals: Vec<[u32; 4]> =
+        (0..w).map(|_| [rng.next_f32().to_bits(), rng.next_f32().to_bits(), rng.next_u32(), rng.next_u32()]).collect();
+    for (format, channels) in [(F32, 4), (HALF, 2), (U8, 4), (S32, 1)] {
+        let arr = create_array(
+            api,
+            Array3DDesc { width: w, format, channels, flags: SURFACE_LDST, ..Array3DDesc::default() },
+        );
+        let elem = match format {
+            U8 => 1,
+            HALF => 2,
+            _ => 4,
+        } * channels as usize;
+        let poison = vec![0xCDu8; w * elem];
+        check(api, cu!(api.cuMemcpyHtoA_v2(arr, 0, poison.as_ptr().cast(), poison.len())), "poison");
+        let surf = surf_object(api, arr);
+        s.run("surf_store_p", grid(w), 64, &mut [Param::U64(surf), Param::U64(s.upload(&vals)), Param::I32(w as i32)]);
+        let mut got = vec![0u8; w * elem];
+        check(api, cu!(api.cuMemcpyAtoH_v2(got.as_mut_ptr().cast(), arr, 0, got.len())), "read back");
+        let mut want = Vec::new();
+        for v in &vals {
+            for &c in v.iter().take(channels as usize) {
+                match format {
+                    HALF => want.extend_from_slice(&half::f16::from_f32(f32::from_bits(c)).to_bits().to_le_bytes()),
+                    U8 => want.push(c as u8),
+                    _ => want.extend_from_slice(&c.to_le_bytes()),
+                }
+            }
+        }
+        assert_eq!(got, want, "sust.p into format {format:#x}x{channels}");
+    }
+    // sured.p.min on s32 and u32 counters.
+    for format in [S32, 0x03] {
+        let arr = create_array(
+            api,
+            Array3DDesc { width: 8, format, channels: 1, flags: SURFACE_LDST, ..Array3DDesc::default() },
+        );
+        let start = [100i32; 8];
+        check(api, cu!(api.cuMemcpyHtoA_v2(arr, 0, start.as_ptr().cast(), 32)), "start");
+        let surf = surf_object(api, arr);
+        let xv: Vec<[i32; 2]> =
+            (0..500).map(|_| [(rng.next_u32() % 8) as i32, (rng.next_u32() % 1000) as i32 - 500]).collect();
+        s.run("surf_min_p", grid(500), 64, &mut [Param::U64(surf), Param::U64(s.upload(&xv)), Param::I32(500)]);
+        let mut got = [0i32; 8];
+        check(api, cu!(api.cuMemcpyAtoH_v2(got.as_mut_ptr().cast(), arr, 0, 32)), "read back");
+        let mut want = start;
+        for p in &xv {
+            let slot = &mut want[p[0] as usize];
+            *slot = if format == S32 { (*slot).min(p[1]) } else { (*slot as u32).min(p[1] as u32) as i32 };
+        }
+        assert_eq!(got, want, "sured.p.min format {format:#x}");
+    }
 }

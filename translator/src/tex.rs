@@ -229,9 +229,8 @@ impl Rewriter<'_> {
             .position(|g| i.has(g))
             .ok_or_else(|| unsupported(i, i.opcode_span, "this geometry is not supported (2dms, a2dms)"))?;
         let geom = geom_name as i128 + 1;
-        if i.has("f16x2") || i.has("f16") {
-            return Err(unsupported(i, i.opcode_span, "f16 results are not supported"));
-        }
+        // `.v2.f16x2`: the four channels as two packed pairs, rounded to nearest.
+        let f16x2 = i.has("f16x2");
         let icoord = i.modifiers.last().map(|m| m.as_str()) == Some("s32");
         let comp = if gather {
             ["r", "g", "b", "a"]
@@ -249,8 +248,11 @@ impl Rewriter<'_> {
         let Operand::Vector(_, dst) = dst else {
             return Err(Diagnostic::error(dst.span(), "expected a vector destination {d0, d1, d2, d3}"));
         };
-        if dst.len() != 4 {
-            return Err(unsupported(i, i.opcode_span, "only .v4 results are supported"));
+        if dst.len() != if f16x2 { 2 } else { 4 } {
+            return Err(Diagnostic::error(
+                i.span,
+                format!("'{}' writes {} registers", i.mnemonic(), if f16x2 { 2 } else { 4 }),
+            ));
         }
         let coords_op = operand(i, 1)?;
         let Operand::TensorAddress(cspan, _, coords) = coords_op else {
@@ -287,6 +289,8 @@ impl Rewriter<'_> {
         let (lodmode, lod) = if i.has("level") {
             k += 1;
             (1, operand(i, 2)?.clone())
+        } else if i.has("base") {
+            (3, f32_zero(s))
         } else {
             (0, f32_zero(s))
         };
@@ -321,7 +325,8 @@ impl Rewriter<'_> {
             return Err(unsupported(i, op.span(), "depth compare is not supported"));
         }
         // Integer destinations of f32 texels and vice versa get the bits as they are.
-        let rets: Vec<Operand> = dst.iter().map(|_| self.temp(s, ScalarType::B32)).collect();
+        let ret_ty = if f16x2 { ScalarType::F32 } else { ScalarType::B32 };
+        let rets: Vec<Operand> = (0..4).map(|_| self.temp(s, ret_ty)).collect();
         let mut args = vec![h, int(s, geom), int(s, icoord as i128)];
         args.extend(c);
         args.push(layer);
@@ -331,9 +336,19 @@ impl Rewriter<'_> {
         args.extend(grads);
         args.push(int(s, comp));
         out.call(rets.clone(), "tex", args);
-        for (d, r) in dst.iter().zip(rets) {
-            if !matches!(d, Operand::Sink(_)) {
-                out.inst("mov", &["b32"], vec![d.clone(), r]);
+        if f16x2 {
+            // cvt.rn.f16x2.f32 d, a, b puts a in the upper half: {R, G}, {B, A}.
+            for (k, d) in dst.iter().enumerate() {
+                if !matches!(d, Operand::Sink(_)) {
+                    let (lo, hi) = (rets[2 * k].clone(), rets[2 * k + 1].clone());
+                    out.inst("cvt", &["rn", "f16x2", "f32"], vec![d.clone(), hi, lo]);
+                }
+            }
+        } else {
+            for (d, r) in dst.iter().zip(rets) {
+                if !matches!(d, Operand::Sink(_)) {
+                    out.inst("mov", &["b32"], vec![d.clone(), r]);
+                }
             }
         }
         if let Some(p) = pred {
@@ -379,8 +394,9 @@ impl Rewriter<'_> {
     fn surface(&mut self, out: &mut Out) -> Result<(), Diagnostic> {
         let i = out.orig;
         let s = i.span;
-        if i.has("p") {
-            return Err(unsupported(i, i.opcode_span, "formatted surface accesses (.p) are not supported"));
+        let formatted = i.has("p");
+        if formatted && i.opcode == "suld" {
+            return Err(unsupported(i, i.opcode_span, "formatted surface loads (.p) are not supported"));
         }
         let geom = ["1d", "2d", "3d", "a1d", "a2d"]
             .iter()
@@ -428,14 +444,29 @@ impl Rewriter<'_> {
             return Err(Diagnostic::error(*cspan, format!("expected {n} coordinates")));
         }
         let c: Vec<Operand> = (0..3).map(|k| if k < n { xyz[k].clone() } else { int(s, 0) }).collect();
+        if formatted && i.opcode == "sust" {
+            // The engine converts and stores each channel.
+            let values: Vec<Operand> = match data_op {
+                Operand::Vector(_, v) => v.to_vec(),
+                d => vec![d.clone()],
+            };
+            let mut args = vec![h.clone(), int(s, n as i128)];
+            args.extend(c);
+            args.extend([layer, int(s, mode), int(s, values.len() as i128)]);
+            for k in 0..4 {
+                args.push(values.get(k).cloned().unwrap_or_else(|| int(s, 0)));
+            }
+            out.call(vec![], "surf_store_p", args);
+            return Ok(());
+        }
         let a = self.temp(s, ScalarType::U64);
         let ok = self.temp(s, ScalarType::U32);
         let p = self.temp(s, ScalarType::Pred);
         // %ok is 0 unless the (guarded) call says the access is in range.
         out.inst_guarded(None, "mov", &["u32"], vec![ok.clone(), int(s, 0)]);
-        let mut args = vec![h, int(s, n as i128)];
+        let mut args = vec![h.clone(), int(s, n as i128)];
         args.extend(c);
-        args.extend([layer, int(s, width * vec), int(s, mode)]);
+        args.extend([layer, int(s, width * vec), int(s, mode), int(s, formatted as i128)]);
         out.call(vec![a.clone(), ok.clone()], "surf_addr", args);
         out.inst_guarded(None, "setp", &["ne", "u32"], vec![p.clone(), ok, int(s, 0)]);
         let Operand::Name { name: pname, .. } = &p else { unreachable!("temp is a name") };
@@ -482,6 +513,29 @@ impl Rewriter<'_> {
                     ("add" | "min" | "max", "b64") => "u64",
                     (_, t) => t,
                 };
+                if formatted && matches!(op, "min" | "max") && ty_name == "b32" {
+                    // `.p`: signed or unsigned as the surface's format says.
+                    let signed = self.temp(s, ScalarType::U32);
+                    out.call(vec![signed.clone()], "surf_signed", vec![h.clone()]);
+                    let ps = self.temp(s, ScalarType::Pred);
+                    let pu = self.temp(s, ScalarType::Pred);
+                    out.inst_guarded(
+                        None,
+                        "setp",
+                        &["ne", "and", "u32"],
+                        vec![ps.clone(), signed.clone(), int(s, 0), p.clone()],
+                    );
+                    out.inst_guarded(
+                        None,
+                        "setp",
+                        &["eq", "and", "u32"],
+                        vec![pu.clone(), signed, int(s, 0), p.clone()],
+                    );
+                    let g = |q: &Operand| Some(Guard { span: s, negated: false, name: name_of(q) });
+                    out.inst_guarded(g(&ps), "red", &["global", op, "s32"], vec![addr.clone(), data_op.clone()]);
+                    out.inst_guarded(g(&pu), "red", &["global", op, "u32"], vec![addr, data_op.clone()]);
+                    return Ok(());
+                }
                 out.inst_guarded(pg, "red", &["global", op, ty], vec![addr, data_op.clone()]);
             }
         }

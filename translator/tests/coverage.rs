@@ -125,6 +125,7 @@ fn sample(form: &Form) -> String {
             *op = frag;
         }
     }
+    texture_operands(&mnemonic, &mut ops);
     if ops.is_empty() {
         mnemonic
     } else {
@@ -165,6 +166,52 @@ fn wgmma_operands(mnemonic: &str, names: &[&str]) -> Option<Vec<String>> {
             })
         })
         .collect()
+}
+
+/// Texture and surface samples: `tex`/`tld4` write a vector (four
+/// registers, two for `.f16x2`), and coordinates and gradients have as many
+/// elements as the geometry (`{layer, x}` for `a1d`, four for 3D, layered 2D
+/// and cubes; the types of `.ctype`).
+fn texture_operands(mnemonic: &str, ops: &mut [String]) {
+    let m: Vec<&str> = mnemonic.split('.').collect();
+    if !matches!(m[0], "tex" | "tld4" | "suld" | "sust" | "sured") {
+        return;
+    }
+    let Some(geom) =
+        m.iter().find(|x| matches!(**x, "1d" | "2d" | "3d" | "a1d" | "a2d" | "cube" | "acube" | "2dms" | "a2dms"))
+    else {
+        return;
+    };
+    let n = match *geom {
+        "1d" => 1,
+        "2d" | "a1d" => 2,
+        _ => 4,
+    };
+    let texture = matches!(m[0], "tex" | "tld4");
+    let float_coords = texture && m.last() == Some(&"f32");
+    let coord = |i: usize| if float_coords { format!("%f{}", 1 + i) } else { format!("%r{}", 40 + i) };
+    let list = |k: usize| (0..k).map(coord).collect::<Vec<_>>().join(", ");
+    for (i, op) in ops.iter_mut().enumerate() {
+        if op.starts_with("[%rd1") {
+            *op = format!("[%rd1, {{{}}}]", list(n));
+        } else if i == 0 && texture {
+            let (count, prefix) = if m.contains(&"f16x2") {
+                (2, "%r")
+            } else if m.contains(&"f32") && m[m.len() - 2] == "f32" {
+                (4, "%f")
+            } else {
+                (4, "%r")
+            };
+            *op = format!("{{{}}}", (0..count).map(|k| format!("{prefix}{}", 20 + k)).collect::<Vec<_>>().join(", "));
+        } else if texture && m.contains(&"grad") && i >= 2 {
+            let dims = match *geom {
+                "1d" | "a1d" => 1,
+                "2d" | "a2d" => 2,
+                _ => 4,
+            };
+            *op = format!("{{{}}}", (0..dims).map(|k| format!("%f{}", 10 + k)).collect::<Vec<_>>().join(", "));
+        }
+    }
 }
 
 /// The fragment operands (d, a, b, c) of a dense `mma` sample: registers per

@@ -51,6 +51,9 @@ const FORMS: &str = r#"
     tex.2d.v4.f32.f32 {%f4, %f5, %f6, %f7}, [forms_tex, {%f1, %f2}];
     tex.2d.v4.f32.f32 {%f4, %f5, %f6, %f7}, [module_tex, {%f1, %f2}];
     @%p1 tex.2d.v4.f32.f32 {%f8, %f9, %f10, %f11}, [%rd1, {%f1, %f2}];
+    tex.2d.v2.f16x2.f32 {%r2, %r3}, [%rd1, {%f1, %f2}];
+    sust.p.2d.v4.b32.trap [%rd1, {%r1, %r1}], {%r2, %r3, %r4, %r5};
+    sured.p.max.1d.b32.zero [%rd1, {%r1}], %r1;
     tld4.r.2d.v4.f32.f32 {%f4, %f5, %f6, %f7}, [%rd1, {%f1, %f2}];
     tld4.a.2d.v4.s32.f32 {%r2, %r3, %r4, %r5}, [%rd1, {%f1, %f2}];
     txq.width.b32 %r6, [%rd1];
@@ -122,7 +125,11 @@ fn instructions_become_calls_of_the_engine() {
         .collect();
     assert!(left.is_empty(), "not rewritten: {left:?}");
     let calls = insts.iter().filter(|i| i.opcode == "call").count();
-    assert_eq!(calls, 17 + 6 + 11 + 2, "one engine call per tex/tld4, query, surface access and istypep");
+    assert_eq!(
+        calls,
+        18 + 6 + 13 + 2 + 1,
+        "one engine call per tex/tld4, query, surface access and istypep (two for sured.p.max)"
+    );
     // Module references are loaded; reference parameters read.
     assert!(insts.iter().any(|i| i.mnemonic() == "ld.global.u64"), "module reference loaded");
     assert!(insts.iter().any(|i| i.mnemonic() == "ld.param.u64"), "reference parameter read");
@@ -162,9 +169,7 @@ fn error_of(body: &str) -> String {
 fn unsupported_forms_are_reported() {
     let cases = [
         ("tex.2dms.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %r1, %r1, %r1}];", "geometry"),
-        ("tex.2d.v2.f16x2.f32 {%r1, %r2}, [%rd1, {%f1, %f2}];", "f16"),
         ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f1, %f2}], {%r1, %r1}, %f5;", "depth compare"),
-        ("sust.p.2d.v4.b32.trap [%rd1, {%r1, %r1}], {%r1, %r2, %r3, %r4};", "formatted"),
         ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, %rd2, {%f1, %f2}];", "independent"),
     ];
     for (body, want) in cases {
