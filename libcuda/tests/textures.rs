@@ -1436,3 +1436,84 @@ fn formatted_surface_stores_and_reductions() {
         assert_eq!(got, want, "sured.p.min format {format:#x}");
     }
 }
+
+/// Independent texturing mode: a module `.samplerref`'s attributes replace
+/// the texture object's address modes, filter and normalization
+/// (hand-written PTX, as OpenCL compilers emit it; `ptxas -arch=sm_80`
+/// accepts it; CUDA C has no separate samplers).
+const INDEPENDENT_PTX: &str = r#"
+.version 8.0
+.target sm_80, texmode_independent
+.address_size 64
+
+.global .samplerref smp = { addr_mode_0 = wrap, addr_mode_1 = clamp_to_border, filter_mode = linear, force_unnormalized_coords = 1 };
+
+.visible .entry independent(.param .u64 t, .param .u64 xy, .param .u64 out, .param .u32 n, .param .u64 q)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<12>;
+    .reg .f32 %f<8>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [t];
+    ld.param.u64 %rd2, [xy];
+    ld.param.u64 %rd3, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mad.lo.s32 %r5, %r3, %r4, %r2;
+    setp.ge.s32 %p1, %r5, %r1;
+    @%p1 bra $Ldone;
+    mul.wide.s32 %rd4, %r5, 8;
+    add.s64 %rd5, %rd2, %rd4;
+    ld.global.v2.f32 {%f1, %f2}, [%rd5];
+    tex.2d.v4.f32.f32 {%f3, %f4, %f5, %f6}, [%rd1, smp, {%f1, %f2}];
+    mul.wide.s32 %rd6, %r5, 16;
+    add.s64 %rd7, %rd3, %rd6;
+    st.global.v4.f32 [%rd7], {%f3, %f4, %f5, %f6};
+    setp.ne.s32 %p1, %r5, 0;
+    @%p1 bra $Ldone;
+    txq.filter_mode.b32 %r6, [smp];
+    txq.addr_mode_1.b32 %r7, [smp];
+    txq.force_unnormalized_coords.b32 %r8, [smp];
+    ld.param.u64 %rd8, [q];
+    st.global.v4.u32 [%rd8], {%r6, %r7, %r8, %r8};
+$Ldone:
+    ret;
+}
+"#;
+
+#[test]
+fn independent_mode_samplers() {
+    let s = Setup::new();
+    let api = s.api;
+    let mut rng = Lcg(0x1de9);
+    let image = format!("{INDEPENDENT_PTX}\0");
+    let mut module: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleLoadData(&mut module, image.as_ptr().cast())), "load independent");
+    // The texture object says point sampling, clamp, normalized coordinates.
+    let t = sampler([CLAMP; 3], false, NORMALIZED);
+    let desc = Array3DDesc { width: 9, height: 7, format: F32, channels: 4, ..Array3DDesc::default() };
+    let (a, mut model) = array_with_data(&s, &mut rng, desc, t);
+    let tex = tex_object(api, &ResourceDesc::array(a), &t);
+    // The sampler's view: wrap x (unnormalized: clamps), border y, linear, unnormalized.
+    model.t.address_mode = [WRAP, BORDER, CLAMP];
+    model.t.filter_mode = 1;
+    model.t.flags = 0;
+    let xy: Vec<[f32; 2]> =
+        coords(&mut rng, N, 9, false).into_iter().zip(coords(&mut rng, N, 7, false)).map(|(x, y)| [x, y]).collect();
+    let (out, q) = (s.alloc(N * 16), s.alloc(16));
+    let mut f: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleGetFunction(&mut f, module, c"independent".as_ptr())), "independent");
+    let mut params = [Param::U64(tex), Param::U64(s.upload(&xy)), Param::U64(out), Param::I32(N as i32), Param::U64(q)];
+    let mut ptrs: Vec<*mut c_void> = params.iter_mut().map(|p| p.ptr()).collect();
+    let (null, no_extra): (Handle, *mut *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
+    check(api, cu!(api.cuLaunchKernel(f, grid(N)[0], 1, 1, 64, 1, 1, 0, null, ptrs.as_mut_ptr(), no_extra)), "launch");
+    check(api, cu!(api.cuCtxSynchronize()), "sync");
+    let got: Vec<[u32; 4]> = s.download(out, N);
+    let want: Vec<[u32; 4]> =
+        xy.iter().map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1)).collect();
+    assert_close(&got, &want, true, "independent mode");
+    let attrs: Vec<u32> = s.download(q, 4);
+    assert_eq!(attrs, [1, BORDER, 1, 1], "txq of the sampler");
+}

@@ -296,6 +296,9 @@ pub enum Initializer {
     List(Span, Vec<Initializer>),
     /// A constant expression.
     Expr(Span, Vec<(InitSign, InitTerm)>),
+    /// `{ name = value, ... }`: the attributes of a `.samplerref` or
+    /// `.texref` variable (values are names or integers, as written).
+    Fields(Span, Vec<(String, String)>),
 }
 
 /// Sign of a term in an initializer expression.

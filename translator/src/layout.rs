@@ -150,6 +150,10 @@ fn fill(
             }
             Ok(())
         }
+        // Taken off texture and sampler references by the texture pass.
+        Initializer::Fields(span, _) => {
+            Err(Diagnostic::error(*span, "attribute initializers belong to .samplerref and .texref variables"))
+        }
         Initializer::Expr(span, terms) => {
             let size = ty.size() as u64;
             let at = *pos as usize;
@@ -213,7 +217,9 @@ fn eval(
             }
             InitTerm::Mask(inner) => match inner.as_ref() {
                 Initializer::Expr(s, t) => eval(*s, t, ScalarType::U64, index, funcs)?.0 as i128,
-                Initializer::List(s, _) => return Err(Diagnostic::error(*s, "bad mask() operand")),
+                Initializer::List(s, _) | Initializer::Fields(s, _) => {
+                    return Err(Diagnostic::error(*s, "bad mask() operand"))
+                }
             },
         };
         acc = if *sign == InitSign::Minus { acc.wrapping_sub(v) } else { acc.wrapping_add(v) };

@@ -12,15 +12,17 @@
 //! parameter declared `.texref`/`.surfref` (the same, passed by value), or a
 //! module variable declared `.texref`/`.surfref` (the legacy references of
 //! `cuModuleGetTexRef`), which holds the address of its record: the pass
-//! loads it. Independent mode (`.samplerref` operands) and `suld.p`/`sust.p`
-//! (formatted surface accesses) are refused with a diagnostic.
+//! loads it. In independent mode (`[t, s, {c}]`), `s` is a module
+//! `.samplerref` whose attributes (its initializer) override the texture's
+//! address modes, filter and normalization; `txq` of a sampler is a
+//! constant. `suld.p` is refused with a diagnostic.
 //!
 //! The rewriting keeps the instruction's guard and span on every statement
 //! it produces; fresh registers are named `%__ptxvk_tex<N>`.
 
 use crate::ast::*;
 use crate::diag::{Diagnostic, Span};
-use crate::fxhash::FxHashSet;
+use crate::fxhash::{FxHashMap, FxHashSet};
 
 /// The sampling engine's source.
 pub const LIBRARY: &str = include_str!("../../shaders/tex.ptx");
@@ -31,23 +33,41 @@ const PREFIX: &str = "__ptxvk_";
 /// Rewrite the module's texture and surface instructions; append the engine
 /// when one was rewritten.
 pub fn run(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
-    // Module variables that are texture or surface references.
+    // Module variables that are texture or surface references, and the
+    // samplers of independent mode with their attributes (taken off the
+    // declarations: the variables themselves hold no sampler state).
     let mut refs = FxHashSet::default();
-    for item in &module.items {
+    let mut samplers = FxHashMap::default();
+    let mut errors = Vec::new();
+    for item in &mut module.items {
         if let ModuleItem::Variable(v) = item {
             if is_ref_decl(v) {
                 refs.extend(v.names.iter().map(|n| n.name.clone()));
+                let init = v.init.take();
+                if v.other_attrs.iter().any(|a| a == "samplerref") {
+                    match sampler_word(init.as_ref()) {
+                        Ok(w) => samplers.extend(v.names.iter().map(|n| (n.name.clone(), w))),
+                        Err(d) => errors.push(d),
+                    }
+                }
             }
         }
     }
-    let mut errors = Vec::new();
     let mut used = false;
     for item in &mut module.items {
         let ModuleItem::Function(f) = item else { continue };
         let Some(body) = f.body.take() else { continue };
         let params: FxHashSet<String> =
             f.params.iter().filter(|p| is_ref_decl(p)).flat_map(|p| p.names.iter().map(|n| n.name.clone())).collect();
-        let mut rw = Rewriter { next: 0, decls: Vec::new(), used: false, errors: Vec::new(), refs: &refs, params };
+        let mut rw = Rewriter {
+            next: 0,
+            decls: Vec::new(),
+            used: false,
+            errors: Vec::new(),
+            refs: &refs,
+            samplers: &samplers,
+            params,
+        };
         let mut body = rw.block(body);
         if rw.used {
             used = true;
@@ -65,6 +85,53 @@ pub fn run(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
         crate::tma::append_library(module, LIBRARY, "shaders/tex.ptx", "the texture sampling engine")?;
     }
     Ok(())
+}
+
+/// The sampler override word the engine takes (`__ptxvk_tex`'s `%sampler`)
+/// for a `.samplerref`'s attributes: bit 31 set, address modes in bits 0-5,
+/// the filter mode in bit 8, `force_unnormalized_coords` in bit 20.
+/// Unnamed attributes: clamp to edge, nearest, the texture's normalization.
+fn sampler_word(init: Option<&Initializer>) -> Result<u32, Diagnostic> {
+    let mut w = 1u32 << 31 | 1 | 1 << 2 | 1 << 4;
+    let Some(init) = init else { return Ok(w) };
+    let Initializer::Fields(span, fields) = init else {
+        return Err(Diagnostic::error(init_span(init), "a .samplerref takes { attribute = value, ... }"));
+    };
+    for (name, value) in fields {
+        let bad = || Diagnostic::error(*span, format!("unknown sampler attribute value '{name} = {value}'"));
+        match name.as_str() {
+            "addr_mode_0" | "addr_mode_1" | "addr_mode_2" => {
+                let k = (name.as_bytes()[10] - b'0') as u32 * 2;
+                // clamp_ogl (OpenGL's clamp) is taken as clamp to edge.
+                let m = match value.as_str() {
+                    "wrap" => 0,
+                    "clamp_to_edge" | "clamp_ogl" => 1,
+                    "mirror" => 2,
+                    "clamp_to_border" => 3,
+                    _ => return Err(bad()),
+                };
+                w = (w & !(3 << k)) | m << k;
+            }
+            "filter_mode" => match value.as_str() {
+                "nearest" => w &= !(1 << 8),
+                "linear" => w |= 1 << 8,
+                _ => return Err(bad()),
+            },
+            "force_unnormalized_coords" => match value.as_str() {
+                "0" => w &= !(1 << 20),
+                "1" => w |= 1 << 20,
+                _ => return Err(bad()),
+            },
+            _ => return Err(Diagnostic::error(*span, format!("unknown sampler attribute '{name}'"))),
+        }
+    }
+    Ok(w)
+}
+
+fn init_span(i: &Initializer) -> Span {
+    match i {
+        Initializer::List(s, _) | Initializer::Expr(s, _) | Initializer::Fields(s, _) => *s,
+    }
 }
 
 /// A `.texref`, `.surfref` or `.samplerref` declaration (or the old `.tex` space).
@@ -86,6 +153,8 @@ struct Rewriter<'a> {
     errors: Vec<Diagnostic>,
     /// Module-scope reference variables.
     refs: &'a FxHashSet<String>,
+    /// Module-scope samplers (independent mode) and their override words.
+    samplers: &'a FxHashMap<String, u32>,
     /// This function's reference parameters.
     params: FxHashSet<String>,
 }
@@ -255,15 +324,24 @@ impl Rewriter<'_> {
             ));
         }
         let coords_op = operand(i, 1)?;
-        let Operand::TensorAddress(cspan, _, coords) = coords_op else {
-            return Err(match coords_op {
-                Operand::Bracket(sp, _) => {
-                    unsupported(i, *sp, "independent texturing mode (a separate sampler) is not supported")
+        // [t, {c}] (unified mode) or [t, s, {c}] (independent mode: the
+        // sampler's attributes override the texture's).
+        let (cspan, tex_op, coords, sampler) = match coords_op {
+            Operand::TensorAddress(cspan, _, coords) => (*cspan, coords_op.clone(), coords.clone(), 0u32),
+            Operand::Bracket(sp, parts) => match &parts[..] {
+                [t @ Operand::Name { .. }, Operand::Name { span: ss, name: sname, .. }, Operand::Vector(_, c)] => {
+                    let Some(&w) = self.samplers.get(sname.as_str()) else {
+                        return Err(unsupported(i, *ss, "the sampler is not a module .samplerref variable"));
+                    };
+                    let a = Operand::Address(t.span(), Address { base: Some((t.span(), name_of(t))), offset: 0 });
+                    (*sp, a, c.to_vec(), w)
                 }
-                o => Diagnostic::error(o.span(), "expected [texture, {coordinates}]"),
-            });
+                _ => return Err(Diagnostic::error(*sp, "expected [texture, sampler, {coordinates}]")),
+            },
+            o => return Err(Diagnostic::error(o.span(), "expected [texture, {coordinates}]")),
         };
-        let h = self.handle(out, coords_op)?;
+        let cspan = &cspan;
+        let h = self.handle(out, &tex_op)?;
         // Coordinates per geometry: a1d {layer, x}, a2d {layer, x, y, _},
         // acube {layer, x, y, z}; the others {x, y, z, _}.
         let layered = matches!(geom, 4 | 5 | 7);
@@ -335,6 +413,7 @@ impl Rewriter<'_> {
         args.push(lod);
         args.extend(grads);
         args.push(int(s, comp));
+        args.push(int(s, sampler as i32 as i128));
         out.call(rets.clone(), "tex", args);
         if f16x2 {
             // cvt.rn.f16x2.f32 d, a, b puts a in the upper half: {R, G}, {B, A}.
@@ -382,10 +461,23 @@ impl Rewriter<'_> {
         let q =
             names.iter().position(|q| i.has(q)).ok_or_else(|| unsupported(i, i.opcode_span, "unknown query"))? as i128;
         let d = operand(i, 0)?.clone();
+        if let Operand::Address(_, Address { base: Some((_, b)), .. }) = operand(i, 1)? {
+            if let Some(&w) = self.samplers.get(b.as_str()) {
+                // A sampler's attributes are known here.
+                let v = match q {
+                    9 => w >> 8 & 1,
+                    10..=12 => w >> ((q - 10) * 2) & 3,
+                    13 => w >> 20 & 1,
+                    _ => return Err(unsupported(i, i.opcode_span, "a sampler has no such attribute")),
+                };
+                out.inst("mov", &["b32"], vec![d, int(s, v as i128)]);
+                return Ok(());
+            }
+        }
         let h = self.handle(out, operand(i, 1)?)?;
         let level = if i.has("level") { operand(i, 2)?.clone() } else { int(s, 0) };
         let r = self.temp(s, ScalarType::B32);
-        out.call(vec![r.clone()], "tex_query", vec![h, int(s, q), level]);
+        out.call(vec![r.clone()], "tex_query", vec![h, int(s, q as i128), level]);
         out.inst("mov", &["b32"], vec![d, r]);
         Ok(())
     }

@@ -16,6 +16,7 @@ const FORMS: &str = r#"
 
 .global .texref module_tex;
 .global .surfref module_surf;
+.global .samplerref module_smp = { addr_mode_0 = mirror, filter_mode = linear };
 
 .visible .entry forms(
     .param .u64 forms_param_0,
@@ -54,6 +55,8 @@ const FORMS: &str = r#"
     tex.2d.v2.f16x2.f32 {%r2, %r3}, [%rd1, {%f1, %f2}];
     sust.p.2d.v4.b32.trap [%rd1, {%r1, %r1}], {%r2, %r3, %r4, %r5};
     sured.p.max.1d.b32.zero [%rd1, {%r1}], %r1;
+    tex.2d.v4.f32.f32 {%f4, %f5, %f6, %f7}, [%rd1, module_smp, {%f1, %f2}];
+    txq.addr_mode_0.b32 %r13, [module_smp];
     tld4.r.2d.v4.f32.f32 {%f4, %f5, %f6, %f7}, [%rd1, {%f1, %f2}];
     tld4.a.2d.v4.s32.f32 {%r2, %r3, %r4, %r5}, [%rd1, {%f1, %f2}];
     txq.width.b32 %r6, [%rd1];
@@ -127,8 +130,8 @@ fn instructions_become_calls_of_the_engine() {
     let calls = insts.iter().filter(|i| i.opcode == "call").count();
     assert_eq!(
         calls,
-        18 + 6 + 13 + 2 + 1,
-        "one engine call per tex/tld4, query, surface access and istypep (two for sured.p.max)"
+        19 + 6 + 13 + 2 + 1,
+        "one engine call per tex/tld4, query (not of a sampler), surface access and istypep (two for sured.p.max)"
     );
     // Module references are loaded; reference parameters read.
     assert!(insts.iter().any(|i| i.mnemonic() == "ld.global.u64"), "module reference loaded");
@@ -170,12 +173,32 @@ fn unsupported_forms_are_reported() {
     let cases = [
         ("tex.2dms.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %r1, %r1, %r1}];", "geometry"),
         ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f1, %f2}], {%r1, %r1}, %f5;", "depth compare"),
-        ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, %rd2, {%f1, %f2}];", "independent"),
+        ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, %rd2, {%f1, %f2}];", "not a module .samplerref"),
     ];
     for (body, want) in cases {
         let e = error_of(body);
         assert!(e.contains("unsupported instruction") && e.contains(want), "{body}: {e}");
         assert!(e.contains("k.ptx:"), "the diagnostic names the file and line: {e}");
+    }
+}
+
+#[test]
+fn sampler_attributes_are_checked() {
+    let src = |init: &str| {
+        format!(
+            ".version 8.0\n.target sm_80, texmode_independent\n.address_size 64\n.global .samplerref s = {{ {init} }};\n.visible .entry k(.param .u64 p)\n{{\n.reg .f32 %f<8>;\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [p];\ntex.2d.v4.f32.f32 {{%f1, %f2, %f3, %f4}}, [%rd1, s, {{%f1, %f2}}];\nret;\n}}\n"
+        )
+    };
+    assert!(
+        translate(&src("addr_mode_0 = clamp_to_border, filter_mode = nearest"), "k.ptx", &Options::default()).is_ok()
+    );
+    for (bad, want) in
+        [("filter_mode = cubic", "unknown sampler attribute value"), ("colour = 1", "unknown sampler attribute")]
+    {
+        match translate(&src(bad), "k.ptx", &Options::default()) {
+            Ok(_) => panic!("'{bad}' accepted"),
+            Err(d) => assert!(d.to_string().contains(want), "{bad}: {d}"),
+        }
     }
 }
 

@@ -975,6 +975,7 @@ fn reachable(
 fn initializer_functions(init: &ast::Initializer, funcs: &HashMap<String, u32>, out: &mut BTreeSet<String>) {
     match init {
         ast::Initializer::List(_, items) => items.iter().for_each(|i| initializer_functions(i, funcs, out)),
+        ast::Initializer::Fields(..) => {}
         ast::Initializer::Expr(_, terms) => {
             for (_, t) in terms {
                 match t {

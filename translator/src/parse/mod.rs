@@ -584,7 +584,7 @@ fn rule_description(r: &Rule) -> Option<String> {
             Rule::version => ".version",
             Rule::target => ".target",
             Rule::address_size => ".address_size",
-            Rule::init_list | Rule::init_num | Rule::init_expr => "an initializer",
+            Rule::init_fields | Rule::init_list | Rule::init_num | Rule::init_expr => "an initializer",
             _ => return None,
         }
         .to_string(),
@@ -811,7 +811,7 @@ fn decl_rest<'a>(
                 apply_word(&mut d, a.as_str(), span_of(&a), &mut have_type, &mut after_ptr)?;
             }
             Rule::var_name => d.names.push(var_name(item)?),
-            Rule::init_list | Rule::init_num | Rule::init_expr => d.init = Some(initializer(item)?),
+            Rule::init_fields | Rule::init_list | Rule::init_num | Rule::init_expr => d.init = Some(initializer(item)?),
             _ => {}
         }
     }
@@ -887,6 +887,16 @@ fn var_name(p: P) -> Result<VarName, Diagnostic> {
 fn initializer(p: P) -> Result<Initializer, Diagnostic> {
     let span = span_of(&p);
     match p.as_rule() {
+        Rule::init_fields => {
+            let mut fields = Vec::new();
+            for f in p.into_inner() {
+                let mut parts = f.into_inner();
+                let name = parts.next().map(|x| x.as_str().to_string()).unwrap_or_default();
+                let value = parts.next().map(|x| x.as_str().to_string()).unwrap_or_default();
+                fields.push((name, value));
+            }
+            Ok(Initializer::Fields(span, fields))
+        }
         Rule::init_list => {
             let mut items = Vec::new();
             for i in p.into_inner() {
