@@ -459,7 +459,7 @@ impl Rewriter<'_> {
             "memory_layout",
         ];
         let q =
-            names.iter().position(|q| i.has(q)).ok_or_else(|| unsupported(i, i.opcode_span, "unknown query"))? as i128;
+            names.iter().position(|q| i.has(q)).ok_or_else(|| unsupported(i, i.opcode_span, "unknown query"))? as u32;
         let d = operand(i, 0)?.clone();
         if let Operand::Address(_, Address { base: Some((_, b)), .. }) = operand(i, 1)? {
             if let Some(&w) = self.samplers.get(b.as_str()) {

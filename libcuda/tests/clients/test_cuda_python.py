@@ -98,7 +98,20 @@ def test_driver_program():
     err, = cu.cuStreamSynchronize(cu.CUstream(0xBAD0))
     check("bad stream -> INVALID_HANDLE", err == R.CUDA_ERROR_INVALID_HANDLE)
     err, _ = cu.cuArrayCreate(cu.CUDA_ARRAY_DESCRIPTOR())
-    check("CUDA arrays -> NOT_SUPPORTED", err == R.CUDA_ERROR_NOT_SUPPORTED)
+    check("empty array descriptor -> INVALID_VALUE", err == R.CUDA_ERROR_INVALID_VALUE)
+    # A CUDA array round trip (textures: libcuda/tests/textures.rs).
+    desc = cu.CUDA_ARRAY_DESCRIPTOR()
+    desc.Width, desc.Height = 64, 3
+    desc.Format = cu.CUarray_format.CU_AD_FORMAT_FLOAT
+    desc.NumChannels = 2
+    arr = ok(cu.cuArrayCreate(desc))
+    data = np.random.default_rng(5).standard_normal(64 * 3 * 2).astype(np.float32)
+    ok(cu.cuMemcpyHtoA(arr, 0, data.ctypes.data, data.nbytes))
+    back = np.full_like(data, np.nan)
+    ok(cu.cuMemcpyAtoH(back.ctypes.data, arr, 0, back.nbytes))
+    got = ok(cu.cuArrayGetDescriptor(arr))
+    check("CUDA array round trip", np.array_equal(back, data) and (got.Width, got.Height, got.NumChannels) == (64, 3, 2))
+    ok(cu.cuArrayDestroy(arr))
 
     ok(cu.cuEventDestroy(start))
     ok(cu.cuEventDestroy(end))
