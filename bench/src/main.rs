@@ -24,6 +24,8 @@
 //!     ([`cache`]).
 //! 11. How translation time grows with module size (1 KB to 10 MB) and
 //!     launch time and memory with 100k launches ([`scale`]).
+//! 12. The software texture unit: bilinear `tex2D` against the same filter
+//!     by hand ([`tex`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -35,7 +37,8 @@
 //! the votes' compile cost, `ptxvk-bench faults` only the fault checks' cost,
 //! `ptxvk-bench lockstep` only the lock-step one, `ptxvk-bench cache` only
 //! the persistent cache's (it runs itself as `ptxvk-bench --cache-child`),
-//! `ptxvk-bench scale` only the scaling one;
+//! `ptxvk-bench scale` only the scaling one, `ptxvk-bench tex` only the
+//! texture one;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -53,6 +56,7 @@ mod lockstep;
 mod recursion;
 mod scale;
 mod shared;
+mod tex;
 mod tma;
 mod votes;
 
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
         [_, a] if a == "faults" => faults::run(),
         [_, a] if a == "votes" => on_device(votes::run),
         [_, a] if a == "lockstep" => on_device(lockstep::run),
+        [_, a] if a == "tex" => on_device(tex::run),
         [_, a] if a == "cache" => cache::run(),
         [_, a] if a == "scale" => on_device(scale::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
@@ -160,6 +165,8 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     println!();
     let lockstep_ok = lockstep::run(&ctx)?;
     println!();
+    let tex_ok = tex::run(&ctx)?;
+    println!();
     let faults_ok = faults::run()?;
     println!();
     let scale_ok = scale::run(&ctx)?;
@@ -172,6 +179,7 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
         && shared_ok
         && votes_ok
         && lockstep_ok
+        && tex_ok
         && faults_ok
         && scale_ok
         && cache_ok)
