@@ -665,6 +665,9 @@ fn destroy(h: u64, surface: bool) -> CuResult<()> {
     }
     let Some((_, obj)) = all.remove(&h) else { return Ok(()) };
     drop(all);
+    // The magic goes first: a kernel that still samples through the handle
+    // fails its launch instead of reading a record that looks valid.
+    obj.ctx.runtime.copy_htod(h + layout::MAGIC as u64, &[0; 4])?;
     obj.ctx.runtime.free(h)?;
     Ok(())
 }

@@ -1128,6 +1128,28 @@ fn trap_mode_faults_outside_the_surface() {
         &mut [Param::U64(sin), Param::U64(sout), Param::I32(w as i32 + 5), Param::I32(1), Param::F32(1.0)],
     );
     assert_ne!(rc, code::SUCCESS, "a .trap access outside the surface must fail the launch");
+    drop(s);
+    // A destroyed texture object and a stray value fail the launch (each in
+    // a context of its own: the failure is sticky), not the process.
+    for stray in [None, Some(0xdead_0000u64)] {
+        let s = Setup::new();
+        let api = s.api;
+        let desc = Array3DDesc { width: 4, height: 4, format: F32, channels: 1, ..Array3DDesc::default() };
+        let a = create_array(api, desc);
+        let t = sampler([CLAMP; 3], false, 0);
+        let tex = tex_object(api, &ResourceDesc::array(a), &t);
+        check(api, cu!(api.cuTexObjectDestroy(tex)), "destroy");
+        let handle = stray.unwrap_or(tex);
+        let xy = [[0.5f32, 0.5f32]; 4];
+        let out = s.alloc(64);
+        let rc = s.launch(
+            "sample_2d",
+            [1, 1, 1],
+            32,
+            &mut [Param::U64(handle), Param::U64(s.upload(&xy)), Param::U64(out), Param::I32(4)],
+        );
+        assert_ne!(rc, code::SUCCESS, "sampling through {handle:#x} (stray: {}) must fail the launch", stray.is_some());
+    }
 }
 
 /// txq and suq (inline PTX in the fixture).

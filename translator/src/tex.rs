@@ -273,7 +273,37 @@ impl Rewriter<'_> {
         } else {
             out.inst("mov", &["b64"], vec![h.clone(), name_op(span, base)]);
         }
+        self.check_handle(out, span, &h);
         Ok(h)
+    }
+
+    /// Checks, in the kernel's own (fault-checked) code, that `h` points to a
+    /// texture or surface record: an unbound reference, a destroyed object
+    /// or a stray value then fails the launch (with the fault checks, as an
+    /// illegal address) instead of the engine reading through it.
+    fn check_handle(&mut self, out: &mut Out, span: Span, h: &Operand) {
+        let magic = self.temp(span, ScalarType::U32);
+        let bad = self.temp(span, ScalarType::Pred);
+        // Passing unless the (guarded) load says otherwise.
+        out.inst_guarded(None, "mov", &["u32"], vec![magic.clone(), int(span, crate::abi::TEXTURE_MAGIC as i128)]);
+        let at = Operand::Address(
+            span,
+            Address { base: Some((span, name_of(h))), offset: crate::abi::texture::MAGIC as i64 },
+        );
+        out.inst("ld", &["global", "u32"], vec![magic.clone(), at]);
+        out.inst_guarded(
+            None,
+            "setp",
+            &["ne", "u32"],
+            vec![bad.clone(), magic.clone(), int(span, crate::abi::TEXTURE_MAGIC as i128)],
+        );
+        out.inst_guarded(
+            None,
+            "setp",
+            &["ne", "and", "u32"],
+            vec![bad.clone(), magic, int(span, crate::abi::SURFACE_MAGIC as i128), bad.clone()],
+        );
+        out.inst_guarded(Some(Guard { span, negated: false, name: name_of(&bad) }), "trap", &[], vec![]);
     }
 
     fn rewrite(&mut self, i: &Instruction) -> Result<Vec<Statement>, Diagnostic> {
