@@ -926,6 +926,41 @@ fn mipmaps_lod_and_gradients() {
             &format!("grad, linear {mip_linear}"),
         );
     }
+    // Integer coordinates with an integer LOD: the texel of that level
+    // (clamped coordinates; levels past the last read the last).
+    let t = sampler([CLAMP; 3], true, NORMALIZED);
+    let tex = tex_object(api, &ResourceDesc::mipmapped(m), &t);
+    let model = Model {
+        format: F32,
+        channels: 4,
+        extent: [w as u32, h as u32, 1],
+        layers: 1,
+        levels,
+        pitch0: w * 16,
+        data: all.clone(),
+        t,
+        linear_memory: false,
+    };
+    let xyl: Vec<[i32; 4]> = (0..N)
+        .map(|_| {
+            [(rng.next_u32() % 20) as i32 - 2, (rng.next_u32() % 12) as i32 - 2, (rng.next_u32() % 6) as i32 - 1, 0]
+        })
+        .collect();
+    let want: Vec<[u32; 4]> = xyl
+        .iter()
+        .map(|p| {
+            model.sample_level(
+                p[2].clamp(0, levels as i32 - 1) as u32,
+                2,
+                true,
+                false,
+                [p[0] as u32, p[1] as u32, 0],
+                0,
+                -1,
+            )
+        })
+        .collect();
+    run_sampler(&s, "fetch_level", tex, &[s.upload(&xyl)], &want, true, "texel fetch from a level");
     check(api, cu!(api.cuMipmappedArrayDestroy(m)), "destroy");
 }
 
@@ -940,7 +975,7 @@ impl Model {
             .max(0.0);
         let c = [p[0].to_bits(), p[1].to_bits(), 0];
         if t.mipmap_filter_mode == 0 {
-            return self.sample_level(lam.round_ties_even() as u32, 2, false, false, c, 0, -1);
+            return self.sample_level((lam + 0.5).floor() as u32, 2, false, false, c, 0, -1);
         }
         let k = lam.floor();
         let f = ((lam - k) * 256.0).round_ties_even() / 256.0;

@@ -394,7 +394,14 @@ impl Rewriter<'_> {
         // Operands after the address: .level lod; .grad dPdx, dPdy; then the
         // offset vector e and the depth compare f.
         let mut k = 2;
-        let (lodmode, lod) = if i.has("level") {
+        let (lodmode, lod) = if i.has("level") && icoord {
+            // With integer coordinates the LOD is an integer: the level
+            // itself (a texel fetch from that level).
+            k += 1;
+            let f = self.temp(s, ScalarType::F32);
+            out.inst("cvt", &["rn", "f32", "s32"], vec![f.clone(), operand(i, 2)?.clone()]);
+            (4, f)
+        } else if i.has("level") {
             k += 1;
             (1, operand(i, 2)?.clone())
         } else if i.has("base") {
