@@ -88,10 +88,15 @@ impl Setup {
 
     /// Launches `name` with the given parameters (each a value to pass).
     fn launch(&self, name: &str, grid: [u32; 3], block: u32, params: &mut [Param]) -> u32 {
+        self.launch_in(self.module, name, grid, block, params)
+    }
+
+    /// [`Setup::launch`] of a kernel of another module.
+    fn launch_in(&self, module: Handle, name: &str, grid: [u32; 3], block: u32, params: &mut [Param]) -> u32 {
         let api = self.api;
         let cname = format!("{name}\0");
         let mut f: Handle = std::ptr::null_mut();
-        check(api, cu!(api.cuModuleGetFunction(&mut f, self.module, cname.as_ptr().cast())), name);
+        check(api, cu!(api.cuModuleGetFunction(&mut f, module, cname.as_ptr().cast())), name);
         let mut ptrs: Vec<*mut c_void> = params.iter_mut().map(|p| p.ptr()).collect();
         let no_extra: *mut *mut c_void = std::ptr::null_mut();
         let null: Handle = std::ptr::null_mut();
@@ -1388,13 +1393,14 @@ fn texture_and_surface_references() {
     let xy: Vec<[f32; 2]> =
         coords(&mut rng, N, 6, true).into_iter().zip(coords(&mut rng, N, 5, true)).map(|(x, y)| [x, y]).collect();
     let (out, sout) = (s.alloc(N * 16), s.alloc(N * 4));
-    let mut f: Handle = std::ptr::null_mut();
-    check(api, cu!(api.cuModuleGetFunction(&mut f, module, c"refs".as_ptr())), "refs");
-    let mut params = [Param::U64(s.upload(&xy)), Param::U64(out), Param::U64(sout), Param::I32(N as i32)];
-    let mut ptrs: Vec<*mut c_void> = params.iter_mut().map(|p| p.ptr()).collect();
-    let (null, no_extra): (Handle, *mut *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
-    check(api, cu!(api.cuLaunchKernel(f, grid(N)[0], 1, 1, 64, 1, 1, 0, null, ptrs.as_mut_ptr(), no_extra)), "launch");
-    check(api, cu!(api.cuCtxSynchronize()), "sync");
+    let rc = s.launch_in(
+        module,
+        "refs",
+        grid(N),
+        64,
+        &mut [Param::U64(s.upload(&xy)), Param::U64(out), Param::U64(sout), Param::I32(N as i32)],
+    );
+    check(api, rc, "refs");
     let got: Vec<[u32; 4]> = s.download(out, N);
     let want: Vec<[u32; 4]> =
         xy.iter().map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1)).collect();
@@ -1560,13 +1566,14 @@ fn independent_mode_samplers() {
     let xy: Vec<[f32; 2]> =
         coords(&mut rng, N, 9, false).into_iter().zip(coords(&mut rng, N, 7, false)).map(|(x, y)| [x, y]).collect();
     let (out, q) = (s.alloc(N * 16), s.alloc(16));
-    let mut f: Handle = std::ptr::null_mut();
-    check(api, cu!(api.cuModuleGetFunction(&mut f, module, c"independent".as_ptr())), "independent");
-    let mut params = [Param::U64(tex), Param::U64(s.upload(&xy)), Param::U64(out), Param::I32(N as i32), Param::U64(q)];
-    let mut ptrs: Vec<*mut c_void> = params.iter_mut().map(|p| p.ptr()).collect();
-    let (null, no_extra): (Handle, *mut *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
-    check(api, cu!(api.cuLaunchKernel(f, grid(N)[0], 1, 1, 64, 1, 1, 0, null, ptrs.as_mut_ptr(), no_extra)), "launch");
-    check(api, cu!(api.cuCtxSynchronize()), "sync");
+    let rc = s.launch_in(
+        module,
+        "independent",
+        grid(N),
+        64,
+        &mut [Param::U64(tex), Param::U64(s.upload(&xy)), Param::U64(out), Param::I32(N as i32), Param::U64(q)],
+    );
+    check(api, rc, "independent");
     let got: Vec<[u32; 4]> = s.download(out, N);
     let want: Vec<[u32; 4]> =
         xy.iter().map(|p| model.sample_level(0, 2, false, false, [p[0].to_bits(), p[1].to_bits(), 0], 0, -1)).collect();
