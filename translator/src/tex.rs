@@ -23,6 +23,7 @@
 use crate::ast::*;
 use crate::diag::{Diagnostic, Span};
 use crate::fxhash::{FxHashMap, FxHashSet};
+use crate::tma::{int, operand, Out};
 
 /// The sampling engine's source.
 pub const LIBRARY: &str = include_str!("../../shaders/tex.ptx");
@@ -157,50 +158,6 @@ struct Rewriter<'a> {
     samplers: &'a FxHashMap<String, u32>,
     /// This function's reference parameters.
     params: FxHashSet<String>,
-}
-
-/// Statements produced for one instruction.
-struct Out<'a> {
-    orig: &'a Instruction,
-    stmts: Vec<Statement>,
-}
-
-impl Out<'_> {
-    /// Emit `opcode.mods operands` with the original guard and span.
-    fn inst(&mut self, opcode: &str, mods: &[&str], operands: Vec<Operand>) {
-        let guard = self.orig.guard.clone();
-        self.inst_guarded(guard, opcode, mods, operands);
-    }
-
-    /// Emit `opcode.mods operands` with guard `guard`.
-    fn inst_guarded(&mut self, guard: Option<Guard>, opcode: &str, mods: &[&str], operands: Vec<Operand>) {
-        self.stmts.push(Statement::Inst(Instruction {
-            span: self.orig.span,
-            guard,
-            opcode_span: self.orig.opcode_span,
-            opcode: opcode.into(),
-            modifiers: mods.iter().map(|s| Str::new(s)).collect(),
-            operands: operands.into(),
-            // Made after the check: not decoded.
-            decoded: None,
-        }));
-    }
-
-    /// `call (rets), name, (args)`.
-    fn call(&mut self, rets: Vec<Operand>, name: &str, args: Vec<Operand>) {
-        let span = self.orig.span;
-        let mut ops = Vec::new();
-        if !rets.is_empty() {
-            ops.push(Operand::List(span, rets));
-        }
-        ops.push(name_op(span, &format!("{PREFIX}{name}")));
-        ops.push(Operand::List(span, args));
-        self.inst("call", &[], ops);
-    }
-}
-
-fn int(span: Span, v: i128) -> Operand {
-    Operand::Int(span, v)
 }
 
 fn name_op(span: Span, name: &str) -> Operand {
@@ -700,12 +657,6 @@ fn name_of(op: &Operand) -> Str {
         Operand::Name { name, .. } => name.clone(),
         _ => Str::new(""),
     }
-}
-
-fn operand(i: &Instruction, k: usize) -> Result<&Operand, Diagnostic> {
-    i.operands
-        .get(k)
-        .ok_or_else(|| Diagnostic::error(i.span, format!("'{}' needs at least {} operands", i.mnemonic(), k + 1)))
 }
 
 fn unsupported(i: &Instruction, span: Span, why: &str) -> Diagnostic {

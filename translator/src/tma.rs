@@ -119,18 +119,24 @@ struct Rewriter {
     errors: Vec<Diagnostic>,
 }
 
-/// Statements produced for one instruction.
-struct Out<'a> {
-    orig: &'a Instruction,
-    stmts: Vec<Statement>,
+/// Statements produced for one instruction (shared with [`crate::tex`]).
+pub(crate) struct Out<'a> {
+    pub(crate) orig: &'a Instruction,
+    pub(crate) stmts: Vec<Statement>,
 }
 
 impl Out<'_> {
     /// Emit `opcode.mods operands` with the original guard and span.
-    fn inst(&mut self, opcode: &str, mods: &[&str], operands: Vec<Operand>) {
+    pub(crate) fn inst(&mut self, opcode: &str, mods: &[&str], operands: Vec<Operand>) {
+        let guard = self.orig.guard.clone();
+        self.inst_guarded(guard, opcode, mods, operands);
+    }
+
+    /// Emit `opcode.mods operands` with guard `guard`.
+    pub(crate) fn inst_guarded(&mut self, guard: Option<Guard>, opcode: &str, mods: &[&str], operands: Vec<Operand>) {
         self.stmts.push(Statement::Inst(Instruction {
             span: self.orig.span,
-            guard: self.orig.guard.clone(),
+            guard,
             opcode_span: self.orig.opcode_span,
             opcode: opcode.into(),
             modifiers: mods.iter().map(|s| Str::new(s)).collect(),
@@ -141,7 +147,7 @@ impl Out<'_> {
     }
 
     /// `call (rets), name, (args)`.
-    fn call(&mut self, rets: Vec<Operand>, name: &str, args: Vec<Operand>) {
+    pub(crate) fn call(&mut self, rets: Vec<Operand>, name: &str, args: Vec<Operand>) {
         let span = self.orig.span;
         let mut ops = Vec::new();
         if !rets.is_empty() {
@@ -153,7 +159,7 @@ impl Out<'_> {
     }
 }
 
-fn int(span: Span, v: i128) -> Operand {
+pub(crate) fn int(span: Span, v: i128) -> Operand {
     Operand::Int(span, v)
 }
 
@@ -447,7 +453,7 @@ fn reduce_type(i: &Instruction) -> Result<(i128, i128), Diagnostic> {
     })
 }
 
-fn operand(i: &Instruction, k: usize) -> Result<&Operand, Diagnostic> {
+pub(crate) fn operand(i: &Instruction, k: usize) -> Result<&Operand, Diagnostic> {
     i.operands
         .get(k)
         .ok_or_else(|| Diagnostic::error(i.span, format!("'{}' needs at least {} operands", i.mnemonic(), k + 1)))
