@@ -220,7 +220,8 @@ int main() {
     printf("tex1Dfetch right\n");
 
     // 6. A mipmapped array: level k holds the value k; tex2DLod picks the
-    //    nearest level (clamped to the last).
+    //    nearest level (clamped to the last), halves rounding up
+    //    (floor(lod + 0.5), docs/textures.md).
     cudaMipmappedArray_t mip;
     OK(cudaMallocMipmappedArray(&mip, &f1, make_cudaExtent(16, 16, 0), 4));
     for (unsigned k = 0; k < 4; k++) {
@@ -245,7 +246,7 @@ int main() {
     float mgot[10];
     OK(cudaMemcpy(mgot, mout, sizeof mgot, cudaMemcpyDeviceToHost));
     for (int i = 0; i < 10; i++) {
-        float want = fminf(rintf(i * 0.5f), 3.0f);
+        float want = fminf(floorf(i * 0.5f + 0.5f), 3.0f);
         CHECK(mgot[i] == want, "tex2DLod %d: %g, want %g", i, mgot[i], want);
     }
     printf("mipmap levels right\n");
