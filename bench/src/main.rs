@@ -26,6 +26,9 @@
 //!     launch time and memory with 100k launches ([`scale`]).
 //! 12. The software texture unit: bilinear `tex2D` against the same filter
 //!     by hand ([`tex`]).
+//! 13. Six workloads (saxpy, reduction, SGEMM, transpose, stencil, the
+//!     launch round trip) against their hand-written GLSL twins, with each
+//!     costly lowering switched off in turn ([`twins`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -38,7 +41,7 @@
 //! `ptxvk-bench lockstep` only the lock-step one, `ptxvk-bench cache` only
 //! the persistent cache's (it runs itself as `ptxvk-bench --cache-child`),
 //! `ptxvk-bench scale` only the scaling one, `ptxvk-bench tex` only the
-//! texture one;
+//! texture one, `ptxvk-bench twins` only the hand-written twins' table;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -52,12 +55,14 @@ mod cache;
 mod faults;
 mod frontend;
 mod gemm;
+mod handwritten;
 mod lockstep;
 mod recursion;
 mod scale;
 mod shared;
 mod tex;
 mod tma;
+mod twins;
 mod votes;
 
 use std::error::Error;
@@ -111,6 +116,7 @@ fn main() -> ExitCode {
         [_, a] if a == "votes" => on_device(votes::run),
         [_, a] if a == "lockstep" => on_device(lockstep::run),
         [_, a] if a == "tex" => on_device(tex::run),
+        [_, a] if a == "twins" => on_device(twins::run),
         [_, a] if a == "cache" => cache::run(),
         [_, a] if a == "scale" => on_device(scale::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
@@ -153,6 +159,8 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     println!();
     let saxpy_ok = saxpy(&ctx)?;
     println!();
+    let twins_ok = twins::run(&ctx)?;
+    println!();
     let tma_ok = tma::run(&ctx)?;
     println!();
     let recursion_ok = recursion::run(&ctx)?;
@@ -173,6 +181,7 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     println!();
     let cache_ok = cache::run()?;
     Ok(saxpy_ok
+        && twins_ok
         && tma_ok
         && recursion_ok
         && gemm_ok
