@@ -41,7 +41,8 @@
 //! `ptxvk-bench lockstep` only the lock-step one, `ptxvk-bench cache` only
 //! the persistent cache's (it runs itself as `ptxvk-bench --cache-child`),
 //! `ptxvk-bench scale` only the scaling one, `ptxvk-bench tex` only the
-//! texture one, `ptxvk-bench twins` only the hand-written twins' table;
+//! texture one, `ptxvk-bench twins [KERNEL]` only the hand-written twins' table (the rows
+//! whose kernel's name contains KERNEL);
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -117,6 +118,9 @@ fn main() -> ExitCode {
         [_, a] if a == "lockstep" => on_device(lockstep::run),
         [_, a] if a == "tex" => on_device(tex::run),
         [_, a] if a == "twins" => on_device(twins::run),
+        [_, a, only] if a == "twins" => {
+            Context::new(DeviceSelector::Default).map_err(|e| e.into()).and_then(|c| twins::run_only(&c, Some(only)))
+        }
         [_, a] if a == "cache" => cache::run(),
         [_, a] if a == "scale" => on_device(scale::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),

@@ -25,13 +25,22 @@ use super::{Emitter, TyKey};
 use crate::diag::Diagnostic;
 use rspirv::spirv::{Op, StorageClass, Word};
 
-/// Declares the block's permuted workgroup id, a private `uvec3` that
-/// every entry computes once at its start ([`init`]), when the order is on
-/// and the module reads `%ctaid` or checks races: the permutation costs
-/// four integer divisions, which llvmpipe runs lane by lane, and a kernel
-/// reads `%ctaid` once per component and often again in called functions.
-pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool) {
-    if e.opts.block_order_threads < 2 || !(reads_ctaid || e.race.is_some()) {
+/// Decides whether `%ctaid` is permuted and declares the block's permuted
+/// workgroup id, a private `uvec3` that every entry computes once at its
+/// start ([`init`]), when the order is on and the module reads `%ctaid` or
+/// checks races: the permutation costs four integer divisions, which
+/// llvmpipe runs lane by lane, and a kernel reads `%ctaid` once per
+/// component and often again in called functions.
+///
+/// The order is on only when some function of the module `polls`
+/// ([`may_poll`]): a block can wait for another only by reading memory
+/// the other writes, through an instruction the compiler may not hoist out
+/// of the wait. Everywhere else the order cannot change a result (CUDA
+/// promises none), and the divisions cost 10-20% of a memory-bound
+/// kernel on lavapipe (`ptxvk-bench twins`).
+pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool, polls: bool) {
+    e.block_order_threads = if polls { e.opts.block_order_threads } else { 0 };
+    if e.block_order_threads < 2 || !(reads_ctaid || e.race.is_some()) {
         return;
     }
     let u32t = e.t_int(32);
@@ -40,11 +49,25 @@ pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool) {
     e.block_id = Some(e.b.variable(p, None, StorageClass::Private, None));
 }
 
+/// Whether `i` could be how a thread waits for another block: a load
+/// another thread's store must reach (`.volatile`, `.relaxed`, `.acquire`,
+/// or the `.cv`/`.cg` cache operators of older CUB's tile-status reads), an
+/// atomic, a fence or `membar` (which keeps plain loads in a loop), an
+/// mbarrier operation or `nanosleep` (a back-off). Conservative: a kernel
+/// with any of these keeps the order.
+pub(crate) fn may_poll(i: &crate::ast::Instruction) -> bool {
+    match i.opcode.as_str() {
+        "atom" | "membar" | "fence" | "mbarrier" | "nanosleep" => true,
+        "ld" | "ldu" => ["volatile", "relaxed", "acquire", "cv", "cg", "mmio"].iter().any(|m| i.has(m)),
+        _ => false,
+    }
+}
+
 /// At the start of an entry: the permuted workgroup id, when declared.
 pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(var) = e.block_id else { return Ok(()) };
     let c = workgroup_id(e)?;
-    let c = permuted(e, c, e.opts.block_order_threads)?;
+    let c = permuted(e, c, e.block_order_threads)?;
     let u32t = e.t_int(32);
     let v3 = e.ty(TyKey::Vec(u32t, 3));
     let v = e.b.composite_construct(v3, None, c).map_err(internal1)?;
@@ -56,7 +79,7 @@ pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
 /// (push-constant header words 0-2).
 pub(crate) fn ctaid(e: &mut Emitter, fx: &Fx) -> Result<[Word; 3], Diagnostic> {
     let u32t = e.t_int(32);
-    let threads = e.opts.block_order_threads;
+    let threads = e.block_order_threads;
     let mut c = match e.block_id {
         Some(var) => {
             let v3 = e.ty(TyKey::Vec(u32t, 3));

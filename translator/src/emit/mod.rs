@@ -125,6 +125,10 @@ pub(crate) struct Emitter<'o> {
     /// Private `uvec3`: the block's permuted workgroup id, computed once at
     /// each entry's start (see [`block_order::declare`]).
     pub block_id: Option<Word>,
+    /// Worker threads `%ctaid` is permuted for: the option's value when a
+    /// function of the module may wait on another block, else 0 (see
+    /// [`block_order::declare`]).
+    pub block_order_threads: u32,
     /// Spec constants `%ntid.x/y/z`.
     pub spec_ntid: [Word; 3],
     /// Spec constant: the 32-bit words of the `.shared` variable of entries
@@ -429,6 +433,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         workgroup_id: 0,
         num_workgroups: 0,
         block_id: None,
+        block_order_threads: 0,
         spec_ntid: [0; 3],
         spec_shared_words: 0,
         spec_shared_wide_words: 0,
@@ -513,7 +518,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             race::declare_state(&mut e);
         }
     }
-    block_order::declare(&mut e, used.ctaid);
+    block_order::declare(&mut e, used.ctaid, used.polls);
     if used.printf {
         let off = data_bytes.div_ceil(8) * 8;
         e.printf_offset = Some(off);
@@ -1026,6 +1031,9 @@ struct Uses {
     heap: bool,
     /// `%ctaid` (not module data: whether [`block_order::declare`] keeps it).
     ctaid: bool,
+    /// An instruction through which a thread could wait for another block
+    /// (not module data: whether [`block_order::declare`] permutes `%ctaid`).
+    polls: bool,
 }
 
 /// Add what `stmts` use to `u` (one pass over the body for all four).
@@ -1034,6 +1042,7 @@ fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u:
         match s {
             ast::Statement::Inst(i) => {
                 u.ctaid |= reads_ctaid(i);
+                u.polls |= block_order::may_poll(i);
                 match i.opcode.as_str() {
                     "trap" | "alloca" => u.trap = true,
                     "call" => {
