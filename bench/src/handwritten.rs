@@ -180,7 +180,10 @@ impl Gpu {
                     d,
                     cmd,
                     (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                    (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+                    (
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                    ),
                 );
             }
         })
@@ -305,8 +308,7 @@ impl Kernel {
             pool: vk::DescriptorPool::null(),
             cmd: vk::CommandBuffer::null(),
         };
-        let words: Vec<u32> =
-            spirv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let words: Vec<u32> = spirv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         // SAFETY: SPIR-V words checked in from glslang (and validated by
         // `spirv-val` in this crate's tests); `k` destroys the module.
         k.shader = unsafe { d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None) }?;
@@ -320,18 +322,22 @@ impl Kernel {
             })
             .collect();
         // SAFETY: valid create infos; every object is destroyed by `k`.
-        k.set_layout =
-            unsafe { d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) }?;
+        k.set_layout = unsafe {
+            d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None)
+        }?;
         let set_layouts = [k.set_layout];
-        let ranges = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(push.len() as u32)];
+        let ranges =
+            [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(push.len() as u32)];
         let mut layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
         if !push.is_empty() {
             layout_info = layout_info.push_constant_ranges(&ranges);
         }
         // SAFETY: as above.
         k.layout = unsafe { d.create_pipeline_layout(&layout_info, None) }?;
-        let stage =
-            vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(k.shader).name(c"main");
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(k.shader)
+            .name(c"main");
         let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(k.layout)];
         // SAFETY: as above.
         k.pipeline =
@@ -340,8 +346,10 @@ impl Kernel {
         let set = if buffers.is_empty() {
             None
         } else {
-            let sizes =
-                [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: buffers.len() as u32 }];
+            let sizes = [vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: buffers.len() as u32,
+            }];
             // SAFETY: as above.
             k.pool = unsafe {
                 d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None)

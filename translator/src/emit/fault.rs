@@ -174,8 +174,6 @@ pub(crate) fn emit_search(e: &mut Emitter) -> Result<(), Diagnostic> {
     let addr = e.b.function_parameter(u64t).map_err(internal1)?;
     let size = e.b.function_parameter(u64t).map_err(internal1)?;
     e.b.begin_block(None).map_err(internal1)?;
-    let log = fault_log(e)?;
-    let table = load_u64(e, log, fault::RANGES)?;
     let depth = spec_depth(e);
     // Small tables (the default checks' few memory blocks): every range in
     // turn, at constant indices, so that the loads are the same for every
@@ -233,7 +231,11 @@ pub(crate) fn emit_search(e: &mut Emitter) -> Result<(), Diagnostic> {
             });
         }
         // Binary search for the last range whose base is at or below
-        // `addr`: step k (half = 2^k) runs only when k < depth.
+        // `addr`: step k (half = 2^k) runs only when k < depth. (The
+        // table's address is read here only: llvmpipe runs a load lane by
+        // lane, and the small tables above do not need it.)
+        let log = fault_log(e)?;
+        let table = load_u64(e, log, fault::RANGES)?;
         let mut i = e.c_int(64, 0);
         for k in (0..fault::MAX_DEPTH).rev() {
             let on = step_on(e, k, depth);
