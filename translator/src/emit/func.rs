@@ -907,7 +907,8 @@ pub(crate) fn leave(e: &mut Emitter, fx: &mut Fx, stay: Word) -> Result<(), Diag
 /// `ret` of a `.func`: gather the return values.
 pub(crate) fn emit_return(e: &mut Emitter, fx: &mut Fx) -> Result<(), Diagnostic> {
     let Some((rets, ret_type)) = fx.returns.clone() else {
-        // The entry ends: report the thread's first fault.
+        // The entry ends: report a loop cut short and the thread's first fault.
+        super::loop_limit::flush(e)?;
         super::fault::flush(e, fx)?;
         super::race::flush(e, fx)?;
         return e.b.ret().map_err(internal1);
