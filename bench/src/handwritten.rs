@@ -25,6 +25,9 @@ struct Shared {
     memory: vk::PhysicalDeviceMemoryProperties,
     command_pool: vk::CommandPool,
     fence: vk::Fence,
+    /// The device's name and `maxComputeWorkGroupCount`.
+    name: String,
+    max_workgroups: [u32; 3],
 }
 
 impl Drop for Shared {
@@ -99,7 +102,8 @@ impl Gpu {
         let info = vk::InstanceCreateInfo::default().application_info(&app);
         // SAFETY: valid create info; destroyed in `Shared::drop` (or below on error).
         let instance = unsafe { entry.create_instance(&info, None) }?;
-        let open = || -> Result<(ash::Device, vk::Queue, vk::PhysicalDeviceMemoryProperties, u32)> {
+        type Opened = (ash::Device, vk::Queue, vk::PhysicalDeviceMemoryProperties, u32, vk::PhysicalDeviceProperties);
+        let open = || -> Result<Opened> {
             // SAFETY: the instance is live.
             let physical = unsafe { instance.enumerate_physical_devices() }?
                 .into_iter()
@@ -112,10 +116,11 @@ impl Gpu {
                 })
                 .ok_or("the runtime's device is not visible to a plain Vulkan instance")?;
             // SAFETY: `physical` comes from this instance.
-            let (families, memory) = unsafe {
+            let (families, memory, props) = unsafe {
                 (
                     instance.get_physical_device_queue_family_properties(physical),
                     instance.get_physical_device_memory_properties(physical),
+                    instance.get_physical_device_properties(physical),
                 )
             };
             let family = families
@@ -130,9 +135,9 @@ impl Gpu {
             let device = unsafe { instance.create_device(physical, &info, None) }?;
             // SAFETY: queue 0 of the family created above.
             let queue = unsafe { device.get_device_queue(family, 0) };
-            Ok((device, queue, memory, family))
+            Ok((device, queue, memory, family, props))
         };
-        let (device, queue, memory, family) = match open() {
+        let (device, queue, memory, family, props) = match open() {
             Ok(v) => v,
             Err(e) => {
                 // SAFETY: nothing was created from the instance.
@@ -150,11 +155,24 @@ impl Gpu {
                 device.create_fence(&vk::FenceCreateInfo::default(), None).unwrap_or(vk::Fence::null()),
             )
         };
-        let shared = Shared { _entry: entry, instance, device, queue, memory, command_pool, fence };
+        let name = props.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let max_workgroups = props.limits.max_compute_work_group_count;
+        let shared =
+            Shared { _entry: entry, instance, device, queue, memory, command_pool, fence, name, max_workgroups };
         if command_pool == vk::CommandPool::null() || fence == vk::Fence::null() {
             return Err("could not create a command pool and fence".into());
         }
         Ok(Gpu(Rc::new(shared)))
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// `maxComputeWorkGroupCount`.
+    pub fn max_workgroups(&self) -> [u32; 3] {
+        self.0.max_workgroups
     }
 
     /// A device-local storage buffer of `bytes` (transfer source and target too).
