@@ -3,8 +3,10 @@
 //! their body per counted iteration (`translator/src/unroll.rs`, on by
 //! default on llvmpipe). nvcc kernels of `tests/fixtures/long_loops.cu`:
 //! a one-block loop, a loop with a branch in its body, a loop with an early
-//! exit; each past 65535 iterations per thread, on random inputs, against a
-//! host reference, with poisoned outputs. On other devices there is no
+//! exit, a loop in a kernel with block barriers (emitted in
+//! workgroup-uniform mode on the emulated warp path); each past 65535
+//! iterations per thread, on random inputs, against a host reference, with
+//! poisoned outputs. On other devices there is no
 //! limit and the same results are expected.
 
 mod common;
@@ -119,5 +121,32 @@ fn search_with_an_early_exit_past_the_limit() {
     ctx.synchronize().unwrap();
     let out: Vec<i32> = download_u32(&ctx, dout, threads).into_iter().map(|v| v as i32).collect();
     assert_eq!(out, want);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn loop_of_100000_iterations_in_a_kernel_with_barriers() {
+    let ctx = context();
+    let m = ctx.load_module(PTX, "long_loops.ptx").unwrap();
+    let f = m.function("block_sum").unwrap();
+    let (blocks, threads) = (2usize, 64usize);
+    let total = blocks * threads;
+    // 100,000 iterations for most threads, one fewer for the last 5.
+    let n = total * 100_000 - 5;
+    let mut g = Lcg(14);
+    let input: Vec<u32> = (0..n).map(|_| g.next_u32()).collect();
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, blocks);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [blocks as u32, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap_or_else(|e| panic!("{e}"));
+    let out = download_u32(&ctx, dout, blocks);
+    for (b, &got) in out.iter().enumerate() {
+        let want = (0..threads).fold(0u32, |t, k| {
+            let s = (b * threads + k..n).step_by(total).fold(0u32, |s, i| s.wrapping_mul(31).wrapping_add(input[i]));
+            t ^ s.wrapping_add(k as u32)
+        });
+        assert_eq!(got, want, "block {b}");
+    }
     assert_clean(&ctx);
 }

@@ -828,7 +828,9 @@ pub(crate) fn emit_function(
         }
         if fx.uniform.is_some() {
             // Every invocation reaches the end; the state says how it left.
-            super::uniform::emit_body(e, &mut fx, &plan.uniform_regions)?;
+            // Small loops without collectives are unrolled here too.
+            let unrolled = crate::unroll::run(&plan.cfg, &plan.uniform_regions, e.opts.unroll_loops);
+            super::uniform::emit_body(e, &mut fx, unrolled.as_deref().unwrap_or(&plan.uniform_regions))?;
             emit_return(e, &mut fx)?;
             fx.open = false;
         } else {
