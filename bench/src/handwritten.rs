@@ -189,45 +189,39 @@ impl Gpu {
         // SAFETY: the staging memory is mapped, host-coherent and `data.len()`
         // bytes long; no device work uses it yet.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), staging.mapped.cast::<u8>(), data.len()) };
-        let region = [vk::BufferCopy::default().size(data.len() as u64)];
-        self.0.one_time(|d, cmd| {
-            // SAFETY: `cmd` is recording; both buffers are live and large enough.
-            unsafe {
-                d.cmd_copy_buffer(cmd, staging.buffer, buffer.buffer, &region);
-                memory_barrier(
-                    d,
-                    cmd,
-                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                    (
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-                    ),
-                );
-            }
-        })
+        let after =
+            (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+        self.copy(&staging, buffer, data.len() as u64, after)
     }
 
     /// Reads the first `bytes` of `buffer` back.
     pub fn download(&self, buffer: &Buffer, bytes: usize) -> Result<Vec<u8>> {
         let staging = self.staging(bytes as u64)?;
-        let region = [vk::BufferCopy::default().size(bytes as u64)];
-        self.0.one_time(|d, cmd| {
-            // SAFETY: `cmd` is recording; both buffers are live and large enough.
-            unsafe {
-                d.cmd_copy_buffer(cmd, buffer.buffer, staging.buffer, &region);
-                memory_barrier(
-                    d,
-                    cmd,
-                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                    (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
-                );
-            }
-        })?;
+        self.copy(buffer, &staging, bytes as u64, (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ))?;
         let mut out = vec![0u8; bytes];
         // SAFETY: the copy has completed (waited for above); the mapping is
         // `bytes` long.
         unsafe { std::ptr::copy_nonoverlapping(staging.mapped.cast::<u8>(), out.as_mut_ptr(), bytes) };
         Ok(out)
+    }
+
+    /// Copies the first `bytes` of `src` to `dst`, made visible to `after`
+    /// (stages, accesses), and waits.
+    fn copy(
+        &self,
+        src: &Buffer,
+        dst: &Buffer,
+        bytes: u64,
+        after: (vk::PipelineStageFlags, vk::AccessFlags),
+    ) -> Result<()> {
+        let region = [vk::BufferCopy::default().size(bytes)];
+        self.0.one_time(|d, cmd| {
+            // SAFETY: `cmd` is recording; both buffers are live and large enough.
+            unsafe {
+                d.cmd_copy_buffer(cmd, src.buffer, dst.buffer, &region);
+                memory_barrier(d, cmd, (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE), after);
+            }
+        })
     }
 
     /// A mapped host-visible buffer of `bytes`.

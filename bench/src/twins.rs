@@ -21,13 +21,13 @@
 
 use std::cmp::Ordering;
 use std::error::Error;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ptxvk_runtime::{Context, DeviceSelector, FaultMode, Function};
+use ptxvk_runtime::{Context, DeviceSelector, FaultMode, Function, Module};
 use ptxvk_translator::Options;
 
 use crate::handwritten::{Gpu, Kernel};
-use crate::median;
+use crate::{median, time};
 
 /// `nvcc -ptx -arch=sm_80 -O3 twins.cu -o twins.ptx` (nvcc 13.5).
 const PTX: &str = include_str!("../twins/twins.ptx");
@@ -318,15 +318,20 @@ impl Contexts<'_> {
         }
     }
 
-    /// `kernel` of the PTX as `v` translates it.
-    fn function(&self, v: &Variant, kernel: &str) -> Result<Function> {
+    /// The PTX as `v` translates it, loaded in its context (once per
+    /// variant; every workload takes its kernel from it).
+    fn load(&self, v: &Variant) -> Result<Module> {
         let ctx = self.of(v);
         let mut options = ctx.translate_options();
         (v.change)(&mut options);
         let t = ptxvk_translator::translate(PTX, "twins.ptx", &options).map_err(|d| d.to_string())?;
-        let module = ctx.load_spirv(&t.spirv, t.info)?;
-        Ok(module.function(kernel).ok_or_else(|| format!("twins.ptx has no {kernel}"))?)
+        Ok(ctx.load_spirv(&t.spirv, t.info)?)
     }
+}
+
+/// `kernel` of a loaded translation.
+fn function(module: &Module, kernel: &str) -> Result<Function> {
+    Ok(module.function(kernel).ok_or_else(|| format!("twins.ptx has no {kernel}"))?)
 }
 
 /// One workload through one variant: its buffers on the device.
@@ -377,16 +382,16 @@ fn mismatches(got: &[f32], want: &[f32], exact: bool) -> usize {
         .count()
 }
 
-fn time(f: impl FnOnce() -> Result<()>) -> Result<Duration> {
-    let start = Instant::now();
-    f()?;
-    Ok(start.elapsed())
-}
-
 /// Runs one workload: every variant and the shader, checked, then timed
 /// interleaved. Returns the medians (shader first, then the variants') and
 /// whether every output was right.
-fn measure(ctxs: &Contexts, gpu: &Gpu, w: &Workload, variants: &[Variant]) -> Result<(Vec<Duration>, bool)> {
+fn measure(
+    ctxs: &Contexts,
+    gpu: &Gpu,
+    w: &Workload,
+    variants: &[Variant],
+    modules: &[Module],
+) -> Result<(Vec<Duration>, bool)> {
     let mut ok = true;
     let contents: Vec<Vec<u8>> = w.buffers.iter().map(Buffer::bytes).collect();
     let out_bytes = w.want.len() * 4;
@@ -406,9 +411,9 @@ fn measure(ctxs: &Contexts, gpu: &Gpu, w: &Workload, variants: &[Variant]) -> Re
 
     // ptxvk, each variant.
     let mut launches = Vec::new();
-    for v in variants {
+    for (v, module) in variants.iter().zip(modules) {
         let ctx = ctxs.of(v);
-        let f = ctxs.function(v, w.kernel)?;
+        let f = function(module, w.kernel)?;
         let mut addrs = Vec::new();
         for c in &contents {
             let a = ctx.alloc(c.len() as u64)?;
@@ -444,11 +449,11 @@ fn measure(ctxs: &Contexts, gpu: &Gpu, w: &Workload, variants: &[Variant]) -> Re
 
 /// The launch round trip of an empty kernel: ptxvk's launch + synchronise
 /// against submitting the pre-recorded dispatch and waiting.
-fn round_trip(ctxs: &Contexts, gpu: &Gpu, variants: &[Variant]) -> Result<Vec<Duration>> {
+fn round_trip(ctxs: &Contexts, gpu: &Gpu, variants: &[Variant], modules: &[Module]) -> Result<Vec<Duration>> {
     let shader = gpu.kernel(include_bytes!("../twins/empty.spv"), &[], &[], [1, 1, 1])?;
     let mut launches = Vec::new();
-    for v in variants {
-        let f = ctxs.function(v, "empty")?;
+    for (v, module) in variants.iter().zip(modules) {
+        let f = function(module, "empty")?;
         let params = f.pack_params(&[])?;
         let launch = Launch { ctx: ctxs.of(v), f, grid: [1, 1, 1], block: [32, 1, 1], params, addrs: Vec::new() };
         launch.run()?;
@@ -477,6 +482,7 @@ pub fn run_only(ctx: &Context, only: Option<&str>) -> Result<bool> {
     let ctxs = Contexts { checked: ctx, unchecked };
     let gpu = Gpu::new(ctx.info().uuid)?;
     let variants = variants();
+    let modules = variants.iter().map(|v| ctxs.load(v)).collect::<Result<Vec<_>>>()?;
     println!(
         "ptxvk against hand-written compute shaders ({}; median of {RUNS} runs, {ROUND_TRIPS} round trips); \
          ratio = hand-written time / ptxvk time",
@@ -519,12 +525,12 @@ pub fn run_only(ctx: &Context, only: Option<&str>) -> Result<bool> {
             continue;
         }
         let w = make();
-        let (t, right) = measure(&ctxs, &gpu, &w, &variants)?;
+        let (t, right) = measure(&ctxs, &gpu, &w, &variants, &modules)?;
         ok &= right;
         row(w.name, &t);
     }
     if wanted("empty") {
-        let t = round_trip(&ctxs, &gpu, &variants)?;
+        let t = round_trip(&ctxs, &gpu, &variants, &modules)?;
         row("launch + synchronise, empty kernel", &t);
     }
     let geo = |r: &[f64]| (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();

@@ -887,6 +887,18 @@ fn mipmaps_lod_and_gradients() {
         check(api, cu!(api.cuMemcpy3D_v2((&copy as *const Memcpy3D).cast())), "fill level");
         all.extend_from_slice(&data);
     }
+    // The host model of the mipmapped array under sampler `t`.
+    let mip_model = |t| Model {
+        format: F32,
+        channels: 4,
+        extent: [w as u32, h as u32, 1],
+        layers: 1,
+        levels,
+        pitch0: w * 16,
+        data: all.clone(),
+        t,
+        linear_memory: false,
+    };
     for mip_linear in [false, true] {
         let mut t = sampler([CLAMP, WRAP, CLAMP], true, NORMALIZED);
         t.mipmap_filter_mode = mip_linear as u32;
@@ -894,17 +906,7 @@ fn mipmaps_lod_and_gradients() {
         t.min_mipmap_level_clamp = 0.5;
         t.max_mipmap_level_clamp = 2.75;
         let tex = tex_object(api, &ResourceDesc::mipmapped(m), &t);
-        let model = Model {
-            format: F32,
-            channels: 4,
-            extent: [w as u32, h as u32, 1],
-            layers: 1,
-            levels,
-            pitch0: w * 16,
-            data: all.clone(),
-            t,
-            linear_memory: false,
-        };
+        let model = mip_model(t);
         let xy: Vec<[f32; 2]> =
             coords(&mut rng, N, 16, true).into_iter().zip(coords(&mut rng, N, 8, true)).map(|(x, y)| [x, y]).collect();
         let lod: Vec<f32> = (0..N).map(|_| rng.next_f32() / 25.0).collect();
@@ -935,17 +937,7 @@ fn mipmaps_lod_and_gradients() {
     // (clamped coordinates; levels past the last read the last).
     let t = sampler([CLAMP; 3], true, NORMALIZED);
     let tex = tex_object(api, &ResourceDesc::mipmapped(m), &t);
-    let model = Model {
-        format: F32,
-        channels: 4,
-        extent: [w as u32, h as u32, 1],
-        layers: 1,
-        levels,
-        pitch0: w * 16,
-        data: all.clone(),
-        t,
-        linear_memory: false,
-    };
+    let model = mip_model(t);
     let xyl: Vec<[i32; 4]> = (0..N)
         .map(|_| {
             [(rng.next_u32() % 20) as i32 - 2, (rng.next_u32() % 12) as i32 - 2, (rng.next_u32() % 6) as i32 - 1, 0]
