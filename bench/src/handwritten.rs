@@ -130,7 +130,11 @@ impl Gpu {
             let priorities = [1.0];
             let queues =
                 [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-            let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+            // Buffer device addresses, for the shaders that take pointers in
+            // push constants as ptxvk's translations do (Vulkan 1.2 core,
+            // required by ptxvk's runtime too).
+            let mut v12 = vk::PhysicalDeviceVulkan12Features::default().buffer_device_address(true);
+            let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).push_next(&mut v12);
             // SAFETY: one queue of a family the device has.
             let device = unsafe { instance.create_device(physical, &info, None) }?;
             // SAFETY: queue 0 of the family created above.
@@ -178,6 +182,7 @@ impl Gpu {
     /// A device-local storage buffer of `bytes` (transfer source and target too).
     pub fn buffer(&self, bytes: u64) -> Result<Buffer> {
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST;
         Buffer::new(&self.0, bytes, usage, vk::MemoryPropertyFlags::DEVICE_LOCAL)
@@ -276,12 +281,29 @@ impl Buffer {
             .find(|&i| allowed(i) && types[i].property_flags.contains(preferred))
             .or_else(|| (0..types.len()).find(|&i| allowed(i) && !host_needed))
             .ok_or("no suitable memory type")?;
-        let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(index as u32);
+        let mut flags = vk::MemoryAllocateFlagsInfo::default();
+        if usage.contains(vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS) {
+            flags = flags.flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        }
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(index as u32)
+            .push_next(&mut flags);
         // SAFETY: size and type index come from the buffer's requirements.
         b.memory = unsafe { d.allocate_memory(&alloc, None) }?;
         // SAFETY: fresh memory of a type the buffer accepts, bound once at offset 0.
         unsafe { d.bind_buffer_memory(b.buffer, b.memory, 0) }?;
         Ok(b)
+    }
+}
+
+impl Buffer {
+    /// The buffer's device address (`vkGetBufferDeviceAddress`).
+    pub fn address(&self) -> u64 {
+        let info = vk::BufferDeviceAddressInfo::default().buffer(self.buffer);
+        // SAFETY: the buffer was made with `SHADER_DEVICE_ADDRESS` usage
+        // (device-local buffers only) and its memory is bound.
+        unsafe { self.shared.device.get_buffer_device_address(&info) }
     }
 }
 

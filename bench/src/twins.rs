@@ -51,6 +51,10 @@ struct Workload {
     kernel: &'static str,
     /// The hand-written twin's SPIR-V.
     spirv: &'static [u8],
+    /// The same twin through buffer device addresses (`*_bda.comp`: the
+    /// buffers' addresses as u64 push constants before `push`, 64-bit
+    /// address arithmetic as in ptxvk's translations), where there is one.
+    bda_spirv: Option<&'static [u8]>,
     /// Buffer contents in binding order (`None`: an output, poisoned).
     buffers: Vec<Buffer>,
     /// The CUDA kernel's parameters, given the buffers' device addresses.
@@ -107,6 +111,7 @@ fn saxpy() -> Workload {
         name: "saxpy, 16M floats",
         kernel: "saxpy",
         spirv: include_bytes!("../twins/saxpy.spv"),
+        bda_spirv: Some(include_bytes!("../twins/saxpy_bda.spv")),
         buffers: vec![Buffer::Input(x), Buffer::Input(y)],
         params: |a| le(&[&(N as i32).to_le_bytes(), &A.to_le_bytes(), &a[0].to_le_bytes(), &a[1].to_le_bytes()]),
         grid: [groups, 1, 1],
@@ -154,6 +159,7 @@ fn reduce_sum() -> Workload {
         name: "reduction, 16M floats",
         kernel: "reduce_sum",
         spirv: include_bytes!("../twins/reduce_sum.spv"),
+        bda_spirv: None,
         buffers: vec![Buffer::Input(x), Buffer::Output(BLOCKS)],
         params: |a| le(&[&(N as i32).to_le_bytes(), &a[0].to_le_bytes(), &a[1].to_le_bytes()]),
         grid: [BLOCKS as u32, 1, 1],
@@ -183,6 +189,7 @@ fn sgemm() -> Workload {
         name: "SGEMM 512^3, 16x16 shared tiles",
         kernel: "sgemm",
         spirv: include_bytes!("../twins/sgemm.spv"),
+        bda_spirv: None,
         buffers: vec![Buffer::Input(a), Buffer::Input(b), Buffer::Output(N * N)],
         params: |a| le(&[&(N as i32).to_le_bytes(), &a[0].to_le_bytes(), &a[1].to_le_bytes(), &a[2].to_le_bytes()]),
         grid: [tiles, tiles, 1],
@@ -208,6 +215,7 @@ fn transpose() -> Workload {
         name: "transpose 4096^2, padded shared tile",
         kernel: "transpose",
         spirv: include_bytes!("../twins/transpose.spv"),
+        bda_spirv: None,
         buffers: vec![Buffer::Input(input), Buffer::Output(N * N)],
         params: |a| le(&[&(N as i32).to_le_bytes(), &a[0].to_le_bytes(), &a[1].to_le_bytes()]),
         grid: [tiles, tiles, 1],
@@ -247,6 +255,7 @@ fn stencil() -> Workload {
         name: "3x3 stencil 4096^2, 8 rows a thread",
         kernel: "stencil3x3",
         spirv: include_bytes!("../twins/stencil3x3.spv"),
+        bda_spirv: None,
         buffers: vec![Buffer::Input(input), Buffer::Output(N * N)],
         params: |a| {
             let w: Vec<u8> = stencil_weights().iter().flat_map(|f| f.to_le_bytes()).collect();
@@ -391,7 +400,7 @@ fn measure(
     w: &Workload,
     variants: &[Variant],
     modules: &[Module],
-) -> Result<(Vec<Duration>, bool)> {
+) -> Result<(Vec<Duration>, Option<Duration>, bool)> {
     let mut ok = true;
     let contents: Vec<Vec<u8>> = w.buffers.iter().map(Buffer::bytes).collect();
     let out_bytes = w.want.len() * 4;
@@ -408,6 +417,26 @@ fn measure(
         println!("    hand-written shader: {bad} of {} elements wrong", w.want.len());
         ok = false;
     }
+    // The same shader through device addresses, on buffers of its own.
+    let bda = match w.bda_spirv {
+        Some(spirv) => {
+            let buffers = contents.iter().map(|c| gpu.buffer(c.len() as u64)).collect::<Result<Vec<_>>>()?;
+            for (b, c) in buffers.iter().zip(&contents) {
+                gpu.upload(b, c)?;
+            }
+            let mut push: Vec<u8> = buffers.iter().flat_map(|b| b.address().to_le_bytes()).collect();
+            push.extend_from_slice(&w.push);
+            let kernel = gpu.kernel(spirv, &[], &push, w.groups)?;
+            kernel.run()?;
+            let bad = mismatches(&floats(&gpu.download(&buffers[w.output], out_bytes)?), &w.want, false);
+            if bad > 0 {
+                println!("    hand-written shader through device addresses: {bad} of {} elements wrong", w.want.len());
+                ok = false;
+            }
+            Some((kernel, buffers))
+        }
+        None => None,
+    };
 
     // ptxvk, each variant.
     let mut launches = Vec::new();
@@ -438,13 +467,18 @@ fn measure(
 
     // Timed runs, interleaved so that a change of load affects every path alike.
     let mut times = vec![Vec::new(); launches.len() + 1];
+    let mut bda_times = Vec::new();
     for _ in 0..RUNS {
         times[0].push(time(|| shader.run())?);
+        if let Some((kernel, _)) = &bda {
+            bda_times.push(time(|| kernel.run())?);
+        }
         for (t, l) in times[1..].iter_mut().zip(&launches) {
             t.push(time(|| l.run())?);
         }
     }
-    Ok((times.into_iter().map(median).collect(), ok))
+    let bda = (!bda_times.is_empty()).then(|| median(bda_times));
+    Ok((times.into_iter().map(median).collect(), bda, ok))
 }
 
 /// The launch round trip of an empty kernel: ptxvk's launch + synchronise
@@ -503,6 +537,7 @@ pub fn run_only(ctx: &Context, only: Option<&str>) -> Result<bool> {
     }
     println!("{header}");
     let mut ok = true;
+    let mut bda_rows = Vec::new();
     let mut ratios = vec![Vec::new(); variants.len()];
     let mut row = |name: &str, t: &[Duration]| {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -525,9 +560,12 @@ pub fn run_only(ctx: &Context, only: Option<&str>) -> Result<bool> {
             continue;
         }
         let w = make();
-        let (t, right) = measure(&ctxs, &gpu, &w, &variants, &modules)?;
+        let (t, bda, right) = measure(&ctxs, &gpu, &w, &variants, &modules)?;
         ok &= right;
         row(w.name, &t);
+        if let Some(b) = bda {
+            bda_rows.push((w.name, t[0].as_secs_f64() / b.as_secs_f64()));
+        }
     }
     if wanted("empty") {
         let t = round_trip(&ctxs, &gpu, &variants, &modules)?;
@@ -539,6 +577,12 @@ pub fn run_only(ctx: &Context, only: Option<&str>) -> Result<bool> {
         line += &format!(" {:>12.2}", geo(r));
     }
     println!("{line}");
+    for (name, ratio) in bda_rows {
+        println!(
+            "  {name}: the hand-written shader through buffer device addresses (64-bit address \
+             arithmetic, as ptxvk emits) runs at {ratio:.2} of its speed with descriptors"
+        );
+    }
     Ok(ok)
 }
 
@@ -548,8 +592,9 @@ mod tests {
     /// when it is not installed).
     #[test]
     fn shaders_validate() {
-        let shaders: [(&str, &[u8]); 6] = [
+        let shaders: [(&str, &[u8]); 7] = [
             ("saxpy", include_bytes!("../twins/saxpy.spv")),
+            ("saxpy_bda", include_bytes!("../twins/saxpy_bda.spv")),
             ("reduce_sum", include_bytes!("../twins/reduce_sum.spv")),
             ("sgemm", include_bytes!("../twins/sgemm.spv")),
             ("transpose", include_bytes!("../twins/transpose.spv")),

@@ -357,3 +357,65 @@ fn free_and_drop_while_queued() {
     ctx.synchronize().unwrap();
     assert_clean(&ctx);
 }
+
+/// Every thread adds 1 to a counter and writes its linear index to
+/// `out[%ctaid.x * ntid + linear]`; no guard on the thread count.
+const COUNT_THREADS: &str = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry count_threads(.param .u64 counter, .param .u64 out)
+{
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [counter];
+    ld.param.u64 %rd2, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    atom.global.add.u32 %r1, [%rd1], 1;
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %tid.y;
+    mov.u32 %r4, %tid.z;
+    mov.u32 %r5, %ntid.x;
+    mov.u32 %r6, %ntid.y;
+    mad.lo.u32 %r7, %r4, %r6, %r3;
+    mad.lo.u32 %r7, %r7, %r5, %r2;
+    mul.lo.u32 %r8, %r5, %r6;
+    mov.u32 %r9, %ntid.z;
+    mul.lo.u32 %r8, %r8, %r9;
+    mov.u32 %r9, %ctaid.x;
+    mad.lo.u32 %r9, %r9, %r8, %r7;
+    mul.wide.u32 %rd3, %r9, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r7;
+    ret;
+}
+"#;
+
+/// Workgroups are padded to whole warps; the padding invocations run no
+/// PTX. Blocks of 32, 64 and 96 threads have no padding (the translator's
+/// test of it then folds away when the pipeline is made, see
+/// `Emitter::padding_invocation`), blocks of 30, 33 and 1 thread have.
+#[test]
+fn padding_invocations_run_nothing() {
+    let ctx = context();
+    let m = ctx.load_module(COUNT_THREADS, "count_threads.ptx").unwrap();
+    let f = m.function("count_threads").unwrap();
+    for block in [[32u32, 1, 1], [33, 1, 1], [5, 3, 2], [1, 1, 1], [8, 4, 2], [96, 1, 1]] {
+        let threads = (block[0] * block[1] * block[2]) as usize;
+        let blocks = 3usize;
+        let counter = upload_u32(&ctx, &[0]);
+        // Room for a whole padded warp more per block, poisoned.
+        let words = blocks * threads.div_ceil(32) * 32 + 64;
+        let out = upload_u32(&ctx, &vec![0xdead_beef; words]);
+        let params = f.pack_params(&[&counter.to_le_bytes(), &out.to_le_bytes()]).unwrap();
+        ctx.launch(&f, [blocks as u32, 1, 1], block, 0, &params).unwrap();
+        assert_eq!(download_u32(&ctx, counter, 1)[0] as usize, threads * blocks, "block {block:?}");
+        let got = download_u32(&ctx, out, words);
+        for (i, &v) in got.iter().enumerate() {
+            let want = if i < threads * blocks { (i % threads) as u32 } else { 0xdead_beef };
+            assert_eq!(v, want, "block {block:?} word {i}");
+        }
+    }
+    assert_clean(&ctx);
+}

@@ -790,11 +790,7 @@ pub(crate) fn emit_function(
             super::uniform::prologue(e, &fx, u, me.is_none(), active_in)?;
         } else if me.is_none() {
             // Padding invocations (beyond the block's thread count) exit at once.
-            let [nx, ny, nz] = e.spec_ntid;
-            let xy = e.b.i_mul(u32t, None, nx, ny).map_err(internal1)?;
-            let n = e.b.i_mul(u32t, None, xy, nz).map_err(internal1)?;
-            let bt = e.t_bool();
-            let pad = e.b.u_greater_than_equal(bt, None, linear, n).map_err(internal1)?;
+            let pad = e.padding_invocation(linear)?;
             let exit = e.b.id();
             let go = e.b.id();
             e.b.selection_merge(go, spirv::SelectionControl::NONE).map_err(internal1)?;

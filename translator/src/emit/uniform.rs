@@ -260,10 +260,7 @@ pub(crate) fn prologue(
     let zero = e.c_u32(0);
     let ret = e.c_u32(RETURNED);
     let parked = if is_entry {
-        let [nx, ny, nz] = e.spec_ntid;
-        let xy = e.b.i_mul(u32t, None, nx, ny).map_err(internal1)?;
-        let n = e.b.i_mul(u32t, None, xy, nz).map_err(internal1)?;
-        e.b.u_greater_than_equal(bt, None, fx.linear, n).map_err(internal1)?
+        e.padding_invocation(fx.linear)?
     } else {
         let Some(a) = active_in else {
             return Err(Diagnostic::error(Span::default(), "internal error: uniform function without activity"));
