@@ -166,3 +166,76 @@ fn nvcc_escape_time_every_launch_shape() {
     }
     assert_clean(&ctx);
 }
+
+/// The reduced kernel of the second miscompile of issue 16 (hand-written
+/// PTX): `r = k; if (k >= n) break; k += 1; if (k < t) continue; break;`,
+/// then `r` stored after the loop. Lanes leave in different iterations
+/// and through either exit; on llvmpipe a lane that left early read `r`
+/// as recomputed from a later iteration's `k` unless `r` lives in memory
+/// (`emit/live_out.rs`).
+const LIVE_OUT: &str = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry live_out(.param .u64 out, .param .u32 seed)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r9, [seed];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r10, %ctaid.x;
+    mov.u32 %r11, %ntid.x;
+    mad.lo.u32 %r1, %r10, %r11, %r1;
+    xor.b32 %r6, %r1, %r9;
+    rem.u32 %r2, %r6, 13;
+    mul.lo.u32 %r3, %r6, 7;
+    rem.u32 %r3, %r3, 17;
+    mov.u32 %r4, 0;
+$LOOP:
+    mov.u32 %r5, %r4;
+    setp.ge.u32 %p1, %r4, %r2;
+    @%p1 bra $DONE;
+    add.u32 %r4, %r4, 1;
+    setp.lt.u32 %p2, %r4, %r3;
+    @%p2 bra $LOOP;
+$DONE:
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+    ret;
+}
+"#;
+
+#[test]
+fn value_computed_in_a_loop_and_read_after_it() {
+    let ctx = context();
+    let m = ctx.load_module(LIVE_OUT, "live_out.ptx").unwrap();
+    let f = m.function("live_out").unwrap();
+    for seed in [0u32, 0x9e37_79b9, 12345] {
+        let n = 4 * 128;
+        let out = poisoned(&ctx, n);
+        let params = f.pack_params(&[&out.to_le_bytes(), &seed.to_le_bytes()]).unwrap();
+        ctx.launch(&f, [4, 1, 1], [128, 1, 1], 0, &params).unwrap();
+        let got = common::download_u32(&ctx, out, n);
+        for (i, &g) in got.iter().enumerate() {
+            let v = i as u32 ^ seed;
+            let (stop, t) = (v % 13, v.wrapping_mul(7) % 17);
+            let mut k = 0u32;
+            let r = loop {
+                let r = k;
+                if k >= stop {
+                    break r;
+                }
+                k += 1;
+                if k >= t {
+                    break r;
+                }
+            };
+            assert_eq!(g, r, "seed {seed:#x} thread {i}");
+        }
+    }
+    assert_clean(&ctx);
+}

@@ -23,10 +23,15 @@
 //! zero (`LocalInvocationIndex >> 31`, as in `zero.rs`): NIR cannot resolve
 //! the index, so the variable stays memory, whose stores the driver masks.
 //! Every access goes through one access chain made at the top of the
-//! function, so the rest of the emitter is unchanged. Registers read only
-//! inside the loop that writes them stay promotable. The set is an
-//! over-approximation of what the bug needs (a write whose value reaches a
-//! loop exit); its cost is a load or store per access of those registers.
+//! function, so the rest of the emitter is unchanged. Only registers that a
+//! loop writes and that are live where it exits (by a liveness analysis of
+//! the CFG: read on some path from an exit before being written again) are
+//! kept in memory; the set is still an over-approximation of what the bug
+//! needs (a write whose value reaches a loop exit), and each access of those
+//! registers costs a load or store that llvmpipe runs lane by lane. A
+//! grid-stride loop's index, written before the loop and in it but dead
+//! after it, stays promotable (the twins' reduction: the index in memory
+//! cost it a third of its time).
 //!
 //! The condition of a branch inside a loop whose both targets leave it is
 //! kept in memory too (the exit taken must not be recomputed).
@@ -38,7 +43,7 @@
 //! regions, each of whose passes llvmpipe's loop limiter counts, and loops
 //! were cut short below the budget `loop_limit.rs` counts.
 
-use crate::ast::Instruction;
+use crate::ast::{Instruction, Operand};
 use crate::cfg::{Cfg, Terminator};
 use crate::fxhash::{FxHashMap, FxHashSet};
 use crate::structurize::Region;
@@ -86,6 +91,7 @@ pub(crate) fn registers<'a>(
     for r in outside {
         *total.entry(r).or_default() += 1;
     }
+    let live = Liveness::new(cfg, is_register, outside);
     let mut out = FxHashSet::default();
     let mut loops = Vec::new();
     collect_loops(regions, &mut loops);
@@ -100,15 +106,26 @@ pub(crate) fn registers<'a>(
                 *here.entry(r).or_default() += 1;
             }
         }
+        // Where the loop is left: the blocks outside it that a block inside
+        // branches to, and whether a block inside returns.
+        let leaves = |t: usize| inside.binary_search(&t).is_err();
+        let mut exits = Vec::new();
+        let mut returns = false;
+        for &b in &inside {
+            exits.extend(cfg.successors(b).iter().copied().filter(|&t| leaves(t)));
+            returns |= matches!(cfg.blocks[b].term, Terminator::Return);
+        }
         for &b in &inside {
             for r in &writes[b] {
-                if total.get(r) > here.get(r) {
+                // Mentioned outside the loop (the old, coarser test) and
+                // live at one of its exits.
+                let live_out = exits.iter().any(|&t| live.live_in(t, r)) || (returns && outside.contains(r));
+                if total.get(r) > here.get(r) && live_out {
                     out.insert(r.to_string());
                 }
             }
             // A branch whose both targets leave the loop: the lanes that
             // left must not see its condition recomputed.
-            let leaves = |t: usize| inside.binary_search(&t).is_err();
             let exit_condition = match &cfg.blocks[b].term {
                 Terminator::CondBranch { pred, taken, fallthrough, .. } => Some((*pred, *taken, *fallthrough)),
                 Terminator::Dispatch { reg, taken, fallthrough, .. } => Some((&**reg, *taken, *fallthrough)),
@@ -122,6 +139,151 @@ pub(crate) fn registers<'a>(
         }
     }
     out
+}
+
+/// Which registers are live on entry to each block: read on some path
+/// from the block's start before being written. Conservative (a register
+/// is live where in doubt): only an unguarded write of the whole register
+/// ends its liveness, every other mention is a read, and `outside`
+/// registers are read at every return.
+struct Liveness<'c> {
+    /// Register name to bit index.
+    index: FxHashMap<&'c str, usize>,
+    /// `u64` words per block.
+    words: usize,
+    /// Live-in bits, `words` per block.
+    live_in: Vec<u64>,
+}
+
+impl<'c> Liveness<'c> {
+    fn new(cfg: &'c Cfg<'_>, is_register: &dyn Fn(&str) -> bool, outside: &[&'c str]) -> Liveness<'c> {
+        let mut index: FxHashMap<&'c str, usize> = FxHashMap::default();
+        let id = |r: &'c str, index: &mut FxHashMap<&'c str, usize>| -> Option<usize> {
+            if !is_register(r) {
+                return None;
+            }
+            let n = index.len();
+            Some(*index.entry(r).or_insert(n))
+        };
+        // Per block: registers read before any write (`uses`), and those
+        // written whole and unconditionally (`kills`), as index lists.
+        let mut uses: Vec<Vec<usize>> = Vec::with_capacity(cfg.blocks.len());
+        let mut kills: Vec<Vec<usize>> = Vec::with_capacity(cfg.blocks.len());
+        for blk in &cfg.blocks {
+            let (mut u, mut k) = (Vec::new(), Vec::new());
+            if let Some((reg, _)) = &blk.assign {
+                if let Some(i) = id(reg, &mut index) {
+                    k.push(i);
+                }
+            }
+            for inst in &blk.insts {
+                let outs = inst.destinations();
+                let read = |r: &'c str, k: &Vec<usize>, u: &mut Vec<usize>, index: &mut FxHashMap<&'c str, usize>| {
+                    if let Some(i) = id(r, index) {
+                        if !k.contains(&i) {
+                            u.push(i);
+                        }
+                    }
+                };
+                if let Some(g) = &inst.guard {
+                    read(&g.name, &k, &mut u, &mut index);
+                }
+                for (j, o) in inst.operands.iter().enumerate() {
+                    if j >= outs {
+                        o.for_each_name(&mut |r| read(r, &k, &mut u, &mut index));
+                    } else if !whole_registers(o) {
+                        // Written in part (or through an address): also read.
+                        o.for_each_name(&mut |r| read(r, &k, &mut u, &mut index));
+                    }
+                }
+                if inst.guard.is_none() {
+                    for o in &inst.operands[..outs.min(inst.operands.len())] {
+                        if whole_registers(o) {
+                            o.for_each_name(&mut |r| {
+                                if let Some(i) = id(r, &mut index) {
+                                    k.push(i);
+                                }
+                            });
+                        }
+                    }
+                }
+            }
+            match &blk.term {
+                Terminator::CondBranch { pred, .. } => read_at_end(id(pred, &mut index), &k, &mut u),
+                Terminator::Dispatch { reg, .. } => read_at_end(id(reg, &mut index), &k, &mut u),
+                Terminator::Return => {
+                    for r in outside {
+                        read_at_end(id(r, &mut index), &k, &mut u);
+                    }
+                }
+                Terminator::Branch(_) => {}
+            }
+            uses.push(u);
+            kills.push(k);
+        }
+        let words = index.len().div_ceil(64).max(1);
+        let n = cfg.blocks.len();
+        let mut live_in = vec![0u64; n * words];
+        let mut kill_bits = vec![0u64; n * words];
+        for b in 0..n {
+            for &i in &uses[b] {
+                live_in[b * words + i / 64] |= 1 << (i % 64);
+            }
+            for &i in &kills[b] {
+                kill_bits[b * words + i / 64] |= 1 << (i % 64);
+            }
+        }
+        // live_in(b) = uses(b) | (live_out(b) & !kills(b)), live_out(b) =
+        // the union over successors; to a fixed point, blocks in reverse.
+        let mut out_bits = vec![0u64; words];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for b in (0..n).rev() {
+                out_bits.iter_mut().for_each(|w| *w = 0);
+                for &t in &cfg.successors(b) {
+                    for (w, &x) in out_bits.iter_mut().zip(&live_in[t * words..(t + 1) * words]) {
+                        *w |= x;
+                    }
+                }
+                for (w, (&o, &k)) in
+                    live_in[b * words..(b + 1) * words].iter_mut().zip(out_bits.iter().zip(&kill_bits[b * words..]))
+                {
+                    let v = *w | (o & !k);
+                    if v != *w {
+                        *w = v;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        Liveness { index, words, live_in }
+    }
+
+    /// Whether register `r` is live on entry to block `b`.
+    fn live_in(&self, b: usize, r: &str) -> bool {
+        self.index.get(r).is_some_and(|&i| self.live_in[b * self.words + i / 64] & (1 << (i % 64)) != 0)
+    }
+}
+
+/// A read at the end of a block (its branch): live on entry unless written before.
+fn read_at_end(i: Option<usize>, kills: &[usize], uses: &mut Vec<usize>) {
+    if let Some(i) = i {
+        if !kills.contains(&i) {
+            uses.push(i);
+        }
+    }
+}
+
+/// Whether destination operand `o` writes whole registers (plain names, or
+/// vectors and pairs of them; `_` writes nothing).
+fn whole_registers(o: &Operand) -> bool {
+    match o {
+        Operand::Name { component: None, .. } | Operand::Sink(_) => true,
+        Operand::Vector(_, v) | Operand::List(_, v) => v.iter().all(whole_registers),
+        Operand::Pair(_, a, b) => whole_registers(a) && whole_registers(b),
+        _ => false,
+    }
 }
 
 /// The names an instruction writes (its destinations) and every name it
