@@ -71,7 +71,10 @@ pub enum Region {
         /// Body.
         body: Vec<Region>,
     },
-    /// Two-way branch on the predicate of `block`'s terminator.
+    /// Two-way branch on the predicate of `block`'s terminator. The
+    /// structurizer ends both arms with a transfer; [`crate::unroll`] may
+    /// leave an arm open (empty, or ending in an open `If`), and an open arm
+    /// goes on with the code after the `If`.
     If {
         /// The block whose conditional branch this is.
         block: BlockId,

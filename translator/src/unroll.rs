@@ -13,15 +13,26 @@
 //! nothing before emission sees a change): in a [`Region::Loop`] whose body
 //! has no inner loop, no call and no collective, whose only `continue` is
 //! reached through two-way branches alone (not from inside a nested
-//! [`Region::Block`]), and which is small, the `continue` is replaced by
-//! another copy of the body, `k - 1` times; the last copy keeps the
-//! `continue`. Every exit of a copy is an exit of the same loop, and each
-//! copy runs the same instructions in the same order as an iteration did,
-//! so nothing changes but the count of back-edges. `k` is at most
-//! [`crate::Options::unroll_loops`] and shrinks with the body's size
-//! ([`MAX_UNROLLED`] instructions in all) and the depth of its `continue`
-//! (the selections of the copies nest, and llvmpipe keeps a fixed stack of
-//! nested conditions; [`MAX_NESTING`]).
+//! [`Region::Block`]) at the tail of the body, and which is small, the body
+//! is repeated `k` times one after the other: in every copy but the last,
+//! the `continue` is taken out, which leaves its arm of each enclosing
+//! [`Region::If`] open (an open arm goes on after its `If`, see
+//! [`Region::If`]), so that the invocations that would go round again run
+//! the next copy. The last copy keeps the `continue`. Every exit of a copy
+//! is an exit of the same loop, and each copy runs the same instructions in
+//! the same order as an iteration did, so nothing changes but the count of
+//! back-edges. `k` is at most [`crate::Options::unroll_loops`] and shrinks
+//! with the body's size ([`MAX_UNROLLED`] instructions in all); a
+//! `continue` more than [`MAX_NESTING`] selections deep keeps the loop.
+//!
+//! The copies follow each other instead of nesting (an earlier form put
+//! each copy inside the arm of the previous one's `continue`), so that the
+//! selections of `k` copies do not nest `k` deep (llvmpipe keeps a fixed
+//! stack of nested conditions) and a copy's values do not pass through the
+//! merges of the copies around it. The cost of unrolling on llvmpipe is the
+//! same either way, measured on the twins' grid-stride reduction
+//! (`ptxvk-bench twins reduce`, without fault checks): about 1.2x the time
+//! of the loop not unrolled, not yet explained.
 
 use crate::cfg::Cfg;
 use crate::structurize::{Region, Target};
@@ -126,8 +137,25 @@ fn factor(cfg: &Cfg, header: usize, body: &[Region], copies: usize) -> Option<us
     if s.blocked || s.continues != 1 {
         return None;
     }
-    let k = copies.min(MAX_UNROLLED / s.insts.max(1)).min(MAX_NESTING / s.depth.max(1));
+    if s.depth > MAX_NESTING || !continue_at_tail(header, body) {
+        return None;
+    }
+    let k = copies.min(MAX_UNROLLED / s.insts.max(1));
     (k >= 2).then_some(k)
+}
+
+/// Whether the loop's `continue` ends `regions`: it is their last
+/// statement, or in an arm, at the tail, of their last statement (an
+/// `If`). Then the code that runs after it in a copy without it is the
+/// next copy.
+fn continue_at_tail(header: usize, regions: &[Region]) -> bool {
+    match regions.last() {
+        Some(Region::Br(Target::Continue(h))) => *h == header,
+        Some(Region::If { then_body, else_body, .. }) => {
+            continue_at_tail(header, then_body) || continue_at_tail(header, else_body)
+        }
+        _ => false,
+    }
 }
 
 fn scan(cfg: &Cfg, header: usize, regions: &[Region], depth: usize, in_block: bool, s: &mut Scan) {
@@ -158,28 +186,31 @@ fn scan(cfg: &Cfg, header: usize, regions: &[Region], depth: usize, in_block: bo
     }
 }
 
-/// `body` with its `continue` replaced by the body again, `k` copies in all.
+/// `k` copies of `body` one after the other, the `continue` taken out of
+/// all but the last.
 fn unrolled(header: usize, body: &[Region], k: usize) -> Vec<Region> {
-    let mut out = body.to_vec();
+    let open = without_continue(header, body);
+    let mut out = Vec::with_capacity(open.len() * (k - 1) + body.len());
     for _ in 1..k {
-        out = substitute(header, body, &out);
+        out.extend(open.iter().cloned());
     }
+    out.extend(body.iter().cloned());
     out
 }
 
-/// `outer` (a copy of the body) with its `continue` replaced by `inner`.
-fn substitute(header: usize, outer: &[Region], inner: &[Region]) -> Vec<Region> {
-    let mut out = Vec::with_capacity(outer.len() + inner.len());
-    for r in outer {
-        match r {
-            Region::Br(Target::Continue(h)) if *h == header => out.extend(inner.iter().cloned()),
-            Region::If { block, then_body, else_body } => out.push(Region::If {
+/// `regions` (a copy of the body) without its `continue`: the arm that held
+/// it is left open.
+fn without_continue(header: usize, regions: &[Region]) -> Vec<Region> {
+    regions
+        .iter()
+        .filter(|r| !matches!(r, Region::Br(Target::Continue(h)) if *h == header))
+        .map(|r| match r {
+            Region::If { block, then_body, else_body } => Region::If {
                 block: *block,
-                then_body: substitute(header, then_body, inner),
-                else_body: substitute(header, else_body, inner),
-            }),
-            _ => out.push(r.clone()),
-        }
-    }
-    out
+                then_body: without_continue(header, then_body),
+                else_body: without_continue(header, else_body),
+            },
+            _ => r.clone(),
+        })
+        .collect()
 }

@@ -990,11 +990,11 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
                 e.b.begin_block(Some(t)).map_err(internal1)?;
                 fx.open = true;
                 emit_regions(e, fx, then_body)?;
-                close(e, fx)?;
+                fall_through(e, fx, m)?;
                 e.b.begin_block(Some(f)).map_err(internal1)?;
                 fx.open = true;
                 emit_regions(e, fx, else_body)?;
-                close(e, fx)?;
+                fall_through(e, fx, m)?;
                 e.b.begin_block(Some(m)).map_err(internal1)?;
                 fx.open = true;
             }
@@ -1101,6 +1101,17 @@ pub(crate) fn or_trap_word(e: &mut Emitter, bits: Word) -> Result<(), Diagnostic
     let scope = e.c_u32(spirv::Scope::Device as u32);
     let sem = e.c_u32(0);
     e.b.atomic_or(u32t, None, p, scope, sem, bits).map_err(internal1)?;
+    Ok(())
+}
+
+/// The end of an arm of an `If`: an arm left open (see
+/// [`crate::structurize::Region::If`])
+/// goes on at the merge block `m`.
+fn fall_through(e: &mut Emitter, fx: &mut Fx, m: Word) -> Result<(), Diagnostic> {
+    if fx.open {
+        e.b.branch(m).map_err(internal1)?;
+        fx.open = false;
+    }
     Ok(())
 }
 
