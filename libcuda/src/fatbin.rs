@@ -173,6 +173,14 @@ pub fn entries(container: &[u8]) -> Result<Vec<Entry>, String> {
         let start = at.checked_add(header_size).ok_or_else(bad)?;
         let end = start.checked_add(payload_size).ok_or_else(bad)?;
         let raw = data.get(start..end).ok_or_else(bad)?;
+        if kind != KIND_PTX && kind != KIND_ELF {
+            // Other kinds (8, with flag 0x10000, in cuSPARSE and cuFFT 12:
+            // not PTX, and not LZ4 or Zstandard data as its flags say) are
+            // kept as they are: nothing here reads them.
+            out.push(Entry { kind, sm, payload: raw.to_vec() });
+            at = end;
+            continue;
+        }
         let payload = if flags & (FLAG_LZ4 | FLAG_ZSTD) != 0 {
             let packed = raw.get(..compressed_size.min(raw.len())).ok_or_else(bad)?;
             if flags & FLAG_ZSTD != 0 {
@@ -307,6 +315,25 @@ mod tests {
         let block = [0x44, b'a', b'b', b'c', b'd', 4, 0, 0x10, b'x'];
         assert_eq!(lz4_block_decompress(&block, 13).unwrap(), b"abcdabcdabcdx");
         let c = container(1, 80, 0x2011, &block, 13);
+        assert_eq!(select_ptx(&c, 80).unwrap(), b"abcdabcdabcdx");
+    }
+
+    /// cuSPARSE 12.9 and cuFFT 12.5 put entries of kind 8 with flags
+    /// `0x12011`/`0x18011` (LZ4 or Zstandard, and `0x10000`) before their
+    /// PTX, whose payload is neither: the PTX must still be found.
+    #[test]
+    fn opaque_entries_of_other_kinds_are_skipped() {
+        let block = [0x44, b'a', b'b', b'c', b'd', 4, 0, 0x10, b'x'];
+        let opaque = container(8, 80, 0x12011, &[0x0a, 0x63, 0x86, 0xda, 0x88, 0x8d, 0xb7, 0x0c], 17408);
+        let ptx = container(1, 80, 0x2011, &block, 13);
+        // One container: the header, then both entries.
+        let mut c = opaque[..16].to_vec();
+        c.extend_from_slice(&opaque[16..]);
+        c.extend_from_slice(&ptx[16..]);
+        let body = (c.len() - 16) as u64;
+        c[8..16].copy_from_slice(&body.to_le_bytes());
+        let all = entries(&c).unwrap();
+        assert_eq!(all.iter().map(|e| e.kind).collect::<Vec<_>>(), vec![8, 1]);
         assert_eq!(select_ptx(&c, 80).unwrap(), b"abcdabcdabcdx");
     }
 

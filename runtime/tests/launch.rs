@@ -419,3 +419,62 @@ fn padding_invocations_run_nothing() {
     }
     assert_clean(&ctx);
 }
+
+/// The cluster special registers of a launch without clusters: each block
+/// is a cluster of one (cuSOLVER's and CUTLASS's kernels read them).
+const CLUSTER_REGS: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry cluster_regs(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ctaid.y;
+    mad.lo.u32 %r1, %r2, 3, %r1;
+    mov.u32 %r3, %tid.x;
+    mad.lo.u32 %r1, %r1, 2, %r3;
+    mul.lo.u32 %r1, %r1, 12;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    mov.u32 %r4, %cluster_ctarank;
+    mov.u32 %r5, %cluster_nctarank;
+    mov.u32 %r6, %cluster_ctaid.x;
+    mov.u32 %r7, %cluster_nctaid.y;
+    mov.u32 %r8, %clusterid.x;
+    mov.u32 %r9, %clusterid.y;
+    mov.u32 %r10, %nclusterid.x;
+    mov.u32 %r11, %nclusterid.y;
+    mov.pred %p1, %is_explicit_cluster;
+    selp.u32 %r12, 1, 0, %p1;
+    mov.u32 %r13, %cluster_ctaid.z;
+    st.global.v4.u32 [%rd3], {%r4, %r5, %r6, %r7};
+    st.global.v4.u32 [%rd3+16], {%r8, %r9, %r10, %r11};
+    st.global.v2.u32 [%rd3+32], {%r12, %r13};
+    ret;
+}
+"#;
+
+#[test]
+fn cluster_registers_without_clusters() {
+    let ctx = context();
+    let m = ctx.load_module(CLUSTER_REGS, "cluster_regs.ptx").unwrap();
+    let f = m.function("cluster_regs").unwrap();
+    let threads = 3 * 2 * 2;
+    let out = upload_u32(&ctx, &vec![0xdead_beef; threads * 12]);
+    let params = f.pack_params(&[&out.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [3, 2, 1], [2, 1, 1], 0, &params).unwrap();
+    let got = download_u32(&ctx, out, threads * 12);
+    for (b, (cx, cy)) in (0..2u32).flat_map(|y| (0..3u32).map(move |x| (x, y))).enumerate() {
+        for t in 0..2usize {
+            let i = (b * 2 + t) * 12;
+            let want = [0, 1, 0, 1, cx, cy, 3, 2, 0, 0, 0xdead_beef, 0xdead_beef];
+            assert_eq!(&got[i..i + 12], &want, "block ({cx}, {cy}) thread {t}");
+        }
+    }
+    assert_clean(&ctx);
+}

@@ -903,6 +903,27 @@ pub(crate) fn entry_info(
         match p {
             PerfDirective::ReqNtid(v) => reqntid = Some(dims(v)),
             PerfDirective::MaxNtid(v) => maxntid = Some(dims(v)),
+            // An entry that must run in clusters of several blocks: their
+            // shared memory and barriers are not emulated, and the cluster
+            // registers hold a one-block cluster's values.
+            PerfDirective::ReqNctaPerCluster(v) if dims(v).iter().product::<u32>() > 1 => {
+                let d = dims(v);
+                return Err(Diagnostic::error(
+                    f.span,
+                    format!(
+                        "the entry requires thread block clusters of {}x{}x{} blocks (.reqnctapercluster), \
+                         which are not supported",
+                        d[0], d[1], d[2]
+                    ),
+                ));
+            }
+            PerfDirective::ExplicitCluster => {
+                return Err(Diagnostic::error(
+                    f.span,
+                    "the entry must be launched with thread block clusters (.explicitcluster), \
+                     which are not supported",
+                ));
+            }
             _ => {}
         }
     }

@@ -205,6 +205,15 @@ impl Emitter<'_> {
             "%ntid" => self.spec_ntid[c],
             "%ctaid" => super::block_order::ctaid(self, fx)?[c],
             "%nctaid" => self.push_word(fx, 3 + c as u32)?,
+            // Thread block clusters: every launch has clusters of one
+            // block (launches with cluster dimensions, and entries that
+            // require clusters, are refused), so each block is its own
+            // cluster, as on NVIDIA's GPUs for a launch without clusters.
+            "%clusterid" => super::block_order::ctaid(self, fx)?[c],
+            "%nclusterid" => self.push_word(fx, 3 + c as u32)?,
+            "%cluster_ctaid" | "%cluster_ctarank" => self.c_u32(0),
+            "%cluster_nctaid" | "%cluster_nctarank" => self.c_u32(1),
+            "%is_explicit_cluster" => return Ok(Some((self.c_bool(false), K::Pred))),
             "%laneid" => {
                 let m = self.c_u32(31);
                 self.bin_u32(Op::BitwiseAnd, l, m)?
