@@ -635,3 +635,62 @@ fn subnormal_probe_agrees() {
         (0..2).map(|i| (f32::from_bits(c[i] as u32) * f32::from_bits(d[i] as u32)).to_bits() as u64).collect();
     assert_eq!(got[0] == want, info.keeps_f32_subnormals, "f32 {:x?} vs {:x?}", got[0], want);
 }
+
+/// `add sub mul fma` on `.f32x2` (two f32 values in a `.b64` register,
+/// element 0 in the low half) in every rounding mode, with and without
+/// `.ftz`: each element as the `.f32` instruction computes it.
+#[test]
+fn f32x2_arith_all_modes() {
+    let (a, b) = with_edge_pairs(vals32(21), vals32(22), &sem::f32_edges());
+    let c = vals32(23);
+    // Element 1 of each pair comes from further along the same vectors.
+    let pack = |v: &[u64], i: usize| v[i] | v[(i + 5) % N] << 32;
+    let (pa, pb, pc): (Vec<u64>, Vec<u64>, Vec<u64>) =
+        (0..N).map(|i| (pack(&a, i), pack(&b, i), pack(&c, i))).fold((vec![], vec![], vec![]), |mut acc, t| {
+            acc.0.push(t.0);
+            acc.1.push(t.1);
+            acc.2.push(t.2);
+            acc
+        });
+    let ins3 = [(T::B64, pa.clone()), (T::B64, pb.clone()), (T::B64, pc.clone())];
+    let f = |v: u64| Single::from_bits(v as u128);
+    let ftz = |v: Single| if v.is_denormal() { Single::ZERO.copy_sign(v) } else { v };
+    for m in MODES {
+        let rd = round_of(m);
+        for flush in [false, true] {
+            let z = if flush { ".ftz" } else { "" };
+            for op in ["add", "sub", "mul", "fma"] {
+                let body = if op == "fma" {
+                    format!("fma.{m}{z}.f32x2 out0, in0, in1, in2;")
+                } else {
+                    format!("{op}.{m}{z}.f32x2 out0, in0, in1;")
+                };
+                let got = run(&ins3, &[T::B64], &body);
+                let want: Vec<u64> = (0..N)
+                    .map(|i| {
+                        let element = |h: u32| {
+                            let g = |v: &[u64]| {
+                                let x = f((v[i] >> h) & 0xffff_ffff);
+                                if flush {
+                                    ftz(x)
+                                } else {
+                                    x
+                                }
+                            };
+                            let (x, y, w) = (g(&pa), g(&pb), g(&pc));
+                            let r = match op {
+                                "add" => x.add_r(y, rd).value,
+                                "sub" => x.sub_r(y, rd).value,
+                                "mul" => x.mul_r(y, rd).value,
+                                _ => x.mul_add_r(y, w, rd).value,
+                            };
+                            canon32(if flush { ftz(r) } else { r })
+                        };
+                        element(0) | element(32) << 32
+                    })
+                    .collect();
+                check(&body, &ins3, &got[0], &want);
+            }
+        }
+    }
+}

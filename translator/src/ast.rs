@@ -176,6 +176,9 @@ pub enum ScalarType {
     Bf16,
     Bf16x2,
     F32,
+    /// Two f32 values in a `.b64` register (`add`/`sub`/`mul`/`fma`,
+    /// element 0 in bits 0-31).
+    F32x2,
     F64,
     Pred,
 }
@@ -200,6 +203,7 @@ impl ScalarType {
             "b128" => B128,
             "f16" => F16,
             "f16x2" => F16x2,
+            "f32x2" => F32x2,
             "bf16" => Bf16,
             "bf16x2" => Bf16x2,
             "f32" => F32,
@@ -216,7 +220,7 @@ impl ScalarType {
             S8 | U8 | B8 | Pred => 1,
             S16 | U16 | B16 | F16 | Bf16 => 2,
             S32 | U32 | B32 | F32 | F16x2 | Bf16x2 => 4,
-            S64 | U64 | B64 | F64 => 8,
+            S64 | U64 | B64 | F64 | F32x2 => 8,
             B128 => 16,
         }
     }

@@ -244,7 +244,7 @@ fn class(t: ScalarType) -> Class {
     match t {
         B8 | B16 | B32 | B64 | B128 => Class::Bit,
         S8 | S16 | S32 | S64 | U8 | U16 | U32 | U64 => Class::Int,
-        F16 | F16x2 | Bf16 | Bf16x2 | F32 | F64 => Class::Float,
+        F16 | F16x2 | Bf16 | Bf16x2 | F32 | F32x2 | F64 => Class::Float,
         Pred => Class::Pred,
     }
 }

@@ -413,6 +413,9 @@ pub(crate) fn binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: Scalar
     if is_half(t) {
         return super::half::binary(e, fx, inst, t);
     }
+    if t == ScalarType::F32x2 {
+        return pair(e, fx, inst);
+    }
     let bits = fbits(t, inst)?;
     let [d, a, b] = inst.operands.as_slice() else {
         return Err(Diagnostic::error(inst.span, format!("'{}' expects 3 operands", inst.mnemonic())));
@@ -1009,6 +1012,9 @@ pub(crate) fn fma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarTyp
     if is_half(t) {
         return super::half::fma(e, fx, inst, t);
     }
+    if t == ScalarType::F32x2 {
+        return pair(e, fx, inst);
+    }
     let bits = fbits(t, inst)?;
     let rnd = Rnd::of(inst);
     if inst.opcode == "fma" && rnd.is_none() {
@@ -1027,6 +1033,67 @@ pub(crate) fn fma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarTyp
         Some(r) => arith64_directed(e, Ar::Fma, va, vb, vc, r)?,
     };
     finish(e, fx, inst, d, r, bits)
+}
+
+/// `add`, `sub`, `mul` and `fma` on `.f32x2` (PTX 8.6): each operand is a
+/// `.b64` register holding two f32 values, element 0 in bits 0-31; each
+/// element is computed as the `.f32` instruction with the same rounding
+/// modifier (required) and `.ftz` would compute it.
+fn pair(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
+    let ar = Ar::of(&inst.opcode).ok_or_else(|| unsupported(inst, ".f32x2 is only for add, sub, mul and fma"))?;
+    let rnd = match Rnd::of(inst) {
+        Some(r @ (Rnd::Rn | Rnd::Rz | Rnd::Rm | Rnd::Rp)) => r,
+        _ => {
+            return Err(Diagnostic::error(
+                inst.opcode_span,
+                format!("'{}' needs a rounding modifier (.rn, .rz, .rm, .rp)", inst.mnemonic()),
+            ))
+        }
+    };
+    if inst.has("sat") || inst.opcode == "mad" {
+        return Err(unsupported(inst, ""));
+    }
+    let want = if ar == Ar::Fma { 4 } else { 3 };
+    let Some((d, srcs)) = inst.operands.split_first().filter(|_| inst.operands.len() == want) else {
+        return Err(Diagnostic::error(inst.span, format!("'{}' expects {want} operands", inst.mnemonic())));
+    };
+    let (u64t, u32t, ft) = (e.t_int(64), e.t_int(32), e.t_float(32));
+    let k32 = e.c_int(64, 32);
+    // Each source's two elements.
+    let mut halves = Vec::new();
+    for op in srcs {
+        let v = get(e, fx, op, K::Int(64), false)?;
+        let hi = o(e, Op::ShiftRightLogical, u64t, &[v, k32])?;
+        let mut pair = [0; 2];
+        for (slot, w) in pair.iter_mut().zip([v, hi]) {
+            let bits = o(e, Op::UConvert, u32t, &[w])?;
+            let f = o(e, Op::Bitcast, ft, &[bits])?;
+            *slot = if inst.has("ftz") { flush(e, f, 32)? } else { f };
+        }
+        halves.push(pair);
+    }
+    let mut out = [0; 2];
+    for (i, slot) in out.iter_mut().enumerate() {
+        let a = halves[0][i];
+        let b = halves[1][i];
+        let c = if ar == Ar::Fma { halves[2][i] } else { a };
+        let mut r = match (ar, rnd) {
+            (Ar::Fma, Rnd::Rn) => fma_value(e, a, b, c, 32)?,
+            (Ar::Add, Rnd::Rn) => exact(e, Op::FAdd, ft, a, b)?,
+            (Ar::Sub, Rnd::Rn) => exact(e, Op::FSub, ft, a, b)?,
+            (Ar::Mul, Rnd::Rn) => exact(e, Op::FMul, ft, a, b)?,
+            (ar, r) => arith32(e, ar, a, b, c, r)?,
+        };
+        if inst.has("ftz") {
+            r = flush(e, r, 32)?;
+        }
+        let r = canon_nan(e, r, 32)?;
+        let bits = o(e, Op::Bitcast, u32t, &[r])?;
+        *slot = o(e, Op::UConvert, u64t, &[bits])?;
+    }
+    let hi = o(e, Op::ShiftLeftLogical, u64t, &[out[1], k32])?;
+    let joined = o(e, Op::BitwiseOr, u64t, &[out[0], hi])?;
+    set(e, fx, d, joined, K::Int(64), false)
 }
 
 /// `testp.op.type p, a`.

@@ -141,7 +141,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
         "set" | "slct" => super::compare::emit(e, fx, inst),
         "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl" | "shr" | "copysign" => {
             let t = last_type(inst)?;
-            if t.is_float() || float::is_half(t) {
+            if t.is_float() || float::is_half(t) || t == ScalarType::F32x2 {
                 float::binary(e, fx, inst, t)
             } else {
                 int_binary(e, fx, inst, t)
@@ -149,7 +149,7 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
         }
         "mad" | "fma" => {
             let t = last_type(inst)?;
-            if t.is_float() || float::is_half(t) {
+            if t.is_float() || float::is_half(t) || t == ScalarType::F32x2 {
                 float::fma(e, fx, inst, t)
             } else if inst.opcode == "mad" {
                 int_mad(e, fx, inst, t)

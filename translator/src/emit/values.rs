@@ -35,7 +35,7 @@ pub(crate) fn kind_of(t: ScalarType) -> K {
         F64 => K::Float(64),
         F16 | Bf16 | S8 | U8 | B8 | S16 | U16 | B16 => K::Int(16),
         S32 | U32 | B32 | F16x2 | Bf16x2 => K::Int(32),
-        S64 | U64 | B64 | B128 => K::Int(64),
+        S64 | U64 | B64 | B128 | F32x2 => K::Int(64),
     }
 }
 
