@@ -459,21 +459,26 @@ const CLUSTER_REGS: &str = r#"
 }
 "#;
 
+/// Without `.explicitcluster`, and with it (`%is_explicit_cluster` true:
+/// such an entry is launched with clusters of one block).
 #[test]
 fn cluster_registers_without_clusters() {
     let ctx = context();
-    let m = ctx.load_module(CLUSTER_REGS, "cluster_regs.ptx").unwrap();
-    let f = m.function("cluster_regs").unwrap();
-    let threads = 3 * 2 * 2;
-    let out = upload_u32(&ctx, &vec![0xdead_beef; threads * 12]);
-    let params = f.pack_params(&[&out.to_le_bytes()]).unwrap();
-    ctx.launch(&f, [3, 2, 1], [2, 1, 1], 0, &params).unwrap();
-    let got = download_u32(&ctx, out, threads * 12);
-    for (b, (cx, cy)) in (0..2u32).flat_map(|y| (0..3u32).map(move |x| (x, y))).enumerate() {
-        for t in 0..2usize {
-            let i = (b * 2 + t) * 12;
-            let want = [0, 1, 0, 1, cx, cy, 3, 2, 0, 0, 0xdead_beef, 0xdead_beef];
-            assert_eq!(&got[i..i + 12], &want, "block ({cx}, {cy}) thread {t}");
+    let explicit = CLUSTER_REGS.replace("(.param .u64 out)", "(.param .u64 out) .explicitcluster");
+    for (src, flag) in [(CLUSTER_REGS.to_string(), 0), (explicit, 1)] {
+        let m = ctx.load_module(&src, "cluster_regs.ptx").unwrap();
+        let f = m.function("cluster_regs").unwrap();
+        let threads = 3 * 2 * 2;
+        let out = upload_u32(&ctx, &vec![0xdead_beef; threads * 12]);
+        let params = f.pack_params(&[&out.to_le_bytes()]).unwrap();
+        ctx.launch(&f, [3, 2, 1], [2, 1, 1], 0, &params).unwrap();
+        let got = download_u32(&ctx, out, threads * 12);
+        for (b, (cx, cy)) in (0..2u32).flat_map(|y| (0..3u32).map(move |x| (x, y))).enumerate() {
+            for t in 0..2usize {
+                let i = (b * 2 + t) * 12;
+                let want = [0, 1, 0, 1, cx, cy, 3, 2, flag, 0, 0xdead_beef, 0xdead_beef];
+                assert_eq!(&got[i..i + 12], &want, "block ({cx}, {cy}) thread {t}, explicit {flag}");
+            }
         }
     }
     assert_clean(&ctx);

@@ -189,6 +189,10 @@ pub(crate) struct Emitter<'o> {
     pub race: Option<race::Race>,
     /// Spec constant: the workgroup size in x (padded thread count).
     pub spec_wg_x: Word,
+    /// The entry being emitted (with the functions it reaches) declares
+    /// `.explicitcluster`: `%is_explicit_cluster` is true. Its launches
+    /// have clusters of one block (the driver refuses larger ones).
+    pub explicit_cluster: bool,
     /// Spec constant ops: the block's thread count (`%ntid.x * .y * .z`),
     /// and whether the workgroup has padding invocations beyond it (see
     /// [`Emitter::padding_invocation`]).
@@ -483,6 +487,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         spec_wg_x: 0,
         spec_threads: 0,
         spec_padded: 0,
+        explicit_cluster: false,
         uniform_fns: BTreeSet::new(),
         exchange_words: 1,
         module_scratch: (0, 0),
@@ -747,6 +752,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             loop_counter = loop_counter.or_else(|| loop_limit::counter(&mut e));
             e.loop_counter = loop_counter;
         }
+        e.explicit_cluster = plan.func.perf.iter().any(|p| matches!(p, PerfDirective::ExplicitCluster));
         let vars = func::entry_vars(&mut e, &all, plan);
         let mut callees = HashMap::new();
         for p in &reached {
@@ -915,13 +921,6 @@ pub(crate) fn entry_info(
                          which are not supported",
                         d[0], d[1], d[2]
                     ),
-                ));
-            }
-            PerfDirective::ExplicitCluster => {
-                return Err(Diagnostic::error(
-                    f.span,
-                    "the entry must be launched with thread block clusters (.explicitcluster), \
-                     which are not supported",
                 ));
             }
             _ => {}

@@ -206,14 +206,15 @@ impl Emitter<'_> {
             "%ctaid" => super::block_order::ctaid(self, fx)?[c],
             "%nctaid" => self.push_word(fx, 3 + c as u32)?,
             // Thread block clusters: every launch has clusters of one
-            // block (launches with cluster dimensions, and entries that
-            // require clusters, are refused), so each block is its own
-            // cluster, as on NVIDIA's GPUs for a launch without clusters.
+            // block (the driver refuses larger cluster dimensions, and the
+            // translator entries with `.reqnctapercluster` above one), so
+            // each block is its own cluster, as on NVIDIA's GPUs for a
+            // launch without clusters or with clusters of 1x1x1.
             "%clusterid" => super::block_order::ctaid(self, fx)?[c],
             "%nclusterid" => self.push_word(fx, 3 + c as u32)?,
             "%cluster_ctaid" | "%cluster_ctarank" => self.c_u32(0),
             "%cluster_nctaid" | "%cluster_nctarank" => self.c_u32(1),
-            "%is_explicit_cluster" => return Ok(Some((self.c_bool(false), K::Pred))),
+            "%is_explicit_cluster" => return Ok(Some((self.c_bool(self.explicit_cluster), K::Pred))),
             "%laneid" => {
                 let m = self.c_u32(31);
                 self.bin_u32(Op::BitwiseAnd, l, m)?
