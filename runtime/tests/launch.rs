@@ -483,3 +483,52 @@ fn cluster_registers_without_clusters() {
     }
     assert_clean(&ctx);
 }
+
+/// `createpolicy` and the `.L2::cache_hint` forms of `ld` and `st` (their
+/// last operand, the policy, is a hint): cuBLAS's and cuSPARSE's kernels
+/// use them.
+const CACHE_HINTS: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry cache_hints(.param .u64 x, .param .u64 y)
+{
+    .reg .b32 %r<3>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [y];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    createpolicy.fractional.L2::evict_last.b64 %rd7, 1.0;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd1, %rd3;
+    add.s64 %rd5, %rd2, %rd3;
+    ld.global.L2::cache_hint.v2.f32 {%f1, %f2}, [%rd4], %rd7;
+    add.f32 %f3, %f1, %f2;
+    st.global.L2::cache_hint.f32 [%rd5], %f3, %rd7;
+    ld.global.nc.L2::cache_hint.f32 %f1, [%rd4+4], %rd7;
+    st.global.L2::cache_hint.f32 [%rd5+4], %f1, %rd7;
+    ret;
+}
+"#;
+
+#[test]
+fn cache_hint_loads_and_stores() {
+    let ctx = context();
+    let m = ctx.load_module(CACHE_HINTS, "cache_hints.ptx").unwrap();
+    let f = m.function("cache_hints").unwrap();
+    let mut rng = Lcg(5);
+    let x: Vec<f32> = (0..128).map(|_| rng.next_u32() as f32 / 7e5).collect();
+    let dx = upload_u32(&ctx, &x.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    let dy = upload_u32(&ctx, &[0xdead_beef; 128]);
+    let params = f.pack_params(&[&dx.to_le_bytes(), &dy.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    let y = download_u32(&ctx, dy, 128);
+    for t in 0..64 {
+        assert_eq!(y[2 * t], (x[2 * t] + x[2 * t + 1]).to_bits(), "thread {t}");
+        assert_eq!(y[2 * t + 1], x[2 * t + 1].to_bits(), "thread {t}");
+    }
+    assert_clean(&ctx);
+}

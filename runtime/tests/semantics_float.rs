@@ -636,9 +636,10 @@ fn subnormal_probe_agrees() {
     assert_eq!(got[0] == want, info.keeps_f32_subnormals, "f32 {:x?} vs {:x?}", got[0], want);
 }
 
-/// `add sub mul fma` on `.f32x2` (two f32 values in a `.b64` register,
-/// element 0 in the low half) in every rounding mode, with and without
-/// `.ftz`: each element as the `.f32` instruction computes it.
+/// `add sub mul fma mad` on `.f32x2` (two f32 values in a `.b64` register,
+/// element 0 in the low half) in every rounding mode (and none, for `add`,
+/// `sub`, `mul`), with and without `.ftz`: each element as the `.f32`
+/// instruction computes it.
 #[test]
 fn f32x2_arith_all_modes() {
     let (a, b) = with_edge_pairs(vals32(21), vals32(22), &sem::f32_edges());
@@ -659,9 +660,12 @@ fn f32x2_arith_all_modes() {
         let rd = round_of(m);
         for flush in [false, true] {
             let z = if flush { ".ftz" } else { "" };
-            for op in ["add", "sub", "mul", "fma"] {
-                let body = if op == "fma" {
-                    format!("fma.{m}{z}.f32x2 out0, in0, in1, in2;")
+            for op in ["add", "sub", "mul", "fma", "mad"] {
+                let body = if op == "fma" || op == "mad" {
+                    format!("{op}.{m}{z}.f32x2 out0, in0, in1, in2;")
+                } else if m == "rn" && !flush {
+                    // No rounding modifier: to nearest.
+                    format!("{op}.f32x2 out0, in0, in1;")
                 } else {
                     format!("{op}.{m}{z}.f32x2 out0, in0, in1;")
                 };

@@ -26,7 +26,7 @@ fn reg(t: Option<ScalarType>, k: usize) -> String {
         Some(Pred) => format!("%p{}", 1 + k % 7),
         Some(S8 | U8 | B8 | S16 | U16 | B16 | F16 | Bf16) => format!("%rs{}", 1 + k % 15),
         Some(F32) => format!("%f{}", 1 + k % 15),
-        Some(S64 | U64 | B64) => format!("%rd{}", 2 + k % 14),
+        Some(S64 | U64 | B64 | F32x2) => format!("%rd{}", 2 + k % 14),
         Some(F64) => format!("%fd{}", 1 + k % 15),
         _ => format!("%r{}", 1 + k % 63),
     }

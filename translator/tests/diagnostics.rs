@@ -87,17 +87,20 @@ fn recursion_through_a_function_pointer_names_the_cycle() {
     );
 }
 
-/// Entries that must run in clusters of several blocks are refused with
-/// the reason (their cluster registers would hold a one-block cluster's
-/// values); `.reqnctapercluster 1, 1, 1` is a cluster of one and translates,
-/// as does `.explicitcluster` (the driver launches clusters of one block).
+/// Entries that must run in clusters of several blocks cannot read the
+/// cluster registers (they would hold a one-block cluster's values);
+/// `.reqnctapercluster 1, 1, 1` is a cluster of one and translates, as does
+/// `.explicitcluster` (the driver launches clusters of one block).
 #[test]
 fn entries_that_need_clusters_are_refused() {
     let body = "{\n  .reg .b32 %r<2>;\n  mov.u32 %r1, %cluster_ctarank;\n  ret;\n}\n";
     let explicit = format!("{HEAD}.visible .entry k() .explicitcluster\n{body}");
     assert!(translate(&explicit, "k.ptx", &Options::default()).is_ok());
     let text = err(&format!("{HEAD}.visible .entry k() .reqnctapercluster 2, 1, 1\n{body}"));
-    assert!(text.contains("requires thread block clusters of 2x1x1 blocks"), "{text}");
+    assert!(text.contains("%cluster_ctarank in an entry that requires thread block clusters of 2x1x1"), "{text}");
+    // Without a cluster register, the entry runs as blocks alone would.
+    let plain = format!("{HEAD}.visible .entry k() .reqnctapercluster 2, 1, 1\n{{\n  ret;\n}}\n");
+    assert!(translate(&plain, "k.ptx", &Options::default()).is_ok());
     let one = format!("{HEAD}.visible .entry k() .reqnctapercluster 1, 1, 1\n{body}");
     assert!(translate(&one, "k.ptx", &Options::default()).is_ok());
 }

@@ -1035,14 +1035,16 @@ pub(crate) fn fma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarTyp
     finish(e, fx, inst, d, r, bits)
 }
 
-/// `add`, `sub`, `mul` and `fma` on `.f32x2` (PTX 8.6): each operand is a
-/// `.b64` register holding two f32 values, element 0 in bits 0-31; each
-/// element is computed as the `.f32` instruction with the same rounding
-/// modifier (required) and `.ftz` would compute it.
+/// `add`, `sub`, `mul`, `fma` and `mad` on `.f32x2` (PTX 8.6): each operand
+/// is a `.b64` register holding two f32 values, element 0 in bits 0-31;
+/// each element is computed as the `.f32` instruction with the same
+/// rounding modifier and `.ftz` would compute it (`add`/`sub`/`mul` without
+/// one round to nearest; `mad.rnd` is `fma.rnd`).
 fn pair(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
-    let ar = Ar::of(&inst.opcode).ok_or_else(|| unsupported(inst, ".f32x2 is only for add, sub, mul and fma"))?;
-    let rnd = match Rnd::of(inst) {
-        Some(r @ (Rnd::Rn | Rnd::Rz | Rnd::Rm | Rnd::Rp)) => r,
+    let ar = Ar::of(&inst.opcode).ok_or_else(|| unsupported(inst, ".f32x2 is only for add, sub, mul, fma and mad"))?;
+    let rnd = match (Rnd::of(inst), ar) {
+        (Some(r @ (Rnd::Rn | Rnd::Rz | Rnd::Rm | Rnd::Rp)), _) => r,
+        (None, Ar::Add | Ar::Sub | Ar::Mul) => Rnd::Rn,
         _ => {
             return Err(Diagnostic::error(
                 inst.opcode_span,
@@ -1050,7 +1052,7 @@ fn pair(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
             ))
         }
     };
-    if inst.has("sat") || inst.opcode == "mad" {
+    if inst.has("sat") {
         return Err(unsupported(inst, ""));
     }
     let want = if ar == Ar::Fma { 4 } else { 3 };

@@ -188,12 +188,17 @@ fn emit_unguarded(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             let sem = e.c_u32((M::ACQUIRE_RELEASE | M::UNIFORM_MEMORY | M::WORKGROUP_MEMORY).bits());
             e.b.memory_barrier(s, sem).map_err(internal1)
         }
-        "prefetch" | "prefetchu" | "nanosleep" | "pmevent" | "discard" | "applypriority" | "createpolicy" => {
-            if inst.opcode == "createpolicy" {
-                return Err(unsupported(inst, ""));
-            }
-            Ok(())
+        // `createpolicy` makes an L2 cache policy, an opaque 64-bit value
+        // that only the `.L2::cache_hint` forms of `ld`/`st` read; they
+        // ignore it (a hint changes no result), so any value serves: 0.
+        "createpolicy" => {
+            let Some(d) = inst.operands.first() else {
+                return Err(Diagnostic::error(inst.span, "'createpolicy' expects a destination"));
+            };
+            let z = e.c_int(64, 0);
+            super::values::set(e, fx, d, z, K::Int(64), false)
         }
+        "prefetch" | "prefetchu" | "nanosleep" | "pmevent" | "discard" | "applypriority" => Ok(()),
         // Programmatic dependent launch: `.wait` waits until the grids this
         // one depends on have completed and their memory is visible, and
         // `.launch_dependents` lets dependent grids start early. The runtime

@@ -649,10 +649,21 @@ pub(crate) fn store_checked(
     Ok(())
 }
 
+/// The operands of an `ld` or `st` without the 64-bit cache policy that
+/// `.L2::cache_hint` adds last (`ld.global.L2::cache_hint.f32 d, [a],
+/// policy;`): a hint about the L2 cache, which changes no result.
+fn without_cache_policy(inst: &Instruction) -> &[Operand] {
+    let ops = inst.operands.as_slice();
+    match ops {
+        [rest @ .., _] if inst.has("L2::cache_hint") && ops.len() == 3 => rest,
+        _ => ops,
+    }
+}
+
 /// `ld` and `ldu`.
 pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
     let space = space_of(inst)?;
-    let [dst, Operand::Address(_, addr)] = inst.operands.as_slice() else {
+    let [dst, Operand::Address(_, addr)] = without_cache_policy(inst) else {
         return Err(Diagnostic::error(
             inst.span,
             format!("'{}' expects a destination and an address", inst.mnemonic()),
@@ -682,7 +693,7 @@ pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
 /// `st`.
 pub(crate) fn st(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
     let space = space_of(inst)?;
-    let [Operand::Address(_, addr), src] = inst.operands.as_slice() else {
+    let [Operand::Address(_, addr), src] = without_cache_policy(inst) else {
         return Err(Diagnostic::error(inst.span, format!("'{}' expects an address and a source", inst.mnemonic())));
     };
     let a = resolve(e, fx, space, addr, inst.span)?;

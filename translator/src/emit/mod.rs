@@ -193,6 +193,10 @@ pub(crate) struct Emitter<'o> {
     /// `.explicitcluster`: `%is_explicit_cluster` is true. Its launches
     /// have clusters of one block (the driver refuses larger ones).
     pub explicit_cluster: bool,
+    /// The entry being emitted declares `.reqnctapercluster` with more
+    /// than one block: its cluster registers cannot be given (clusters are
+    /// not emulated), and reading one fails the translation.
+    pub required_cluster: Option<[u32; 3]>,
     /// Spec constant ops: the block's thread count (`%ntid.x * .y * .z`),
     /// and whether the workgroup has padding invocations beyond it (see
     /// [`Emitter::padding_invocation`]).
@@ -488,6 +492,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         spec_threads: 0,
         spec_padded: 0,
         explicit_cluster: false,
+        required_cluster: None,
         uniform_fns: BTreeSet::new(),
         exchange_words: 1,
         module_scratch: (0, 0),
@@ -753,6 +758,13 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             e.loop_counter = loop_counter;
         }
         e.explicit_cluster = plan.func.perf.iter().any(|p| matches!(p, PerfDirective::ExplicitCluster));
+        e.required_cluster = plan.func.perf.iter().find_map(|p| match p {
+            PerfDirective::ReqNctaPerCluster(v) => {
+                let d = [0, 1, 2].map(|i| v.get(i).copied().unwrap_or(1));
+                (d.iter().product::<u32>() > 1).then_some(d)
+            }
+            _ => None,
+        });
         let vars = func::entry_vars(&mut e, &all, plan);
         let mut callees = HashMap::new();
         for p in &reached {
@@ -909,20 +921,6 @@ pub(crate) fn entry_info(
         match p {
             PerfDirective::ReqNtid(v) => reqntid = Some(dims(v)),
             PerfDirective::MaxNtid(v) => maxntid = Some(dims(v)),
-            // An entry that must run in clusters of several blocks: their
-            // shared memory and barriers are not emulated, and the cluster
-            // registers hold a one-block cluster's values.
-            PerfDirective::ReqNctaPerCluster(v) if dims(v).iter().product::<u32>() > 1 => {
-                let d = dims(v);
-                return Err(Diagnostic::error(
-                    f.span,
-                    format!(
-                        "the entry requires thread block clusters of {}x{}x{} blocks (.reqnctapercluster), \
-                         which are not supported",
-                        d[0], d[1], d[2]
-                    ),
-                ));
-            }
             _ => {}
         }
     }

@@ -206,10 +206,29 @@ impl Emitter<'_> {
             "%ctaid" => super::block_order::ctaid(self, fx)?[c],
             "%nctaid" => self.push_word(fx, 3 + c as u32)?,
             // Thread block clusters: every launch has clusters of one
-            // block (the driver refuses larger cluster dimensions, and the
-            // translator entries with `.reqnctapercluster` above one), so
-            // each block is its own cluster, as on NVIDIA's GPUs for a
-            // launch without clusters or with clusters of 1x1x1.
+            // block (the driver refuses larger cluster dimensions), so each
+            // block is its own cluster, as on NVIDIA's GPUs for a launch
+            // without clusters or with clusters of 1x1x1. An entry that
+            // requires larger ones (`.reqnctapercluster`) cannot read them.
+            "%clusterid"
+            | "%nclusterid"
+            | "%cluster_ctaid"
+            | "%cluster_ctarank"
+            | "%cluster_nctaid"
+            | "%cluster_nctarank"
+            | "%is_explicit_cluster"
+                if self.required_cluster.is_some() =>
+            {
+                let d = self.required_cluster.unwrap_or([1; 3]);
+                return Err(Diagnostic::error(
+                    span,
+                    format!(
+                        "{name} in an entry that requires thread block clusters of {}x{}x{} blocks \
+                         (.reqnctapercluster): clusters are not supported",
+                        d[0], d[1], d[2]
+                    ),
+                ));
+            }
             "%clusterid" => super::block_order::ctaid(self, fx)?[c],
             "%nclusterid" => self.push_word(fx, 3 + c as u32)?,
             "%cluster_ctaid" | "%cluster_ctarank" => self.c_u32(0),
