@@ -26,7 +26,7 @@ use std::time::Duration;
 use ptxvk_runtime::{Context, DeviceSelector, FaultMode, Function, Module};
 use ptxvk_translator::Options;
 
-use crate::handwritten::{Gpu, Kernel};
+use crate::handwritten::{self, Gpu, Kernel};
 use crate::{median, time};
 
 /// `nvcc -ptx -arch=sm_80 -O3 twins.cu -o twins.ptx` (nvcc 13.5).
@@ -391,6 +391,15 @@ fn mismatches(got: &[f32], want: &[f32], exact: bool) -> usize {
         .count()
 }
 
+/// Device buffers of the hand-written path holding `contents`, in order.
+fn uploaded(gpu: &Gpu, contents: &[Vec<u8>]) -> Result<Vec<handwritten::Buffer>> {
+    let buffers = contents.iter().map(|c| gpu.buffer(c.len() as u64)).collect::<Result<Vec<_>>>()?;
+    for (b, c) in buffers.iter().zip(contents) {
+        gpu.upload(b, c)?;
+    }
+    Ok(buffers)
+}
+
 /// Runs one workload: every variant and the shader, checked, then timed
 /// interleaved. Returns the medians (shader first, then the variants') and
 /// whether every output was right.
@@ -406,10 +415,7 @@ fn measure(
     let out_bytes = w.want.len() * 4;
 
     // The hand-written shader.
-    let buffers = contents.iter().map(|c| gpu.buffer(c.len() as u64)).collect::<Result<Vec<_>>>()?;
-    for (b, c) in buffers.iter().zip(&contents) {
-        gpu.upload(b, c)?;
-    }
+    let buffers = uploaded(gpu, &contents)?;
     let shader: Kernel = gpu.kernel(w.spirv, &buffers.iter().collect::<Vec<_>>(), &w.push, w.groups)?;
     shader.run()?;
     let bad = mismatches(&floats(&gpu.download(&buffers[w.output], out_bytes)?), &w.want, false);
@@ -420,10 +426,7 @@ fn measure(
     // The same shader through device addresses, on buffers of its own.
     let bda = match w.bda_spirv {
         Some(spirv) => {
-            let buffers = contents.iter().map(|c| gpu.buffer(c.len() as u64)).collect::<Result<Vec<_>>>()?;
-            for (b, c) in buffers.iter().zip(&contents) {
-                gpu.upload(b, c)?;
-            }
+            let buffers = uploaded(gpu, &contents)?;
             let mut push: Vec<u8> = buffers.iter().flat_map(|b| b.address().to_le_bytes()).collect();
             push.extend_from_slice(&w.push);
             let kernel = gpu.kernel(spirv, &[], &push, w.groups)?;

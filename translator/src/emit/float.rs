@@ -428,17 +428,8 @@ pub(crate) fn binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: Scalar
         op @ ("add" | "sub" | "mul") => {
             let ar = Ar::of(op).ok_or_else(|| unsupported(inst, ""))?;
             match rnd {
-                None | Some(Rnd::Rn) => {
-                    let sop = match ar {
-                        Ar::Add => Op::FAdd,
-                        Ar::Sub => Op::FSub,
-                        _ => Op::FMul,
-                    };
-                    exact(e, sop, ft, va, vb)?
-                }
                 Some(Rnd::Rna) => return Err(unsupported(inst, ".rna is only for cvt")),
-                Some(r) if bits == 32 => arith32(e, ar, va, vb, va, r)?,
-                Some(r) => arith64_directed(e, ar, va, vb, va, r)?,
+                r => rounded(e, ar, va, vb, va, bits, r.unwrap_or(Rnd::Rn))?,
             }
         }
         "div" => {
@@ -1027,12 +1018,26 @@ pub(crate) fn fma(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarTyp
     let vb = src(e, fx, inst, b, bits)?;
     let vc = src(e, fx, inst, c, bits)?;
     let r = match rnd {
-        None | Some(Rnd::Rn) => fma_value(e, va, vb, vc, bits)?,
         Some(Rnd::Rna) => return Err(unsupported(inst, ".rna is only for cvt")),
-        Some(r) if bits == 32 => arith32(e, Ar::Fma, va, vb, vc, r)?,
-        Some(r) => arith64_directed(e, Ar::Fma, va, vb, vc, r)?,
+        r => rounded(e, Ar::Fma, va, vb, vc, bits, r.unwrap_or(Rnd::Rn))?,
     };
     finish(e, fx, inst, d, r, bits)
+}
+
+/// `a op b` (`a*b + c` for [`Ar::Fma`]) in f32 or f64 (`bits`), rounded in
+/// mode `rnd` (not `.rna`): to nearest with the driver's operation (the
+/// exact `fma` where the driver does not fuse), otherwise through the
+/// exact directed-rounding paths.
+fn rounded(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Word, bits: u32, rnd: Rnd) -> R {
+    let ft = e.t_float(bits);
+    match (ar, rnd) {
+        (Ar::Fma, Rnd::Rn) => fma_value(e, a, b, c, bits),
+        (Ar::Add, Rnd::Rn) => exact(e, Op::FAdd, ft, a, b),
+        (Ar::Sub, Rnd::Rn) => exact(e, Op::FSub, ft, a, b),
+        (Ar::Mul, Rnd::Rn) => exact(e, Op::FMul, ft, a, b),
+        (ar, r) if bits == 32 => arith32(e, ar, a, b, c, r),
+        (ar, r) => arith64_directed(e, ar, a, b, c, r),
+    }
 }
 
 /// `add`, `sub`, `mul`, `fma` and `mad` on `.f32x2` (PTX 8.6): each operand
@@ -1079,13 +1084,7 @@ fn pair(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnost
         let a = halves[0][i];
         let b = halves[1][i];
         let c = if ar == Ar::Fma { halves[2][i] } else { a };
-        let mut r = match (ar, rnd) {
-            (Ar::Fma, Rnd::Rn) => fma_value(e, a, b, c, 32)?,
-            (Ar::Add, Rnd::Rn) => exact(e, Op::FAdd, ft, a, b)?,
-            (Ar::Sub, Rnd::Rn) => exact(e, Op::FSub, ft, a, b)?,
-            (Ar::Mul, Rnd::Rn) => exact(e, Op::FMul, ft, a, b)?,
-            (ar, r) => arith32(e, ar, a, b, c, r)?,
-        };
+        let mut r = rounded(e, ar, a, b, c, 32, rnd)?;
         if inst.has("ftz") {
             r = flush(e, r, 32)?;
         }

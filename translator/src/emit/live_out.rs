@@ -58,6 +58,12 @@ pub(crate) fn registers<'a>(
     is_register: &dyn Fn(&str) -> bool,
     outside: &[&str],
 ) -> FxHashSet<String> {
+    let mut out = FxHashSet::default();
+    let mut loops = Vec::new();
+    collect_loops(regions, &mut loops);
+    if loops.is_empty() {
+        return out;
+    }
     let n = cfg.blocks.len();
     let mut writes: Vec<Vec<&str>> = vec![Vec::new(); n];
     let mut mentions: Vec<Vec<&str>> = vec![Vec::new(); n];
@@ -92,9 +98,6 @@ pub(crate) fn registers<'a>(
         *total.entry(r).or_default() += 1;
     }
     let live = Liveness::new(cfg, is_register, outside);
-    let mut out = FxHashSet::default();
-    let mut loops = Vec::new();
-    collect_loops(regions, &mut loops);
     for body in loops {
         let mut inside = Vec::new();
         blocks_in(body, &mut inside);
@@ -157,80 +160,80 @@ struct Liveness<'c> {
 
 impl<'c> Liveness<'c> {
     fn new(cfg: &'c Cfg<'_>, is_register: &dyn Fn(&str) -> bool, outside: &[&'c str]) -> Liveness<'c> {
+        // Every register the function mentions, numbered.
         let mut index: FxHashMap<&'c str, usize> = FxHashMap::default();
-        let id = |r: &'c str, index: &mut FxHashMap<&'c str, usize>| -> Option<usize> {
-            if !is_register(r) {
-                return None;
+        let mut number = |r: &'c str| {
+            if is_register(r) {
+                let n = index.len();
+                index.entry(r).or_insert(n);
             }
-            let n = index.len();
-            Some(*index.entry(r).or_insert(n))
         };
-        // Per block: registers read before any write (`uses`), and those
-        // written whole and unconditionally (`kills`), as index lists.
-        let mut uses: Vec<Vec<usize>> = Vec::with_capacity(cfg.blocks.len());
-        let mut kills: Vec<Vec<usize>> = Vec::with_capacity(cfg.blocks.len());
         for blk in &cfg.blocks {
-            let (mut u, mut k) = (Vec::new(), Vec::new());
             if let Some((reg, _)) = &blk.assign {
-                if let Some(i) = id(reg, &mut index) {
-                    k.push(i);
+                number(reg);
+            }
+            for inst in &blk.insts {
+                if let Some(g) = &inst.guard {
+                    number(&g.name);
                 }
+                inst.operands.iter().for_each(|o| o.for_each_name(&mut number));
+            }
+            match &blk.term {
+                Terminator::CondBranch { pred, .. } => number(pred),
+                Terminator::Dispatch { reg, .. } => number(reg),
+                Terminator::Branch(_) | Terminator::Return => {}
+            }
+        }
+        outside.iter().for_each(|r| number(r));
+        let words = index.len().div_ceil(64).max(1);
+        let n = cfg.blocks.len();
+        // Per block, `words` each: registers read before any write (the
+        // uses, which start the live-in sets), and those written whole and
+        // unconditionally (the kills).
+        let mut live_in = vec![0u64; n * words];
+        let mut kill_bits = vec![0u64; n * words];
+        let bit = |r: &str| index.get(r).map(|&i| (i / 64, 1u64 << (i % 64)));
+        let read = |r: &str, uses: &mut [u64], kills: &[u64]| {
+            if let Some((w, m)) = bit(r) {
+                if kills[w] & m == 0 {
+                    uses[w] |= m;
+                }
+            }
+        };
+        let kill = |r: &str, kills: &mut [u64]| {
+            if let Some((w, m)) = bit(r) {
+                kills[w] |= m;
+            }
+        };
+        for (b, blk) in cfg.blocks.iter().enumerate() {
+            let uses = &mut live_in[b * words..(b + 1) * words];
+            let kills = &mut kill_bits[b * words..(b + 1) * words];
+            if let Some((reg, _)) = &blk.assign {
+                kill(reg, kills);
             }
             for inst in &blk.insts {
                 let outs = inst.destinations();
-                let read = |r: &'c str, k: &Vec<usize>, u: &mut Vec<usize>, index: &mut FxHashMap<&'c str, usize>| {
-                    if let Some(i) = id(r, index) {
-                        if !k.contains(&i) {
-                            u.push(i);
-                        }
-                    }
-                };
                 if let Some(g) = &inst.guard {
-                    read(&g.name, &k, &mut u, &mut index);
+                    read(&g.name, uses, kills);
                 }
                 for (j, o) in inst.operands.iter().enumerate() {
-                    if j >= outs {
-                        o.for_each_name(&mut |r| read(r, &k, &mut u, &mut index));
-                    } else if !whole_registers(o) {
-                        // Written in part (or through an address): also read.
-                        o.for_each_name(&mut |r| read(r, &k, &mut u, &mut index));
+                    // A destination written in part (or through an address)
+                    // is read too.
+                    if j >= outs || !whole_registers(o) {
+                        o.for_each_name(&mut |r| read(r, uses, kills));
                     }
                 }
                 if inst.guard.is_none() {
-                    for o in &inst.operands[..outs.min(inst.operands.len())] {
-                        if whole_registers(o) {
-                            o.for_each_name(&mut |r| {
-                                if let Some(i) = id(r, &mut index) {
-                                    k.push(i);
-                                }
-                            });
-                        }
+                    for o in inst.operands.iter().take(outs).filter(|o| whole_registers(o)) {
+                        o.for_each_name(&mut |r| kill(r, kills));
                     }
                 }
             }
             match &blk.term {
-                Terminator::CondBranch { pred, .. } => read_at_end(id(pred, &mut index), &k, &mut u),
-                Terminator::Dispatch { reg, .. } => read_at_end(id(reg, &mut index), &k, &mut u),
-                Terminator::Return => {
-                    for r in outside {
-                        read_at_end(id(r, &mut index), &k, &mut u);
-                    }
-                }
+                Terminator::CondBranch { pred, .. } => read(pred, uses, kills),
+                Terminator::Dispatch { reg, .. } => read(reg, uses, kills),
+                Terminator::Return => outside.iter().for_each(|r| read(r, uses, kills)),
                 Terminator::Branch(_) => {}
-            }
-            uses.push(u);
-            kills.push(k);
-        }
-        let words = index.len().div_ceil(64).max(1);
-        let n = cfg.blocks.len();
-        let mut live_in = vec![0u64; n * words];
-        let mut kill_bits = vec![0u64; n * words];
-        for b in 0..n {
-            for &i in &uses[b] {
-                live_in[b * words + i / 64] |= 1 << (i % 64);
-            }
-            for &i in &kills[b] {
-                kill_bits[b * words + i / 64] |= 1 << (i % 64);
             }
         }
         // live_in(b) = uses(b) | (live_out(b) & !kills(b)), live_out(b) =
@@ -263,15 +266,6 @@ impl<'c> Liveness<'c> {
     /// Whether register `r` is live on entry to block `b`.
     fn live_in(&self, b: usize, r: &str) -> bool {
         self.index.get(r).is_some_and(|&i| self.live_in[b * self.words + i / 64] & (1 << (i % 64)) != 0)
-    }
-}
-
-/// A read at the end of a block (its branch): live on entry unless written before.
-fn read_at_end(i: Option<usize>, kills: &[usize], uses: &mut Vec<usize>) {
-    if let Some(i) = i {
-        if !kills.contains(&i) {
-            uses.push(i);
-        }
     }
 }
 

@@ -759,10 +759,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         }
         e.explicit_cluster = plan.func.perf.iter().any(|p| matches!(p, PerfDirective::ExplicitCluster));
         e.required_cluster = plan.func.perf.iter().find_map(|p| match p {
-            PerfDirective::ReqNctaPerCluster(v) => {
-                let d = [0, 1, 2].map(|i| v.get(i).copied().unwrap_or(1));
-                (d.iter().product::<u32>() > 1).then_some(d)
-            }
+            PerfDirective::ReqNctaPerCluster(v) => Some(dims(v)).filter(|d| d.iter().product::<u32>() > 1),
             _ => None,
         });
         let vars = func::entry_vars(&mut e, &all, plan);
@@ -894,6 +891,12 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
     ))
 }
 
+/// The three dimensions of a performance directive (`.reqntid 256` is
+/// 256x1x1).
+fn dims(v: &[u32]) -> [u32; 3] {
+    [0, 1, 2].map(|i| v.get(i).copied().unwrap_or(1))
+}
+
 /// Entry metadata from a function's declarations.
 pub(crate) fn entry_info(
     f: &ast::Function,
@@ -911,9 +914,6 @@ pub(crate) fn entry_info(
         (ParamPassing::PushConstants, abi::PUSH_HEADER_BYTES + param_bytes.div_ceil(4) * 4)
     } else {
         (ParamPassing::Buffer, abi::PUSH_HEADER_BYTES)
-    };
-    let dims = |v: &Vec<u32>| -> [u32; 3] {
-        [v.first().copied().unwrap_or(1), v.get(1).copied().unwrap_or(1), v.get(2).copied().unwrap_or(1)]
     };
     let mut reqntid = None;
     let mut maxntid = None;
