@@ -660,7 +660,53 @@ fn without_cache_policy(inst: &Instruction) -> &[Operand] {
     }
 }
 
+/// Element `i` (of `bits` bits) of the 64-bit `w`, as an integer of `bits`.
+fn u64_element(e: &mut Emitter, w: Word, i: u32, bits: u32) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let v = if i == 0 {
+        w
+    } else {
+        let sh = e.c_int(64, u64::from(i * bits));
+        e.b.shift_right_logical(u64t, None, w, sh).map_err(internal1)?
+    };
+    let t = e.t_int(bits);
+    e.b.u_convert(t, None, v).map_err(internal1)
+}
+
+/// The integer `v` of `bits` bits placed as element `i` of a 64-bit word.
+fn u64_place(e: &mut Emitter, v: Word, i: u32, bits: u32) -> Result<Word, Diagnostic> {
+    let u64t = e.t_int(64);
+    let wide = e.b.u_convert(u64t, None, v).map_err(internal1)?;
+    if i == 0 {
+        return Ok(wide);
+    }
+    let sh = e.c_int(64, u64::from(i * bits));
+    e.b.shift_left_logical(u64t, None, wide, sh).map_err(internal1)
+}
+
 /// `ld` and `ldu`.
+///
+/// Vector accesses are split so that concurrent readers see what NVIDIA's
+/// GPUs give them.
+///
+/// PTX models a vector access as its elements' accesses in an unspecified
+/// order, but NVIDIA's hardware performs an aligned 8- or 16-byte vector
+/// access as one transaction, and real code depends on it: CUB's
+/// decoupled look-back scan publishes each tile's `{status, value}` pair
+/// with one `st.relaxed.gpu.v2.u32` and polls it with
+/// `ld.relaxed.gpu.v2.u32`. Split into two 32-bit accesses, a reader could
+/// see a tile's new status with its old value, and every later tile's
+/// prefix was wrong (Thrust's scans, silently, in about one run in twenty
+/// on lavapipe).
+///
+/// - An 8-byte vector (`.v2.b32`, `.v4.b16`, `.v8.b8`) is one 64-bit
+///   access, whatever its qualifiers.
+/// - Wider vectors have no single Vulkan access; they store their elements
+///   from the last to the first and load them from the first to the last,
+///   which keeps the pattern whole where the flag comes first in memory
+///   (CUB's `{status, value}` pairs of 8-byte values, `.v2.u64`) on a
+///   driver that keeps program order for `volatile` accesses (llvmpipe on
+///   x86 does).
 pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
     let space = space_of(inst)?;
     let [dst, Operand::Address(_, addr)] = without_cache_policy(inst) else {
@@ -670,13 +716,28 @@ pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         ));
     };
     let a = resolve(e, fx, space, addr, inst.span)?;
-    let volatile = inst.has("volatile") || inst.has("relaxed") || inst.has("acquire");
+    let volatile = inst.has("volatile") || inst.has("relaxed") || inst.has("acquire") || inst.has("cv");
     let k = mem_kind(t);
     let dsts: Vec<&Operand> = match dst {
         Operand::Vector(_, v) => v.iter().collect(),
         d => vec![d],
     };
     let whole = t.size() * dsts.len() as u32;
+    if dsts.len() > 1 && whole == 8 {
+        // One 64-bit access (see [`ld`]).
+        let site = Site { span: inst.span, access: Access::Read, bytes: 8, align: 8 };
+        let w = load_checked(e, fx, a, K::Int(64), volatile, site)?;
+        let bits = t.size() * 8;
+        for (i, d) in dsts.into_iter().enumerate() {
+            if matches!(d, Operand::Sink(_)) {
+                continue;
+            }
+            let v = u64_element(e, w, i as u32, bits)?;
+            let v = e.convert(v, K::Int(bits), k, false)?;
+            set(e, fx, d, v, k, t.is_signed())?;
+        }
+        return Ok(());
+    }
     for (i, d) in dsts.into_iter().enumerate() {
         if matches!(d, Operand::Sink(_)) {
             continue;
@@ -704,7 +765,28 @@ pub(crate) fn st(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         s => vec![s],
     };
     let whole = t.size() * srcs.len() as u32;
-    for (i, s) in srcs.into_iter().enumerate() {
+    if srcs.len() > 1 && whole == 8 {
+        // One 64-bit access (see [`ld`]).
+        let bits = t.size() * 8;
+        let mut w = None;
+        for (i, s) in srcs.into_iter().enumerate() {
+            let v = get(e, fx, s, k, false)?;
+            let v = e.convert(v, k, K::Int(bits), false)?;
+            let part = u64_place(e, v, i as u32, bits)?;
+            w = Some(match w {
+                None => part,
+                Some(acc) => {
+                    let u64t = e.t_int(64);
+                    e.b.bitwise_or(u64t, None, acc, part).map_err(internal1)?
+                }
+            });
+        }
+        let w = w.ok_or_else(|| Diagnostic::error(inst.span, "internal error: empty vector"))?;
+        let site = Site { span: inst.span, access: Access::Write, bytes: 8, align: 8 };
+        return store_checked(e, fx, a, w, K::Int(64), volatile, site);
+    }
+    // Wider vectors element by element, the first element last (see [`ld`]).
+    for (i, s) in srcs.into_iter().enumerate().rev() {
         let v = get(e, fx, s, k, false)?;
         let ai = advance(e, a, i as u32 * t.size())?;
         let align = if i == 0 { whole } else { t.size() };
