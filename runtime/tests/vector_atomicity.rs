@@ -9,9 +9,10 @@
 //! Even blocks store pairs `{x, !x}` over and over, odd blocks load the
 //! same slots at the same time and count the pairs they saw torn, and the
 //! pairs they saw in the middle of the writes (to show that the two ran
-//! together; with two or more CPUs llvmpipe runs blocks in parallel). The 16-byte form
-//! (CUB's pairs of 8-byte values) has no single Vulkan access: a reader
-//! that sees a flag must see its value or a newer one.
+//! together; with two or more CPUs llvmpipe runs blocks in parallel). The
+//! 16-byte form (CUB's `{status, value}` pairs of 8-byte values,
+//! `.v2.u64`) has no single Vulkan access and takes a lock: a reader must
+//! see `{f, 3f}`, a pair that was written, never halves of two.
 
 mod common;
 

@@ -161,6 +161,9 @@ pub(crate) struct Emitter<'o> {
     /// Byte offset of the grid workspace's address word in module data, when
     /// a kernel synchronises its grid (see [`grid`]).
     pub grid_offset: Option<u64>,
+    /// Byte offset of the lock table of 16-byte ordered vector accesses in
+    /// module data, when the module has one (see [`mem::ld`]).
+    pub vector_lock_offset: Option<u64>,
     /// Byte offset of the fault log's address word in module data, with
     /// fault checks (see [`fault`]).
     pub fault_offset: Option<u64>,
@@ -487,6 +490,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         fault_linear: None,
         race: None,
         heap_offset: None,
+        vector_lock_offset: None,
         grid_offset: None,
         spec_wg_x: 0,
         spec_threads: 0,
@@ -563,6 +567,11 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         let off = data_bytes.div_ceil(8) * 8;
         e.grid_offset = Some(off);
         data_bytes = off + 8;
+    }
+    if used.vector_locks {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.vector_lock_offset = Some(off);
+        data_bytes = off + 4 * mem::VECTOR_LOCKS;
     }
     for g in &globals {
         e.globals.insert(g.name.clone(), (g.offset, g.size));
@@ -1077,6 +1086,8 @@ struct Uses {
     /// An instruction through which a thread could wait for another block
     /// (not module data: whether [`block_order::declare`] permutes `%ctaid`).
     polls: bool,
+    /// The lock table of 16-byte ordered vector accesses ([`mem::ld`]).
+    vector_locks: bool,
 }
 
 /// Add what `stmts` use to `u` (one pass over the body for all four).
@@ -1086,6 +1097,7 @@ fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u:
             ast::Statement::Inst(i) => {
                 u.ctaid |= reads_ctaid(i);
                 u.polls |= block_order::may_poll(i);
+                u.vector_locks |= mem::needs_vector_lock(i);
                 match i.opcode.as_str() {
                     "trap" | "alloca" => u.trap = true,
                     "call" => {
