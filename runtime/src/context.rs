@@ -2089,6 +2089,7 @@ fn check_same_entry(
                 && within(whole.printf_offset, alone.printf_offset)
                 && within(whole.heap_offset, alone.heap_offset)
                 && within(whole.grid_offset, alone.grid_offset)
+                && within(whole.vector_lock_offset, alone.vector_lock_offset)
         }
         _ => false,
     };

@@ -281,6 +281,7 @@ fn module_info(w: &mut Writer, m: &ModuleInfo) {
         printf_offset,
         heap_offset,
         grid_offset,
+        vector_lock_offset,
         fault_offset,
         race_checked,
         fault_sites,
@@ -307,7 +308,7 @@ fn module_info(w: &mut Writer, m: &ModuleInfo) {
         }
     }
     w.u64(*global_data_bytes);
-    for o in [trap_offset, printf_offset, heap_offset, grid_offset, fault_offset] {
+    for o in [trap_offset, printf_offset, heap_offset, grid_offset, vector_lock_offset, fault_offset] {
         w.opt_u64(*o);
     }
     w.bool(*race_checked);
@@ -404,6 +405,7 @@ fn read_module_info(r: &mut Reader<'_>) -> Option<ModuleInfo> {
     let printf_offset = r.opt_u64()?;
     let heap_offset = r.opt_u64()?;
     let grid_offset = r.opt_u64()?;
+    let vector_lock_offset = r.opt_u64()?;
     let fault_offset = r.opt_u64()?;
     let race_checked = r.bool()?;
     let fault_sites = r.list(|r| {
@@ -433,6 +435,7 @@ fn read_module_info(r: &mut Reader<'_>) -> Option<ModuleInfo> {
         printf_offset,
         heap_offset,
         grid_offset,
+        vector_lock_offset,
         fault_offset,
         race_checked,
         fault_sites,

@@ -271,6 +271,10 @@ pub struct ModuleInfo {
     /// sets before every launch of a kernel of the module: the device address
     /// of a zeroed grid workspace on a cooperative launch, 0 on other launches.
     pub grid_offset: Option<u64>,
+    /// When the module has 16-byte vector accesses that order memory: the
+    /// byte offset in the module data buffer of their lock table (1,024
+    /// zeroed 32-bit words the kernels take and release themselves).
+    pub vector_lock_offset: Option<u64>,
     /// With `Options::fault_checks`: the byte offset in the module data
     /// buffer of a 64-bit word the runtime sets to the device address of the
     /// context's fault log (see [`fault`]) before launching a kernel of the

@@ -730,29 +730,19 @@ fn locked(
     };
     let (acquire, release, relaxed) = (e.c_u32(acquire), e.c_u32(release), e.c_u32(0));
     let (zero, one) = (e.c_u32(0), e.c_u32(1));
-    let (header, body, critical, next, cont, merge) = (e.b.id(), e.b.id(), e.b.id(), e.b.id(), e.b.id(), e.b.id());
-    super::loop_limit::enter(e)?;
-    e.b.branch(header).map_err(internal1)?;
-    e.b.begin_block(Some(header)).map_err(internal1)?;
-    super::loop_limit::loop_merge(e, merge, cont)?;
-    e.b.branch(body).map_err(internal1)?;
-    e.b.begin_block(Some(body)).map_err(internal1)?;
-    let old = e.b.atomic_compare_exchange(u32t, None, p, scope, acquire, relaxed, one, zero).map_err(internal1)?;
-    let got = e.b.i_equal(bt, None, old, zero).map_err(internal1)?;
-    e.b.selection_merge(next, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(got, critical, next, []).map_err(internal1)?;
-    e.b.begin_block(Some(critical)).map_err(internal1)?;
-    access(e, fx)?;
-    e.b.atomic_store(p, scope, release, zero).map_err(internal1)?;
-    e.b.branch(next).map_err(internal1)?;
-    e.b.begin_block(Some(next)).map_err(internal1)?;
-    let again = e.b.logical_not(bt, None, got).map_err(internal1)?;
-    super::loop_limit::check(e, Some(again))?;
-    e.b.branch(cont).map_err(internal1)?;
-    e.b.begin_block(Some(cont)).map_err(internal1)?;
-    e.b.branch_conditional(got, merge, header, []).map_err(internal1)?;
-    e.b.begin_block(Some(merge)).map_err(internal1)?;
-    super::loop_limit::merged(e)
+    retry_loop(e, |e| {
+        let (critical, next) = (e.b.id(), e.b.id());
+        let old = e.b.atomic_compare_exchange(u32t, None, p, scope, acquire, relaxed, one, zero).map_err(internal1)?;
+        let got = e.b.i_equal(bt, None, old, zero).map_err(internal1)?;
+        e.b.selection_merge(next, spirv::SelectionControl::NONE).map_err(internal1)?;
+        e.b.branch_conditional(got, critical, next, []).map_err(internal1)?;
+        e.b.begin_block(Some(critical)).map_err(internal1)?;
+        access(e, fx)?;
+        e.b.atomic_store(p, scope, release, zero).map_err(internal1)?;
+        e.b.branch(next).map_err(internal1)?;
+        e.b.begin_block(Some(next)).map_err(internal1)?;
+        Ok(got)
+    })
 }
 
 /// Element `i` (of `bits` bits) of the 64-bit `w`, as an integer of `bits`.
@@ -1336,24 +1326,33 @@ fn cas_loop(
 ) -> Result<Word, Diagnostic> {
     let it = e.t_int(bits);
     let bt = e.t_bool();
-    let header = e.b.id();
-    let body = e.b.id();
-    let cont = e.b.id();
-    let merge = e.b.id();
+    let mut old = 0;
+    retry_loop(e, |e| {
+        // A load cannot release either.
+        let load_sem = e.c_u32(unequal_semantics(sem_bits));
+        old = e.b.atomic_load(it, None, ptr, scope, load_sem).map_err(internal1)?;
+        let new = f(e, old)?;
+        let unequal = e.c_u32(unequal_semantics(sem_bits));
+        let sem = e.c_u32(sem_bits);
+        let got = e.b.atomic_compare_exchange(it, None, ptr, scope, sem, unequal, new, old).map_err(internal1)?;
+        e.b.i_equal(bt, None, got, old).map_err(internal1)
+    })?;
+    Ok(old)
+}
+
+/// A counted loop that runs `step` until the `done` it returns (a bool) is
+/// true: `do { done = step(); } while (!done)`. Whatever `step` defines is
+/// available after the loop (its block dominates the merge).
+fn retry_loop(e: &mut Emitter, step: impl FnOnce(&mut Emitter) -> Result<Word, Diagnostic>) -> Result<(), Diagnostic> {
+    let bt = e.t_bool();
+    let (header, body, cont, merge) = (e.b.id(), e.b.id(), e.b.id(), e.b.id());
     super::loop_limit::enter(e)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     super::loop_limit::loop_merge(e, merge, cont)?;
     e.b.branch(body).map_err(internal1)?;
     e.b.begin_block(Some(body)).map_err(internal1)?;
-    // A load cannot release either.
-    let load_sem = e.c_u32(unequal_semantics(sem_bits));
-    let old = e.b.atomic_load(it, None, ptr, scope, load_sem).map_err(internal1)?;
-    let new = f(e, old)?;
-    let unequal = e.c_u32(unequal_semantics(sem_bits));
-    let sem = e.c_u32(sem_bits);
-    let got = e.b.atomic_compare_exchange(it, None, ptr, scope, sem, unequal, new, old).map_err(internal1)?;
-    let done = e.b.i_equal(bt, None, got, old).map_err(internal1)?;
+    let done = step(e)?;
     // Counted in the body: a selection in the continue block (what
     // `check` emits) broke the values lanes leave the loop with on llvmpipe.
     let again = e.b.logical_not(bt, None, done).map_err(internal1)?;
@@ -1362,8 +1361,7 @@ fn cas_loop(
     e.b.begin_block(Some(cont)).map_err(internal1)?;
     e.b.branch_conditional(done, merge, header, []).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
-    super::loop_limit::merged(e)?;
-    Ok(old)
+    super::loop_limit::merged(e)
 }
 
 /// Store word `index` of the function's local words.

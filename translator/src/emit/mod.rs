@@ -892,6 +892,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             printf_offset: e.printf_offset,
             heap_offset: e.heap_offset,
             grid_offset: e.grid_offset,
+            vector_lock_offset: e.vector_lock_offset,
             fault_offset: e.fault_offset,
             race_checked: e.race.is_some(),
             fault_sites: std::mem::take(&mut e.fault_sites),
