@@ -17,16 +17,17 @@
 mod common;
 
 use common::{assert_clean, context, download_u32, poisoned, upload};
-use ptxvk_runtime::Context;
+use ptxvk_runtime::{Context, Error};
 
 const PTX: &str = include_str!("../../tests/fixtures/vector_atomicity.ptx");
 const BLOCK: usize = 64;
 const PAIRS: usize = 8; // writer/reader block pairs
-const ROUNDS: i32 = 20_000;
+const ROUNDS: i32 = 10_000;
 
 /// Runs `kernel` on slots holding `init` and returns, per reader thread,
-/// (torn, middle).
-fn race(ctx: &Context, kernel: &str, init: &[u8]) -> Vec<(u32, u32)> {
+/// (torn, middle); `None` when the launch failed at lavapipe's loop
+/// limiter (see [`check`]).
+fn race(ctx: &Context, kernel: &str, init: &[u8]) -> Option<Vec<(u32, u32)>> {
     let m = ctx.load_module(PTX, "vector_atomicity.ptx").expect("load vector_atomicity.ptx");
     let f = m.function(kernel).unwrap();
     let threads = 2 * PAIRS * BLOCK;
@@ -37,7 +38,14 @@ fn race(ctx: &Context, kernel: &str, init: &[u8]) -> Vec<(u32, u32)> {
         .pack_params(&[&slots.to_le_bytes(), &torn.to_le_bytes(), &middle.to_le_bytes(), &ROUNDS.to_le_bytes()])
         .unwrap();
     ctx.launch(&f, [2 * PAIRS as u32, 1, 1], [BLOCK as u32, 1, 1], 0, &packed).unwrap();
-    ctx.synchronize().unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    match ctx.synchronize() {
+        Ok(()) => {}
+        Err(Error::LaunchFailed(m)) if m.contains("loop limit") => {
+            eprintln!("{kernel}: {m}");
+            return None;
+        }
+        Err(e) => panic!("{kernel}: {e}"),
+    }
     let torn = download_u32(ctx, torn, threads);
     let middle = download_u32(ctx, middle, threads);
     assert_clean(ctx);
@@ -53,20 +61,24 @@ fn race(ctx: &Context, kernel: &str, init: &[u8]) -> Vec<(u32, u32)> {
             }
         }
     }
-    readers
+    Some(readers)
 }
 
 fn pair_slots() -> Vec<u8> {
     (0..PAIRS * BLOCK).flat_map(|_| [0u32, !0u32]).flat_map(u32::to_le_bytes).collect()
 }
 
-/// Runs `kernel` until its readers saw stores in progress (at most five
-/// times: blocks of one launch need not run at the same time), and checks
-/// that no reader saw a torn vector in any run.
-fn check(ctx: &Context, kernel: &str, init: &[u8]) {
+/// Runs `kernel` until its readers saw stores in progress (blocks of one
+/// launch need not run at the same time), at most five times, and checks
+/// that no reader saw a torn vector in any run. A run may also fail loudly
+/// at lavapipe's loop limiter: a 16-byte access waits for its lock, and a
+/// lock holder that the OS deschedules (a loaded machine) makes the waiter
+/// spend its 65535 iterations; such runs are repeated too.
+fn check(kernel: &str, init: &[u8]) {
     let parallel = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
     for attempt in 0..5 {
-        let readers = race(ctx, kernel, init);
+        let ctx = context();
+        let Some(readers) = race(&ctx, kernel, init) else { continue };
         let torn: u64 = readers.iter().map(|r| u64::from(r.0)).sum();
         let middle: u64 = readers.iter().map(|r| u64::from(r.1)).sum();
         eprintln!("{kernel}: {torn} torn, {middle} in the middle of the writes, {} readers", readers.len());
@@ -78,16 +90,15 @@ fn check(ctx: &Context, kernel: &str, init: &[u8]) {
     }
     // With one CPU llvmpipe runs the blocks one after another and the test
     // proves nothing; with more, this many runs without overlap is a fault.
-    panic!("{kernel}: readers never saw stores in progress");
+    panic!("{kernel}: no run completed with readers seeing stores in progress");
 }
 
 /// One test, the forms one after another: run beside each other they
 /// would share the CPUs, and the blocks of one launch less often overlap.
 #[test]
 fn vectors_are_seen_whole() {
-    let ctx = context();
     for kernel in ["pair_race_relaxed", "pair_race_volatile", "pair_race_cg"] {
-        check(&ctx, kernel, &pair_slots());
+        check(kernel, &pair_slots());
     }
-    check(&ctx, "flag_value_race", &vec![0u8; PAIRS * BLOCK * 16]);
+    check("flag_value_race", &vec![0u8; PAIRS * BLOCK * 16]);
 }

@@ -797,6 +797,8 @@ fn u64_place(e: &mut Emitter, v: Word, i: u32, bits: u32) -> Result<Word, Diagno
 ///   `{INCLUSIVE, prefix}`, and a reader between the two element stores saw
 ///   `{PARTIAL, prefix}` (Warp's scans of `int64` vectors, silently wrong).
 ///   Other 16-byte vectors (`.weak`, `.cg`, shared) are element by element.
+///   On llvmpipe each locked access costs at least one iteration of the
+///   invocation's loop budget (more while it waits for the lock).
 pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
     let space = space_of(inst)?;
     let [dst, Operand::Address(_, addr)] = without_cache_policy(inst) else {
