@@ -172,11 +172,7 @@ pub(crate) fn synchronize(
     let one = e.c_u32(1);
     let top = e.c_u32(0x8000_0000);
     let scope = e.c_u32(spirv::Scope::Device as u32);
-    let (release, acquire) = if e.opts.memory_semantics {
-        (e.c_u32((M::RELEASE | M::UNIFORM_MEMORY).bits()), e.c_u32((M::ACQUIRE | M::UNIFORM_MEMORY).bits()))
-    } else {
-        (e.c_u32(0), e.c_u32(0))
-    };
+    let (release, acquire) = (e.device_semantics(M::RELEASE), e.device_semantics(M::ACQUIRE));
     let ws = workspace(e, fx, inst.span)?;
     let zero64 = e.c_int(64, 0);
     let have = e.b.i_not_equal(bt, None, ws, zero64).map_err(internal1)?;

@@ -66,18 +66,13 @@ fn word64(e: &mut Emitter, addr: Word) -> Result<Word, Diagnostic> {
 /// it is pushed on a free list is seen by the thread that pops it (relaxed
 /// where [`crate::Options::memory_semantics`] is off).
 fn order(e: &mut Emitter) -> (Word, Word) {
-    use spirv::MemorySemantics as M;
     let scope = e.c_u32(spirv::Scope::Device as u32);
-    let bits = if e.opts.memory_semantics { (M::ACQUIRE_RELEASE | M::UNIFORM_MEMORY).bits() } else { 0 };
-    let sem = e.c_u32(bits);
-    (scope, sem)
+    (scope, e.device_semantics(spirv::MemorySemantics::ACQUIRE_RELEASE))
 }
 
 /// Acquire-only semantics for the loads that start a compare-and-swap loop.
 fn acquire(e: &mut Emitter) -> Word {
-    use spirv::MemorySemantics as M;
-    let bits = if e.opts.memory_semantics { (M::ACQUIRE | M::UNIFORM_MEMORY).bits() } else { 0 };
-    e.c_u32(bits)
+    e.device_semantics(spirv::MemorySemantics::ACQUIRE)
 }
 
 /// Address of the free-list head of size class `class` (a u32).

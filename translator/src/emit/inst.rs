@@ -42,7 +42,7 @@ fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
 }
 
 /// The last type modifier of an instruction.
-fn last_type(inst: &Instruction) -> Result<ScalarType, Diagnostic> {
+pub(crate) fn last_type(inst: &Instruction) -> Result<ScalarType, Diagnostic> {
     inst.modifiers
         .iter()
         .rev()

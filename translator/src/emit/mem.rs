@@ -672,14 +672,15 @@ pub(crate) fn needs_vector_lock(inst: &Instruction) -> bool {
         "v8" => Some(8),
         _ => None,
     });
-    let size = inst.modifiers.iter().rev().find_map(|m| ScalarType::from_name(m)).map(|t| t.size());
+    let size = super::inst::last_type(inst).ok().map(|t| t.size());
     matches!(inst.opcode.as_str(), "ld" | "ldu" | "st")
         && matches!((vector, size), (Some(n), Some(s)) if n * s == 16)
         && orders_memory(inst)
         && !inst.modifiers.iter().any(|m| matches!(m.as_str(), "shared" | "local" | "param" | "const"))
 }
 
-/// `.volatile`, `.relaxed`, `.acquire`, `.release` or `.cv`.
+/// `.volatile`, `.relaxed`, `.acquire`, `.release` or `.cv`: an `ld` or
+/// `st` that other threads may be watching (a `volatile` access here).
 fn orders_memory(inst: &Instruction) -> bool {
     ["volatile", "relaxed", "acquire", "release", "cv"].iter().any(|m| inst.has(m))
 }
@@ -723,12 +724,8 @@ fn locked(
     let pt = e.t_ptr(StorageClass::PhysicalStorageBuffer, u32t);
     let p = e.b.convert_u_to_ptr(pt, None, lock).map_err(internal1)?;
     let scope = e.c_u32(Scope::Device as u32);
-    let (acquire, release) = if e.opts.memory_semantics {
-        ((M::ACQUIRE | M::UNIFORM_MEMORY).bits(), (M::RELEASE | M::UNIFORM_MEMORY).bits())
-    } else {
-        (0, 0)
-    };
-    let (acquire, release, relaxed) = (e.c_u32(acquire), e.c_u32(release), e.c_u32(0));
+    let (acquire, release) = (e.device_semantics(M::ACQUIRE), e.device_semantics(M::RELEASE));
+    let relaxed = e.c_u32(0);
     let (zero, one) = (e.c_u32(0), e.c_u32(1));
     retry_loop(e, |e| {
         let (critical, next) = (e.b.id(), e.b.id());
@@ -808,7 +805,7 @@ pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         ));
     };
     let a = resolve(e, fx, space, addr, inst.span)?;
-    let volatile = inst.has("volatile") || inst.has("relaxed") || inst.has("acquire") || inst.has("cv");
+    let volatile = orders_memory(inst);
     let k = mem_kind(t);
     let dsts: Vec<&Operand> = match dst {
         Operand::Vector(_, v) => v.iter().collect(),
@@ -856,7 +853,7 @@ pub(crate) fn st(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         return Err(Diagnostic::error(inst.span, format!("'{}' expects an address and a source", inst.mnemonic())));
     };
     let a = resolve(e, fx, space, addr, inst.span)?;
-    let volatile = inst.has("volatile") || inst.has("relaxed") || inst.has("release");
+    let volatile = orders_memory(inst);
     let k = mem_kind(t);
     let srcs: Vec<&Operand> = match src {
         Operand::Vector(_, v) => v.iter().collect(),

@@ -323,6 +323,14 @@ impl<'o> Emitter<'o> {
         self.c_int(32, v as u64)
     }
 
+    /// Memory semantics `order` (acquire, release, ...) on device memory,
+    /// as a constant; relaxed (0) where [`crate::Options::memory_semantics`]
+    /// is off (llvmpipe).
+    pub(crate) fn device_semantics(&mut self, order: spirv::MemorySemantics) -> Word {
+        let bits = if self.opts.memory_semantics { (order | spirv::MemorySemantics::UNIFORM_MEMORY).bits() } else { 0 };
+        self.c_u32(bits)
+    }
+
     /// Whether the invocation `linear` is padding: beyond the block's
     /// threads in a workgroup rounded up past them. The test is
     /// `spec_padded && linear >= threads`, so that a driver folds it to
