@@ -498,6 +498,8 @@ exports! {
     raw fn cuStreamGetCtx(hstream: Handle, pctx: *mut Handle) | cuStreamGetCtx_ptsz => stream::stream_get_ctx;
     /// `cuStreamGetCtx_v2`.
     raw fn cuStreamGetCtx_v2(hstream: Handle, pctx: *mut Handle, green: *mut Handle) | cuStreamGetCtx_v2_ptsz => stream::stream_get_ctx_v2;
+    /// `cuStreamGetGreenCtx`.
+    raw fn cuStreamGetGreenCtx(hstream: Handle, phctx: *mut Handle) => stream::stream_get_green_ctx;
     /// `cuStreamGetDevice`.
     raw fn cuStreamGetDevice(hstream: Handle, device: *mut CUdevice) | cuStreamGetDevice_ptsz => stream::stream_get_device;
     /// `cuStreamIsCapturing`.

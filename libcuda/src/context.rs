@@ -51,8 +51,13 @@ pub const LIMIT_COUNT: usize = 7;
 /// no persisting L2.
 pub const LIMIT_DEFAULTS: [usize; LIMIT_COUNT] = [1024, 1 << 20, 8 << 20, 2, 2048, 64, 0];
 
-/// `CU_LIMIT_SHMEM_SIZE` .. `CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED`: known, not supported.
+/// `CU_LIMIT_SHMEM_SIZE` .. `CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED`: known, not
+/// supported (except [`LIMIT_CIG_ENABLED`]'s query).
 const LIMIT_UNSUPPORTED: std::ops::RangeInclusive<c_int> = 7..=9;
+
+/// `CU_LIMIT_CIG_ENABLED`: whether the context is a CUDA-in-graphics one
+/// (read-only). None is here: it reads 0 (cuBLAS 13 asks at `cublasCreate`).
+const LIMIT_CIG_ENABLED: c_int = 8;
 
 /// Next `cuCtxGetId` value.
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -366,6 +371,10 @@ pub unsafe fn ctx_get_limit(value: *mut usize, limit: c_int) -> CuResult<()> {
     if value.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pvalue is NULL"));
     }
+    if limit == LIMIT_CIG_ENABLED {
+        // SAFETY: checked non-null; writable per the caller.
+        return unsafe { write_out(value, 0) };
+    }
     let i = limit_index(limit)?;
     let v = ctx.limits.lock().unwrap_or_else(|p| p.into_inner())[i];
     // SAFETY: checked non-null; writable per the caller.
@@ -392,6 +401,9 @@ fn limit_index(limit: c_int) -> CuResult<usize> {
 /// granularity must be 0..=128.
 pub fn ctx_set_limit(limit: c_int, value: usize) -> CuResult<()> {
     let ctx = current()?;
+    if limit == LIMIT_CIG_ENABLED {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("CU_LIMIT_CIG_ENABLED can only be queried"));
+    }
     let i = limit_index(limit)?;
     if i == 5 && value > 128 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the L2 fetch granularity is at most 128 bytes"));

@@ -151,8 +151,37 @@ pub unsafe fn prelink_containers<'a>(ptr: *const c_void) -> Vec<&'a [u8]> {
     out
 }
 
-/// Splits a container into its entries; an error names what is malformed.
-pub fn entries(container: &[u8]) -> Result<Vec<Entry>, String> {
+/// One image of a container as it lies there (possibly compressed).
+struct RawEntry<'a> {
+    kind: u16,
+    sm: u32,
+    flags: u64,
+    compressed_size: usize,
+    uncompressed: usize,
+    raw: &'a [u8],
+}
+
+impl RawEntry<'_> {
+    /// The payload, decompressed where the flags say so (PTX and ELF
+    /// entries; other kinds as they are).
+    fn payload(&self) -> Result<Vec<u8>, String> {
+        if (self.kind != KIND_PTX && self.kind != KIND_ELF) || self.flags & (FLAG_LZ4 | FLAG_ZSTD) == 0 {
+            // Other kinds (8, with flag 0x10000, in cuSPARSE and cuFFT 12:
+            // not PTX, and not LZ4 or Zstandard data as its flags say) are
+            // kept as they are: nothing here reads them.
+            return Ok(self.raw.to_vec());
+        }
+        let packed = self.raw.get(..self.compressed_size.min(self.raw.len())).ok_or("malformed fat binary entry")?;
+        if self.flags & FLAG_ZSTD != 0 {
+            zstd_decompress(packed, self.uncompressed)
+        } else {
+            lz4_block_decompress(packed, self.uncompressed)
+        }
+    }
+}
+
+/// The entries of a container without decompressing them.
+fn raw_entries(container: &[u8]) -> Result<Vec<RawEntry<'_>>, String> {
     let size = container_size(container).ok_or("not a fat binary (bad magic)")?;
     let body_start = usize::from(u16_at(container, 6).unwrap_or(16)).max(CONTAINER_HEADER);
     let data = container.get(..size).ok_or("fat binary is truncated")?;
@@ -173,49 +202,112 @@ pub fn entries(container: &[u8]) -> Result<Vec<Entry>, String> {
         let start = at.checked_add(header_size).ok_or_else(bad)?;
         let end = start.checked_add(payload_size).ok_or_else(bad)?;
         let raw = data.get(start..end).ok_or_else(bad)?;
-        if kind != KIND_PTX && kind != KIND_ELF {
-            // Other kinds (8, with flag 0x10000, in cuSPARSE and cuFFT 12:
-            // not PTX, and not LZ4 or Zstandard data as its flags say) are
-            // kept as they are: nothing here reads them.
-            out.push(Entry { kind, sm, payload: raw.to_vec() });
-            at = end;
-            continue;
-        }
-        let payload = if flags & (FLAG_LZ4 | FLAG_ZSTD) != 0 {
-            let packed = raw.get(..compressed_size.min(raw.len())).ok_or_else(bad)?;
-            if flags & FLAG_ZSTD != 0 {
-                zstd_decompress(packed, uncompressed)?
-            } else {
-                lz4_block_decompress(packed, uncompressed)?
-            }
-        } else {
-            raw.to_vec()
-        };
-        out.push(Entry { kind, sm, payload });
+        out.push(RawEntry { kind, sm, flags, compressed_size, uncompressed, raw });
         at = end;
     }
     Ok(out)
 }
 
-/// The PTX text to use from a container: of the PTX entries, the one for
-/// the highest SM not above `sm` (or the lowest SM if all are above it).
-/// `Err` says why there is none (for example: only cubins).
-pub fn select_ptx(container: &[u8], sm: u32) -> Result<Vec<u8>, String> {
-    let all = entries(container)?;
-    let mut ptx: Vec<&Entry> = all.iter().filter(|e| e.is_ptx()).collect();
-    if ptx.is_empty() {
-        let elf: Vec<String> = all.iter().filter(|e| e.is_elf()).map(|e| format!("sm_{}", e.sm)).collect();
-        return Err(if elf.is_empty() {
-            "the fat binary holds no PTX".to_string()
-        } else {
-            format!("the fat binary holds only cubins ({}), NVIDIA machine code, and no PTX", elf.join(", "))
-        });
+/// Splits a container into its entries; an error names what is malformed.
+pub fn entries(container: &[u8]) -> Result<Vec<Entry>, String> {
+    raw_entries(container)?.iter().map(|e| Ok(Entry { kind: e.kind, sm: e.sm, payload: e.payload()? })).collect()
+}
+
+/// What a container offers a driver that runs PTX.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Code {
+    /// The PTX text to use: of the PTX entries, the one for the highest SM
+    /// not above the device's (or the lowest SM if all are above it).
+    Ptx(Vec<u8>),
+    /// NVIDIA machine code only: the SMs of its cubins, and the kernels
+    /// (`.entry` functions) of the cubin for the highest SM not above the
+    /// device's (or the lowest), `None` where that cubin cannot be read.
+    CubinsOnly { sms: Vec<u32>, kernels: Option<Vec<String>> },
+}
+
+/// What [`Code`] a container holds for a device of SM `sm`. Only the
+/// entry chosen is decompressed. `Err` says why there is none (malformed,
+/// or neither PTX nor cubins).
+pub fn select(container: &[u8], sm: u32) -> Result<Code, String> {
+    let all = raw_entries(container)?;
+    let best = |kind: u16| {
+        let mut of_kind: Vec<&RawEntry> = all.iter().filter(|e| e.kind == kind).collect();
+        of_kind.sort_by_key(|e| e.sm);
+        of_kind.iter().rev().find(|e| e.sm <= sm).or(of_kind.first()).copied()
+    };
+    if let Some(chosen) = best(KIND_PTX) {
+        let text = chosen.payload()?;
+        let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+        return Ok(Code::Ptx(text[..end].to_vec()));
     }
-    ptx.sort_by_key(|e| e.sm);
-    let chosen = ptx.iter().rev().find(|e| e.sm <= sm).unwrap_or(&ptx[0]);
-    let text = &chosen.payload;
-    let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
-    Ok(text[..end].to_vec())
+    let Some(cubin) = best(KIND_ELF) else {
+        return Err("the fat binary holds no PTX".to_string());
+    };
+    let sms = all.iter().filter(|e| e.kind == KIND_ELF).map(|e| e.sm).collect();
+    let kernels = cubin.payload().ok().and_then(|elf| elf_kernels(&elf));
+    Ok(Code::CubinsOnly { sms, kernels })
+}
+
+/// The PTX text to use from a container (see [`Code::Ptx`]). `Err` says
+/// why there is none (for example: only cubins).
+pub fn select_ptx(container: &[u8], sm: u32) -> Result<Vec<u8>, String> {
+    match select(container, sm)? {
+        Code::Ptx(text) => Ok(text),
+        Code::CubinsOnly { sms, .. } => {
+            let sms: Vec<String> = sms.iter().map(|sm| format!("sm_{sm}")).collect();
+            Err(format!("the fat binary holds only cubins ({}), NVIDIA machine code, and no PTX", sms.join(", ")))
+        }
+    }
+}
+
+/// `st_other` bit of a cubin's kernel (`.entry`) symbols.
+const STO_CUDA_ENTRY: u8 = 0x10;
+
+/// The kernels of a cubin: the names of its `STT_FUNC` symbols marked as
+/// entries in `st_other`. `None` if it is not a readable 64-bit
+/// little-endian ELF file.
+pub fn elf_kernels(elf: &[u8]) -> Option<Vec<String>> {
+    const SHT_SYMTAB: u32 = 2;
+    const STT_FUNC: u8 = 2;
+    if !elf.starts_with(b"\x7fELF\x02\x01") {
+        return None;
+    }
+    let shoff = usize::try_from(u64_at(elf, 0x28)?).ok()?;
+    let shentsize = usize::from(u16_at(elf, 0x3A)?);
+    let shnum = usize::from(u16_at(elf, 0x3C)?);
+    if shentsize < 64 {
+        return None;
+    }
+    let section = |i: usize| -> Option<(u32, usize, usize, u32, usize)> {
+        let at = shoff.checked_add(i.checked_mul(shentsize)?)?;
+        let kind = u32_at(elf, at + 4)?;
+        let offset = usize::try_from(u64_at(elf, at + 24)?).ok()?;
+        let size = usize::try_from(u64_at(elf, at + 32)?).ok()?;
+        let link = u32_at(elf, at + 40)?;
+        let entsize = usize::try_from(u64_at(elf, at + 56)?).ok()?;
+        Some((kind, offset, size, link, entsize))
+    };
+    let mut names = Vec::new();
+    for i in 0..shnum {
+        let (kind, offset, size, link, entsize) = section(i)?;
+        if kind != SHT_SYMTAB {
+            continue;
+        }
+        let (_, str_offset, str_size, _, _) = section(link as usize)?;
+        let strings = elf.get(str_offset..str_offset.checked_add(str_size)?)?;
+        let symbols = elf.get(offset..offset.checked_add(size)?)?;
+        for sym in symbols.chunks_exact(entsize.max(24)) {
+            let (info, other) = (sym[4], sym[5]);
+            if info & 0xf != STT_FUNC || other & STO_CUDA_ENTRY == 0 {
+                continue;
+            }
+            let name_at = u32_at(sym, 0)? as usize;
+            let rest = strings.get(name_at..)?;
+            let end = rest.iter().position(|&b| b == 0)?;
+            names.push(String::from_utf8_lossy(&rest[..end]).into_owned());
+        }
+    }
+    Some(names)
 }
 
 /// Decompresses an LZ4 block (no frame) of known output size.
@@ -307,6 +399,21 @@ mod tests {
         let c = container(2, 90, 0x11, b"\x7fELF", 0);
         let err = select_ptx(&c, 80).unwrap_err();
         assert!(err.contains("only cubins (sm_90)"), "{err}");
+    }
+
+    /// nvcc 13.5's sm_80 cubin of `vadd_f32` in a fat binary without PTX
+    /// (`libcuda/tests/data/README.md`): its one kernel is listed.
+    #[test]
+    fn cubin_only_lists_its_kernels() {
+        let c = include_bytes!("../tests/data/vadd_f32.cubin.fatbin");
+        match select(c, 80).unwrap() {
+            Code::CubinsOnly { sms, kernels } => {
+                assert_eq!(sms, vec![80]);
+                assert_eq!(kernels, Some(vec!["vadd_f32".to_string()]));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(elf_kernels(b"\x7fELF\x02\x01\x01"), None);
     }
 
     #[test]

@@ -23,8 +23,9 @@ use crate::result::{CuError, CuResult};
 
 /// A `CUlibrary`.
 pub struct LibraryObj {
-    /// The PTX text.
-    ptx: String,
+    /// Its code: PTX text, or machine code only (each kernel then fails
+    /// at launch with `CUDA_ERROR_NO_BINARY_FOR_GPU`).
+    code: module::Code,
     /// Name used in diagnostics (file name or `<ptx>`).
     name: String,
     /// Entry names, in module order.
@@ -108,7 +109,7 @@ impl LibraryObj {
                 return Ok((loaded.handle as Handle, m));
             }
         }
-        let h = module::load(ctx, self.ptx.as_bytes(), &self.name).map_err(|(code, _)| code)?;
+        let h = module::load_code(ctx, &self.code, &self.name).map_err(|(code, _)| code)?;
         let m = module::lookup(h)?;
         modules.insert(key, LoadedIn::new(ctx, h, &m));
         Ok((h, m))
@@ -143,9 +144,9 @@ pub fn resolve_function(h: Handle) -> CuResult<Arc<FunctionObj>> {
     }
 }
 
-/// What loading a library found: its PTX, its entries, and the module
+/// What loading a library found: its code, its entries, and the module
 /// loaded into the current context (if one was current).
-type Loaded = (String, Vec<String>, Option<(Arc<ContextObj>, Handle)>);
+type Loaded = (module::Code, Vec<String>, Option<(Arc<ContextObj>, Handle)>);
 
 /// Loads `image` as a library, with JIT options.
 ///
@@ -163,13 +164,27 @@ unsafe fn load_library(
     let jit = unsafe { JitOptions::parse(num_jit, jit_options, jit_values) }?;
     let start = Instant::now();
     let result = (|| -> Result<Loaded, (CuError, String)> {
-        let ptx = module::image_ptx(image, name)?;
+        let code = module::image_code(image, name)?;
+        let ptx = match &code {
+            // Machine code only: its kernels fail where they are used.
+            module::Code::NoBinary(nb) => {
+                let entries = nb.kernels.clone().unwrap_or_default();
+                return Ok((code, entries, None));
+            }
+            // A program's or library's fat binary: translated in a context
+            // where one of its kernels or variables is first used.
+            module::Code::Ptx(text) if module::lazy_loading() && module::is_fat_binary(image) => {
+                let entries = module::scan_entry_names(text);
+                return Ok((code, entries, None));
+            }
+            module::Code::Ptx(text) => text.clone(),
+        };
         match context::current() {
             Ok(ctx) => {
-                let h = module::load(&ctx, ptx.as_bytes(), name)?;
+                let h = module::load_code(&ctx, &code, name)?;
                 let m = module::lookup(h).map_err(|e| (e, String::new()))?;
                 let entries = m.runtime.entry_names();
-                Ok((ptx, entries, Some((ctx, h))))
+                Ok((code, entries, Some((ctx, h))))
             }
             Err(_) => {
                 // No context yet: translate on device 0 to check the PTX and
@@ -183,7 +198,8 @@ unsafe fn load_library(
                         (CuError::from(other), msg)
                     }
                 })?;
-                Ok((ptx, m.entry_names(), None))
+                let entries = m.entry_names();
+                Ok((code, entries, None))
             }
         }
     })();
@@ -199,14 +215,14 @@ unsafe fn load_library(
     };
     // SAFETY: forwarded caller contract.
     unsafe { jit.finish(&error_log, &info, ms) };
-    let (ptx, entries, loaded) = outcome?;
+    let (code, entries, loaded) = outcome?;
     let mut modules = BTreeMap::new();
     if let Some((ctx, h)) = &loaded {
         let m = module::lookup(*h)?;
         modules.insert(handle_of(ctx) as usize, LoadedIn::new(ctx, *h, &m));
     }
     let obj = LibraryObj {
-        ptx,
+        code,
         name: name.to_string(),
         entries,
         modules: Mutex::new(modules),

@@ -1,9 +1,15 @@
 //! Modules and functions: loading PTX (`cuModuleLoad*`), looking up
 //! entries and variables, unloading.
 //!
-//! Only PTX text can be loaded: the runtime translates it to SPIR-V. NVIDIA
-//! binaries (cubin ELF, fat binaries) are refused with
-//! `CUDA_ERROR_INVALID_IMAGE` and a message in the JIT error log.
+//! Only PTX text runs: the runtime translates it to SPIR-V. A cubin (ELF,
+//! NVIDIA machine code) is refused with `CUDA_ERROR_INVALID_IMAGE` and a
+//! message in the JIT error log. A fat binary runs its PTX; one that holds
+//! cubins and no PTX loads as NVIDIA's driver would load it, and each of
+//! its kernels fails where it is looked up or launched, with
+//! `CUDA_ERROR_NO_BINARY_FOR_GPU` (cudart: "no kernel image is available
+//! for execution on the device"): the CUDA runtime registers every fat
+//! binary of a program or library at start, and cuBLAS or PyTorch carry
+//! many that hold only machine code next to the ones with PTX.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -36,7 +42,33 @@ pub struct ModuleObj {
     pub const_bytes: u64,
     /// Function handles handed out so far, by entry name.
     functions: Mutex<BTreeMap<String, usize>>,
+    /// Set when the image held NVIDIA machine code only (the module then
+    /// has no entries of its own).
+    pub no_binary: Option<Arc<NoBinary>>,
 }
+
+/// An image with cubins and no PTX: why its kernels cannot run, and which
+/// kernels it has.
+#[derive(Debug)]
+pub struct NoBinary {
+    /// The explanation, for error messages.
+    pub reason: String,
+    /// The kernels of its cubin (`None` if the cubin could not be read:
+    /// then every name looked up gets the reason).
+    pub kernels: Option<Vec<String>>,
+}
+
+/// What an image gives this driver to load.
+#[derive(Debug, Clone)]
+pub enum Code {
+    /// PTX text.
+    Ptx(String),
+    /// Machine code only (see [`NoBinary`]).
+    NoBinary(Arc<NoBinary>),
+}
+
+/// The module a machine-code-only image loads as: no entries.
+const EMPTY_PTX: &str = ".version 7.0\n.target sm_50\n.address_size 64\n";
 
 /// A `CUfunction`.
 pub struct FunctionObj {
@@ -97,6 +129,64 @@ enum ImageKind {
     Elf,
     FatBinary,
     Empty,
+}
+
+/// Whether `image` is a fat binary (or its wrapper's bytes).
+pub fn is_fat_binary(image: &[u8]) -> bool {
+    classify(image) == ImageKind::FatBinary
+}
+
+/// Whether libraries of fat binaries load lazily: translated in a context
+/// on the first use of one of their kernels or variables, as NVIDIA's
+/// driver does by default since CUDA 12.2 (`CUDA_MODULE_LOADING=EAGER`
+/// translates at load instead).
+pub fn lazy_loading() -> bool {
+    !std::env::var("CUDA_MODULE_LOADING").is_ok_and(|v| v.trim().eq_ignore_ascii_case("EAGER"))
+}
+
+/// The names of the `.entry` directives of a PTX text, in order, found
+/// without parsing it (comments and strings skipped).
+pub fn scan_entry_names(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut names = Vec::new();
+    let mut i = 0;
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'%';
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i = text[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2);
+            }
+            b'"' => {
+                i = b[i + 1..].iter().position(|&c| c == b'"').map_or(b.len(), |p| i + 1 + p + 1);
+            }
+            b'.' if b[i..].starts_with(b".entry") && !b.get(i + 6).copied().is_some_and(ident) => {
+                let mut j = i + 6;
+                while j < b.len() && b[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                let start = j;
+                while j < b.len() && ident(b[j]) {
+                    j += 1;
+                }
+                if j > start {
+                    names.push(text[start..j].to_string());
+                }
+                i = j;
+            }
+            c if ident(c) || c == b'.' => {
+                // Skip the rest of a word, so that `x.entry` is not a directive.
+                i += 1;
+                while i < b.len() && (ident(b[i]) || b[i] == b'.') {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    names
 }
 
 /// Looks at the first bytes of an image.
@@ -169,8 +259,8 @@ fn take_pretranslated(ctx: &ContextObj, text: &str) -> Option<ptxvk_runtime::Mod
     Some(cache.remove(i).2)
 }
 
-/// Explains why an image is not loadable, or gives its PTX text.
-pub fn image_ptx(image: &[u8], file_name: &str) -> Result<String, (CuError, String)> {
+/// Explains why an image is not loadable, or gives its code.
+pub fn image_code(image: &[u8], file_name: &str) -> Result<Code, (CuError, String)> {
     let only_ptx = "this driver (ptxvk) runs PTX only, translated to SPIR-V for Vulkan; \
                     give it PTX text (e.g. `nvcc -ptx`, or numba without nvjitlink)";
     let fail = |code: CuError, msg: String| Err((code.because(msg.clone()), msg));
@@ -178,7 +268,7 @@ pub fn image_ptx(image: &[u8], file_name: &str) -> Result<String, (CuError, Stri
         ImageKind::Ptx => {
             let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
             match std::str::from_utf8(&image[..end]) {
-                Ok(t) => Ok(t.to_string()),
+                Ok(t) => Ok(Code::Ptx(t.to_string())),
                 Err(e) => fail(
                     CuError::CUDA_ERROR_INVALID_PTX,
                     format!("{file_name}: error: PTX is not valid UTF-8 text ({e})"),
@@ -191,8 +281,20 @@ pub fn image_ptx(image: &[u8], file_name: &str) -> Result<String, (CuError, Stri
         ),
         ImageKind::FatBinary => {
             let sm = driver::sm_version().map_err(|e| (e, "cuInit has not been called".to_string()))?;
-            match crate::fatbin::select_ptx(image, sm) {
-                Ok(ptx) => image_ptx(&ptx, file_name),
+            match crate::fatbin::select(image, sm) {
+                Ok(crate::fatbin::Code::Ptx(ptx)) => image_code(&ptx, file_name),
+                Ok(crate::fatbin::Code::CubinsOnly { sms, kernels }) => {
+                    let sms: Vec<String> = sms.iter().map(|sm| format!("sm_{sm}")).collect();
+                    let reason = format!(
+                        "{file_name}: the fat binary holds only cubins ({}), NVIDIA machine code, and no PTX; {only_ptx}",
+                        sms.join(", ")
+                    );
+                    if crate::result::trace_level() > 0 {
+                        let n = kernels.as_ref().map_or("unknown".to_string(), |k| k.len().to_string());
+                        eprintln!("ptxvk: loading without code ({n} kernels): {reason}");
+                    }
+                    Ok(Code::NoBinary(Arc::new(NoBinary { reason, kernels })))
+                }
                 Err(why) => fail(CuError::CUDA_ERROR_INVALID_IMAGE, format!("{file_name}: error: {why}; {only_ptx}")),
             }
         }
@@ -203,18 +305,29 @@ pub fn image_ptx(image: &[u8], file_name: &str) -> Result<String, (CuError, Stri
 /// Translates and registers a module; on failure returns the error and the
 /// text for the JIT error log.
 pub fn load(ctx: &Arc<ContextObj>, image: &[u8], file_name: &str) -> Result<Handle, (CuError, String)> {
-    let text = image_ptx(image, file_name)?;
-    let module = match take_pretranslated(ctx, &text) {
+    let code = image_code(image, file_name)?;
+    load_code(ctx, &code, file_name)
+}
+
+/// Registers a module of `code` (translated now, or taken from
+/// `cuLinkComplete`'s translation).
+pub fn load_code(ctx: &Arc<ContextObj>, code: &Code, file_name: &str) -> Result<Handle, (CuError, String)> {
+    let (text, no_binary) = match code {
+        Code::Ptx(text) => (text.as_str(), None),
+        Code::NoBinary(nb) => (EMPTY_PTX, Some(nb.clone())),
+    };
+    let module = match take_pretranslated(ctx, text) {
         Some(m) => m,
-        None => translate(ctx, &text, file_name)?,
+        None => translate(ctx, text, file_name)?,
     };
     let const_bytes = module.info().globals.iter().filter(|g| g.space == GlobalSpace::Const).map(|g| g.size).sum();
     let obj = Arc::new(ModuleObj {
         context: ctx.clone(),
         runtime: module,
-        ptx_version: ptx_version(&text),
+        ptx_version: ptx_version(text),
         const_bytes,
         functions: Mutex::new(BTreeMap::new()),
+        no_binary,
     });
     let handle = MODULES.insert(obj);
     ctx.owned().modules.insert(handle as usize);
@@ -447,10 +560,15 @@ pub fn function_handle(module: &Arc<ModuleObj>, hmod: Handle, name: &str) -> CuR
     if let Some(diag) = module.runtime.deferred_error(name) {
         return Err(CuError::CUDA_ERROR_INVALID_PTX.because(format!("kernel {name} did not translate: {diag}")));
     }
-    let function = module
-        .runtime
-        .function(name)
-        .ok_or_else(|| CuError::CUDA_ERROR_NOT_FOUND.because(format!("the module has no entry named {name:?}")))?;
+    let Some(function) = module.runtime.function(name) else {
+        if let Some(nb) = &module.no_binary {
+            if nb.kernels.as_ref().is_none_or(|k| k.iter().any(|k| k == name)) {
+                return Err(CuError::CUDA_ERROR_NO_BINARY_FOR_GPU
+                    .because(format!("kernel {name} has no code this driver runs: {}", nb.reason)));
+            }
+        }
+        return Err(CuError::CUDA_ERROR_NOT_FOUND.because(format!("the module has no entry named {name:?}")));
+    };
     let static_shared = function.info().static_shared_bytes;
     let info = module.context.runtime.info();
     let default_dynamic = crate::device::shared_per_block(info).saturating_sub(static_shared);
@@ -496,15 +614,17 @@ pub unsafe fn module_get_global(
     Ok(())
 }
 
-/// `cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)`: modules load
-/// eagerly (`CU_MODULE_EAGER_LOADING`).
+/// `cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)`:
+/// `CU_MODULE_LAZY_LOADING` (2) unless `CUDA_MODULE_LOADING=EAGER`
+/// (`CU_MODULE_EAGER_LOADING`, 1); see [`lazy_loading`].
 ///
 /// # Safety
 /// `mode` is NULL or writable.
 pub unsafe fn module_get_loading_mode(mode: *mut c_int) -> CuResult<()> {
     driver::driver()?;
+    let value = if lazy_loading() { 2 } else { 1 };
     // SAFETY: forwarded caller contract.
-    unsafe { write_out(mode, 1) }
+    unsafe { write_out(mode, value) }
 }
 
 /// `cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)`.
@@ -547,6 +667,14 @@ mod tests {
         assert_eq!(classify(&[0xB1, 0x43, 0x62, 0x46, 1]), ImageKind::FatBinary);
         assert_eq!(classify(b" \n"), ImageKind::Empty);
         assert_eq!(classify(b".version 9.5\n.target sm_80\n"), ImageKind::Ptx);
+    }
+
+    #[test]
+    fn scans_entry_names() {
+        let text = "// .entry commented\n/* .entry block */ .file 1 \".entry s\"\n\
+                    .visible .entry k1(\n .param .u64 p) {}\n.func f() {}\n.weak .entry\tk_2$x () {}\n\
+                    .entry k3{}\n.global .u32 entry_count;";
+        assert_eq!(scan_entry_names(text), vec!["k1", "k_2$x", "k3"]);
     }
 
     #[test]

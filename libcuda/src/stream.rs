@@ -284,6 +284,18 @@ pub unsafe fn stream_get_ctx_v2(stream: Handle, pctx: *mut Handle, green: *mut H
     }
 }
 
+/// `cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx)`: there are no
+/// green contexts, so `*phCtx` is NULL for every stream (cuBLAS 13 asks at
+/// its first call on a stream).
+///
+/// # Safety
+/// `phctx` is NULL or writable.
+pub unsafe fn stream_get_green_ctx(stream: Handle, phctx: *mut Handle) -> CuResult<()> {
+    context_of(stream)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(phctx, std::ptr::null_mut()) }
+}
+
 /// `cuStreamGetDevice(CUstream hStream, CUdevice *device)`.
 ///
 /// # Safety

@@ -90,7 +90,9 @@ fn fat_binaries_plain_zstd_lz4() {
     check(api, cu!(api.cuModuleUnload(m)), "unload");
 
     // Errors: NULL arguments, PTX text where a fat binary is expected, an
-    // ELF image, a fat binary with only a cubin.
+    // ELF image. A fat binary with only a cubin loads (see
+    // `machine_code_only_fat_binaries_fail_at_their_kernels`), and every
+    // name in it is `CUDA_ERROR_NO_BINARY_FOR_GPU` when its cubin cannot be read.
     assert_eq!(cu!(api.cuModuleLoadFatBinary(std::ptr::null_mut(), image.as_ptr().cast())), code::INVALID_VALUE);
     assert_eq!(cu!(api.cuModuleLoadFatBinary(&mut m, std::ptr::null())), code::INVALID_VALUE);
     let ptx = ptx_image("vadd_f32.ptx");
@@ -98,8 +100,11 @@ fn fat_binaries_plain_zstd_lz4() {
     let elf = b"\x7fELF\x02\x01\x01\0\0\0\0\0";
     assert_eq!(cu!(api.cuModuleLoadData(&mut m, elf.as_ptr().cast())), code::INVALID_IMAGE);
     let mut cubin_only = image.clone();
-    cubin_only[16] = 2; // entry kind: ELF
-    assert_eq!(cu!(api.cuModuleLoadFatBinary(&mut m, cubin_only.as_ptr().cast())), code::INVALID_IMAGE);
+    cubin_only[16] = 2; // entry kind: ELF (the payload is PTX text, not an ELF file)
+    check(api, cu!(api.cuModuleLoadFatBinary(&mut m, cubin_only.as_ptr().cast())), "cubin only");
+    let mut f: Handle = std::ptr::null_mut();
+    assert_eq!(cu!(api.cuModuleGetFunction(&mut f, m, c"anything".as_ptr())), code::NO_BINARY_FOR_GPU);
+    check(api, cu!(api.cuModuleUnload(m)), "unload");
     let missing = c"/nonexistent/x.ptx";
     assert_eq!(cu!(api.cuModuleLoad(&mut m, missing.as_ptr())), code::FILE_NOT_FOUND);
 }
@@ -170,6 +175,85 @@ const CALLER_PTX: &str = ".version 8.0\n.target sm_80\n.address_size 64\n\
 ld.param.u64 %rd1, [out];\nmov.u32 %r1, 21;\n{\n.param .b32 p0;\n.param .b32 r0;\n\
 st.param.b32 [p0], %r1;\ncall.uni (r0), twice, (p0);\nld.param.b32 %r2, [r0];\n}\n\
 st.global.u32 [%rd1], %r2;\nret;\n}\n";
+
+/// A fat binary that holds an sm_80 cubin of `vadd_f32` and no PTX (as
+/// cuBLAS, cuRAND and PyTorch carry many next to those with PTX) loads as
+/// NVIDIA's driver loads it; its kernel fails where it is looked up or
+/// launched, with `CUDA_ERROR_NO_BINARY_FOR_GPU`, and a name it does not
+/// have with `CUDA_ERROR_NOT_FOUND`.
+#[test]
+fn machine_code_only_fat_binaries_fail_at_their_kernels() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let image = std::fs::read(data_path("vadd_f32.cubin.fatbin")).unwrap();
+    let mut m: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleLoadFatBinary(&mut m, image.as_ptr().cast())), "cuModuleLoadFatBinary");
+    let mut f: Handle = std::ptr::null_mut();
+    assert_eq!(cu!(api.cuModuleGetFunction(&mut f, m, c"vadd_f32".as_ptr())), code::NO_BINARY_FOR_GPU);
+    assert_eq!(cu!(api.cuModuleGetFunction(&mut f, m, c"nope".as_ptr())), code::NOT_FOUND);
+    check(api, cu!(api.cuModuleUnload(m)), "unload");
+
+    // As a library: the kernel is listed and has a handle; what needs code fails.
+    let null_opts: *const c_int = std::ptr::null();
+    let null_vals: *mut *mut c_void = std::ptr::null_mut();
+    let mut lib: Handle = std::ptr::null_mut();
+    let rc =
+        cu!(api.cuLibraryLoadData(&mut lib, image.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
+    check(api, rc, "cuLibraryLoadData");
+    let mut count = 0;
+    check(api, cu!(api.cuLibraryGetKernelCount(&mut count, lib)), "kernel count");
+    assert_eq!(count, 1);
+    let mut kernel: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuLibraryGetKernel(&mut kernel, lib, c"vadd_f32".as_ptr())), "cuLibraryGetKernel");
+    assert_eq!(cu!(api.cuLibraryGetKernel(&mut f, lib, c"nope".as_ptr())), code::NOT_FOUND);
+    assert_eq!(cu!(api.cuKernelGetFunction(&mut f, kernel)), code::NO_BINARY_FOR_GPU);
+    let mut args: [*mut c_void; 0] = [];
+    let rc = cu!(api.cuLaunchKernel(
+        kernel,
+        1,
+        1,
+        1,
+        32,
+        1,
+        1,
+        0,
+        std::ptr::null_mut(),
+        args.as_mut_ptr(),
+        std::ptr::null_mut()
+    ));
+    assert_eq!(rc, code::NO_BINARY_FOR_GPU);
+    check(api, cu!(api.cuLibraryUnload(lib)), "cuLibraryUnload");
+}
+
+/// A library of a fat binary with PTX loads lazily (as NVIDIA's driver by
+/// default): its entries are listed at once, the module is translated at
+/// the first use of a kernel, and `CUDA_MODULE_LOADING=EAGER` is reported
+/// back through `cuModuleGetLoadingMode` only when set.
+#[test]
+fn fat_binary_libraries_load_lazily() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let mut mode = 0;
+    check(api, cu!(api.cuModuleGetLoadingMode(&mut mode)), "cuModuleGetLoadingMode");
+    let eager = std::env::var("CUDA_MODULE_LOADING").is_ok_and(|v| v.eq_ignore_ascii_case("EAGER"));
+    assert_eq!(mode, if eager { 1 } else { 2 });
+    let image = std::fs::read(data_path("vadd_f32.zstd.fatbin")).unwrap();
+    let null_opts: *const c_int = std::ptr::null();
+    let null_vals: *mut *mut c_void = std::ptr::null_mut();
+    let mut lib: Handle = std::ptr::null_mut();
+    let rc =
+        cu!(api.cuLibraryLoadData(&mut lib, image.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
+    check(api, rc, "cuLibraryLoadData");
+    let mut count = 0;
+    check(api, cu!(api.cuLibraryGetKernelCount(&mut count, lib)), "kernel count");
+    assert_eq!(count, 1);
+    let mut kernel: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuLibraryGetKernel(&mut kernel, lib, c"vadd_f32".as_ptr())), "cuLibraryGetKernel");
+    let mut f: Handle = std::ptr::null_mut();
+    assert_eq!(cu!(api.cuLibraryGetKernel(&mut f, lib, c"nope".as_ptr())), code::NOT_FOUND);
+    run_vadd(api, kernel, 1000);
+    check(api, cu!(api.cuLibraryUnload(lib)), "cuLibraryUnload");
+}
 
 #[test]
 fn linker_ptx_inputs_and_errors() {

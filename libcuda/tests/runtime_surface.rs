@@ -170,7 +170,17 @@ fn context_stack_limits_and_queries() {
         check(api, cu!(api.cuCtxGetLimit(&mut v, 0)), "get");
         assert_eq!(v, 4096);
         assert_eq!(cu!(api.cuCtxSetLimit(5, 4096)), code::INVALID_VALUE, "L2 fetch granularity > 128");
-        assert_eq!(cu!(api.cuCtxGetLimit(&mut v, 8)), code::UNSUPPORTED_LIMIT);
+        // CU_LIMIT_SHMEM_SIZE is for CUDA-in-graphics contexts; none is one
+        // (CU_LIMIT_CIG_ENABLED reads 0, and cannot be set).
+        assert_eq!(cu!(api.cuCtxGetLimit(&mut v, 7)), code::UNSUPPORTED_LIMIT);
+        v = 9;
+        check(api, cu!(api.cuCtxGetLimit(&mut v, 8)), "CU_LIMIT_CIG_ENABLED");
+        assert_eq!(v, 0);
+        assert_eq!(cu!(api.cuCtxSetLimit(8, 1)), code::INVALID_VALUE);
+        // No stream belongs to a green context.
+        let mut green: Handle = 1 as Handle;
+        check(api, cu!(api.cuStreamGetGreenCtx(std::ptr::null_mut(), &mut green)), "cuStreamGetGreenCtx");
+        assert!(green.is_null());
         assert_eq!(cu!(api.cuCtxGetLimit(&mut v, 77)), code::INVALID_VALUE);
         assert_eq!(cu!(api.cuCtxGetLimit(std::ptr::null_mut(), 0)), code::INVALID_VALUE);
         let mut cfg = -1;

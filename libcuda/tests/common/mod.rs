@@ -127,6 +127,8 @@ driver_api! {
     fn cuMemPoolTrimTo(Handle, usize);
     fn cuMemPoolGetAccess(*mut c_int, Handle, *const [c_int; 2]);
     fn cuLaunchKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void);
+    fn cuModuleGetLoadingMode(*mut c_int);
+    fn cuStreamGetGreenCtx(Handle, *mut Handle);
     fn cuLaunchCooperativeKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void);
     fn cuStreamCreate(*mut Handle, c_uint);
     fn cuStreamDestroy_v2(Handle);
