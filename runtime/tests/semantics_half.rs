@@ -341,3 +341,163 @@ fn packed_and_narrow_conversions() {
         assert_eq!(got[4][i], want, "tf32 {:#x}", xs[i]);
     }
 }
+
+/// `ue8m0` (a bare biased exponent: 2^(e - 127), 0xff NaN) of a value,
+/// from the value itself: `|v|` rounded to a power of two toward zero
+/// (`up` false) or up, clamped to 2^-127 below; past 2^127 (and infinity)
+/// 0xff, or 0xfe with `.satfinite`; NaN 0xff.
+fn e8m0_ref(v: f64, up: bool, satfinite: bool) -> u64 {
+    if v.is_nan() {
+        return 0xff;
+    }
+    let a = v.abs();
+    let over = if satfinite { 0xfe } else { 0xff };
+    if a.is_infinite() {
+        return over;
+    }
+    if a == 0.0 {
+        return 0;
+    }
+    let mut e = a.log2().floor() as i64;
+    // log2 of doubles is exact at powers of two; fix an off-by-one elsewhere.
+    while 2f64.powi(e as i32) > a {
+        e -= 1;
+    }
+    while 2f64.powi(e as i32 + 1) <= a {
+        e += 1;
+    }
+    if up && 2f64.powi(e as i32) < a {
+        e += 1;
+    }
+    let biased = (e + 127).max(0);
+    if biased > 254 {
+        over
+    } else {
+        biased as u64
+    }
+}
+
+#[test]
+fn e8m0_references_on_known_values() {
+    for (v, up, sf, want) in [
+        (1.0f64, false, false, 127),
+        (1.0, true, false, 127),
+        (1.5, false, false, 127),
+        (1.5, true, false, 128),
+        (-3.0, true, false, 129),
+        (0.0, true, true, 0),
+        (2f64.powi(-127), true, false, 0),
+        (2f64.powi(-130), true, false, 0),
+        (1.5 * 2f64.powi(-127), true, false, 1),
+        (1.5 * 2f64.powi(-127), false, false, 0),
+        (1.5 * 2f64.powi(127), true, false, 0xff),
+        (1.5 * 2f64.powi(127), true, true, 0xfe),
+        (1.5 * 2f64.powi(127), false, false, 254),
+        (f64::INFINITY, false, false, 0xff),
+        (f64::INFINITY, false, true, 0xfe),
+        (f64::NAN, true, true, 0xff),
+    ] {
+        assert_eq!(e8m0_ref(v, up, sf), want, "{v:e} up {up} satfinite {sf}");
+    }
+}
+
+/// `cvt.{rz,rp}{.satfinite}.ue8m0x2.{f32,bf16x2}`, `cvt.rn.bf16x2.ue8m0x2`,
+/// and FP8 pairs from packed halves (`cvt.rn.satfinite{.relu}.{e4m3x2,
+/// e5m2x2}.{f16x2,bf16x2}`, `cvt.rn.{f16x2,bf16x2}.e4m3x2`), as cuDNN's
+/// and the CUDA headers' block-scaling code uses them.
+#[test]
+fn e8m0_and_fp8_pair_conversions() {
+    let mut r = Lcg(21);
+    let edges = [
+        0u32,
+        0x8000_0000,
+        1,
+        0x0040_0000,
+        0x0060_0000,
+        0x007f_ffff,
+        0x0080_0000,
+        0x3f80_0000,
+        0x3f80_0001,
+        0xbfc0_0000,
+        0x7f00_0000,
+        0x7f00_0001,
+        0x7f7f_0000,
+        0x7f7f_ffff,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0x7f80_0001,
+        0x0000_8000,
+        0x0001_0000,
+    ];
+    let xs: Vec<u64> = (0..N)
+        .map(|i| {
+            edges.get(i).copied().unwrap_or_else(|| if i % 3 == 0 { r.next_u32() & 0xffff_0000 } else { r.next_u32() })
+                as u64
+        })
+        .collect();
+    let ys: Vec<u64> = xs.iter().rev().cloned().collect();
+    let hs = halves(22, false);
+    let bs = halves(23, true);
+    let pack =
+        |v: &[u64], w: &[u64]| -> Vec<u64> { v.iter().zip(w.iter().rev()).map(|(a, b)| (a << 16) | b).collect() };
+    let h2 = pack(&hs, &hs);
+    let b2 = pack(&bs, &bs);
+    let e2: Vec<u64> = (0..N as u64).map(|i| (i * 0x9e37) & 0xffff).collect();
+    let ins =
+        [(T::F32, xs.clone()), (T::F32, ys.clone()), (T::B32, h2.clone()), (T::B32, b2.clone()), (T::B16, e2.clone())];
+    let body = "{ cvt.rz.ue8m0x2.f32 out0, in0, in1; cvt.rp.ue8m0x2.f32 out1, in0, in1;
+        cvt.rz.satfinite.ue8m0x2.f32 out2, in0, in1; cvt.rp.satfinite.ue8m0x2.f32 out3, in0, in1;
+        cvt.rp.ue8m0x2.bf16x2 out4, in3; cvt.rz.satfinite.ue8m0x2.bf16x2 out5, in3;
+        cvt.rn.bf16x2.ue8m0x2 out6, in4;
+        cvt.rn.satfinite.e4m3x2.f16x2 out7, in2; cvt.rn.satfinite.relu.e5m2x2.bf16x2 out8, in3;
+        cvt.rn.bf16x2.e4m3x2 out9, in4; }";
+    let outs = [T::B16, T::B16, T::B16, T::B16, T::B16, T::B16, T::B32, T::B16, T::B16, T::B32];
+    let got = run(&ins, &outs, body);
+    let f = |bits: u64| f32::from_bits(bits as u32) as f64;
+    let bf = |h: u64| f32::from_bits((h as u32) << 16) as f64;
+    let hf = |h: u64| to_f32(h, false) as f64;
+    for i in 0..N {
+        for (k, up, sf) in [(0, false, false), (1, true, false), (2, false, true), (3, true, true)] {
+            let want = (e8m0_ref(f(xs[i]), up, sf) << 8) | e8m0_ref(f(ys[i]), up, sf);
+            assert_eq!(got[k][i], want, "out{k} {:#x} {:#x}", xs[i], ys[i]);
+        }
+        let (bhi, blo) = (b2[i] >> 16, b2[i] & 0xffff);
+        assert_eq!(
+            got[4][i],
+            (e8m0_ref(bf(bhi), true, false) << 8) | e8m0_ref(bf(blo), true, false),
+            "rp bf16x2 {:#x}",
+            b2[i]
+        );
+        assert_eq!(
+            got[5][i],
+            (e8m0_ref(bf(bhi), false, true) << 8) | e8m0_ref(bf(blo), false, true),
+            "rz bf16x2 {:#x}",
+            b2[i]
+        );
+        let from_e8 = |x: u64| -> u64 {
+            match x {
+                0xff => 0x7fff,
+                0 => 0x0040,
+                _ => x << 7,
+            }
+        };
+        assert_eq!(got[6][i], (from_e8(e2[i] >> 8) << 16) | from_e8(e2[i] & 0xff), "bf16x2.ue8m0x2 {:#x}", e2[i]);
+        let (hhi, hlo) = (h2[i] >> 16, h2[i] & 0xffff);
+        let e4 = |v: f64| e4m3_satfinite(v as f32);
+        assert_eq!(got[7][i], (e4(hf(hhi)) << 8) | e4(hf(hlo)), "e4m3x2.f16x2 {:#x}", h2[i]);
+        let e5r = |v: f64| e5m2_satfinite(if v.is_nan() { f32::NAN } else { v.max(0.0) as f32 });
+        assert_eq!(got[8][i], (e5r(bf(bhi)) << 8) | e5r(bf(blo)), "relu e5m2x2.bf16x2 {:#x}", b2[i]);
+        // e4m3 values are exact in bf16; NaN gives bf16's canonical NaN.
+        let to_bf = |x: u64| -> u64 {
+            let (m, ex, neg) = (x & 7, (x >> 3) & 15, x & 0x80 != 0);
+            if x & 0x7f == 0x7f {
+                return 0x7fff;
+            }
+            let v = if ex == 0 { m as f64 * 2f64.powi(-9) } else { (8 + m) as f64 * 2f64.powi(ex as i32 - 10) };
+            let v = if neg { -v } else { v };
+            ((v as f32).to_bits() >> 16) as u64
+        };
+        assert_eq!(got[9][i], (to_bf(e2[i] >> 8) << 16) | to_bf(e2[i] & 0xff), "bf16x2.e4m3x2 {:#x}", e2[i]);
+    }
+}

@@ -1,8 +1,8 @@
 //! `cvt`: conversions between every pair of PTX types, with PTX's rounding
 //! modifiers (`.rni .rzi .rmi .rpi` to integral values, `.rn .rz .rm .rp
 //! .rna` to floats), `.ftz`, `.sat`, `.relu`, `.satfinite`, the packed
-//! destinations (`f16x2`, `bf16x2`, `e4m3x2`, `e5m2x2`), `tf32`, and
-//! `cvt.pack`.
+//! destinations (`f16x2`, `bf16x2`, `e4m3x2`, `e5m2x2`, `ue8m0x2`), `tf32`,
+//! and `cvt.pack`.
 //!
 //! - float → integer: round to an integral value, then saturate to the
 //!   destination's range; NaN gives 0 (PTX ISA, "cvt": "saturation ... NaN
@@ -35,6 +35,7 @@ enum CT {
     S(ScalarType),
     E4m3x2,
     E5m2x2,
+    Ue8m0x2,
     Tf32,
 }
 
@@ -44,6 +45,7 @@ fn cvt_types(inst: &Instruction) -> Vec<CT> {
         .filter_map(|m| match m.as_str() {
             "e4m3x2" => Some(CT::E4m3x2),
             "e5m2x2" => Some(CT::E5m2x2),
+            "ue8m0x2" => Some(CT::Ue8m0x2),
             "tf32" => Some(CT::Tf32),
             _ => ScalarType::from_name(m).map(CT::S),
         })
@@ -124,7 +126,9 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
     }
     let tys = cvt_types(inst);
     let [dt, st] = tys.as_slice() else {
-        return Err(Diagnostic::error(inst.opcode_span, "cvt needs a destination and a source type"));
+        // The form decoded (`isa::table`), so a type is one this file does
+        // not convert yet (the FP4/FP6 and x4 FP8 packings).
+        return Err(unsupported(inst, "FP4, FP6 and four-element FP8 packings are not implemented"));
     };
     let irnd = ["rni", "rzi", "rmi", "rpi"].into_iter().find(|m| inst.has(m));
     let frnd = Rnd::of(inst);
@@ -472,11 +476,101 @@ fn cvt_special(
             let r = o(e, Op::BitwiseOr, u32t, &[hi, lanes[0]])?;
             half::store(e, fx, d, r, 1)
         }
-        (CT::S(ScalarType::F16x2), s8) if f8(s8).is_some() => {
+        (d8, CT::S(t @ (ScalarType::F16x2 | ScalarType::Bf16x2))) if f8(d8).is_some() => {
+            // Each half widens exactly, and rounds once to FP8.
+            let [d, a] = inst.operands.as_slice() else {
+                return Err(Diagnostic::error(inst.span, "cvt expects 2 operands"));
+            };
+            let Some(fmt) = f8(d8) else { return Err(unsupported(inst, "")) };
+            if frnd != Some(Rnd::Rn) || !satfinite {
+                return Err(unsupported(inst, "FP8 conversions are .rn.satfinite"));
+            }
+            let hfmt = if t == ScalarType::F16x2 { Fmt::F16 } else { Fmt::BF16 };
+            let v = half::get_bits(e, fx, a, 2)?;
+            let f64t = e.t_float(64);
+            let mut lanes = Vec::new();
+            for i in 0..2 {
+                let h = half::lane(e, v, i)?;
+                let f = half::to_f32(e, h, hfmt)?;
+                let f = o(e, Op::FConvert, f64t, &[f])?;
+                let f = if relu { relu64(e, f)? } else { f };
+                lanes.push(to_bits32(e, f, fmt, Rnd::Rn, true)?);
+            }
+            let c8 = e.c_u32(8);
+            let hi = o(e, Op::ShiftLeftLogical, u32t, &[lanes[1], c8])?;
+            let r = o(e, Op::BitwiseOr, u32t, &[hi, lanes[0]])?;
+            half::store(e, fx, d, r, 1)
+        }
+        (CT::Ue8m0x2, s @ CT::S(ScalarType::F32 | ScalarType::Bf16x2)) => {
+            let up = match frnd {
+                Some(Rnd::Rz) => false,
+                Some(Rnd::Rp) => true,
+                _ => return Err(unsupported(inst, "conversions to .ue8m0x2 are .rz or .rp")),
+            };
+            let lanes = if s == CT::S(ScalarType::F32) {
+                let [d, a, b] = inst.operands.as_slice() else {
+                    return Err(Diagnostic::error(inst.span, format!("'{}' expects 3 operands", inst.mnemonic())));
+                };
+                let mut lanes = Vec::new();
+                for op in [b, a] {
+                    let x = get(e, fx, op, K::Int(32), false)?;
+                    let bf = f32_to_bf16_for_e8m0(e, x, up)?;
+                    lanes.push(bf16_to_e8m0(e, bf, up, satfinite)?);
+                }
+                (d, lanes)
+            } else {
+                let [d, a] = inst.operands.as_slice() else {
+                    return Err(Diagnostic::error(inst.span, "cvt expects 2 operands"));
+                };
+                let v = half::get_bits(e, fx, a, 2)?;
+                let mut lanes = Vec::new();
+                for i in 0..2 {
+                    let h = half::lane(e, v, i)?;
+                    lanes.push(bf16_to_e8m0(e, h, up, satfinite)?);
+                }
+                (d, lanes)
+            };
+            let (d, lanes) = lanes;
+            let c8 = e.c_u32(8);
+            let hi = o(e, Op::ShiftLeftLogical, u32t, &[lanes[1], c8])?;
+            let r = o(e, Op::BitwiseOr, u32t, &[hi, lanes[0]])?;
+            half::store(e, fx, d, r, 1)
+        }
+        (CT::S(ScalarType::Bf16x2), CT::Ue8m0x2) => {
+            // 2^(x - 127) exactly: the exponent field, 2^-127 as the bf16
+            // subnormal 0x0040, and 0xff as the canonical NaN.
+            let [d, a] = inst.operands.as_slice() else {
+                return Err(Diagnostic::error(inst.span, "cvt expects 2 operands"));
+            };
+            if frnd != Some(Rnd::Rn) {
+                return Err(unsupported(inst, "conversions from .ue8m0x2 are .rn"));
+            }
+            let v = half::get_bits(e, fx, a, 1)?;
+            let mut lanes = Vec::new();
+            for i in 0..2 {
+                let sh = e.c_u32(8 * i);
+                let x = o(e, Op::ShiftRightLogical, u32t, &[v, sh])?;
+                let m = e.c_u32(0xff);
+                let x = o(e, Op::BitwiseAnd, u32t, &[x, m])?;
+                let c7 = e.c_u32(7);
+                let r = o(e, Op::ShiftLeftLogical, u32t, &[x, c7])?;
+                let z = e.c_u32(0);
+                let is_zero = cmp(e, Op::IEqual, x, z)?;
+                let tiny = e.c_u32(0x0040);
+                let r = sel(e, u32t, is_zero, tiny, r)?;
+                let is_nan = cmp(e, Op::IEqual, x, m)?;
+                let nan = e.c_u32(0x7fff);
+                lanes.push(sel(e, u32t, is_nan, nan, r)?);
+            }
+            let r = half::pack(e, &lanes)?;
+            half::store(e, fx, d, r, 2)
+        }
+        (CT::S(t @ (ScalarType::F16x2 | ScalarType::Bf16x2)), s8) if f8(s8).is_some() => {
             let [d, a] = inst.operands.as_slice() else {
                 return Err(Diagnostic::error(inst.span, "cvt expects 2 operands"));
             };
             let Some(fmt) = f8(s8) else { return Err(unsupported(inst, "")) };
+            let hfmt = if t == ScalarType::F16x2 { Fmt::F16 } else { Fmt::BF16 };
             let v = half::get_bits(e, fx, a, 1)?;
             let mut lanes = Vec::new();
             for i in 0..2 {
@@ -486,13 +580,82 @@ fn cvt_special(
                 let x = o(e, Op::BitwiseAnd, u32t, &[x, m])?;
                 let f = fp8_to_f64(e, x, fmt)?;
                 let f = if relu { relu64(e, f)? } else { f };
-                lanes.push(to_bits32(e, f, Fmt::F16, Rnd::Rn, false)?);
+                lanes.push(to_bits32(e, f, hfmt, Rnd::Rn, false)?);
             }
             let r = half::pack(e, &lanes)?;
             half::store(e, fx, d, r, 2)
         }
         _ => Err(unsupported(inst, "")),
     }
+}
+
+/// The bf16 pattern (sign cleared, in a 32-bit integer) that the
+/// conversion of f32 bits `x` to `ue8m0` goes through: `|x|` rounded toward
+/// zero (`up` false) or up, and NaN as the canonical 0x7fff. (CUDA's
+/// `__nv_cvt_float_to_e8m0` documents the conversion this way; each step
+/// rounds in the same direction, so the result is `|x|` rounded once to a
+/// power of two.)
+fn f32_to_bf16_for_e8m0(e: &mut Emitter, x: Word, up: bool) -> R {
+    let u32t = e.t_int(32);
+    let absm = e.c_u32(0x7fff_ffff);
+    let a = o(e, Op::BitwiseAnd, u32t, &[x, absm])?;
+    let c16 = e.c_u32(16);
+    let bf = o(e, Op::ShiftRightLogical, u32t, &[a, c16])?;
+    let bf = if up {
+        let low = e.c_u32(0xffff);
+        let l = o(e, Op::BitwiseAnd, u32t, &[a, low])?;
+        let z = e.c_u32(0);
+        let inexact = cmp(e, Op::INotEqual, l, z)?;
+        let infb = e.c_u32(0x7f80_0000);
+        let finite = cmp(e, Op::ULessThan, a, infb)?;
+        let bump = rounding::and(e, inexact, finite)?;
+        let one = e.c_u32(1);
+        let b1 = o(e, Op::IAdd, u32t, &[bf, one])?;
+        sel(e, u32t, bump, b1, bf)?
+    } else {
+        bf
+    };
+    let infb = e.c_u32(0x7f80_0000);
+    let is_nan = cmp(e, Op::UGreaterThan, a, infb)?;
+    let nan = e.c_u32(0x7fff);
+    sel(e, u32t, is_nan, nan, bf)
+}
+
+/// `ue8m0` (in a 32-bit integer) of the bf16 pattern `h`: its exponent
+/// field (toward zero), plus one when `up` and `|h|` lies strictly between
+/// 2^-127 and infinity and is not a power of two; NaN gives 0xff, and with
+/// `.satfinite` so does nothing else (infinity and overflow give 0xfe).
+fn bf16_to_e8m0(e: &mut Emitter, h: Word, up: bool, satfinite: bool) -> R {
+    let u32t = e.t_int(32);
+    let c7 = e.c_u32(7);
+    let ff = e.c_u32(0xff);
+    let ex = o(e, Op::ShiftRightLogical, u32t, &[h, c7])?;
+    let mut r = o(e, Op::BitwiseAnd, u32t, &[ex, ff])?;
+    let absm = e.c_u32(0x7fff);
+    let ab = o(e, Op::BitwiseAnd, u32t, &[h, absm])?;
+    let infb = e.c_u32(0x7f80);
+    if up {
+        let mm = e.c_u32(0x7f);
+        let mant = o(e, Op::BitwiseAnd, u32t, &[h, mm])?;
+        let z = e.c_u32(0);
+        let frac = cmp(e, Op::INotEqual, mant, z)?;
+        let min = e.c_u32(0x40);
+        let above = cmp(e, Op::UGreaterThan, ab, min)?;
+        let finite = cmp(e, Op::ULessThan, ab, infb)?;
+        let bump = rounding::and(e, frac, above)?;
+        let bump = rounding::and(e, bump, finite)?;
+        let one = e.c_u32(1);
+        let r1 = o(e, Op::IAdd, u32t, &[r, one])?;
+        r = sel(e, u32t, bump, r1, r)?;
+    }
+    if satfinite {
+        let not_nan = cmp(e, Op::ULessThanEqual, ab, infb)?;
+        let full = cmp(e, Op::IEqual, r, ff)?;
+        let clamp = rounding::and(e, not_nan, full)?;
+        let fe = e.c_u32(0xfe);
+        r = sel(e, u32t, clamp, fe, r)?;
+    }
+    Ok(r)
 }
 
 /// The exact f64 value of an FP8 pattern (low 8 bits of a 32-bit integer).
