@@ -127,16 +127,17 @@ fn every_thread_count_is_a_permutation_of_the_grid() {
 #[test]
 fn without_the_order_a_long_wait_fails_loudly_never_silently() {
     // With %ctaid left as the workgroup id (and spin loops as they are),
-    // the wait outlasts llvmpipe's loop limiter when it runs the grid on
+    // the wait can outlast llvmpipe's loop limiter when it runs the grid on
     // two or more threads: the launch must then fail, not return wrong
-    // prefixes. This is what the block order is for.
+    // prefixes (`chained_scan` checks every prefix when it succeeds). This
+    // is what the block order is for. Whether it does outlast the limiter
+    // is a matter of time: since each step of the spin region yields to the
+    // block's other subgroups (`progress.rs`, on lavapipe), a step takes
+    // long enough that the waits may end within the budget.
     let _one_at_a_time = serial();
     let ctx = context();
-    let split = ctx.info().driver_name == "llvmpipe"
-        && std::env::var_os("LP_NUM_THREADS").is_none()
-        && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
     match chained_scan(&ctx, 2048, 1024, Some(0), false) {
-        Ok(()) => assert!(!split, "llvmpipe ran the chained blocks out of order without running out of loop budget"),
+        Ok(()) => eprintln!("the chained blocks ran out of order within the loop budget, with the right prefixes"),
         Err(Error::LaunchFailed(m)) => assert!(m.contains("loop limit"), "{m}"),
         Err(e) => panic!("{e}"),
     }

@@ -154,6 +154,51 @@ fn flag_set_by_a_later_lane() {
     assert_clean(&ctx);
 }
 
+/// The first warp of each block waits, without a barrier, for values the
+/// block's last warp publishes with flags (`warp_handoff`). A warp comes
+/// after the waiting one in the block, and on lavapipe the subgroups of a
+/// workgroup run one after another between barriers: each iteration of the
+/// waiting region yields to them (`progress.rs`, "Between subgroups"). Block
+/// sizes of 2, 3 and 4 warps, so the middle warps' own code runs too.
+#[test]
+fn flag_set_by_a_later_warp_of_the_block() {
+    let ctx = context();
+    for warps in [2usize, 3, 4] {
+        let blocks = 5usize;
+        let block = warps * 32;
+        let mut g = Lcg(41 + warps as u64);
+        let input: Vec<u32> = (0..blocks * 32).map(|_| g.next_u32() >> 4).collect();
+        let din = upload_u32(&ctx, &input);
+        let data = poisoned(&ctx, blocks * 32);
+        let flags = zeros(&ctx, blocks * 32);
+        let dout = poisoned(&ctx, blocks * block + 8);
+        launch(
+            &ctx,
+            "warp_handoff",
+            blocks as u32,
+            block as u32,
+            &[&din.to_le_bytes(), &data.to_le_bytes(), &flags.to_le_bytes(), &dout.to_le_bytes()],
+        );
+        let got = download_u32(&ctx, dout, blocks * block + 8);
+        assert!(got[blocks * block..].iter().all(|&w| w == POISON), "{warps} warps: wrote past the output");
+        for b in 0..blocks {
+            for t in 0..block {
+                let (warp, lane) = (t / 32, t % 32);
+                let x = input[b * 32 + lane];
+                let want = if warp == 0 {
+                    x.wrapping_mul(3).wrapping_add(lane as u32).wrapping_add(1)
+                } else if warp == warps - 1 {
+                    u32::MAX
+                } else {
+                    x ^ warp as u32
+                };
+                assert_eq!(got[b * block + t], want, "{warps} warps: block {b} thread {t}");
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
 #[test]
 fn lock_free_compare_and_swap_loops_still_right() {
     let ctx = context();

@@ -66,18 +66,37 @@
 //! 60 blocks nests 60 selections, past what llvmpipe's fixed stack of
 //! nested conditions handles (a Taichi kernel crashed the process).
 //!
+//! # Between subgroups
+//! On the emulated warp path (a warp is several subgroups: lavapipe's 8-lane
+//! ones) the lanes that wait and the lanes they wait for may lie in
+//! different subgroups of the workgroup, and llvmpipe runs those one after
+//! another, each until it reaches a barrier: a warp waiting for a later warp
+//! of its block (or a lane for a later subgroup of its own warp) would spin
+//! alone. There, `D` starts with a barrier ([`yield_instruction`]), and the
+//! functions with a spin region run in workgroup-uniform mode
+//! (`emit/uniform.rs`, which also makes their callers uniform): the
+//! dispatch loop then iterates until no invocation of the workgroup is left
+//! in `R`, and each iteration every subgroup runs its lanes' blocks, so the
+//! lane that sets the flag or frees the lock runs while the others wait.
+//! On the native and slice paths a warp is one subgroup and the hardware
+//! runs the subgroups of a workgroup side by side: no barrier is added.
+//!
 //! # Cost and limits
 //! Only functions with a spin loop change, and in them only `R`. Inside `R`
 //! each block ends in a store of `pc` and about log2(|R|) tests, code is no
 //! longer optimised across blocks, and llvmpipe's loop limiter (65535
 //! iterations per invocation, `docs/cooperative.md`) counts one iteration
 //! per block run (the translator counts them too: a launch that runs past
-//! it fails). A lock released after a return to the caller (a spin loop in
-//! a `.func` whose caller releases the lock) still livelocks: `R` ends at
-//! the function's end. So does a lock held across a collective, and a lane
-//! waiting for a lane of another subgroup of the same workgroup (on
-//! lavapipe a warp is four 8-lane subgroups, run one after another between
-//! barriers).
+//! it fails). On the emulated path each iteration of `D` also costs two
+//! workgroup barriers (the yield and the uniform loop's vote), and the
+//! whole function runs in uniform mode. A lock released after a return to
+//! the caller (a spin loop in a `.func` whose caller releases the lock)
+//! still livelocks: `R` ends at the function's end. So does a lock held
+//! across a collective, and a wait whose setter lies beyond a collective
+//! (a `__syncwarp`, an `mma`, a block barrier): in uniform mode the code on
+//! the two sides of the collective runs one side after the other, as in
+//! warp-specialized producer/consumer pipelines whose consumers meet at
+//! `mma`.
 
 use crate::ast::{Instruction, Operand};
 use crate::cfg::{BasicBlock, BlockId, Cfg, Terminator};
@@ -88,6 +107,23 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Prefix of the registers the pass introduces (one per region).
 pub const PC_PREFIX: &str = "%__progress";
+
+/// The instruction each iteration of a dispatch loop runs on the emulated
+/// warp path: a workgroup barrier (`bar.sync 0`), which makes the region's
+/// function run in workgroup-uniform mode and yields to the other
+/// subgroups of the workgroup (see "Between subgroups" above).
+pub fn yield_instruction() -> &'static Instruction {
+    static YIELD: std::sync::OnceLock<Instruction> = std::sync::OnceLock::new();
+    YIELD.get_or_init(|| Instruction {
+        span: Span::default(),
+        guard: None,
+        opcode_span: Span::default(),
+        opcode: crate::short_str::Str::new("bar"),
+        modifiers: [crate::short_str::Str::new("sync")].into_iter().collect(),
+        operands: [Operand::Int(Span::default(), 0)].into_iter().collect(),
+        decoded: None,
+    })
+}
 
 /// Registers followed backwards from an exit test, at most.
 const MAX_SLICE: usize = 64;
@@ -104,7 +140,12 @@ struct Loop {
 /// module documentation). `is_wall` says whether an instruction is
 /// collective. Returns the names of the 32-bit registers it introduced (the
 /// caller declares them); none when the function has no spin loop.
-pub fn run(cfg: &mut Cfg, is_wall: &dyn Fn(&Instruction) -> bool, every_loop: bool) -> Vec<String> {
+pub fn run<'a>(
+    cfg: &mut Cfg<'a>,
+    is_wall: &dyn Fn(&Instruction) -> bool,
+    every_loop: bool,
+    yield_inst: Option<&'a Instruction>,
+) -> Vec<String> {
     let mut regs = Vec::new();
     let regions = regions(cfg, is_wall, every_loop);
     if regions.is_empty() {
@@ -130,7 +171,7 @@ pub fn run(cfg: &mut Cfg, is_wall: &dyn Fn(&Instruction) -> bool, every_loop: bo
     for region in regions {
         let region: BTreeSet<BlockId> = region.into_iter().map(|b| if b == 0 { moved } else { b }).collect();
         let reg = format!("{PC_PREFIX}{}", regs.len());
-        interleave(cfg, &region, &reg);
+        interleave(cfg, &region, &reg, yield_inst);
         regs.push(reg);
     }
     regs
@@ -403,7 +444,7 @@ fn interleaved_region(cfg: &Cfg, loops: &[Loop], s: usize, walls: &BTreeSet<Bloc
 /// entry and the only exit of the new loop (a region block that only left
 /// the region would otherwise end up after the loop, for the structurizer,
 /// and run after every lane has left).
-fn interleave(cfg: &mut Cfg, region: &BTreeSet<BlockId>, reg: &str) {
+fn interleave<'a>(cfg: &mut Cfg<'a>, region: &BTreeSet<BlockId>, reg: &str, yield_inst: Option<&'a Instruction>) {
     let before = cfg.blocks.len();
     let members: Vec<BlockId> = region.iter().copied().collect();
     let exits: BTreeSet<BlockId> =
@@ -423,6 +464,7 @@ fn interleave(cfg: &mut Cfg, region: &BTreeSet<BlockId>, reg: &str) {
     // (llvmpipe keeps a fixed stack of nested conditions).
     let head = cfg.blocks.len();
     cfg.blocks.push(block(Terminator::Return, None));
+    cfg.blocks[head].insts.extend(yield_inst);
     let root = dispatch_tree(cfg, &targets, 1, reg);
     cfg.blocks[head].term = Terminator::Branch(root);
     // A setting block per edge: the region's blocks then have one

@@ -400,7 +400,11 @@ impl Plan<'_> {
         opts: &crate::Options,
         is_wall: &dyn Fn(&ast::Instruction) -> bool,
     ) -> Result<(), Diagnostic> {
-        let added = crate::progress::run(&mut self.cfg, is_wall, opts.interleave_every_loop);
+        // On the emulated warp path a warp is several subgroups, which
+        // llvmpipe runs one after another between barriers: each iteration
+        // of a dispatch loop yields (see `progress.rs`).
+        let yield_inst = (opts.warp_path == crate::WarpPath::Emulated).then(crate::progress::yield_instruction);
+        let added = crate::progress::run(&mut self.cfg, is_wall, opts.interleave_every_loop, yield_inst);
         if added.is_empty() {
             return Ok(());
         }

@@ -707,7 +707,29 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         };
         e.lockstep = lockstep::points(&plans, &spin_regions);
     }
-    e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep);
+    e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep, &BTreeSet::new());
+    if opts.forward_progress && opts.warp_path == crate::WarpPath::Emulated {
+        // On the emulated path each iteration of a spin region's dispatch
+        // loop yields to the other subgroups of the workgroup with a
+        // barrier (see `progress.rs`): functions with a spin region run in
+        // uniform mode, and so do their callers. (More uniform functions
+        // only add walls, so no function gains a spin region from this.)
+        let spinning: BTreeSet<String> = plans
+            .iter()
+            .filter(|(_, plan)| {
+                let is_wall = |i: &crate::ast::Instruction| {
+                    uniform::is_collective(i, opts.warp_path, &e.uniform_fns, &e.lockstep)
+                        || uniform::is_warp_op(i)
+                        || matches!(i.opcode.as_str(), "bar" | "barrier")
+                };
+                !crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop).is_empty()
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        if !spinning.is_empty() {
+            e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep, &spinning);
+        }
+    }
     // Forward progress around spin loops: after the collectives are known
     // (they bound the interleaved regions); it moves no instruction, so the
     // uniform functions and lock-step points stay what they are.

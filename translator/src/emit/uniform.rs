@@ -134,16 +134,18 @@ pub(crate) fn is_collective(
 }
 
 /// The functions that run in uniform mode: those with a collective
-/// instruction, and their callers.
+/// instruction, those named in `seeds` (functions whose spin loops yield,
+/// see `progress.rs`), and their callers.
 pub(crate) fn functions(
     plans: &HashMap<String, Plan>,
     path: WarpPath,
     lockstep: &FxHashSet<usize>,
+    seeds: &BTreeSet<String>,
 ) -> BTreeSet<String> {
     let none = BTreeSet::new();
     let mut set: BTreeSet<String> = plans
         .iter()
-        .filter(|(_, p)| p.instructions().any(|i| is_collective(i, path, &none, lockstep)))
+        .filter(|(n, p)| seeds.contains(*n) || p.instructions().any(|i| is_collective(i, path, &none, lockstep)))
         .map(|(n, _)| n.clone())
         .collect();
     loop {
