@@ -72,12 +72,16 @@
 //! different subgroups of the workgroup, and llvmpipe runs those one after
 //! another, each until it reaches a barrier: a warp waiting for a later warp
 //! of its block (or a lane for a later subgroup of its own warp) would spin
-//! alone. There, `D` starts with a barrier ([`yield_instruction`]), and the
-//! functions with a spin region run in workgroup-uniform mode
-//! (`emit/uniform.rs`, which also makes their callers uniform): the
-//! dispatch loop then iterates until no invocation of the workgroup is left
-//! in `R`, and each iteration every subgroup runs its lanes' blocks, so the
-//! lane that sets the flag or frees the lock runs while the others wait.
+//! alone. There, in kernels with a spin loop and no collective and no call
+//! (`emit/mod.rs` picks them), `D` starts with a barrier
+//! ([`yield_instruction`]) and the kernel runs in workgroup-uniform mode
+//! (`emit/uniform.rs`): the dispatch loop then iterates until no invocation
+//! of the workgroup is left in `R`, and each iteration every subgroup runs
+//! its lanes' blocks, so the lane that sets the flag or frees the lock runs
+//! while the others wait. (Giving every function with a spin region the
+//! yield, with uniform mode for it and its callers, made Taichi 1.7.4's
+//! pointer SNodes compute wrong values; kernels with collectives or calls
+//! keep their regions without it.)
 //! On the native and slice paths a warp is one subgroup and the hardware
 //! runs the subgroups of a workgroup side by side: no barrier is added.
 //!
@@ -87,12 +91,13 @@
 //! longer optimised across blocks, and llvmpipe's loop limiter (65535
 //! iterations per invocation, `docs/cooperative.md`) counts one iteration
 //! per block run (the translator counts them too: a launch that runs past
-//! it fails). On the emulated path each iteration of `D` also costs two
+//! it fails). Where it yields, each iteration of `D` also costs two
 //! workgroup barriers (the yield and the uniform loop's vote), and the
-//! whole function runs in uniform mode. A lock released after a return to
+//! whole kernel runs in uniform mode. A lock released after a return to
 //! the caller (a spin loop in a `.func` whose caller releases the lock)
 //! still livelocks: `R` ends at the function's end. So does a lock held
-//! across a collective, and a wait whose setter lies beyond a collective
+//! across a collective, a wait between subgroups in a kernel with
+//! collectives or calls, and a wait whose setter lies beyond a collective
 //! (a `__syncwarp`, an `mma`, a block barrier): in uniform mode the code on
 //! the two sides of the collective runs one side after the other, as in
 //! warp-specialized producer/consumer pipelines whose consumers meet at

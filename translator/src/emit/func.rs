@@ -393,17 +393,15 @@ fn memory_registers_of(cfg: &Cfg, regions: &[Region], regs: &Regs, returns: &[Fo
 
 impl Plan<'_> {
     /// Rewrite the regions around spin loops so that diverged lanes make
-    /// progress independently (see [`crate::progress`]), and structure the
+    /// progress independently (see [`crate::progress`]; each step of a
+    /// region starts with `yield_inst` when given), and structure the
     /// function again if anything changed.
     pub fn interleave_spin_loops(
         &mut self,
         opts: &crate::Options,
         is_wall: &dyn Fn(&ast::Instruction) -> bool,
+        yield_inst: Option<&'static ast::Instruction>,
     ) -> Result<(), Diagnostic> {
-        // On the emulated warp path a warp is several subgroups, which
-        // llvmpipe runs one after another between barriers: each iteration
-        // of a dispatch loop yields (see `progress.rs`).
-        let yield_inst = (opts.warp_path == crate::WarpPath::Emulated).then(crate::progress::yield_instruction);
         let added = crate::progress::run(&mut self.cfg, is_wall, opts.interleave_every_loop, yield_inst);
         if added.is_empty() {
             return Ok(());

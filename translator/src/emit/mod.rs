@@ -708,39 +708,48 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         e.lockstep = lockstep::points(&plans, &spin_regions);
     }
     e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep, &BTreeSet::new());
+    // On the emulated path a warp is several subgroups, which llvmpipe runs
+    // one after another between barriers. In kernels that have a spin loop,
+    // no collective and no call, each step of a spin region's dispatch loop
+    // yields to the other subgroups of the workgroup with a barrier, and the
+    // kernel runs in uniform mode (see `progress.rs`, "Between subgroups").
+    // Functions with collectives or calls keep their regions without a yield:
+    // giving Taichi's runtime functions and kernels yields and uniform mode
+    // made its pointer SNodes wrong.
+    let mut yielding = BTreeSet::new();
     if opts.forward_progress && opts.warp_path == crate::WarpPath::Emulated {
-        // On the emulated path each iteration of a spin region's dispatch
-        // loop yields to the other subgroups of the workgroup with a
-        // barrier (see `progress.rs`): functions with a spin region run in
-        // uniform mode, and so do their callers. (More uniform functions
-        // only add walls, so no function gains a spin region from this.)
-        let spinning: BTreeSet<String> = plans
+        let is_wall = |i: &crate::ast::Instruction| {
+            uniform::is_collective(i, opts.warp_path, &e.uniform_fns, &e.lockstep)
+                || uniform::is_warp_op(i)
+                || matches!(i.opcode.as_str(), "bar" | "barrier")
+        };
+        yielding = plans
             .iter()
-            .filter(|(_, plan)| {
-                let is_wall = |i: &crate::ast::Instruction| {
-                    uniform::is_collective(i, opts.warp_path, &e.uniform_fns, &e.lockstep)
-                        || uniform::is_warp_op(i)
-                        || matches!(i.opcode.as_str(), "bar" | "barrier")
-                };
-                !crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop).is_empty()
+            .filter(|(name, plan)| {
+                plan.info.is_some()
+                    && !e.uniform_fns.contains(*name)
+                    && plan.callees.is_empty()
+                    && !plan.instructions().any(|i| i.opcode.as_str() == "call")
+                    && !crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop).is_empty()
             })
             .map(|(name, _)| name.clone())
             .collect();
-        if !spinning.is_empty() {
-            e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep, &spinning);
+        if !yielding.is_empty() {
+            e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep, &yielding);
         }
     }
     // Forward progress around spin loops: after the collectives are known
     // (they bound the interleaved regions); it moves no instruction, so the
     // uniform functions and lock-step points stay what they are.
     if opts.forward_progress {
-        for plan in plans.values_mut() {
+        for (name, plan) in plans.iter_mut() {
             let is_wall = |i: &crate::ast::Instruction| {
                 uniform::is_collective(i, opts.warp_path, &e.uniform_fns, &e.lockstep)
                     || uniform::is_warp_op(i)
                     || matches!(i.opcode.as_str(), "bar" | "barrier")
             };
-            if let Err(d) = plan.interleave_spin_loops(opts, &is_wall) {
+            let yield_inst = yielding.contains(name).then(crate::progress::yield_instruction);
+            if let Err(d) = plan.interleave_spin_loops(opts, &is_wall, yield_inst) {
                 errors.push(d);
             }
         }
