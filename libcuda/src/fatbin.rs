@@ -253,11 +253,14 @@ pub fn select(container: &[u8], sm: u32) -> Result<Code, String> {
 pub fn select_ptx(container: &[u8], sm: u32) -> Result<Vec<u8>, String> {
     match select(container, sm)? {
         Code::Ptx(text) => Ok(text),
-        Code::CubinsOnly { sms, .. } => {
-            let sms: Vec<String> = sms.iter().map(|sm| format!("sm_{sm}")).collect();
-            Err(format!("the fat binary holds only cubins ({}), NVIDIA machine code, and no PTX", sms.join(", ")))
-        }
+        Code::CubinsOnly { sms, .. } => Err(cubins_only(&sms)),
     }
+}
+
+/// Why a container with cubins of `sms` and no PTX has nothing to translate.
+pub fn cubins_only(sms: &[u32]) -> String {
+    let sms: Vec<String> = sms.iter().map(|sm| format!("sm_{sm}")).collect();
+    format!("the fat binary holds only cubins ({}), NVIDIA machine code, and no PTX", sms.join(", "))
 }
 
 /// `st_other` bit of a cubin's kernel (`.entry`) symbols.

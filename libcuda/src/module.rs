@@ -141,7 +141,8 @@ pub fn is_fat_binary(image: &[u8]) -> bool {
 /// driver does by default since CUDA 12.2 (`CUDA_MODULE_LOADING=EAGER`
 /// translates at load instead).
 pub fn lazy_loading() -> bool {
-    !std::env::var("CUDA_MODULE_LOADING").is_ok_and(|v| v.trim().eq_ignore_ascii_case("EAGER"))
+    static LAZY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LAZY.get_or_init(|| !std::env::var("CUDA_MODULE_LOADING").is_ok_and(|v| v.trim().eq_ignore_ascii_case("EAGER")))
 }
 
 /// The names of the `.entry` directives of a PTX text, in order, found
@@ -284,11 +285,7 @@ pub fn image_code(image: &[u8], file_name: &str) -> Result<Code, (CuError, Strin
             match crate::fatbin::select(image, sm) {
                 Ok(crate::fatbin::Code::Ptx(ptx)) => image_code(&ptx, file_name),
                 Ok(crate::fatbin::Code::CubinsOnly { sms, kernels }) => {
-                    let sms: Vec<String> = sms.iter().map(|sm| format!("sm_{sm}")).collect();
-                    let reason = format!(
-                        "{file_name}: the fat binary holds only cubins ({}), NVIDIA machine code, and no PTX; {only_ptx}",
-                        sms.join(", ")
-                    );
+                    let reason = format!("{file_name}: {}; {only_ptx}", crate::fatbin::cubins_only(&sms));
                     if crate::result::trace_level() > 0 {
                         let n = kernels.as_ref().map_or("unknown".to_string(), |k| k.len().to_string());
                         eprintln!("ptxvk: loading without code ({n} kernels): {reason}");

@@ -176,6 +176,26 @@ ld.param.u64 %rd1, [out];\nmov.u32 %r1, 21;\n{\n.param .b32 p0;\n.param .b32 r0;
 st.param.b32 [p0], %r1;\ncall.uni (r0), twice, (p0);\nld.param.b32 %r2, [r0];\n}\n\
 st.global.u32 [%rd1], %r2;\nret;\n}\n";
 
+/// Loads `image` (PTX or a fat binary of `vadd_f32`) with
+/// `cuLibraryLoadData` and no options, checks that it lists one kernel,
+/// `vadd_f32`, and no `nope`; the library and that kernel.
+fn vadd_library(api: &Api, image: &[u8]) -> (Handle, Handle) {
+    let null_opts: *const c_int = std::ptr::null();
+    let null_vals: *mut *mut c_void = std::ptr::null_mut();
+    let mut lib: Handle = std::ptr::null_mut();
+    let rc =
+        cu!(api.cuLibraryLoadData(&mut lib, image.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
+    check(api, rc, "cuLibraryLoadData");
+    let mut count = 0;
+    check(api, cu!(api.cuLibraryGetKernelCount(&mut count, lib)), "kernel count");
+    assert_eq!(count, 1);
+    let mut kernel: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuLibraryGetKernel(&mut kernel, lib, c"vadd_f32".as_ptr())), "cuLibraryGetKernel");
+    let mut other: Handle = std::ptr::null_mut();
+    assert_eq!(cu!(api.cuLibraryGetKernel(&mut other, lib, c"nope".as_ptr())), code::NOT_FOUND);
+    (lib, kernel)
+}
+
 /// A fat binary that holds an sm_80 cubin of `vadd_f32` and no PTX (as
 /// cuBLAS, cuRAND and PyTorch carry many next to those with PTX) loads as
 /// NVIDIA's driver loads it; its kernel fails where it is looked up or
@@ -194,18 +214,7 @@ fn machine_code_only_fat_binaries_fail_at_their_kernels() {
     check(api, cu!(api.cuModuleUnload(m)), "unload");
 
     // As a library: the kernel is listed and has a handle; what needs code fails.
-    let null_opts: *const c_int = std::ptr::null();
-    let null_vals: *mut *mut c_void = std::ptr::null_mut();
-    let mut lib: Handle = std::ptr::null_mut();
-    let rc =
-        cu!(api.cuLibraryLoadData(&mut lib, image.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
-    check(api, rc, "cuLibraryLoadData");
-    let mut count = 0;
-    check(api, cu!(api.cuLibraryGetKernelCount(&mut count, lib)), "kernel count");
-    assert_eq!(count, 1);
-    let mut kernel: Handle = std::ptr::null_mut();
-    check(api, cu!(api.cuLibraryGetKernel(&mut kernel, lib, c"vadd_f32".as_ptr())), "cuLibraryGetKernel");
-    assert_eq!(cu!(api.cuLibraryGetKernel(&mut f, lib, c"nope".as_ptr())), code::NOT_FOUND);
+    let (lib, kernel) = vadd_library(api, &image);
     assert_eq!(cu!(api.cuKernelGetFunction(&mut f, kernel)), code::NO_BINARY_FOR_GPU);
     let mut args: [*mut c_void; 0] = [];
     let rc = cu!(api.cuLaunchKernel(
@@ -238,19 +247,7 @@ fn fat_binary_libraries_load_lazily() {
     let eager = std::env::var("CUDA_MODULE_LOADING").is_ok_and(|v| v.eq_ignore_ascii_case("EAGER"));
     assert_eq!(mode, if eager { 1 } else { 2 });
     let image = std::fs::read(data_path("vadd_f32.zstd.fatbin")).unwrap();
-    let null_opts: *const c_int = std::ptr::null();
-    let null_vals: *mut *mut c_void = std::ptr::null_mut();
-    let mut lib: Handle = std::ptr::null_mut();
-    let rc =
-        cu!(api.cuLibraryLoadData(&mut lib, image.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
-    check(api, rc, "cuLibraryLoadData");
-    let mut count = 0;
-    check(api, cu!(api.cuLibraryGetKernelCount(&mut count, lib)), "kernel count");
-    assert_eq!(count, 1);
-    let mut kernel: Handle = std::ptr::null_mut();
-    check(api, cu!(api.cuLibraryGetKernel(&mut kernel, lib, c"vadd_f32".as_ptr())), "cuLibraryGetKernel");
-    let mut f: Handle = std::ptr::null_mut();
-    assert_eq!(cu!(api.cuLibraryGetKernel(&mut f, lib, c"nope".as_ptr())), code::NOT_FOUND);
+    let (lib, kernel) = vadd_library(api, &image);
     run_vadd(api, kernel, 1000);
     check(api, cu!(api.cuLibraryUnload(lib)), "cuLibraryUnload");
 }
@@ -350,19 +347,10 @@ fn library_and_kernels() {
     let ptx = ptx_image("vadd_f32.ptx");
     let null_opts: *const c_int = std::ptr::null();
     let null_vals: *mut *mut c_void = std::ptr::null_mut();
-    let mut lib: Handle = std::ptr::null_mut();
-    let rc =
-        cu!(api.cuLibraryLoadData(&mut lib, ptx.as_ptr().cast(), null_opts, null_vals, 0, null_opts, null_vals, 0));
-    check(api, rc, "cuLibraryLoadData");
-    let mut count = 0;
-    check(api, cu!(api.cuLibraryGetKernelCount(&mut count, lib)), "kernel count");
-    assert_eq!(count, 1);
-    let mut kernel: Handle = std::ptr::null_mut();
-    check(api, cu!(api.cuLibraryGetKernel(&mut kernel, lib, c"vadd_f32".as_ptr())), "cuLibraryGetKernel");
+    let (mut lib, kernel) = vadd_library(api, &ptx);
     let mut again: Handle = std::ptr::null_mut();
     check(api, cu!(api.cuLibraryGetKernel(&mut again, lib, c"vadd_f32".as_ptr())), "again");
     assert_eq!(kernel, again, "one handle per kernel");
-    assert_eq!(cu!(api.cuLibraryGetKernel(&mut again, lib, c"nope".as_ptr())), code::NOT_FOUND);
     let mut name: *const c_char = std::ptr::null();
     check(api, cu!(api.cuKernelGetName(&mut name, kernel)), "cuKernelGetName");
     // SAFETY: the library returned a NUL-terminated string that lives with the kernel.

@@ -471,9 +471,7 @@ fn cvt_special(
                 let v = if relu { relu64(e, v)? } else { v };
                 lanes.push(to_bits32(e, v, fmt, Rnd::Rn, true)?);
             }
-            let c8 = e.c_u32(8);
-            let hi = o(e, Op::ShiftLeftLogical, u32t, &[lanes[1], c8])?;
-            let r = o(e, Op::BitwiseOr, u32t, &[hi, lanes[0]])?;
+            let r = pack_bytes(e, lanes[0], lanes[1])?;
             half::store(e, fx, d, r, 1)
         }
         (d8, CT::S(t @ (ScalarType::F16x2 | ScalarType::Bf16x2))) if f8(d8).is_some() => {
@@ -496,9 +494,7 @@ fn cvt_special(
                 let f = if relu { relu64(e, f)? } else { f };
                 lanes.push(to_bits32(e, f, fmt, Rnd::Rn, true)?);
             }
-            let c8 = e.c_u32(8);
-            let hi = o(e, Op::ShiftLeftLogical, u32t, &[lanes[1], c8])?;
-            let r = o(e, Op::BitwiseOr, u32t, &[hi, lanes[0]])?;
+            let r = pack_bytes(e, lanes[0], lanes[1])?;
             half::store(e, fx, d, r, 1)
         }
         (CT::Ue8m0x2, s @ CT::S(ScalarType::F32 | ScalarType::Bf16x2)) => {
@@ -507,33 +503,29 @@ fn cvt_special(
                 Some(Rnd::Rp) => true,
                 _ => return Err(unsupported(inst, "conversions to .ue8m0x2 are .rz or .rp")),
             };
-            let lanes = if s == CT::S(ScalarType::F32) {
+            let mut lanes = Vec::new();
+            let d = if s == CT::S(ScalarType::F32) {
                 let [d, a, b] = inst.operands.as_slice() else {
                     return Err(Diagnostic::error(inst.span, format!("'{}' expects 3 operands", inst.mnemonic())));
                 };
-                let mut lanes = Vec::new();
                 for op in [b, a] {
                     let x = get(e, fx, op, K::Int(32), false)?;
                     let bf = f32_to_bf16_for_e8m0(e, x, up)?;
                     lanes.push(bf16_to_e8m0(e, bf, up, satfinite)?);
                 }
-                (d, lanes)
+                d
             } else {
                 let [d, a] = inst.operands.as_slice() else {
                     return Err(Diagnostic::error(inst.span, "cvt expects 2 operands"));
                 };
                 let v = half::get_bits(e, fx, a, 2)?;
-                let mut lanes = Vec::new();
                 for i in 0..2 {
                     let h = half::lane(e, v, i)?;
                     lanes.push(bf16_to_e8m0(e, h, up, satfinite)?);
                 }
-                (d, lanes)
+                d
             };
-            let (d, lanes) = lanes;
-            let c8 = e.c_u32(8);
-            let hi = o(e, Op::ShiftLeftLogical, u32t, &[lanes[1], c8])?;
-            let r = o(e, Op::BitwiseOr, u32t, &[hi, lanes[0]])?;
+            let r = pack_bytes(e, lanes[0], lanes[1])?;
             half::store(e, fx, d, r, 1)
         }
         (CT::S(ScalarType::Bf16x2), CT::Ue8m0x2) => {
@@ -547,18 +539,15 @@ fn cvt_special(
             }
             let v = half::get_bits(e, fx, a, 1)?;
             let mut lanes = Vec::new();
-            for i in 0..2 {
-                let sh = e.c_u32(8 * i);
-                let x = o(e, Op::ShiftRightLogical, u32t, &[v, sh])?;
-                let m = e.c_u32(0xff);
-                let x = o(e, Op::BitwiseAnd, u32t, &[x, m])?;
+            for x in byte_lanes(e, v)? {
                 let c7 = e.c_u32(7);
                 let r = o(e, Op::ShiftLeftLogical, u32t, &[x, c7])?;
                 let z = e.c_u32(0);
                 let is_zero = cmp(e, Op::IEqual, x, z)?;
                 let tiny = e.c_u32(0x0040);
                 let r = sel(e, u32t, is_zero, tiny, r)?;
-                let is_nan = cmp(e, Op::IEqual, x, m)?;
+                let ff = e.c_u32(0xff);
+                let is_nan = cmp(e, Op::IEqual, x, ff)?;
                 let nan = e.c_u32(0x7fff);
                 lanes.push(sel(e, u32t, is_nan, nan, r)?);
             }
@@ -573,11 +562,7 @@ fn cvt_special(
             let hfmt = if t == ScalarType::F16x2 { Fmt::F16 } else { Fmt::BF16 };
             let v = half::get_bits(e, fx, a, 1)?;
             let mut lanes = Vec::new();
-            for i in 0..2 {
-                let sh = e.c_u32(8 * i);
-                let x = o(e, Op::ShiftRightLogical, u32t, &[v, sh])?;
-                let m = e.c_u32(0xff);
-                let x = o(e, Op::BitwiseAnd, u32t, &[x, m])?;
+            for x in byte_lanes(e, v)? {
                 let f = fp8_to_f64(e, x, fmt)?;
                 let f = if relu { relu64(e, f)? } else { f };
                 lanes.push(to_bits32(e, f, hfmt, Rnd::Rn, false)?);
@@ -587,6 +572,25 @@ fn cvt_special(
         }
         _ => Err(unsupported(inst, "")),
     }
+}
+
+/// Two bytes (32-bit integers below 256) packed as `hi << 8 | lo`.
+fn pack_bytes(e: &mut Emitter, lo: Word, hi: Word) -> R {
+    let u32t = e.t_int(32);
+    let c8 = e.c_u32(8);
+    let hi = o(e, Op::ShiftLeftLogical, u32t, &[hi, c8])?;
+    o(e, Op::BitwiseOr, u32t, &[hi, lo])
+}
+
+/// The low and the high byte of `v` (a 32-bit integer), each as a 32-bit integer.
+fn byte_lanes(e: &mut Emitter, v: Word) -> Result<[Word; 2], Diagnostic> {
+    let u32t = e.t_int(32);
+    let m = e.c_u32(0xff);
+    let lo = o(e, Op::BitwiseAnd, u32t, &[v, m])?;
+    let c8 = e.c_u32(8);
+    let hi = o(e, Op::ShiftRightLogical, u32t, &[v, c8])?;
+    let hi = o(e, Op::BitwiseAnd, u32t, &[hi, m])?;
+    Ok([lo, hi])
 }
 
 /// The bf16 pattern (sign cleared, in a 32-bit integer) that the

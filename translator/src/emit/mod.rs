@@ -718,18 +718,13 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
     // made its pointer SNodes wrong.
     let mut yielding = BTreeSet::new();
     if opts.forward_progress && opts.warp_path == crate::WarpPath::Emulated {
-        let is_wall = |i: &crate::ast::Instruction| {
-            uniform::is_collective(i, opts.warp_path, &e.uniform_fns, &e.lockstep)
-                || uniform::is_warp_op(i)
-                || matches!(i.opcode.as_str(), "bar" | "barrier")
-        };
+        let is_wall = |i: &crate::ast::Instruction| progress_wall(&e, i);
         yielding = plans
             .iter()
             .filter(|(name, plan)| {
                 plan.info.is_some()
                     && !e.uniform_fns.contains(*name)
                     && plan.callees.is_empty()
-                    && !plan.instructions().any(|i| i.opcode.as_str() == "call")
                     && !crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop).is_empty()
             })
             .map(|(name, _)| name.clone())
@@ -743,11 +738,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
     // uniform functions and lock-step points stay what they are.
     if opts.forward_progress {
         for (name, plan) in plans.iter_mut() {
-            let is_wall = |i: &crate::ast::Instruction| {
-                uniform::is_collective(i, opts.warp_path, &e.uniform_fns, &e.lockstep)
-                    || uniform::is_warp_op(i)
-                    || matches!(i.opcode.as_str(), "bar" | "barrier")
-            };
+            let is_wall = |i: &crate::ast::Instruction| progress_wall(&e, i);
             let yield_inst = yielding.contains(name).then(crate::progress::yield_instruction);
             if let Err(d) = plan.interleave_spin_loops(opts, &is_wall, yield_inst) {
                 errors.push(d);
@@ -1201,4 +1192,13 @@ fn reads_grid_envreg(op: &ast::Operand) -> bool {
         ast::Operand::List(_, l) => l.iter().any(reads_grid_envreg),
         _ => false,
     }
+}
+
+/// Whether `i` bounds the interleaved regions of spin loops (see
+/// [`crate::progress`]): a collective of `e`'s uniform functions and
+/// lock-step points, a warp operation or a block barrier.
+fn progress_wall(e: &Emitter, i: &crate::ast::Instruction) -> bool {
+    uniform::is_collective(i, e.opts.warp_path, &e.uniform_fns, &e.lockstep)
+        || uniform::is_warp_op(i)
+        || matches!(i.opcode.as_str(), "bar" | "barrier")
 }
