@@ -202,7 +202,12 @@ pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, every_loop: bo
         {
             continue;
         }
-        regions.push(interleaved_region(cfg, &loops, s, &walls));
+        // The blocks of the regions already taken are walls for this one:
+        // regions must be disjoint (each becomes its own dispatch loop, and a
+        // block in two would join the two loops into one irreducible
+        // tangle, which ran blocks of one region with the lanes of another).
+        let taken: BTreeSet<BlockId> = regions.iter().flatten().copied().collect();
+        regions.push(interleaved_region(cfg, &loops, s, &walls, &taken));
     }
     regions
 }
@@ -357,7 +362,13 @@ fn names<'o>(o: &'o Operand, f: &mut dyn FnMut(&'o str)) {
 }
 
 /// The blocks interleaved for spin loop `s` (see the module documentation).
-fn interleaved_region(cfg: &Cfg, loops: &[Loop], s: usize, walls: &BTreeSet<BlockId>) -> BTreeSet<BlockId> {
+fn interleaved_region(
+    cfg: &Cfg,
+    loops: &[Loop],
+    s: usize,
+    walls: &BTreeSet<BlockId>,
+    taken: &BTreeSet<BlockId>,
+) -> BTreeSet<BlockId> {
     // The innermost loop around `s` that contains a wall, if any.
     let mut p = loops[s].parent;
     while let Some(l) = p {
@@ -370,7 +381,7 @@ fn interleaved_region(cfg: &Cfg, loops: &[Loop], s: usize, walls: &BTreeSet<Bloc
         Some(l) => loops[l].blocks.clone(),
         None => (0..cfg.blocks.len()).collect(),
     };
-    let mut excluded: BTreeSet<BlockId> = walls.intersection(&domain).copied().collect();
+    let mut excluded: BTreeSet<BlockId> = walls.union(taken).copied().filter(|b| domain.contains(b)).collect();
     if let Some(l) = p {
         excluded.insert(loops[l].header);
     }
