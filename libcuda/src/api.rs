@@ -354,6 +354,10 @@ exports! {
     raw fn cuOccupancyMaxPotentialBlockSize(min_grid: *mut c_int, block_size: *mut c_int, hfunc: Handle, to_smem: launch::BlockToSmem, dynamic_smem: usize, limit: c_int) => launch::occupancy_max_potential_block_size;
     /// `cuOccupancyMaxPotentialBlockSizeWithFlags`.
     raw fn cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid: *mut c_int, block_size: *mut c_int, hfunc: Handle, to_smem: launch::BlockToSmem, dynamic_smem: usize, limit: c_int, flags: c_uint) => launch::occupancy_max_potential_block_size_with_flags;
+    /// `cuOccupancyMaxActiveClusters`.
+    raw fn cuOccupancyMaxActiveClusters(num_clusters: *mut c_int, hfunc: Handle, config: *const launch::LaunchConfig) => launch::occupancy_max_active_clusters;
+    /// `cuOccupancyMaxPotentialClusterSize`.
+    raw fn cuOccupancyMaxPotentialClusterSize(cluster_size: *mut c_int, hfunc: Handle, config: *const launch::LaunchConfig) => launch::occupancy_max_potential_cluster_size;
     /// `cuOccupancyAvailableDynamicSMemPerBlock`.
     raw fn cuOccupancyAvailableDynamicSMemPerBlock(dynamic_smem: *mut usize, hfunc: Handle, num_blocks: c_int, block_size: c_int) => launch::occupancy_available_dynamic_smem;
 

@@ -650,17 +650,37 @@ pub fn func_load(hfunc: Handle) -> CuResult<()> {
 /// memory that fit on one multiprocessor at once: limited by the threads
 /// (2048) and blocks (32) per multiprocessor and by the shared memory.
 fn blocks_per_sm(f: &FunctionObj, block_size: c_int, dynamic_smem: usize) -> CuResult<c_int> {
+    let limits =
+        BlockLimits { max_threads: max_threads(f), static_shared: u64::from(f.function.info().static_shared_bytes) };
+    resident_blocks(f.context.runtime.info(), limits, block_size, dynamic_smem)
+}
+
+/// What a function allows of its blocks, for the occupancy calculations.
+#[derive(Clone, Copy)]
+struct BlockLimits {
+    /// Most threads a block may have.
+    max_threads: u32,
+    /// Static shared memory per block.
+    static_shared: u64,
+}
+
+/// Blocks of `block_size` threads and `dynamic_smem` bytes resident per
+/// multiprocessor of `info`'s device (see [`blocks_per_sm`]).
+fn resident_blocks(
+    info: &ptxvk_runtime::DeviceInfo,
+    limits: BlockLimits,
+    block_size: c_int,
+    dynamic_smem: usize,
+) -> CuResult<c_int> {
     if block_size <= 0 {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("blockSize must be positive"));
     }
-    let info = f.context.runtime.info();
-    let limit = max_threads(f) as c_int;
-    if block_size > limit {
+    if block_size as u32 > limits.max_threads {
         return Ok(0);
     }
     let warps = (block_size + 31) / 32;
     let by_threads = MAX_THREADS_PER_SM / (warps * 32);
-    let smem = u64::from(f.function.info().static_shared_bytes) + dynamic_smem as u64;
+    let smem = limits.static_shared + dynamic_smem as u64;
     let per_sm = crate::device::shared_limits(info)?.1;
     let by_smem = u64::from(per_sm).checked_div(smem).map_or(MAX_BLOCKS_PER_SM, to_int);
     // A device with known co-residency (llvmpipe: a "multiprocessor" is a
@@ -718,6 +738,124 @@ pub unsafe fn occupancy_max_active_blocks_with_flags(
     }
     // SAFETY: forwarded caller contract.
     unsafe { occupancy_max_active_blocks(num_blocks, hfunc, block_size, dynamic_smem) }
+}
+
+/// The cluster dimension of `config` (its `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`),
+/// the block size and the dynamic shared memory, for the cluster occupancy
+/// queries.
+///
+/// # Safety
+/// `config` is NULL or readable, with `numAttrs` readable attributes.
+unsafe fn cluster_query(config: *const LaunchConfig) -> CuResult<(Option<[u32; 3]>, c_int, usize)> {
+    if config.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("config is NULL"));
+    }
+    // SAFETY: checked non-null; readable per the caller.
+    let cfg = unsafe { read_in(config) }?;
+    if cfg.num_attrs > 0 && cfg.attrs.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("config->attrs is NULL with numAttrs > 0"));
+    }
+    let mut cluster = None;
+    for i in 0..cfg.num_attrs as usize {
+        // SAFETY: `numAttrs` readable attributes, per the caller.
+        let a = unsafe { cfg.attrs.add(i).read_unaligned() };
+        match a.id {
+            LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION => {
+                let dims = [a.value[0] as u32, (a.value[0] >> 32) as u32, a.value[1] as u32];
+                if dims.contains(&0) {
+                    return Err(CuError::CUDA_ERROR_INVALID_CLUSTER_SIZE
+                        .because(format!("cluster dimension {dims:?} has a zero")));
+                }
+                cluster = Some(dims);
+            }
+            id if (0..=LAST_LAUNCH_ATTRIBUTE).contains(&id) => {}
+            id => return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("unknown launch attribute {id}"))),
+        }
+    }
+    let threads = cfg.block.iter().map(|&d| u64::from(d)).product::<u64>();
+    if threads == 0 {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("block dimension {:?} has a zero", cfg.block)));
+    }
+    Ok((cluster, to_int(threads), cfg.shared_mem_bytes as usize))
+}
+
+/// The block limits and device of a cluster occupancy query's function.
+/// cuBLAS 13 asks with no function (`cublasLtCreate` passes NULL through
+/// `cudaOccupancyMaxActiveClusters`, and NVIDIA's driver answers): then a
+/// block is limited by the current context's device alone.
+fn cluster_subject(hfunc: Handle) -> CuResult<(Arc<context::ContextObj>, BlockLimits)> {
+    if hfunc.is_null() {
+        let ctx = context::current()?;
+        let limits = BlockLimits { max_threads: ctx.runtime.info().max_threads_per_block, static_shared: 0 };
+        return Ok((ctx, limits));
+    }
+    let f = resolve_function(hfunc)?;
+    let limits =
+        BlockLimits { max_threads: max_threads(&f), static_shared: u64::from(f.function.info().static_shared_bytes) };
+    Ok((f.context.clone(), limits))
+}
+
+/// `cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const
+/// CUlaunchConfig *config)`: how many clusters of `config`'s cluster
+/// dimension can be resident at once. No device here launches clusters of
+/// more than one block (`CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH` is 0, and such
+/// a launch is `CUDA_ERROR_NOT_SUPPORTED`), so for those the answer is 0;
+/// clusters of one block are blocks, as many as
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor` per multiprocessor. The
+/// functions here require no cluster size (`CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_*`
+/// read 0), so the config must give one (`CUDA_ERROR_INVALID_CLUSTER_SIZE`
+/// otherwise, as documented). `func` may be NULL (see [`cluster_subject`]).
+///
+/// # Safety
+/// `num_clusters` is NULL or writable; `config` as [`cluster_query`].
+pub unsafe fn occupancy_max_active_clusters(
+    num_clusters: *mut c_int,
+    hfunc: Handle,
+    config: *const LaunchConfig,
+) -> CuResult<()> {
+    let (ctx, limits) = cluster_subject(hfunc)?;
+    if num_clusters.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("numClusters is NULL"));
+    }
+    // SAFETY: forwarded caller contract.
+    let (cluster, threads, smem) = unsafe { cluster_query(config) }?;
+    let Some(dims) = cluster else {
+        return Err(CuError::CUDA_ERROR_INVALID_CLUSTER_SIZE
+            .because("the function requires no cluster size, so config must give one"));
+    };
+    let info = ctx.runtime.info();
+    let n = if dims == [1, 1, 1] {
+        let sms = to_int(info.multiprocessor_count.max(1));
+        resident_blocks(info, limits, threads, smem)?.saturating_mul(sms)
+    } else {
+        0
+    };
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(num_clusters, n) }
+}
+
+/// `cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
+/// const CUlaunchConfig *config)`: the largest cluster, in blocks, that can
+/// run: one block (there are no larger clusters here), or 0 when a block of
+/// `config`'s shape cannot run at all. `func` may be NULL (see
+/// [`cluster_subject`]).
+///
+/// # Safety
+/// As [`occupancy_max_active_clusters`].
+pub unsafe fn occupancy_max_potential_cluster_size(
+    cluster_size: *mut c_int,
+    hfunc: Handle,
+    config: *const LaunchConfig,
+) -> CuResult<()> {
+    let (ctx, limits) = cluster_subject(hfunc)?;
+    if cluster_size.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("clusterSize is NULL"));
+    }
+    // SAFETY: forwarded caller contract.
+    let (_, threads, smem) = unsafe { cluster_query(config) }?;
+    let n = c_int::from(resident_blocks(ctx.runtime.info(), limits, threads, smem)? > 0);
+    // SAFETY: checked non-null; writable per the caller.
+    unsafe { write_out(cluster_size, n) }
 }
 
 /// `CUoccupancyB2DSize`: dynamic shared memory for a block size.

@@ -143,6 +143,7 @@ error_codes! {
     CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908, "attempt to terminate a thread-local capture sequence from another thread";
     CUDA_ERROR_TIMEOUT = 909, "wait operation timed out";
     CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update";
+    CUDA_ERROR_INVALID_CLUSTER_SIZE = 912, "invalid cluster size";
     CUDA_ERROR_UNKNOWN = 999, "unknown error";
 }
 

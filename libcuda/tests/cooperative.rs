@@ -117,6 +117,80 @@ fn nvcc_grid_sync() {
     assert_eq!(cu!(api.cuLaunchKernelEx(cfg, f, params.as_mut_ptr(), no_extra)), expected);
 }
 
+/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`.
+const LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: c_int = 4;
+/// `CUDA_ERROR_INVALID_CLUSTER_SIZE`.
+const INVALID_CLUSTER_SIZE: u32 = 912;
+/// `CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH`.
+const ATTR_CLUSTER_LAUNCH: c_int = 120;
+
+/// The cluster occupancy queries (cuBLAS 13's `cublasLtCreate` asks
+/// `cuOccupancyMaxActiveClusters` on Hopper and later): clusters of one
+/// block are the resident blocks; larger clusters cannot run here
+/// (`CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH` is 0, their launch is refused), so
+/// none is resident; without a cluster dimension the query is an error, as
+/// documented for functions that require no cluster size.
+#[test]
+fn cluster_occupancy() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let f = grid_rows(api);
+    assert_eq!(attribute(api, ATTR_CLUSTER_LAUNCH), 0, "cluster launch");
+    let sms = attribute(api, ATTR_MULTIPROCESSOR_COUNT);
+    let mut per_sm = 0;
+    check(api, cu!(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, f, BLOCK as c_int, 0)), "occupancy");
+    let null: Handle = std::ptr::null_mut();
+    let cluster = |dims: [u32; 3]| LaunchAttribute {
+        id: LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: [u64::from(dims[0]) | u64::from(dims[1]) << 32, u64::from(dims[2]), 0, 0, 0, 0, 0, 0],
+    };
+    let query = |attrs: &[LaunchAttribute], block: u32| -> (u32, c_int, u32, c_int) {
+        let config = LaunchConfig {
+            grid: [8, 1, 1],
+            block: [block, 1, 1],
+            shared: 0,
+            stream: null,
+            attrs: attrs.as_ptr(),
+            num_attrs: attrs.len() as u32,
+        };
+        let cfg = (&config as *const LaunchConfig).cast::<c_void>();
+        let (mut clusters, mut size) = (-1, -1);
+        let rc = cu!(api.cuOccupancyMaxActiveClusters(&mut clusters, f, cfg));
+        let rs = cu!(api.cuOccupancyMaxPotentialClusterSize(&mut size, f, cfg));
+        (rc, clusters, rs, size)
+    };
+    assert_eq!(query(&[cluster([1, 1, 1])], BLOCK), (0, sms * per_sm, 0, 1), "clusters of one block");
+    assert_eq!(query(&[cluster([2, 1, 1])], BLOCK), (0, 0, 0, 1), "clusters of two blocks");
+    assert_eq!(query(&[cluster([1, 2, 2])], BLOCK), (0, 0, 0, 1), "clusters of four blocks");
+    let (rc, _, rs, size) = query(&[], BLOCK);
+    assert_eq!((rc, rs, size), (INVALID_CLUSTER_SIZE, 0, 1), "no cluster dimension");
+    assert_eq!(query(&[cluster([0, 1, 1])], BLOCK).0, INVALID_CLUSTER_SIZE, "a zero cluster dimension");
+    // A block the function cannot run.
+    assert_eq!(query(&[cluster([1, 1, 1])], 4096), (0, 0, 0, 0), "4096 threads");
+    assert_eq!(cu!(api.cuOccupancyMaxActiveClusters(std::ptr::null_mut(), f, std::ptr::null())), code::INVALID_VALUE);
+    let mut n = 0;
+    assert_eq!(cu!(api.cuOccupancyMaxActiveClusters(&mut n, f, std::ptr::null())), code::INVALID_VALUE);
+    // No function: the device's limits alone (cuBLAS 13 asks so), which for
+    // blocks of 256 threads are `grid_rows`' (it has no static shared memory).
+    let config = LaunchConfig {
+        grid: [8, 1, 1],
+        block: [256, 1, 1],
+        shared: 0,
+        stream: null,
+        attrs: &cluster([1, 1, 1]),
+        num_attrs: 1,
+    };
+    let cfg = (&config as *const LaunchConfig).cast::<c_void>();
+    let mut per_sm_256 = 0;
+    check(api, cu!(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm_256, f, 256, 0)), "occupancy");
+    assert_eq!(cu!(api.cuOccupancyMaxActiveClusters(&mut n, null, cfg)), 0);
+    assert_eq!(n, sms * per_sm_256, "no function, clusters of one block of 256 threads");
+    let mut size = -1;
+    assert_eq!(cu!(api.cuOccupancyMaxPotentialClusterSize(&mut size, null, cfg)), 0);
+    assert_eq!(size, 1, "no function");
+}
+
 /// Set in the child process of [`grid_sync_without_cooperative_launch_traps`].
 const CHILD: &str = "PTXVK_COOPERATIVE_TRAP_CHILD";
 

@@ -187,6 +187,8 @@ driver_api! {
     fn cuEventSynchronize(Handle);
     fn cuEventElapsedTime(*mut f32, Handle, Handle);
     fn cuOccupancyMaxActiveBlocksPerMultiprocessor(*mut c_int, Handle, c_int, usize);
+    fn cuOccupancyMaxActiveClusters(*mut c_int, Handle, *const c_void);
+    fn cuOccupancyMaxPotentialClusterSize(*mut c_int, Handle, *const c_void);
     fn cuOccupancyMaxPotentialBlockSize(*mut c_int, *mut c_int, Handle, Option<unsafe extern "C" fn(c_int) -> usize>, usize, c_int);
     fn cuMemAllocHost_v2(*mut *mut c_void, usize);
     fn cuMemHostAlloc(*mut *mut c_void, usize, c_uint);
