@@ -37,7 +37,12 @@
 //!   `emit/mod.rs` drops them before choosing the walls);
 //! - of the blocks before and after a wall that lies on a path from `R`
 //!   back into `R` (the entry block before a `match.any`, the code after
-//!   it), only the spin loop's side stays.
+//!   it), only the spin loop's side stays;
+//! - the regions of two spin loops are disjoint: the blocks of the regions
+//!   already taken are walls for the next (two waits around a branch with
+//!   a `bar.sync` in one arm both reached the other arm, and the two
+//!   dispatch loops sharing it became one tangle that computed wrong
+//!   values; `runtime/tests/forward_progress.rs`, `two_handoffs`).
 //!
 //! `R` becomes a dispatch loop, one basic block per iteration and lane:
 //!
