@@ -123,6 +123,54 @@ fn nested_locks_after_a_match_any_election() {
     assert_clean(&ctx);
 }
 
+/// `activate_cells` as Taichi's runtime has it (`activate_cells_with_calls`):
+/// a grid-stride loop, an assertion function with a lock of its own called
+/// outside and inside the locks, the slot taken in a function of its own.
+/// Spin loops in the callees and in the kernel, calls inside critical
+/// sections.
+#[test]
+fn nested_locks_with_calls_inside() {
+    let ctx = context();
+    let (n, keys_range) = (5000usize, 700usize);
+    let mut g = Lcg(11);
+    let keys: Vec<u32> = (0..n).map(|_| g.next_u32() % keys_range as u32).collect();
+    let cells = upload_u32(&ctx, &vec![u32::MAX; keys_range]);
+    let (locks, next, assert_state) = (zeros(&ctx, 2), zeros(&ctx, 1), zeros(&ctx, 2));
+    let dkeys = upload_u32(&ctx, &keys);
+    launch(
+        &ctx,
+        "activate_cells_with_calls",
+        4,
+        128,
+        &[
+            &cells.to_le_bytes(),
+            &locks.to_le_bytes(),
+            &next.to_le_bytes(),
+            &dkeys.to_le_bytes(),
+            &(n as i32).to_le_bytes(),
+            &assert_state.to_le_bytes(),
+        ],
+    );
+    let mut present = vec![false; keys_range];
+    keys.iter().for_each(|&k| present[k as usize] = true);
+    let distinct = present.iter().filter(|&&p| p).count();
+    let got = download_u32(&ctx, cells, keys_range);
+    assert_eq!(download_u32(&ctx, next, 1)[0] as usize, distinct, "slots handed out");
+    let mut slot_taken = vec![false; distinct];
+    for (k, &c) in got.iter().enumerate() {
+        if !present[k] {
+            assert_eq!(c, u32::MAX, "cell {k} activated without a key");
+            continue;
+        }
+        assert!((c as usize) < distinct, "cell {k} = {c:#x}");
+        assert!(!slot_taken[c as usize], "slot {c} given twice");
+        slot_taken[c as usize] = true;
+    }
+    assert_eq!(download_u32(&ctx, locks, 2), [0, 0], "locks released");
+    assert_eq!(download_u32(&ctx, assert_state, 2), [0, 0], "no assertion failed");
+    assert_clean(&ctx);
+}
+
 #[test]
 fn flag_set_by_a_later_lane() {
     let ctx = context();

@@ -18,7 +18,14 @@ fn words(src: &str, entry: &str, forward_progress: bool) -> Vec<u32> {
 
 #[test]
 fn spin_loops_are_interleaved_and_lock_free_loops_are_not() {
-    for entry in ["locked_append", "shared_locked_histogram", "activate_cells", "flag_handoff", "two_handoffs"] {
+    for entry in [
+        "locked_append",
+        "shared_locked_histogram",
+        "activate_cells",
+        "activate_cells_with_calls",
+        "flag_handoff",
+        "two_handoffs",
+    ] {
         assert_ne!(words(PTX, entry, true), words(PTX, entry, false), "{entry} should be rewritten");
     }
     for entry in ["cas_float_max", "cas_double_add"] {
