@@ -81,6 +81,27 @@ fn shared_compare_and_swap_lock() {
     assert_clean(&ctx);
 }
 
+/// The cells `activate_cells` and `activate_cells_with_calls` leave: every
+/// key's cell holds a slot of its own, the slots are 0..(distinct keys - 1)
+/// and `next` counts them; cells of no key stay -1.
+fn check_cells(ctx: &Context, keys: &[u32], cells: u64, next: u64, keys_range: usize) {
+    let mut present = vec![false; keys_range];
+    keys.iter().for_each(|&k| present[k as usize] = true);
+    let distinct = present.iter().filter(|&&p| p).count();
+    let got = download_u32(ctx, cells, keys_range);
+    assert_eq!(download_u32(ctx, next, 1)[0] as usize, distinct, "slots handed out");
+    let mut slot_taken = vec![false; distinct];
+    for (k, &c) in got.iter().enumerate() {
+        if !present[k] {
+            assert_eq!(c, u32::MAX, "cell {k} activated without a key");
+            continue;
+        }
+        assert!((c as usize) < distinct, "cell {k} = {c:#x}");
+        assert!(!slot_taken[c as usize], "slot {c} given twice");
+        slot_taken[c as usize] = true;
+    }
+}
+
 #[test]
 fn nested_locks_after_a_match_any_election() {
     let ctx = context();
@@ -104,21 +125,7 @@ fn nested_locks_after_a_match_any_election() {
             &(n as i32).to_le_bytes(),
         ],
     );
-    let mut present = vec![false; keys_range];
-    keys.iter().for_each(|&k| present[k as usize] = true);
-    let distinct = present.iter().filter(|&&p| p).count();
-    let got = download_u32(&ctx, cells, keys_range);
-    assert_eq!(download_u32(&ctx, next, 1)[0] as usize, distinct, "slots handed out");
-    let mut slot_taken = vec![false; distinct];
-    for (k, &c) in got.iter().enumerate() {
-        if !present[k] {
-            assert_eq!(c, u32::MAX, "cell {k} activated without a key");
-            continue;
-        }
-        assert!((c as usize) < distinct, "cell {k} = {c:#x}");
-        assert!(!slot_taken[c as usize], "slot {c} given twice");
-        slot_taken[c as usize] = true;
-    }
+    check_cells(&ctx, &keys, cells, next, keys_range);
     assert_eq!(download_u32(&ctx, alloc_lock, 1)[0] | download_u32(&ctx, slot_lock, 1)[0], 0, "locks released");
     assert_clean(&ctx);
 }
@@ -151,21 +158,7 @@ fn nested_locks_with_calls_inside() {
             &assert_state.to_le_bytes(),
         ],
     );
-    let mut present = vec![false; keys_range];
-    keys.iter().for_each(|&k| present[k as usize] = true);
-    let distinct = present.iter().filter(|&&p| p).count();
-    let got = download_u32(&ctx, cells, keys_range);
-    assert_eq!(download_u32(&ctx, next, 1)[0] as usize, distinct, "slots handed out");
-    let mut slot_taken = vec![false; distinct];
-    for (k, &c) in got.iter().enumerate() {
-        if !present[k] {
-            assert_eq!(c, u32::MAX, "cell {k} activated without a key");
-            continue;
-        }
-        assert!((c as usize) < distinct, "cell {k} = {c:#x}");
-        assert!(!slot_taken[c as usize], "slot {c} given twice");
-        slot_taken[c as usize] = true;
-    }
+    check_cells(&ctx, &keys, cells, next, keys_range);
     assert_eq!(download_u32(&ctx, locks, 2), [0, 0], "locks released");
     assert_eq!(download_u32(&ctx, assert_state, 2), [0, 0], "no assertion failed");
     assert_clean(&ctx);
