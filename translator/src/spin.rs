@@ -28,7 +28,10 @@
 //! ```
 //!
 //! (the thread may read once more after the condition held, as a slower
-//! thread would); otherwise, at most [`MAX_COPIES_WITH_EXITS`] copies,
+//! thread would) when a copy also computes nothing from what an earlier
+//! copy computed ([`repeatable`]: `while (*flag == 0 && k < n) k++;` counts
+//! in a register the body reads and writes, and copies without exit tests
+//! went past `n`); otherwise, at most [`MAX_COPIES_WITH_EXITS`] copies,
 //!
 //! ```text
 //! L:  body; @!p bra L_spin_exit;  (copies - 1 times)
@@ -82,7 +85,7 @@ fn rewrite(stmts: &mut Vec<Statement>, unroll: u32, counter: &mut u32) {
         let exit = format!("{label}_spin_exit{counter}");
         *counter += 1;
         let mut out: Vec<Statement> = Vec::new();
-        if body.iter().all(reads_only) {
+        if body.iter().all(reads_only) && repeatable(&body) {
             // Only reads: the copies need no exit tests of their own. The
             // polls become atomic adds of 0, which a driver's compiler cannot
             // merge into one load as it may merge the copies of a volatile
@@ -233,6 +236,50 @@ fn reads_only(s: &Statement) -> bool {
     }
 }
 
+/// Whether running `body` again right after it ran leaves the same
+/// registers: no instruction reads a register that the body writes, unless
+/// the same pass wrote it before (a loop-carried value, such as a count of
+/// polls, would advance with every copy). A guarded write keeps the old
+/// value when its guard fails, so it reads its destination too; the carry
+/// flag is a register the body may carry from one pass to the next.
+fn repeatable(body: &[Statement]) -> bool {
+    let insts: Vec<&Instruction> =
+        body.iter().filter_map(|s| if let Statement::Inst(i) = s { Some(i) } else { None }).collect();
+    let mut writes = std::collections::BTreeSet::new();
+    for i in &insts {
+        for o in &i.operands[..i.destinations()] {
+            o.for_each_name(&mut |n| {
+                writes.insert(n);
+            });
+        }
+    }
+    let mut written = std::collections::BTreeSet::new();
+    for i in &insts {
+        if i.has("cc") || matches!(i.opcode.as_str(), "addc" | "subc" | "madc") {
+            return false;
+        }
+        let outs = i.destinations();
+        let mut carried = false;
+        let mut read = |n: &str| carried |= writes.contains(n) && !written.contains(n);
+        if let Some(g) = &i.guard {
+            read(&g.name);
+        }
+        let from = if i.guard.is_some() { 0 } else { outs };
+        for o in &i.operands[from..] {
+            o.for_each_name(&mut |n| read(n));
+        }
+        if carried {
+            return false;
+        }
+        for o in &i.operands[..outs] {
+            o.for_each_name(&mut |n| {
+                written.insert(n);
+            });
+        }
+    }
+    true
+}
+
 /// Whether `inst` reads memory another thread may be writing. Not
 /// `.shared` memory: the threads that write it are of the same workgroup,
 /// which on llvmpipe run after the spinning one (up to its next barrier),
@@ -254,7 +301,7 @@ mod tests {
     use super::*;
 
     fn body_of(src: &str, unroll: u32) -> Vec<String> {
-        let mut m = crate::parse::run(src).expect("parses");
+        let mut m = crate::front_end(src, "spin.ptx").unwrap_or_else(|d| panic!("{d}"));
         run(&mut m, unroll);
         let ModuleItem::Function(Function { body: Some(b), .. }) = &m.items[0] else { panic!("no function") };
         b.iter()
@@ -312,6 +359,49 @@ mod tests {
             "ret",
         ];
         assert_eq!(b, want);
+    }
+
+    /// A spin loop that also counts its polls (`while (*flag == 0 && k < n)
+    /// k++;`, as nvcc writes it) reads the count it writes: its copies need
+    /// exit tests, or the count runs past `n`.
+    #[test]
+    fn a_counting_spin_loop_gets_exit_tests() {
+        let counting = SPIN.replace(
+            "L: ld.acquire.gpu.u32 %r1, [%rd1]; setp.eq.s32 %p1, %r1, 0;",
+            "mov.u32 %r3, 0;\nL: mov.u32 %r2, %r3; ld.acquire.gpu.u32 %r1, [%rd1]; setp.eq.s32 %p1, %r1, 0; \
+             setp.lt.s32 %p0, %r2, 100; and.pred %p1, %p1, %p0; add.s32 %r3, %r2, 1;",
+        );
+        let b = body_of(&counting, 2);
+        let want = [
+            "ld.param.u64",
+            "mov.u32",
+            "L:",
+            "mov.u32",
+            "ld.acquire.gpu.u32",
+            "setp.eq.s32",
+            "setp.lt.s32",
+            "and.pred",
+            "add.s32",
+            "@!%p1 bra",
+            "mov.u32",
+            "ld.acquire.gpu.u32",
+            "setp.eq.s32",
+            "setp.lt.s32",
+            "and.pred",
+            "add.s32",
+            "@%p1 bra",
+            "L_spin_exit0:",
+            "ret",
+        ];
+        assert_eq!(b, want);
+        // A temporary written before it is read in the same pass repeats.
+        let temporary = SPIN.replace("setp.eq.s32 %p1, %r1, 0;", "add.s32 %r2, %r1, 1; setp.eq.s32 %p1, %r2, 1;");
+        let b = body_of(&temporary, 2);
+        assert_eq!(b.iter().filter(|l| l.starts_with("atom.acquire")).count(), 2, "{b:?}");
+        assert!(!b.iter().any(|l| l == "L_spin_exit0:"), "{b:?}");
+        // A guarded write keeps the old value when its guard fails.
+        let guarded = SPIN.replace("setp.eq.s32 %p1, %r1, 0;", "setp.eq.s32 %p1, %r1, 0; @%p1 add.s32 %r2, %r2, 1;");
+        assert!(body_of(&guarded, 2).iter().any(|l| l == "L_spin_exit0:"));
     }
 
     #[test]
