@@ -316,3 +316,84 @@ fn lock_free_compare_and_swap_loops_still_right() {
     assert_eq!(f64::from_bits(s[0] as u64 | (s[1] as u64) << 32), doubles.iter().sum::<f64>(), "sum");
     assert_clean(&ctx);
 }
+
+/// Every lane of each warp takes a ticket under a lock that a function of
+/// its own (`take_ticket`, not inlined) takes and releases
+/// (`tickets_from_a_callee`). The critical section and the return follow the
+/// spin loop in the callee; when the interleaving left the returning block
+/// after the dispatch loop, the lane holding the lock waited there for the
+/// spinning ones and the warp livelocked (the launch failed at the loop
+/// limiter).
+#[test]
+fn lock_in_a_callee_contended_by_lanes_of_a_warp() {
+    let ctx = context();
+    let n = 700usize; // 6 blocks of 128, the last one partly idle
+    let lock = zeros(&ctx, 1);
+    let next = zeros(&ctx, 1);
+    let tickets = poisoned(&ctx, n + 8);
+    launch(
+        &ctx,
+        "tickets_from_a_callee",
+        n.div_ceil(128) as u32,
+        128,
+        &[&lock.to_le_bytes(), &next.to_le_bytes(), &tickets.to_le_bytes(), &(n as i32).to_le_bytes()],
+    );
+    assert_eq!(download_u32(&ctx, next, 1)[0] as usize, n, "tickets handed out");
+    assert_eq!(download_u32(&ctx, lock, 1)[0], 0, "lock released");
+    let got = download_u32(&ctx, tickets, n + 8);
+    assert!(got[n..].iter().all(|&w| w == POISON), "wrote past the tickets");
+    let mut seen = vec![false; n];
+    for (i, &t) in got[..n].iter().enumerate() {
+        assert!((t as usize) < n, "thread {i}: ticket {t:#x}");
+        assert!(!seen[t as usize], "ticket {t} given twice");
+        seen[t as usize] = true;
+    }
+    assert_clean(&ctx);
+}
+
+/// The result of `bounded_wait` for `waiters` threads of one block polling
+/// a flag nobody sets at most `rounds` times: the polls each made, or the
+/// launch's error.
+/// A context of its own: a failed launch leaves its context unusable.
+fn bounded_wait(block: u32, waiters: u32, rounds: u32) -> Result<Vec<u32>, ptxvk_runtime::Error> {
+    let ctx = &context();
+    let m = ctx.load_module(PTX, "forward_progress.ptx").expect("load forward_progress.ptx");
+    let f = m.function("bounded_wait").unwrap();
+    let flag = zeros(ctx, 1);
+    let polls = poisoned(ctx, block as usize);
+    let packed = f
+        .pack_params(&[&flag.to_le_bytes(), &polls.to_le_bytes(), &waiters.to_le_bytes(), &rounds.to_le_bytes()])
+        .unwrap();
+    ctx.launch(&f, [1, 1, 1], [block, 1, 1], 0, &packed).unwrap();
+    ctx.synchronize()?;
+    let got = download_u32(ctx, polls, block as usize);
+    assert_clean(ctx);
+    Ok(got)
+}
+
+/// A wait that outlasts lavapipe's loop budget fails the launch; it never
+/// ends with its outputs unwritten. The wait sits in a branch, and
+/// llvmpipe's limiter ended its dispatch loop at half the iterations the
+/// translator counted (it also counts the one-pass loop inside each
+/// iteration): the launch reported success with every output still
+/// poisoned. Shorter waits give their exact count.
+#[test]
+fn a_wait_past_the_loop_budget_fails_loudly() {
+    for (block, waiters) in [(8u32, 5u32), (64, 40)] {
+        let got = bounded_wait(block, waiters, 1000).unwrap_or_else(|e| panic!("1000 polls: {e}"));
+        for (i, &k) in got.iter().enumerate() {
+            assert_eq!(k, if (i as u32) < waiters { 1000 } else { POISON }, "1000 polls, thread {i}");
+        }
+        for rounds in [40_000u32, 2_000_000] {
+            match bounded_wait(block, waiters, rounds) {
+                Ok(got) => {
+                    for (i, &k) in got.iter().enumerate() {
+                        assert_eq!(k, if (i as u32) < waiters { rounds } else { POISON }, "{rounds} polls, thread {i}");
+                    }
+                }
+                Err(ptxvk_runtime::Error::LaunchFailed(m)) => assert!(m.contains("loop limit"), "{m}"),
+                Err(e) => panic!("{rounds} polls: {e}"),
+            }
+        }
+    }
+}

@@ -53,6 +53,12 @@
 //!                                        and D's tree sends pc == x to X
 //! ```
 //!
+//! A block of `R` that returns branches to a new return block outside `R`
+//! (an exit like any other): otherwise the structurizer puts the whole
+//! block after the loop (a `.func`'s returns meet at its one exit), and a
+//! lane that took a lock in a callee would run its critical section only
+//! once every lane had left the spin loop (`tickets_from_a_callee`).
+//!
 //! Each lane keeps its own `pc`; in an iteration every lane runs the block
 //! its `pc` names, so a lane that holds a lock runs its critical section
 //! while the others run their spin block. Lanes leave only through `D`, at
@@ -466,6 +472,26 @@ fn interleaved_region(
 /// the region would otherwise end up after the loop, for the structurizer,
 /// and run after every lane has left).
 fn interleave<'a>(cfg: &mut Cfg<'a>, region: &BTreeSet<BlockId>, reg: &str, yield_inst: Option<&'a Instruction>) {
+    // A region block that returns returns through a block of its own after
+    // the dispatch loop: otherwise the structurizer would put the whole
+    // block after the loop (a `.func`'s returns meet at its one exit), and
+    // a lane that left the spin loop would run the block (the critical
+    // section after a lock, say) only once every lane had left it.
+    let region_with_returns = region.clone();
+    for &u in &region_with_returns {
+        if matches!(cfg.blocks[u].term, Terminator::Return) {
+            let ret = cfg.blocks.len();
+            cfg.blocks.push(BasicBlock {
+                label: None,
+                insts: Vec::new(),
+                term: Terminator::Return,
+                term_span: cfg.blocks[u].term_span,
+                assign: None,
+            });
+            cfg.blocks[u].term = Terminator::Branch(ret);
+        }
+    }
+    let region = &region_with_returns;
     let before = cfg.blocks.len();
     let members: Vec<BlockId> = region.iter().copied().collect();
     let exits: BTreeSet<BlockId> =

@@ -25,6 +25,8 @@ fn spin_loops_are_interleaved_and_lock_free_loops_are_not() {
         "activate_cells_with_calls",
         "flag_handoff",
         "two_handoffs",
+        "tickets_from_a_callee",
+        "bounded_wait",
     ] {
         assert_ne!(words(PTX, entry, true), words(PTX, entry, false), "{entry} should be rewritten");
     }

@@ -35,6 +35,19 @@
 //!   lane takes still runs on llvmpipe with an empty mask, one iteration per
 //!   loop in it; those are added.
 //!
+//! - the count can fall behind the driver's: llvmpipe also counts the
+//!   one-pass loop constructs its compiler keeps (escape regions in
+//!   workgroup-uniform code, such as the dispatch loop of a spin region
+//!   that yields, `progress.rs`), which the translator cannot see. So a cut
+//!   is also detected where it happens: a lane sets a `Private` *pending*
+//!   flag where it takes a back-edge ([`check`]) and clears it in the loop's
+//!   header ([`loop_merge`]); a lane that arrives at the merge block still
+//!   pending was sent there by the limiter ([`merged`] sets the tripped
+//!   flag). The flag is read at an opaque zero index, so that the driver's
+//!   compiler, which sees only structured exits, cannot fold the test away.
+//!   (Before, a wait in a branch of such a kernel was cut at half the
+//!   budget and the launch succeeded with its outputs unwritten.)
+//!
 //! The shared counters take `SLOTS` words, accounted in
 //! [`crate::abi::EntryInfo::loop_counter_words`], only in entries that may
 //! loop ([`may_loop`]).
@@ -86,11 +99,15 @@ pub(crate) struct Counter {
     lane: Word,
     /// `Private` bool: the lane took a back-edge past the budget.
     tripped: Word,
+    /// `Private` bool[2], used at an opaque zero index: the lane took a
+    /// back-edge and has not yet arrived at the loop's header (see
+    /// [`merged`]).
+    pending: Word,
 }
 
 impl Counter {
-    pub(crate) fn interface(&self) -> [Word; 4] {
-        [self.slots, self.subgroup_id, self.lane, self.tripped]
+    pub(crate) fn interface(&self) -> [Word; 5] {
+        [self.slots, self.subgroup_id, self.lane, self.tripped, self.pending]
     }
 }
 
@@ -114,7 +131,22 @@ pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
     let pb = e.t_ptr(StorageClass::Private, bt);
     let no = e.c_bool(false);
     let tripped = e.b.variable(pb, None, StorageClass::Private, Some(no));
-    Some(Counter { slots, subgroup_id, lane, tripped })
+    let two = e.c_u32(2);
+    let pair = e.ty(TyKey::Array(bt, two));
+    let pp = e.t_ptr(StorageClass::Private, pair);
+    let pending = e.b.variable(pp, None, StorageClass::Private, None);
+    Some(Counter { slots, subgroup_id, lane, tripped, pending })
+}
+
+/// The lane's pending flag (a pointer; see [`merged`]). The index is an
+/// opaque zero, so that the driver's compiler keeps the flag in memory and
+/// cannot fold the test in [`merged`] (by the structured control flow it
+/// sees, the flag is always false there).
+fn pending(e: &mut Emitter, c: Counter) -> Result<Word, Diagnostic> {
+    let zero = super::zero::opaque_zero(e, 32)?;
+    let bt = e.t_bool();
+    let pt = e.t_ptr(StorageClass::Private, bt);
+    e.b.access_chain(pt, None, c.pending, [zero]).map_err(internal1)
 }
 
 /// The subgroup's counter (a pointer).
@@ -180,8 +212,14 @@ pub(crate) fn enter(e: &mut Emitter) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// The `OpLoopMerge` of a counted loop (one with [`check`] and [`merged`]).
+/// The `OpLoopMerge` of a counted loop (one with [`check`] and [`merged`]),
+/// in its header: the lane is no longer pending (see [`merged`]).
 pub(crate) fn loop_merge(e: &mut Emitter, merge: Word, cont: Word) -> Result<(), Diagnostic> {
+    if let Some(c) = e.loop_counter {
+        let p = pending(e, c)?;
+        let no = e.c_bool(false);
+        e.b.store(p, no, None, []).map_err(internal1)?;
+    }
     e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)
 }
 
@@ -217,7 +255,10 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
     // budget still gets there: llvmpipe ends each of its loops at once.
     let was = e.b.load(bt, None, c.tripped, None, []).map_err(internal1)?;
     let now = e.b.logical_or(bt, None, was, spent).map_err(internal1)?;
-    e.b.store(c.tripped, now, None, []).map_err(internal1)
+    e.b.store(c.tripped, now, None, []).map_err(internal1)?;
+    let p = pending(e, c)?;
+    let yes = e.c_bool(true);
+    e.b.store(p, again.unwrap_or(yes), None, []).map_err(internal1)
 }
 
 /// Where an entry returns: a lane that took a back-edge past the budget
@@ -252,7 +293,14 @@ pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
     let ahead = e.b.u_greater_than(bt, None, n1, old).map_err(internal1)?;
     let m = e.b.select(u32t, None, ahead, n1, old).map_err(internal1)?;
     e.b.store(c.lane, m, None, []).map_err(internal1)?;
-    Ok(())
+    // A lane still pending took a back-edge and never arrived at the
+    // header: the driver's limiter ended the loop (its own count may run
+    // ahead of ours: one-pass loops that its compiler keeps count there).
+    let p = pending(e, c)?;
+    let cut = e.b.load(bt, None, p, None, []).map_err(internal1)?;
+    let was = e.b.load(bt, None, c.tripped, None, []).map_err(internal1)?;
+    let now = e.b.logical_or(bt, None, was, cut).map_err(internal1)?;
+    e.b.store(c.tripped, now, None, []).map_err(internal1)
 }
 
 /// Loop constructs in `regions`, nested ones too: what the driver runs at
