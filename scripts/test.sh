@@ -18,12 +18,14 @@ cargo test --workspace
 if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 ]]; then
     libcuda/tests/clients/run.sh
     # The differential tester's short fixed-seed runs (150 generated kernels
-    # through nvcc -O3 and -G, 50 through numba, each on ptxvk against a host
-    # reference; nvcc and numba come from the clients' environment;
+    # through nvcc -O3 and -G, 50 through numba, 60 with spin loops and locks
+    # through -O3, each on ptxvk against a host reference; nvcc and numba come from the clients' environment;
     # PTXVK_SKIP_DIFFTEST=1 skips them).
     if [[ "${PTXVK_SKIP_DIFFTEST:-0}" != 1 ]]; then
         tests/difftest/run.sh --short
         tests/difftest/run.sh --short-numba
+        # Spin loops and locks in generated kernels (--features spin).
+        tests/difftest/run.sh --short-spin
         # Multiply-add contraction (docs/contraction.md): 150 generated
         # programs, each checked against ptxas's SASS (ptxas and nvdisasm
         # from the clients' environment) and run bit for bit.

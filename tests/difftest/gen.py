@@ -97,6 +97,7 @@ def atom_call(k, target, val):
 
 
 AVOID = set()   # known ptxvk bugs to steer around: 'fdiv0' (float x / 0)
+FEATURES = set()  # optional statement kinds: 'poll' (polling loops), 'lock' (a shared spin lock), 'spin' (both)
 _PFX = ['p0']   # name prefix while rendering (under _RENDER_LOCK)
 _RENDER_LOCK = threading.Lock()
 
@@ -429,6 +430,53 @@ class Atom(Stmt):
         return [f'{ind(n)}{atom_call(self.k, "sc" if self.shared else "atom", self.e.r())};']
 
 
+def sc_update(k, cur, val):
+    """The value shared counter k gets from `cur` and `val` (its atomic's operation)."""
+    op = ATOM_OPS[k % 8]
+    if op in ('add', 'and', 'or', 'xor'):
+        return f'{cur} {dict(add="+", **{"and": "&", "or": "|", "xor": "^"})[op]} {val}'
+    if op in ('umin', 'umax'):
+        return f'({val} {"<" if op == "umin" else ">"} {cur} ? {val} : {cur})'
+    return f'((int){val} {"<" if op == "imin" else ">"} (int){cur} ? {val} : {cur})'
+
+
+class Locked(Stmt):
+    """Shared counter k updated with plain loads and stores under a block-wide
+    spin lock (feature 'spin'): lanes of one warp contend for the lock."""
+    _f = (('e', 'e'),)
+
+    def __init__(self, k, e):
+        self.k, self.e = k, e
+
+    def lines(self, n):
+        v = f'(unsigned)({self.e.r()})'
+        return [f'{ind(n)}dt_lock(&slk);',
+                f'{ind(n)}{{ volatile unsigned* s = sc; unsigned x = {v}; s[{self.k}] = {sc_update(self.k, f"s[{self.k}]", "x")}; }}',
+                f'{ind(n)}dt_unlock(&slk);']
+
+
+class Poll(Stmt):
+    """{ unsigned g = 0; while ((dt_poll(in, idx + g * stride) & mask) != c && g < n) { ++g; body } var += g; }
+    (feature 'spin'): a loop that polls memory through volatile loads, so
+    the translator takes it for a spin loop (interleaving, unrolling), and
+    counts its polls in a register read after it."""
+    _f = (('idx', 'e'), ('body', 's'))
+
+    def __init__(self, g, n, idx, stride, mask, c, var, body):
+        self.g, self.n, self.idx, self.stride, self.mask, self.c, self.var, self.body = g, n, idx, stride, mask, c, var, body
+
+    def lines(self, n):
+        g = self.g
+        cond = f'(dt_poll(in, ({self.idx.r()}) + {g} * {self.stride}u) & {self.mask}u) != {self.c}u && {g} < {self.n}u'
+        out = [f'{ind(n)}{{', f'{ind(n + 1)}unsigned {g} = 0;']
+        if self.body:
+            out += [f'{ind(n + 1)}while ({cond}) {{', f'{ind(n + 2)}++{g};'] + render_list(self.body, n + 2) + [f'{ind(n + 1)}}}']
+        else:
+            out += [f'{ind(n + 1)}while ({cond}) ++{g};']
+        v = self.var
+        return out + [f'{ind(n + 1)}{v.name} = ({cty(v.ty)})({v.name} + ({cty(v.ty)}){g});', f'{ind(n)}}}']
+
+
 class If(Stmt):
     _f = (('c', 'e'), ('then', 's'), ('els', 's'))
 
@@ -640,8 +688,12 @@ class Program(Node):
             f'  unsigned* const o = out + gtid * {self.W}u;',
             f'  __shared__ unsigned sm[{SM_WORDS}];',
             '  __shared__ unsigned sc[8];',
-            '  if (ltid == 0) {',
         ]
+        if FEATURES & {'spin', 'lock'}:
+            out.append('  __shared__ unsigned slk;')
+        out.append('  if (ltid == 0) {')
+        if FEATURES & {'spin', 'lock'}:
+            out.append('    slk = 0u;')
         for k in range(8):
             out.append(f'    sc[{k}] = {ATOM_INIT[ATOM_OPS[k]]:#x}u;')
         out.append('  }')
@@ -848,10 +900,14 @@ class Gen:
             cands += [('store', 8), ('arrst', 4), ('atom', 4)]
             if cx.shatom:
                 cands.append(('shatom', 6))
+                if FEATURES & {'spin', 'lock'}:
+                    cands.append(('locked', 3))
         if cx.depth < 3:
             cands += [('if', 14), ('switch', 4), ('block', 3)]
             if cx.mult * 8 <= cx.maxmult:
                 cands += [('for', 6), ('while', 7)]
+            if FEATURES & {'spin', 'poll'} and any(isint(v.ty) for v in cx.vars):
+                cands.append(('poll', 5))
             if cx.kernel and cx.mult == 1:
                 cands.append(('grid', 4))
         if cx.brk:
@@ -877,6 +933,11 @@ class Gen:
             return Store(R.randrange(self.W), self.expr(t, d, cx))
         if kind == 'arrst':
             return ArrSt(self.expr('u32', 1, cx), self.expr('u32', d, cx))
+        if kind == 'locked':
+            # No calls under the lock: a call is a wall when the lock-step
+            # points are chosen, and an access after it in the critical
+            # section then becomes one (README "Not yet": the lock livelocks).
+            return Locked(R.randrange(8), self.expr(R.choice(['u32', 'i32']), d, cx.sub(funcs=[])))
         if kind in ('atom', 'shatom'):
             k = R.randrange(8)
             return Atom(kind == 'shatom', k, self.expr(R.choice(['u32', 'i32']), d, cx))
@@ -917,6 +978,13 @@ class Gen:
             if R.random() < 0.6:   # early exit
                 body.insert(R.randint(0, len(body)), If(self.cond(2, cx), [Simple('break;')], []))
             return While(g, n, self.cond(2, cx), body, R.random() < 0.35)
+        if kind == 'poll':
+            g = self.fresh('g')
+            var = R.choice([v for v in cx.vars if isint(v.ty)])
+            empty = R.random() < 0.5
+            n = R.choice([1, 3, 17, 40, 100]) if empty else R.randint(1, max(1, min(8, cx.maxmult // (cx.mult * 2))))
+            body = [] if empty else self.stmts(sub.sub(loop=True, brk=True, mult=cx.mult * n), self.body_len(cx))
+            return Poll(g, n, self.expr('u32', 2, cx), R.choice([0, 1, 3]), R.choice([1, 3, 7]), R.randint(0, 3), var, body)
         if kind == 'grid':
             iv = self.fresh('i')
             k = R.randint(1, 3)

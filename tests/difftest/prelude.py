@@ -14,6 +14,8 @@ CUDA_PRELUDE = r"""
 #include <climits>
 #define DT_FN static __device__ __forceinline__
 #define DT_FULL 0xffffffffu
+DT_FN void dt_lock(unsigned* l) { while (atomicExch(l, 1u) != 0u) {} __threadfence_block(); }
+DT_FN void dt_unlock(unsigned* l) { __threadfence_block(); atomicExch(l, 0u); }
 """
 
 HOST_PRELUDE = r"""
@@ -30,6 +32,7 @@ HOST_PRELUDE = r"""
 #include <condition_variable>
 #include <vector>
 #include <unistd.h>
+#include <sched.h>
 
 // CUDA's fminf/fmaxf/fmin/fmax (PTX min/max without .NaN): a NaN operand,
 // quiet or signaling, yields the other operand. glibc returns NaN for a
@@ -179,6 +182,8 @@ DT_RED(__reduce_and_sync, unsigned, 0xffffffffu, r = r & x)
 DT_RED(__reduce_or_sync, unsigned, 0u, r = r | x)
 DT_RED(__reduce_xor_sync, unsigned, 0u, r = r ^ x)
 
+static inline void dt_lock(unsigned *l) { while (__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) != 0u) sched_yield(); }
+static inline void dt_unlock(unsigned *l) { __atomic_store_n(l, 0u, __ATOMIC_RELEASE); }
 static inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 static inline unsigned atomicAnd(unsigned *p, unsigned v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }
 static inline unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
@@ -224,6 +229,7 @@ static void dt_launch(dt_kernel_fn k, dim3 g, dim3 b, const unsigned *in, unsign
 """
 
 COMMON = r"""
+DT_FN unsigned dt_poll(const unsigned* in, unsigned i) { return *(volatile const unsigned*)&in[i & 255u]; }
 DT_FN unsigned dt_h(bool x) { return x ? 1u : 0u; }
 DT_FN unsigned dt_h(signed char x) { return (unsigned)(int)x; }
 DT_FN unsigned dt_h(unsigned char x) { return (unsigned)x; }

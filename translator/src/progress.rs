@@ -193,6 +193,55 @@ pub fn run<'a>(
     regs
 }
 
+/// Gives every wall instruction (`is_wall`) of `cfg` a block of its own,
+/// so that the code before and after it in its basic block can join an
+/// interleaved region: nvcc puts `unlock(); __syncthreads();` in one block,
+/// and with the critical section and the release behind the barrier's
+/// wall, the lane holding a lock waited at the spin loop's end for the
+/// lanes spinning on it. The first piece keeps the block's number, label
+/// and assignment, the last its terminator; the pieces are chained with
+/// branches. Returns whether a block was split.
+pub fn isolate_walls(cfg: &mut Cfg, is_wall: &dyn Fn(&Instruction) -> bool) -> bool {
+    let mut split = false;
+    for b in 0..cfg.blocks.len() {
+        let insts = &cfg.blocks[b].insts;
+        // Cut before and after each wall, where there is code on that side.
+        let mut cuts = Vec::new();
+        for (k, i) in insts.iter().enumerate() {
+            if is_wall(i) {
+                if k > 0 && cuts.last() != Some(&k) {
+                    cuts.push(k);
+                }
+                if k + 1 < insts.len() {
+                    cuts.push(k + 1);
+                }
+            }
+        }
+        if cuts.is_empty() {
+            continue;
+        }
+        split = true;
+        let mut rest = std::mem::take(&mut cfg.blocks[b].insts);
+        let mut pieces = Vec::new();
+        for &c in cuts.iter().rev() {
+            pieces.push(rest.split_off(c));
+        }
+        pieces.reverse();
+        cfg.blocks[b].insts = rest;
+        let term = std::mem::replace(&mut cfg.blocks[b].term, Terminator::Return);
+        let term_span = cfg.blocks[b].term_span;
+        let mut prev = b;
+        for insts in pieces {
+            let next = cfg.blocks.len();
+            cfg.blocks.push(BasicBlock { label: None, insts, term: Terminator::Return, term_span, assign: None });
+            cfg.blocks[prev].term = Terminator::Branch(next);
+            prev = next;
+        }
+        cfg.blocks[prev].term = term;
+    }
+    split
+}
+
 /// The interleaved regions of `cfg`'s spin loops (disjoint sets of blocks;
 /// none when it has no spin loop). With `every_loop`, every loop without a
 /// wall counts as a spin loop (to test the rewriting on any code).

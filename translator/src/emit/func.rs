@@ -396,6 +396,31 @@ impl Plan<'_> {
     /// progress independently (see [`crate::progress`]; each step of a
     /// region starts with `yield_inst` when given), and structure the
     /// function again if anything changed.
+    /// In a function with a spin loop, gives each wall instruction a basic
+    /// block of its own ([`crate::progress::isolate_walls`]), before the
+    /// lock-step points and the interleaved regions are chosen.
+    pub fn isolate_walls(
+        &mut self,
+        opts: &crate::Options,
+        is_wall: &dyn Fn(&ast::Instruction) -> bool,
+    ) -> Result<(), Diagnostic> {
+        if crate::progress::regions(&self.cfg, is_wall, opts.interleave_every_loop).is_empty()
+            || !crate::progress::isolate_walls(&mut self.cfg, is_wall)
+        {
+            return Ok(());
+        }
+        let cfg = &self.cfg;
+        let span_in = |b: usize| {
+            let blk = &cfg.blocks[b];
+            blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
+        };
+        self.regions = structurize::run(cfg, &span_in)?;
+        if opts.loop_live_outs_in_memory {
+            self.memory_regs = memory_registers_of(&self.cfg, &self.regions, &self.regs, &self.returns);
+        }
+        Ok(())
+    }
+
     pub fn interleave_spin_loops(
         &mut self,
         opts: &crate::Options,

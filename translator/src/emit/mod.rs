@@ -694,6 +694,19 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             errors.push(Diagnostic::error(Span::default(), format!("no .entry named '{only}' in the module")));
         }
     }
+    // Walls in blocks of their own where a function spins, so that the code
+    // beside a barrier (a critical section and its release) can be
+    // interleaved (`progress.rs`).
+    if opts.forward_progress {
+        let is_wall = |i: &crate::ast::Instruction| {
+            uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
+        };
+        for plan in plans.values_mut() {
+            if let Err(d) = plan.isolate_walls(opts, &is_wall) {
+                errors.push(d);
+            }
+        }
+    }
     if opts.warp_path == crate::WarpPath::Emulated && opts.lockstep {
         let is_wall = |i: &crate::ast::Instruction| {
             uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
