@@ -19,7 +19,7 @@ if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 ]]; then
     libcuda/tests/clients/run.sh
     # The differential tester's short fixed-seed runs (150 generated kernels
     # through nvcc -O3 and -G, 50 through numba, 60 with spin loops and locks
-    # through -O3, each on ptxvk against a host reference; nvcc and numba come from the clients' environment;
+    # through -O3 and -G, each on ptxvk against a host reference; nvcc and numba come from the clients' environment;
     # PTXVK_SKIP_DIFFTEST=1 skips them).
     if [[ "${PTXVK_SKIP_DIFFTEST:-0}" != 1 ]]; then
         tests/difftest/run.sh --short

@@ -13,9 +13,15 @@ use common::{assert_clean, context, download_u32, poisoned, upload_u32, Lcg, POI
 use ptxvk_runtime::Context;
 
 const PTX: &str = include_str!("../../tests/fixtures/forward_progress.ptx");
+/// The same source through `nvcc -G`: every atomic is a call.
+const PTX_DEBUG: &str = include_str!("../../tests/fixtures/forward_progress_debug.ptx");
 
 fn launch(ctx: &Context, kernel: &str, grid: u32, block: u32, params: &[&[u8]]) {
-    let m = ctx.load_module(PTX, "forward_progress.ptx").expect("load forward_progress.ptx");
+    launch_ptx(ctx, PTX, kernel, grid, block, params)
+}
+
+fn launch_ptx(ctx: &Context, ptx: &str, kernel: &str, grid: u32, block: u32, params: &[&[u8]]) {
+    let m = ctx.load_module(ptx, "forward_progress.ptx").expect("load forward_progress.ptx");
     let f = m.function(kernel).unwrap();
     let packed = f.pack_params(params).unwrap();
     ctx.launch(&f, [grid, 1, 1], [block, 1, 1], 0, &packed).unwrap();
@@ -28,13 +34,26 @@ fn zeros(ctx: &Context, words: usize) -> u64 {
 
 #[test]
 fn global_spin_lock_excludes_lanes_of_one_warp() {
+    locked_append(PTX);
+}
+
+/// The same lock in nvcc's debug build, where the spin loop tests what a
+/// call of `atomicExch` (a function) returns: without following the call
+/// the loop was no spin loop, and the warp livelocked.
+#[test]
+fn spin_lock_in_a_debug_build() {
+    locked_append(PTX_DEBUG);
+}
+
+fn locked_append(ptx: &str) {
     let ctx = context();
     let n = 1000usize; // 8 blocks of 128, the last one partly idle
     let lock = zeros(&ctx, 1);
     let counter = zeros(&ctx, 1);
     let log = poisoned(&ctx, n + 8);
-    launch(
+    launch_ptx(
         &ctx,
+        ptx,
         "locked_append",
         8,
         128,

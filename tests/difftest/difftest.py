@@ -786,7 +786,7 @@ def main():
     ap.add_argument('--short-numba', action='store_true',
                     help=f'--seed {SHORT_NUMBA_SEED} --count {SHORT_NUMBA_COUNT} --modes numba')
     ap.add_argument('--short-spin', action='store_true',
-                    help=f'--seed {SHORT_SPIN_SEED} --count {SHORT_SPIN_COUNT} --modes O3 --features spin')
+                    help=f'--seed {SHORT_SPIN_SEED} --count {SHORT_SPIN_COUNT} --modes O3,G --features spin')
     ap.add_argument('--wait-lib', type=int, default=0, help='seconds to wait for --lib to appear')
     ap.add_argument('--check-ref', action='store_true', help='run each host reference twice')
     ap.add_argument('--keep', action='store_true', help='keep the work directory')
@@ -796,7 +796,7 @@ def main():
     if a.short_numba:
         a.seed, a.count, a.modes = SHORT_NUMBA_SEED, SHORT_NUMBA_COUNT, NUMBA
     if a.short_spin:
-        a.seed, a.count, a.modes, a.features = SHORT_SPIN_SEED, SHORT_SPIN_COUNT, 'O3', 'spin'
+        a.seed, a.count, a.modes, a.features = SHORT_SPIN_SEED, SHORT_SPIN_COUNT, 'O3,G', 'spin'
     CASE_TIMEOUT[0] = a.case_timeout
     gen.AVOID.update(x for x in a.avoid.split(',') if x)
     gen.FEATURES.update(x for x in a.features.split(',') if x)

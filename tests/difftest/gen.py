@@ -934,10 +934,7 @@ class Gen:
         if kind == 'arrst':
             return ArrSt(self.expr('u32', 1, cx), self.expr('u32', d, cx))
         if kind == 'locked':
-            # No calls under the lock: a call is a wall when the lock-step
-            # points are chosen, and an access after it in the critical
-            # section then becomes one (README "Not yet": the lock livelocks).
-            return Locked(R.randrange(8), self.expr(R.choice(['u32', 'i32']), d, cx.sub(funcs=[])))
+            return Locked(R.randrange(8), self.expr(R.choice(['u32', 'i32']), d, cx))
         if kind in ('atom', 'shatom'):
             k = R.randrange(8)
             return Atom(kind == 'shatom', k, self.expr(R.choice(['u32', 'i32']), d, cx))

@@ -17,8 +17,10 @@
 //! A *spin loop* is a loop without collectives whose exit test depends on a
 //! value another thread changes (see [`polls`]): `ld.volatile`,
 //! `ld.relaxed`/`ld.acquire`, or an `atom.exch`/`atom.cas` (a lock), or an
-//! `atom` that only reads (`atom.add` of 0), compared with something the
-//! loop does not compute. A compare-and-swap retry loop compares the old
+//! `atom` that only reads (`atom.add` of 0), or what a call of a function
+//! that does such reads returns (nvcc `-G` calls `atomicExch` through a
+//! function; [`polling_functions`]), compared with something the loop does
+//! not compute. A compare-and-swap retry loop compares the old
 //! value with the one it expected, which the loop computes: it is
 //! lock-free, some lane always succeeds, and it is left as it is.
 //!
@@ -152,6 +154,44 @@ struct Loop {
     has_wall: bool,
 }
 
+/// What makes a loop a spin loop (see [`polls`]).
+pub struct SpinTest<'x> {
+    /// Every loop without a wall counts (a test mode: results must not
+    /// change).
+    pub every_loop: bool,
+    /// The functions whose return value may be polled memory
+    /// ([`polling_functions`]): a loop that tests what such a call returns
+    /// spins (nvcc `-G` calls `atomicExch` through a function).
+    pub polling: &'x BTreeSet<String>,
+}
+
+/// The functions of `bodies` (name, instructions, direct callees) that
+/// read memory other threads write (an `atom`, or an `ld` that polls),
+/// themselves or through a call.
+pub fn polling_functions<'i>(
+    bodies: &mut dyn Iterator<Item = (&'i str, Vec<&'i Instruction>, Vec<&'i str>)>,
+) -> BTreeSet<String> {
+    let mut calls: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut set = BTreeSet::new();
+    for (name, insts, callees) in bodies {
+        if insts.iter().any(|i| i.opcode == "atom" || is_poll(i, &|_| false) && i.opcode == "ld") {
+            set.insert(name.to_string());
+        }
+        calls.push((name, callees));
+    }
+    loop {
+        let more: Vec<String> = calls
+            .iter()
+            .filter(|(n, cs)| !set.contains(*n) && cs.iter().any(|c| set.contains(*c)))
+            .map(|(n, _)| n.to_string())
+            .collect();
+        if more.is_empty() {
+            return set;
+        }
+        set.extend(more);
+    }
+}
+
 /// Rewrites the interleaved region of every spin loop of `cfg` (see the
 /// module documentation). `is_wall` says whether an instruction is
 /// collective. Returns the names of the 32-bit registers it introduced (the
@@ -159,11 +199,11 @@ struct Loop {
 pub fn run<'a>(
     cfg: &mut Cfg<'a>,
     is_wall: &dyn Fn(&Instruction) -> bool,
-    every_loop: bool,
+    spin: &SpinTest,
     yield_inst: Option<&'a Instruction>,
 ) -> Vec<String> {
     let mut regs = Vec::new();
-    let regions = regions(cfg, is_wall, every_loop);
+    let regions = regions(cfg, is_wall, spin);
     if regions.is_empty() {
         return regs;
     }
@@ -243,9 +283,9 @@ pub fn isolate_walls(cfg: &mut Cfg, is_wall: &dyn Fn(&Instruction) -> bool) -> b
 }
 
 /// The interleaved regions of `cfg`'s spin loops (disjoint sets of blocks;
-/// none when it has no spin loop). With `every_loop`, every loop without a
+/// none when it has no spin loop). With `spin.every_loop`, every loop without a
 /// wall counts as a spin loop (to test the rewriting on any code).
-pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, every_loop: bool) -> Vec<BTreeSet<BlockId>> {
+pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, spin: &SpinTest) -> Vec<BTreeSet<BlockId>> {
     let mut regions: Vec<BTreeSet<BlockId>> = Vec::new();
     if cfg.blocks.is_empty() {
         return regions;
@@ -257,7 +297,7 @@ pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, every_loop: bo
     };
     for s in 0..loops.len() {
         if loops[s].has_wall
-            || !(every_loop || polls(cfg, &loops[s].blocks))
+            || !(spin.every_loop || polls(cfg, &loops[s].blocks, spin.polling))
             || regions.iter().any(|r| r.contains(&loops[s].header))
         {
             continue;
@@ -310,8 +350,25 @@ fn loop_nest(cfg: &Cfg, walls: &BTreeSet<BlockId>) -> Option<Vec<Loop>> {
 
 /// Whether the loop made of `blocks` is a spin loop: an exit test depends
 /// on a polled value compared with something the loop does not compute.
-fn polls(cfg: &Cfg, blocks: &BTreeSet<BlockId>) -> bool {
+fn polls(cfg: &Cfg, blocks: &BTreeSet<BlockId>, polling: &BTreeSet<String>) -> bool {
     let insts: Vec<&Instruction> = blocks.iter().flat_map(|&b| cfg.blocks[b].insts.iter().copied()).collect();
+    // The return parameters of the loop's calls of polling functions.
+    let mut polled_returns: BTreeSet<&str> = BTreeSet::new();
+    for i in &insts {
+        if i.opcode != "call" {
+            continue;
+        }
+        let callee = i.operands.iter().find(|o| !matches!(o, Operand::List(..)));
+        if let (Some(Operand::List(_, rets)), Some(Operand::Name { name, .. })) = (i.operands.first(), callee) {
+            if polling.contains(name.as_str()) {
+                rets.iter().for_each(|o| {
+                    names(o, &mut |n| {
+                        polled_returns.insert(n);
+                    })
+                });
+            }
+        }
+    }
     // Whether the loop computes `r`: it writes it with anything but a `mov`
     // of a constant, a symbol's address or a register it does not write
     // (nvcc materialises a lock's 0 and 1 inside the loop).
@@ -346,6 +403,12 @@ fn polls(cfg: &Cfg, blocks: &BTreeSet<BlockId>) -> bool {
             }
             for i in insts.iter().filter(|i| defines(i, r)) {
                 polled |= is_poll(i, &defined);
+                // What a polling call returned, read from its return parameter.
+                if i.opcode == "ld" && i.has("param") {
+                    if let Some(a) = i.operands.get(1) {
+                        a.for_each_name(&mut |n| polled |= polled_returns.contains(n));
+                    }
+                }
                 let sources: Vec<&Operand> = i.operands.iter().skip(1).collect();
                 if matches!(i.opcode.as_str(), "setp" | "set")
                     && sources.iter().take(2).any(|o| match o {

@@ -403,8 +403,9 @@ impl Plan<'_> {
         &mut self,
         opts: &crate::Options,
         is_wall: &dyn Fn(&ast::Instruction) -> bool,
+        spin: &crate::progress::SpinTest,
     ) -> Result<(), Diagnostic> {
-        if crate::progress::regions(&self.cfg, is_wall, opts.interleave_every_loop).is_empty()
+        if crate::progress::regions(&self.cfg, is_wall, spin).is_empty()
             || !crate::progress::isolate_walls(&mut self.cfg, is_wall)
         {
             return Ok(());
@@ -425,9 +426,10 @@ impl Plan<'_> {
         &mut self,
         opts: &crate::Options,
         is_wall: &dyn Fn(&ast::Instruction) -> bool,
+        spin: &crate::progress::SpinTest,
         yield_inst: Option<&'static ast::Instruction>,
     ) -> Result<(), Diagnostic> {
-        let added = crate::progress::run(&mut self.cfg, is_wall, opts.interleave_every_loop, yield_inst);
+        let added = crate::progress::run(&mut self.cfg, is_wall, spin, yield_inst);
         if added.is_empty() {
             return Ok(());
         }

@@ -697,28 +697,51 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
     // Walls in blocks of their own where a function spins, so that the code
     // beside a barrier (a critical section and its release) can be
     // interleaved (`progress.rs`).
+    let polling = crate::progress::polling_functions(&mut plans.iter().map(|(name, plan)| {
+        let callees = plan.callees.iter().map(|c| c.target.as_str()).collect();
+        (name.as_str(), plan.instructions().collect(), callees)
+    }));
+    let spin = crate::progress::SpinTest { every_loop: opts.interleave_every_loop, polling: &polling };
     if opts.forward_progress {
         let is_wall = |i: &crate::ast::Instruction| {
             uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
         };
         for plan in plans.values_mut() {
-            if let Err(d) = plan.isolate_walls(opts, &is_wall) {
+            if let Err(d) = plan.isolate_walls(opts, &is_wall, &spin) {
                 errors.push(d);
             }
         }
     }
     if opts.warp_path == crate::WarpPath::Emulated && opts.lockstep {
-        let is_wall = |i: &crate::ast::Instruction| {
-            uniform::is_warp_op(i) || matches!(i.opcode.as_str(), "bar" | "barrier" | "call")
-        };
-        let spin_regions = |plan: &func::Plan| {
-            if opts.forward_progress {
-                crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop)
-            } else {
-                Vec::new()
+        // The lock-step points leave out the accesses of spin regions, whose
+        // walls include the calls of uniform functions, which the points
+        // themselves help decide: start from the functions with warp
+        // operations and barriers, and repeat until the set holds (it only
+        // grows: more walls, smaller regions, more points). Counting every
+        // call as a wall made the accesses after a plain call inside a
+        // critical section points, so the lock was held across a
+        // collective and livelocked.
+        let mut uniform_guess = uniform::functions(&plans, opts.warp_path, &FxHashSet::default(), &BTreeSet::new());
+        loop {
+            let is_wall = |i: &crate::ast::Instruction| {
+                uniform::is_warp_op(i)
+                    || matches!(i.opcode.as_str(), "bar" | "barrier")
+                    || (i.opcode == "call" && !matches!(uniform::called(i), Some(f) if !uniform_guess.contains(f)))
+            };
+            let spin_regions = |plan: &func::Plan| {
+                if opts.forward_progress {
+                    crate::progress::regions(&plan.cfg, &is_wall, &spin)
+                } else {
+                    Vec::new()
+                }
+            };
+            e.lockstep = lockstep::points(&plans, &spin_regions);
+            let now = uniform::functions(&plans, opts.warp_path, &e.lockstep, &BTreeSet::new());
+            if now == uniform_guess {
+                break;
             }
-        };
-        e.lockstep = lockstep::points(&plans, &spin_regions);
+            uniform_guess = now;
+        }
     }
     e.uniform_fns = uniform::functions(&plans, opts.warp_path, &e.lockstep, &BTreeSet::new());
     // On the emulated path a warp is several subgroups, which llvmpipe runs
@@ -738,7 +761,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
                 plan.info.is_some()
                     && !e.uniform_fns.contains(*name)
                     && plan.callees.is_empty()
-                    && !crate::progress::regions(&plan.cfg, &is_wall, opts.interleave_every_loop).is_empty()
+                    && !crate::progress::regions(&plan.cfg, &is_wall, &spin).is_empty()
             })
             .map(|(name, _)| name.clone())
             .collect();
@@ -753,7 +776,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         for (name, plan) in plans.iter_mut() {
             let is_wall = |i: &crate::ast::Instruction| progress_wall(&e, i);
             let yield_inst = yielding.contains(name).then(crate::progress::yield_instruction);
-            if let Err(d) = plan.interleave_spin_loops(opts, &is_wall, yield_inst) {
+            if let Err(d) = plan.interleave_spin_loops(opts, &is_wall, &spin, yield_inst) {
                 errors.push(d);
             }
         }

@@ -88,7 +88,7 @@ pub(crate) const RETURNED: u32 = 0xFFFF_FFFF;
 const PARK_BASE: u32 = 0x8000_0000;
 
 /// The function a `call` names, if it is a direct call.
-fn called(inst: &Instruction) -> Option<&str> {
+pub(crate) fn called(inst: &Instruction) -> Option<&str> {
     if inst.opcode != "call" {
         return None;
     }
