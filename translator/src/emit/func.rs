@@ -410,6 +410,12 @@ impl Plan<'_> {
         {
             return Ok(());
         }
+        self.restructure(opts)
+    }
+
+    /// The regions (and the registers kept in memory) again, after a pass
+    /// changed the CFG.
+    fn restructure(&mut self, opts: &crate::Options) -> Result<(), Diagnostic> {
         let cfg = &self.cfg;
         let span_in = |b: usize| {
             let blk = &cfg.blocks[b];
@@ -436,16 +442,7 @@ impl Plan<'_> {
         for r in &added {
             self.regs.push(r, ScalarType::U32);
         }
-        let cfg = &self.cfg;
-        let span_in = |b: usize| {
-            let blk = &cfg.blocks[b];
-            blk.insts.first().map(|i| i.span).unwrap_or(blk.term_span)
-        };
-        self.regions = structurize::run(cfg, &span_in)?;
-        if opts.loop_live_outs_in_memory {
-            self.memory_regs = memory_registers_of(&self.cfg, &self.regions, &self.regs, &self.returns);
-        }
-        Ok(())
+        self.restructure(opts)
     }
 
     /// Make [`Plan::uniform_regions`] (for a function that runs in
