@@ -425,6 +425,18 @@ impl Instruction {
     /// destination when it is a register, a vector or pair of registers or
     /// `_` (PTX writes destinations first; instructions without one start
     /// with an address, an immediate or nothing).
+    /// The function a `call` names, if it is a direct call (not through a
+    /// pointer register).
+    pub fn direct_callee(&self) -> Option<&str> {
+        if self.opcode != "call" {
+            return None;
+        }
+        match self.operands.iter().find(|o| !matches!(o, Operand::List(..))) {
+            Some(Operand::Name { name, .. }) => Some(name.as_str()),
+            _ => None,
+        }
+    }
+
     pub fn destinations(&self) -> usize {
         let ops = self.operands.as_slice();
         if self.opcode == "call" {

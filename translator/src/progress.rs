@@ -355,12 +355,8 @@ fn polls(cfg: &Cfg, blocks: &BTreeSet<BlockId>, polling: &BTreeSet<String>) -> b
     // The return parameters of the loop's calls of polling functions.
     let mut polled_returns: BTreeSet<&str> = BTreeSet::new();
     for i in &insts {
-        if i.opcode != "call" {
-            continue;
-        }
-        let callee = i.operands.iter().find(|o| !matches!(o, Operand::List(..)));
-        if let (Some(Operand::List(_, rets)), Some(Operand::Name { name, .. })) = (i.operands.first(), callee) {
-            if polling.contains(name.as_str()) {
+        if let (Some(Operand::List(_, rets)), Some(f)) = (i.operands.first(), i.direct_callee()) {
+            if polling.contains(f) {
                 rets.iter().for_each(|o| {
                     names(o, &mut |n| {
                         polled_returns.insert(n);

@@ -247,11 +247,6 @@ pub(crate) fn param_var_offset(fx: &Fx, op: &Operand) -> Result<u32, Diagnostic>
 /// Which of the system calls `names` (undefined functions the translator
 /// lowers itself: `vprintf`, `malloc`, ...) `inst` calls directly, if any.
 pub(crate) fn system_call(inst: &Instruction, names: &[&'static str]) -> Option<&'static str> {
-    if inst.opcode != "call" {
-        return None;
-    }
-    match inst.operands.iter().find(|o| !matches!(o, Operand::List(..))) {
-        Some(Operand::Name { name, .. }) => names.iter().copied().find(|n| n == name),
-        _ => None,
-    }
+    let name = inst.direct_callee()?;
+    names.iter().copied().find(|n| *n == name)
 }

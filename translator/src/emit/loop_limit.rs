@@ -253,9 +253,7 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
     // test and a trap-word atomic at every back-edge made the grid-stride
     // loop of `ptxvk-bench twins reduce` run 1.3x as long. A lane past the
     // budget still gets there: llvmpipe ends each of its loops at once.
-    let was = e.b.load(bt, None, c.tripped, None, []).map_err(internal1)?;
-    let now = e.b.logical_or(bt, None, was, spent).map_err(internal1)?;
-    e.b.store(c.tripped, now, None, []).map_err(internal1)?;
+    trip_if(e, c, spent)?;
     let p = pending(e, c)?;
     let yes = e.c_bool(true);
     e.b.store(p, again.unwrap_or(yes), None, []).map_err(internal1)
@@ -298,8 +296,14 @@ pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
     // ahead of ours: one-pass loops that its compiler keeps count there).
     let p = pending(e, c)?;
     let cut = e.b.load(bt, None, p, None, []).map_err(internal1)?;
+    trip_if(e, c, cut)
+}
+
+/// The lane's tripped flag is also set where `cond` holds.
+fn trip_if(e: &mut Emitter, c: Counter, cond: Word) -> Result<(), Diagnostic> {
+    let bt = e.t_bool();
     let was = e.b.load(bt, None, c.tripped, None, []).map_err(internal1)?;
-    let now = e.b.logical_or(bt, None, was, cut).map_err(internal1)?;
+    let now = e.b.logical_or(bt, None, was, cond).map_err(internal1)?;
     e.b.store(c.tripped, now, None, []).map_err(internal1)
 }
 

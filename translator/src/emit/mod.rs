@@ -726,7 +726,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             let is_wall = |i: &crate::ast::Instruction| {
                 uniform::is_warp_op(i)
                     || matches!(i.opcode.as_str(), "bar" | "barrier")
-                    || (i.opcode == "call" && !matches!(uniform::called(i), Some(f) if !uniform_guess.contains(f)))
+                    || (i.opcode == "call" && !matches!(i.direct_callee(), Some(f) if !uniform_guess.contains(f)))
             };
             let spin_regions = |plan: &func::Plan| {
                 if opts.forward_progress {

@@ -87,17 +87,6 @@ pub(crate) const RETURNED: u32 = 0xFFFF_FFFF;
 /// First park code of `if` arms.
 const PARK_BASE: u32 = 0x8000_0000;
 
-/// The function a `call` names, if it is a direct call.
-pub(crate) fn called(inst: &Instruction) -> Option<&str> {
-    if inst.opcode != "call" {
-        return None;
-    }
-    match inst.operands.iter().find(|o| !matches!(o, Operand::List(..))) {
-        Some(Operand::Name { name, .. }) => Some(name.as_str()),
-        _ => None,
-    }
-}
-
 /// Whether `inst` is a warp operation (vote, shuffle, match, reduction,
 /// `activemask`, `elect`, `bar.warp.sync`).
 pub(crate) fn is_warp_op(inst: &Instruction) -> bool {
@@ -128,7 +117,7 @@ pub(crate) fn is_collective(
         "bar" | "barrier" if !inst.has("warp") => true,
         _ if is_warp_op(inst) => path == WarpPath::Emulated,
         "ld" | "st" if lockstep.contains(&inst_key(inst)) => path == WarpPath::Emulated,
-        "call" => called(inst).is_some_and(|n| uniform.contains(n) || n == super::grid::SYNCHRONIZE),
+        "call" => inst.direct_callee().is_some_and(|n| uniform.contains(n) || n == super::grid::SYNCHRONIZE),
         _ => false,
     }
 }
