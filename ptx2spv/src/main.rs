@@ -137,6 +137,12 @@ struct Cli {
     /// the launch ABI; `--shared-spill=false`: Workgroup memory only).
     #[arg(long = "shared-spill", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     shared_spill: bool,
+    /// Use what is known of each printf call at translation time (a
+    /// string-literal format, arguments in the local depot, an unused
+    /// result) to store its record without loops (`--printf-sites=false`:
+    /// copy and count at run time).
+    #[arg(long = "printf-sites", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    printf_sites: bool,
     /// Interleave the diverged lanes of a warp around spin loops, so that a
     /// lane spinning on a lock another lane holds lets it run
     /// (`--forward-progress=false`: leave spin loops as they are).
@@ -232,6 +238,7 @@ fn run(cli: Cli) -> Result<(), String> {
         signed_zero_inf_nan_f64: cli.signed_zero_inf_nan,
         signed_zero_inf_nan_f16: cli.signed_zero_inf_nan,
         zero_operand_workaround: cli.zero_operand_workaround,
+        printf_sites: cli.printf_sites,
         memory_semantics: !cli.no_memory_semantics,
         unroll_spin_loops: cli.unroll_spin_loops,
         unroll_loops: cli.unroll_loops,

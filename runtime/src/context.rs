@@ -1079,7 +1079,8 @@ impl ContextInner {
             return Ok(b.address);
         }
         let limit = st.printf.limit;
-        let size = abi::printf::HEADER_BYTES + limit;
+        // The sink after the record space takes the records that do not fit.
+        let size = abi::printf::HEADER_BYTES + limit + abi::printf::SINK_BYTES;
         let buffer = Buffer::new(&self.device, size, DEVICE_USAGE, MemoryLocation::GpuToCpu, 16, "ptxvk printf FIFO")?;
         let mut header = [0u8; abi::printf::HEADER_BYTES as usize];
         header[4..8].copy_from_slice(&(limit as u32).to_le_bytes());
@@ -1449,6 +1450,7 @@ impl ContextInner {
             signed_zero_inf_nan_f64: self.info.signed_zero_inf_nan_f64,
             signed_zero_inf_nan_f16: self.info.signed_zero_inf_nan_f16,
             zero_operand_workaround: self.info.driver_name == "llvmpipe",
+            printf_sites: true,
             memory_semantics: self.info.driver_name != "llvmpipe",
             // llvmpipe's loop limiter ends a spin-wait after 65535 polls.
             unroll_spin_loops: if self.info.driver_name == "llvmpipe" { 64 } else { 0 },

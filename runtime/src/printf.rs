@@ -85,7 +85,10 @@ pub(crate) fn format(fmt: &[u8], args: &[u8], strings: &mut dyn DeviceStrings) -
                     if w < 0 {
                         s.left = true;
                     }
-                    s.width = Some(w.unsigned_abs() as usize);
+                    // Clamped as written widths are (`digits`): a
+                    // kernel's value must not make the host pad gigabytes
+                    // or overflow Rust's formatting.
+                    s.width = Some((w.unsigned_abs() as usize).min(MAX_WIDTH));
                 }
                 None => missing = true,
             }
@@ -99,7 +102,7 @@ pub(crate) fn format(fmt: &[u8], args: &[u8], strings: &mut dyn DeviceStrings) -
                 match a.take(4) {
                     Some(p) => {
                         let p = p as u32 as i32;
-                        s.precision = if p < 0 { None } else { Some(p as usize) };
+                        s.precision = if p < 0 { None } else { Some((p as usize).min(MAX_WIDTH)) };
                     }
                     None => missing = true,
                 }
@@ -159,8 +162,11 @@ fn digits(fmt: &[u8], i: &mut usize) -> Option<usize> {
         n = n.saturating_mul(10).saturating_add((d - b'0') as usize);
         *i += 1;
     }
-    (*i > begin).then_some(n.min(4096))
+    (*i > begin).then_some(n.min(MAX_WIDTH))
 }
+
+/// Largest field width and precision used (larger ones are clamped).
+const MAX_WIDTH: usize = 4096;
 
 /// A converted value before padding: sign/prefix, digits, and whether zero
 /// padding goes between them.
@@ -542,6 +548,37 @@ mod tests {
             let prec = ["", ".0", ".1", ".5", ".22"][(next() % 5) as usize];
             let fmt = format!("%{flags}{width}{prec}ll{conv}");
             assert_eq!(ours(&fmt, v), c_fmt_i64(&fmt, v as i64), "{fmt} of {v:#x}");
+        }
+    }
+
+    /// The argument bytes the translator copies for a literal format
+    /// (`pf::argument_bytes`) are all this formatting reads: the output from
+    /// those bytes alone equals the output from many more, and one byte
+    /// fewer changes it.
+    #[test]
+    fn argument_bytes_are_what_formatting_reads() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let pieces = [
+            "%d", "%i", "%u", "%x", "%X", "%o", "%c", "%s", "%p", "%f", "%e", "%g", "%a", "%E", "%G", "%F", "%A",
+            "%ld", "%lld", "%hd", "%hhx", "%zu", "%jd", "%td", "%Lf", "%qd", "%lu", "%%", "%n", "%5d", "%-8.3f", "%*d",
+            "%.*f", "%*.*e", "%+05i", "% x", "%#o", " text ", "\n", "%k",
+        ];
+        for _ in 0..2000 {
+            let fmt: String = (0..1 + next() % 6).map(|_| pieces[next() % pieces.len()]).collect();
+            let mut args = vec![0u8; 512];
+            for b in args.iter_mut() {
+                *b = next() as u8;
+            }
+            let n = pf::argument_bytes(fmt.as_bytes()) as usize;
+            let full = format(fmt.as_bytes(), &args, &mut NoStrings);
+            assert_eq!(format(fmt.as_bytes(), &args[..n], &mut NoStrings), full, "{fmt:?} with {n} bytes");
+            if n > 0 {
+                assert_ne!(format(fmt.as_bytes(), &args[..n - 1], &mut NoStrings), full, "{fmt:?} needs all {n} bytes");
+            }
         }
     }
 

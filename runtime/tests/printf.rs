@@ -129,9 +129,9 @@ fn printf_returns_the_argument_count() {
 fn printf_fifo_overflow_drops_records() {
     let ctx = context();
     ctx.capture_printf(true);
-    // 4 KiB of records. A printf_threads record is 64 bytes: the 16-byte
-    // header and the thread's local words from the argument buffer on (the
-    // 24-byte depot and the call's 20 bytes of .param variables, rounded up).
+    // 4 KiB of records. A printf_threads record is 40 bytes: the 16-byte
+    // header and the argument bytes its literal format reads (four ints and
+    // a double).
     ctx.set_printf_fifo_size(4096).unwrap();
     let m = load(&ctx);
     let f = m.function("printf_threads").unwrap();
@@ -142,7 +142,7 @@ fn printf_fifo_overflow_drops_records() {
     ctx.launch(&f, [1, 1, 1], [n as u32, 1, 1], 0, &params).unwrap();
     ctx.synchronize().unwrap();
     let lines = sorted_lines(&ctx.take_printf_output());
-    assert_eq!(lines.len(), 4096 / 64, "records that fit");
+    assert_eq!(lines.len(), 4096 / 40, "records that fit");
     let all: Vec<String> = input.iter().enumerate().map(|(i, &x)| thread_line(i, n, x)).collect();
     assert!(lines.iter().all(|l| all.contains(l)), "{lines:?}");
     // The size is fixed once a kernel that prints has run.
@@ -191,4 +191,97 @@ fn assert_fails_the_context() {
     assert_eq!(sorted_lines(&ctx.take_printf_output()), want);
     assert!(matches!(ctx.synchronize(), Err(Error::Assert(_))), "an assert is sticky");
     assert!(matches!(ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &params), Err(Error::Assert(_))));
+}
+
+const PATHS: &str = include_str!("../../tests/fixtures/printf_paths.ptx");
+
+/// `printf_paths.ptx` translated with this device's options, with the
+/// translation-time facts of `printf` calls used or not.
+fn load_paths(ctx: &Context, sites: bool) -> Module {
+    let options = ptxvk_translator::Options { printf_sites: sites, ..ctx.translate_options() };
+    let t = ptxvk_translator::translate(PATHS, "printf_paths.ptx", &options).unwrap_or_else(|d| panic!("{d}"));
+    ctx.load_spirv(&t.spirv, t.info).unwrap()
+}
+
+/// Runs the three kernels of `printf_paths.ptx`; each result and the
+/// printed lines (sorted) are checked against what C's `printf` prints.
+fn run_paths(ctx: &Context, m: &Module) -> Vec<String> {
+    let mut lines = Vec::new();
+    // A format in device memory (not a literal): its conversions counted
+    // on the device, its arguments copied by what the buffer holds.
+    let f = m.function("printf_format_from_memory").unwrap();
+    for (fmt, count) in [("a=%d b=%.2f 100%%\n", 2), ("no conversions\n", 0)] {
+        let text = upload(ctx, format!("{fmt}\0").as_bytes());
+        let out = upload_i32(ctx, &[0x5555_5555; 4]);
+        let params = f
+            .pack_params(&[
+                &text.to_le_bytes(),
+                &10i32.to_le_bytes(),
+                &1.5f64.to_bits().to_le_bytes(),
+                &out.to_le_bytes(),
+            ])
+            .unwrap();
+        ctx.launch(&f, [1, 1, 1], [4, 1, 1], 0, &params).unwrap();
+        ctx.synchronize().unwrap();
+        assert_eq!(download_i32(ctx, out, 4), vec![count; 4], "{fmt:?}");
+        let got = sorted_lines(&ctx.take_printf_output());
+        let mut want: Vec<String> = (0..4)
+            .map(|t| if count == 0 { fmt.to_string() } else { format!("a={} b={:.2} 100%\n", 10 + t, 1.5 * t as f64) })
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "{fmt:?}");
+        lines.extend(got);
+    }
+    // printf in a __noinline__ callee, its count read.
+    let f = m.function("printf_in_a_callee").unwrap();
+    let mut rng = Lcg(0x5eed_0f9f);
+    let n = 6;
+    let vals: Vec<f32> = (0..8).map(|_| (rng.next_u32() % 100_000) as f32 / 64.0 - 700.0).collect();
+    let input = upload(ctx, &vals.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    let out = upload_i32(ctx, &[0x5555_5555; 8]);
+    let params = f.pack_params(&[&input.to_le_bytes(), &out.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [8, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    let mut want_out = vec![3; n];
+    want_out.extend([0x5555_5555; 2]);
+    assert_eq!(download_i32(ctx, out, 8), want_out);
+    let got = sorted_lines(&ctx.take_printf_output());
+    // Multiples of 1/64: "%.2f" has no ties to round.
+    let mut want: Vec<String> = (0..n)
+        .map(|i| format!("report {i} {:.2} {}\n", vals[i] as f64, if i % 2 == 1 { "odd" } else { "even" }))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    lines.extend(got);
+    // 17 literal calls per thread whose results nothing reads.
+    let f = m.function("printf_many").unwrap();
+    let data: Vec<i32> = (0..32).map(|_| rng.next_u32() as i32).collect();
+    let input = upload_i32(ctx, &data);
+    let params = f.pack_params(&[&input.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [2, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    let got = sorted_lines(&ctx.take_printf_output());
+    let mut want = Vec::new();
+    for t in 0..2usize {
+        for k in 0..16 {
+            want.push(format!("in[{t}][{k}] = {}\n", data[t * 16 + k]));
+        }
+        // "%s %c %lld %5.1f%% %*d|%-*.*f|": 0.125 rounds to even in C.
+        let last = ["0.00", "0.12"][t];
+        want.push(format!("done x {}  99.5% {t:>4}|{last:<8}|\n", (t as i64) << 40));
+    }
+    want.sort();
+    assert_eq!(got, want);
+    lines.extend(got);
+    lines
+}
+
+#[test]
+fn printf_lowered_from_translation_time_facts_and_without_them() {
+    let ctx = context();
+    ctx.capture_printf(true);
+    let with = run_paths(&ctx, &load_paths(&ctx, true));
+    let without = run_paths(&ctx, &load_paths(&ctx, false));
+    assert_eq!(with, without);
+    assert_clean(&ctx);
 }

@@ -526,7 +526,11 @@ pub mod heap {
 /// `used` atomically and writes it only if it lies entirely within
 /// `capacity` bytes of record space: records that do not fit are dropped
 /// (the host reports how many bytes were lost), and the host resets `used`
-/// to 0 after reading. A record is 8-byte aligned:
+/// to 0 after reading. The FIFO buffer has [`printf::SINK_BYTES`] more
+/// after its record space, where a record that does not fit is written
+/// instead (without a branch; nothing reads them). Without a FIFO (a zero
+/// slot) a kernel writes to a header and sink of its own right after the
+/// slot in the module data. A record is 8-byte aligned:
 ///
 /// | offset | type | field |
 /// |---|---|---|
@@ -545,6 +549,12 @@ pub mod printf {
     pub const RECORD_HEADER_BYTES: u32 = 16;
     /// Most argument bytes copied per `printf` (32 arguments of 8 bytes, CUDA's limit).
     pub const MAX_ARG_BYTES: u32 = 256;
+    /// Bytes after a FIFO's record space that take the records that do
+    /// not fit (the largest record).
+    pub const SINK_BYTES: u64 = RECORD_HEADER_BYTES as u64 + MAX_ARG_BYTES as u64;
+    /// Bytes of the module data's printf area: the FIFO slot (a u64), then
+    /// a FIFO header of capacity 0 and its sink, used when the slot is 0.
+    pub const MODULE_AREA_BYTES: u64 = 8 + HEADER_BYTES + SINK_BYTES;
     /// A `printf` record.
     pub const KIND_PRINTF: u32 = 0;
     /// An `assert` record.
@@ -572,6 +582,89 @@ pub mod printf {
     pub const TRAP_ILLEGAL_ADDRESS: u32 = 16;
     /// Trap word bit set by an access whose address is not aligned to its size.
     pub const TRAP_MISALIGNED: u32 = 32;
+
+    /// Most format bytes a kernel scans when it counts a format's
+    /// conversions (the value `printf` returns).
+    pub const MAX_FORMAT_BYTES: u32 = 4096;
+
+    /// Bytes of the argument buffer a `printf` with format `format` (up to
+    /// its first NUL) reads: the end of its last argument, packed as nvcc
+    /// packs them, each at its natural alignment: `int`-sized for `%d %i %u
+    /// %x %X %o %c` and `*` widths and precisions (`h`/`hh` too, C promotes
+    /// them), 8 bytes with `l`, `ll`, `j`, `z`, `t`, `q`, `L`, for `%s %p`
+    /// and for the floating conversions (C promotes `float` to `double`).
+    /// The runtime's formatting reads arguments by the same rules.
+    pub fn argument_bytes(format: &[u8]) -> u32 {
+        let fmt = format.split(|&b| b == 0).next().unwrap_or_default();
+        let mut at = 0u32;
+        let take = |at: &mut u32, size: u32| *at = at.div_ceil(size) * size + size;
+        let mut i = 0;
+        while i < fmt.len() {
+            if fmt[i] != b'%' {
+                i += 1;
+                continue;
+            }
+            i += 1;
+            while matches!(fmt.get(i), Some(b'-' | b'+' | b' ' | b'#' | b'0')) {
+                i += 1;
+            }
+            if fmt.get(i) == Some(&b'*') {
+                i += 1;
+                take(&mut at, 4);
+            } else {
+                while fmt.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+            }
+            if fmt.get(i) == Some(&b'.') {
+                i += 1;
+                if fmt.get(i) == Some(&b'*') {
+                    i += 1;
+                    take(&mut at, 4);
+                } else {
+                    while fmt.get(i).is_some_and(u8::is_ascii_digit) {
+                        i += 1;
+                    }
+                }
+            }
+            let mut long = false;
+            while let Some(&l) = fmt.get(i) {
+                match l {
+                    b'l' | b'j' | b'z' | b't' | b'q' | b'L' => long = true,
+                    b'h' => {}
+                    _ => break,
+                }
+                i += 1;
+            }
+            let Some(&conv) = fmt.get(i) else { break };
+            i += 1;
+            match conv {
+                b'd' | b'i' | b'u' | b'x' | b'X' | b'o' => take(&mut at, if long { 8 } else { 4 }),
+                b'c' => take(&mut at, 4),
+                b's' | b'p' | b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => take(&mut at, 8),
+                _ => {}
+            }
+        }
+        at
+    }
+
+    /// What CUDA's `printf` with format `format` (up to its first NUL)
+    /// returns: the number of conversions, a `%` followed by anything but
+    /// `%` or the end (`%%` prints a `%`).
+    /// At most [`MAX_FORMAT_BYTES`] bytes are read, as on the device.
+    pub fn conversions(format: &[u8]) -> u32 {
+        let fmt = format.split(|&b| b == 0).next().unwrap_or_default();
+        let fmt = &fmt[..fmt.len().min(MAX_FORMAT_BYTES as usize)];
+        let mut count = 0;
+        let mut lone = false;
+        for &c in fmt {
+            if lone && c != b'%' {
+                count += 1;
+            }
+            lone = !lone && c == b'%';
+        }
+        count
+    }
 }
 
 /// # Grid synchronisation (cooperative launches)

@@ -176,6 +176,13 @@ pub struct Options {
     /// llvmpipe (lavapipe) returns `x` for `x + 0.0` and `0.0` for `x * 0.0`
     /// and `0.0 / x` whatever the float controls say (see `emit/zero.rs`).
     pub zero_operand_workaround: bool,
+    /// Use what is known of each `printf` call at translation time (a
+    /// string-literal format, an argument buffer in the caller's local
+    /// depot, a result nothing reads; see `emit/printf_sites.rs`): the call
+    /// then stores its record without loops. Off: every call copies its
+    /// arguments through a loop over generic loads and counts its format's
+    /// conversions at run time (for tests that compare the two).
+    pub printf_sites: bool,
     /// Atomics and fences carry their memory semantics (acquire, release,
     /// acquire-release) into SPIR-V. Off for llvmpipe (lavapipe), where an
     /// atomic or barrier with memory semantics, executed while other
@@ -270,6 +277,7 @@ impl Default for Options {
             signed_zero_inf_nan_f64: false,
             signed_zero_inf_nan_f16: false,
             zero_operand_workaround: false,
+            printf_sites: true,
             memory_semantics: true,
             unroll_spin_loops: 0,
             unroll_loops: 0,

@@ -606,6 +606,8 @@ pub(crate) struct Fx<'a> {
     pub callees: &'a HashMap<String, Callee>,
     /// The PTX name of the function (for fault records).
     pub name: &'a str,
+    /// What is known of its `vprintf` calls.
+    pub printf_sites: super::printf_sites::Sites,
 }
 
 /// Storage kind of a register of PTX type `t`.
@@ -805,6 +807,19 @@ pub(crate) fn emit_function(
         name: &plan.func.name,
         uniform: st.map(|st| UniformFx { st, parks: 0 }),
         scratch_var: vars.scratch_var,
+        printf_sites: if e.opts.printf_sites {
+            let returns: Vec<&str> = plan
+                .returns
+                .iter()
+                .filter_map(|f| match f {
+                    Formal::Reg { name, .. } => Some(name.as_str()),
+                    Formal::Param { .. } => None,
+                })
+                .collect();
+            super::printf_sites::run(&plan.cfg, &plan.local, &returns, super::printf::VPRINTF)
+        } else {
+            super::printf_sites::Sites::default()
+        },
     };
     // A uniform `.func` receives its caller's activity as the last argument.
     let active_in = if me.is_some_and(|c| c.uniform) { incoming.pop() } else { None };
@@ -845,6 +860,7 @@ pub(crate) fn emit_function(
         if me.is_none() {
             super::loop_limit::init(e)?;
             super::fault::load_cache(e)?;
+            super::printf::load_fifo(e)?;
             super::block_order::init(e)?;
             super::race::init(e, &fx)?;
         }

@@ -47,6 +47,7 @@ mod mem;
 mod mma;
 mod mma_sp;
 mod printf;
+mod printf_sites;
 mod race;
 mod rounding;
 mod spv;
@@ -83,6 +84,9 @@ pub(crate) enum TyKey {
     Func(Word, Vec<Word>),
     Struct(Vec<Word>),
 }
+
+/// Largest variable kept in [`Emitter::literals`].
+const MAX_LITERAL_BYTES: u64 = 1 << 16;
 
 /// Slots of [`Emitter::scalars`].
 const SCALAR_SLOTS: usize = 9;
@@ -145,6 +149,9 @@ pub(crate) struct Emitter<'o> {
     pub spec_dynamic_shared: Option<Word>,
     /// Module-scope `.global`/`.const` variables: name → (offset, size).
     pub globals: HashMap<String, (u64, u64)>,
+    /// The contents of the module's string literals, when it calls
+    /// `printf` (its formats).
+    pub literals: HashMap<String, Vec<u8>>,
     /// Types that already carry their decorations.
     pub decorated: BTreeSet<Word>,
     /// Index of every `.func` with a body (for function addresses).
@@ -186,6 +193,9 @@ pub(crate) struct Emitter<'o> {
     pub fault_cache: Option<Word>,
     /// The `Private` copy of the fault log's address (see `fault::load_cache`).
     pub fault_log_var: Option<Word>,
+    /// The `Private` copies of the printf FIFO's address and capacity, read
+    /// once per entry (see `printf::load_fifo`).
+    pub printf_fifo_vars: Option<(Word, Word)>,
     /// Spec constant ops of the range scan (see `fault::linear_consts`).
     pub fault_linear: Option<(Word, Word)>,
     /// The racecheck's state, when the module's shared accesses are tracked.
@@ -477,6 +487,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         module_data_var: None,
         spec_dynamic_shared: None,
         globals: HashMap::new(),
+        literals: HashMap::new(),
         decorated: BTreeSet::new(),
         func_index: HashMap::new(),
         address_taken: BTreeSet::new(),
@@ -495,6 +506,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         fault_state: None,
         fault_cache: None,
         fault_log_var: None,
+        printf_fifo_vars: None,
         fault_linear: None,
         race: None,
         heap_offset: None,
@@ -564,7 +576,8 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
     if used.printf {
         let off = data_bytes.div_ceil(8) * 8;
         e.printf_offset = Some(off);
-        data_bytes = off + 8;
+        data_bytes = off + crate::abi::printf::MODULE_AREA_BYTES;
+        printf::declare_fifo(&mut e);
     }
     if used.heap {
         let off = data_bytes.div_ceil(8) * 8;
@@ -583,6 +596,14 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
     }
     for g in &globals {
         e.globals.insert(g.name.clone(), (g.offset, g.size));
+        // String literals (clang's and NVVM's `.str`, `.str.1`, ..., which
+        // the NVPTX backend renames `$str`, `$str$1`): C forbids writing
+        // them, so their initializers are what `printf` reads as its
+        // format. (`.const` data is not: the host may write it.)
+        let literal = g.name.starts_with("$str");
+        if used.printf && literal && g.size <= MAX_LITERAL_BYTES && g.relocations.is_empty() {
+            e.literals.insert(g.name.clone(), g.init.clone());
+        }
     }
     let module_shared: Vec<(&ast::VarDecl, &ast::VarName)> = module
         .items
@@ -867,6 +888,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
                 iface.extend(e.fault_state.iter().flat_map(|&(a, b)| [a, b]));
                 iface.extend(e.fault_cache);
                 iface.extend(e.fault_log_var);
+                iface.extend(e.printf_fifo_vars.iter().flat_map(|&(a, b)| [a, b]));
                 iface.extend(e.module_data_var);
                 iface.extend(e.race.iter().flat_map(|r| r.interface()));
                 iface.extend(e.block_id);

@@ -4,12 +4,14 @@
 
 use super::func::{internal1, trap_now, Fx};
 use super::mem::{load, load_local_word, store, Addr};
+use super::printf_sites::Args;
 use super::values::K;
 use super::Emitter;
 use crate::abi::printf as pf;
 use crate::ast::{Instruction, Operand};
 use crate::diag::{Diagnostic, Span};
-use rspirv::spirv::{self, Word};
+use rspirv::dr::Operand as SOp;
+use rspirv::spirv::{self, MemoryAccess, Word};
 
 /// The name nvcc gives the printf system call.
 pub(crate) const VPRINTF: &str = "vprintf";
@@ -57,66 +59,149 @@ pub(crate) fn add64(e: &mut Emitter, a: Word, c: u64) -> Result<Word, Diagnostic
     e.b.i_add(u64t, None, a, k).map_err(internal1)
 }
 
-fn store32(e: &mut Emitter, fx: &Fx, at: Word, off: u64, v: Word) -> Result<(), Diagnostic> {
-    let a = add64(e, at, off)?;
-    store(e, fx, Addr::Global(a), v, K::Int(32), false, Span::default())
+/// Creates the `Private` copies of the FIFO's address and capacity (before
+/// the first entry: every entry lists them in its interface).
+pub(crate) fn declare_fifo(e: &mut Emitter) {
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let p32 = e.t_ptr(spirv::StorageClass::Private, u32t);
+    let p64 = e.t_ptr(spirv::StorageClass::Private, u64t);
+    let z32 = e.c_u32(0);
+    let z64 = e.c_int(64, 0);
+    let fifo = e.b.variable(p64, None, spirv::StorageClass::Private, Some(z64));
+    let cap = e.b.variable(p32, None, spirv::StorageClass::Private, Some(z32));
+    e.printf_fifo_vars = Some((fifo, cap));
 }
 
-fn store64(e: &mut Emitter, fx: &Fx, at: Word, off: u64, v: Word) -> Result<(), Diagnostic> {
-    let a = add64(e, at, off)?;
-    store(e, fx, Addr::Global(a), v, K::Int(64), false, Span::default())
-}
-
-/// Reserve `size` bytes (a u32 multiple of 8) in the FIFO. Opens a
-/// selection construct whose body runs only when the record fits and
-/// returns the record address and the merge labels; the caller closes them with
-/// [`close`].
-fn reserve(e: &mut Emitter, fx: &Fx, size: Word, span: Span) -> Result<(Word, (Word, Word)), Diagnostic> {
+/// At the start of an entry, where every invocation runs: reads the FIFO's
+/// address from its module data slot and its capacity from its header (the
+/// runtime sets both before a launch and changes neither during one), so
+/// that a `printf` does not load them (llvmpipe compiles a load in
+/// divergent code as a loop over the lanes, and its compile time grows
+/// with the square of their number). Without a FIFO (a zero slot) the
+/// module data's own header of capacity 0 stands in for it.
+pub(crate) fn load_fifo(e: &mut Emitter) -> Result<(), Diagnostic> {
+    let Some((fifo_var, cap_var)) = e.printf_fifo_vars else {
+        return Ok(());
+    };
     let (Some(base), Some(slot)) = (e.module_data_address()?, e.printf_offset) else {
-        return Err(Diagnostic::error(span, "internal error: printf FIFO slot missing"));
+        return Err(Diagnostic::error(Span::default(), "internal error: printf FIFO slot missing"));
     };
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
     let bt = e.t_bool();
     let slot_addr = add64(e, base, slot)?;
-    let fifo = load(e, fx, Addr::Global(slot_addr), K::Int(64), false)?;
+    let fifo = load_psb(e, u64t, slot_addr, 8)?;
     let zero64 = e.c_int(64, 0);
     let have = e.b.i_not_equal(bt, None, fifo, zero64).map_err(internal1)?;
-    let body = e.b.id();
-    let merge = e.b.id();
-    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(have, body, merge, []).map_err(internal1)?;
-    e.b.begin_block(Some(body)).map_err(internal1)?;
+    let own = add64(e, slot_addr, 8)?;
+    let fifo = e.b.select(u64t, None, have, fifo, own).map_err(internal1)?;
+    // The stand-in's capacity is 0 whatever its memory holds.
+    let cap_addr = add64(e, fifo, 4)?;
+    let cap = load_psb(e, u32t, cap_addr, 4)?;
+    let zero = e.c_u32(0);
+    let cap = e.b.select(u32t, None, have, cap, zero).map_err(internal1)?;
+    e.b.store(fifo_var, fifo, None, []).map_err(internal1)?;
+    e.b.store(cap_var, cap, None, []).map_err(internal1)
+}
+
+/// A load of type `t` from device address `addr`, `align`-aligned (the
+/// translator's own data: not checked).
+fn load_psb(e: &mut Emitter, t: Word, addr: Word, align: u32) -> Result<Word, Diagnostic> {
+    let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, t);
+    let p = e.b.convert_u_to_ptr(pt, None, addr).map_err(internal1)?;
+    e.b.load(t, None, p, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(align)]).map_err(internal1)
+}
+
+/// Store the 64-bit `values` (1 to 4) at 8-byte aligned device address
+/// `addr` as one vector (a scalar for one).
+fn store_u64s(e: &mut Emitter, addr: Word, values: &[Word]) -> Result<(), Diagnostic> {
+    let u64t = e.t_int(64);
+    let (t, v) = match values {
+        [v] => (u64t, *v),
+        _ => {
+            let vt = e.ty(super::TyKey::Vec(u64t, values.len() as u32));
+            let v = e.b.composite_construct(vt, None, values.iter().copied()).map_err(internal1)?;
+            (vt, v)
+        }
+    };
+    let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, t);
+    let p = e.b.convert_u_to_ptr(pt, None, addr).map_err(internal1)?;
+    e.b.store(p, v, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(8)]).map_err(internal1)
+}
+
+/// Store the 32-bit `words` at `addr` (8-byte aligned; an odd count is
+/// padded with a zero word, which the record's size covers), 32 bytes to a
+/// store: llvmpipe compiles each store as a loop over the lanes, and a
+/// kernel's compile time grows with the square of their number.
+fn store_all(e: &mut Emitter, addr: Word, words: &[Word]) -> Result<(), Diagnostic> {
+    let mut words = words.to_vec();
+    if words.len() % 2 == 1 {
+        words.push(e.c_u32(0));
+    }
+    let mut pairs = Vec::new();
+    for p in words.chunks(2) {
+        pairs.push(e.make_u64(p[0], p[1])?);
+    }
+    for (k, chunk) in pairs.chunks(4).enumerate() {
+        let at = add64(e, addr, 32 * k as u64)?;
+        match chunk.len() {
+            3 => {
+                store_u64s(e, at, &chunk[..2])?;
+                let at = add64(e, at, 16)?;
+                store_u64s(e, at, &chunk[2..])?;
+            }
+            _ => store_u64s(e, at, chunk)?,
+        }
+    }
+    Ok(())
+}
+
+/// Reserve `size` bytes (a u32 multiple of 8) in the FIFO: the address to
+/// write the record at, in the record space when it fits there, otherwise
+/// in the sink after it (no branch: llvmpipe's compile time grows with the
+/// blocks of a kernel, and a kernel may have hundreds of `printf`s).
+fn reserve(e: &mut Emitter, size: Word, span: Span) -> Result<Word, Diagnostic> {
+    let Some((fifo_var, cap_var)) = e.printf_fifo_vars else {
+        return Err(Diagnostic::error(span, "internal error: printf FIFO slot missing"));
+    };
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let fifo = e.b.load(u64t, None, fifo_var, None, []).map_err(internal1)?;
     let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, u32t);
     let used = e.b.convert_u_to_ptr(pt, None, fifo).map_err(internal1)?;
     let scope = e.c_u32(spirv::Scope::Device as u32);
     let sem = e.c_u32(0);
     let off = e.b.atomic_i_add(u32t, None, used, scope, sem, size).map_err(internal1)?;
-    let cap_addr = add64(e, fifo, 4)?;
-    let cap = load(e, fx, Addr::Global(cap_addr), K::Int(32), false)?;
+    let cap = e.b.load(u32t, None, cap_var, None, []).map_err(internal1)?;
     // Fits when off <= cap and size <= cap - off (no overflow).
     let a = e.b.u_less_than_equal(bt, None, off, cap).map_err(internal1)?;
     let room = e.b.i_sub(u32t, None, cap, off).map_err(internal1)?;
     let b = e.b.u_less_than_equal(bt, None, size, room).map_err(internal1)?;
     let fits = e.b.logical_and(bt, None, a, b).map_err(internal1)?;
-    let write = e.b.id();
-    let inner = e.b.id();
-    e.b.selection_merge(inner, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(fits, write, inner, []).map_err(internal1)?;
-    e.b.begin_block(Some(write)).map_err(internal1)?;
-    let off64 = e.b.u_convert(u64t, None, off).map_err(internal1)?;
-    let rec = e.b.i_add(u64t, None, fifo, off64).map_err(internal1)?;
-    let rec = add64(e, rec, pf::HEADER_BYTES)?;
-    Ok((rec, (inner, merge)))
+    let at = e.b.select(u32t, None, fits, off, cap).map_err(internal1)?;
+    let at = e.b.u_convert(u64t, None, at).map_err(internal1)?;
+    let rec = e.b.i_add(u64t, None, fifo, at).map_err(internal1)?;
+    add64(e, rec, pf::HEADER_BYTES)
 }
 
-/// Close the constructs [`reserve`] opened.
-fn close(e: &mut Emitter, (inner, outer): (Word, Word)) -> Result<(), Diagnostic> {
-    e.b.branch(inner).map_err(internal1)?;
-    e.b.begin_block(Some(inner)).map_err(internal1)?;
-    e.b.branch(outer).map_err(internal1)?;
-    e.b.begin_block(Some(outer)).map_err(internal1)?;
-    Ok(())
+/// A record's header (size, kind, the string's address) as four words.
+fn header_words(e: &mut Emitter, size: Word, kind: u32, string: Word) -> Result<[Word; 4], Diagnostic> {
+    let kind = e.c_u32(kind);
+    let [lo, hi] = split64(e, string)?;
+    Ok([size, kind, lo, hi])
+}
+
+/// The low and high words of a u64.
+fn split64(e: &mut Emitter, v: Word) -> Result<[Word; 2], Diagnostic> {
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let lo = e.b.u_convert(u32t, None, v).map_err(internal1)?;
+    let sh = e.c_int(64, 32);
+    let hi = e.b.shift_right_logical(u64t, None, v, sh).map_err(internal1)?;
+    let hi = e.b.u_convert(u32t, None, hi).map_err(internal1)?;
+    Ok([lo, hi])
 }
 
 /// `call (ret), vprintf, (format, args)`.
@@ -131,67 +216,132 @@ pub(crate) fn vprintf(
         return Err(Diagnostic::error(inst.span, "vprintf takes (format, args) and returns one value"));
     }
     let span = inst.span;
+    let site = fx.printf_sites.of(inst);
     let fmt = param_arg(e, fx, args, 0, span)?;
     let fmt = as_u64(e, fmt)?;
-    let argp = param_arg(e, fx, args, 1, span)?;
-    let argp = as_u64(e, argp)?;
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
     let bt = e.t_bool();
+    let zero64 = e.c_int(64, 0);
     // Argument bytes to copy: none for a null pointer, at most MAX_ARG_BYTES,
     // and no further than the end of the local words for a .local pointer.
-    let zero64 = e.c_int(64, 0);
-    let max = e.c_u32(pf::MAX_ARG_BYTES);
-    let mut n = max;
-    if fx.local_var.is_some() {
-        let mask = e.c_int(64, crate::abi::WINDOW_MASK);
-        let tag = e.b.bitwise_and(u64t, None, argp, mask).map_err(internal1)?;
-        let want = e.c_int(64, crate::abi::LOCAL_WINDOW);
-        let is_local = e.b.i_equal(bt, None, tag, want).map_err(internal1)?;
-        let off = e.b.u_convert(u32t, None, argp).map_err(internal1)?;
-        let total = e.c_u32(fx.local_total);
-        let inside = e.b.u_less_than(bt, None, off, total).map_err(internal1)?;
-        let left = e.b.i_sub(u32t, None, total, off).map_err(internal1)?;
-        let zero = e.c_u32(0);
-        let left = e.b.select(u32t, None, inside, left, zero).map_err(internal1)?;
-        let less = e.b.u_less_than(bt, None, left, max).map_err(internal1)?;
-        let capped = e.b.select(u32t, None, less, left, max).map_err(internal1)?;
-        n = e.b.select(u32t, None, is_local, capped, max).map_err(internal1)?;
+    // A buffer at a known place in the frame (nvcc's: in its local depot) is
+    // copied from the local words at constant indices, no further than the
+    // end of its variable, when that is small.
+    // A string literal's bytes (immutable) when the format is one.
+    let format: Option<Vec<u8>> = site
+        .format
+        .as_ref()
+        .filter(|(name, _)| !fx.shared.contains_key(name) && !fx.local.contains_key(name))
+        .and_then(|(name, off)| e.literals.get(name)?.get(usize::try_from(*off).ok()?..))
+        .filter(|bytes| bytes.contains(&0))
+        .map(<[u8]>::to_vec);
+    // Words the format's conversions read (all the buffer may hold when
+    // the format is not known).
+    let needed =
+        format.as_deref().map_or(pf::MAX_ARG_BYTES, |f| pf::argument_bytes(f).min(pf::MAX_ARG_BYTES).div_ceil(4) * 4);
+    let known = match site.args {
+        Args::Null => Some((0, 0)),
+        Args::Local { offset: off, room } if fx.local_var.is_some() => (|| {
+            let at = fx.local_base.checked_add(off)?;
+            let n = fx.local_total.checked_sub(at)?.min(pf::MAX_ARG_BYTES).min(room).min(needed);
+            (at % 4 == 0 && n / 4 <= MAX_UNROLLED_WORDS).then_some((off / 4, n / 4))
+        })(),
+        _ => None,
+    };
+    let (size, copy) = match known {
+        Some((first, words)) => {
+            let size = (pf::RECORD_HEADER_BYTES + 4 * words).div_ceil(8) * 8;
+            let mut loaded = Vec::new();
+            for k in 0..words {
+                loaded.push(load_local_word(e, fx, first + k)?);
+            }
+            (e.c_u32(size), Copy::Words(loaded))
+        }
+        None => {
+            let argp = param_arg(e, fx, args, 1, span)?;
+            let argp = as_u64(e, argp)?;
+            let max = e.c_u32(pf::MAX_ARG_BYTES);
+            let mut n = max;
+            if fx.local_var.is_some() {
+                let mask = e.c_int(64, crate::abi::WINDOW_MASK);
+                let tag = e.b.bitwise_and(u64t, None, argp, mask).map_err(internal1)?;
+                let want = e.c_int(64, crate::abi::LOCAL_WINDOW);
+                let is_local = e.b.i_equal(bt, None, tag, want).map_err(internal1)?;
+                let off = e.b.u_convert(u32t, None, argp).map_err(internal1)?;
+                let total = e.c_u32(fx.local_total);
+                let inside = e.b.u_less_than(bt, None, off, total).map_err(internal1)?;
+                let left = e.b.i_sub(u32t, None, total, off).map_err(internal1)?;
+                let zero = e.c_u32(0);
+                let left = e.b.select(u32t, None, inside, left, zero).map_err(internal1)?;
+                let less = e.b.u_less_than(bt, None, left, max).map_err(internal1)?;
+                let capped = e.b.select(u32t, None, less, left, max).map_err(internal1)?;
+                n = e.b.select(u32t, None, is_local, capped, max).map_err(internal1)?;
+            }
+            let null = e.b.i_equal(bt, None, argp, zero64).map_err(internal1)?;
+            let zero = e.c_u32(0);
+            let n = e.b.select(u32t, None, null, zero, n).map_err(internal1)?;
+            let two = e.c_u32(2);
+            let words = e.b.shift_right_logical(u32t, None, n, two).map_err(internal1)?;
+            let bytes = e.b.shift_left_logical(u32t, None, words, two).map_err(internal1)?;
+            let hdr = e.c_u32(pf::RECORD_HEADER_BYTES + 7);
+            let size = e.b.i_add(u32t, None, bytes, hdr).map_err(internal1)?;
+            let align = e.c_u32(!7u32);
+            let size = e.b.bitwise_and(u32t, None, size, align).map_err(internal1)?;
+            (size, Copy::Loop { from: argp, words })
+        }
+    };
+
+    let rec = reserve(e, size, span)?;
+    match copy {
+        // The header and the arguments, four words to a store.
+        Copy::Words(words) => {
+            let mut all = header_words(e, size, pf::KIND_PRINTF, fmt)?.to_vec();
+            all.extend(words);
+            store_all(e, rec, &all)?;
+        }
+        Copy::Loop { from, words } => {
+            let header = header_words(e, size, pf::KIND_PRINTF, fmt)?;
+            store_all(e, rec, &header)?;
+            let data = add64(e, rec, pf::RECORD_HEADER_BYTES as u64)?;
+            copy_words(e, fx, from, data, words)?;
+        }
     }
-    let null = e.b.i_equal(bt, None, argp, zero64).map_err(internal1)?;
-    let zero = e.c_u32(0);
-    let n = e.b.select(u32t, None, null, zero, n).map_err(internal1)?;
-    let two = e.c_u32(2);
-    let words = e.b.shift_right_logical(u32t, None, n, two).map_err(internal1)?;
-    let bytes = e.b.shift_left_logical(u32t, None, words, two).map_err(internal1)?;
-    let hdr = e.c_u32(pf::RECORD_HEADER_BYTES + 7);
-    let size = e.b.i_add(u32t, None, bytes, hdr).map_err(internal1)?;
-    let align = e.c_u32(!7u32);
-    let size = e.b.bitwise_and(u32t, None, size, align).map_err(internal1)?;
 
-    let (rec, done) = reserve(e, fx, size, span)?;
-    store32(e, fx, rec, 0, size)?;
-    let kind = e.c_u32(pf::KIND_PRINTF);
-    store32(e, fx, rec, 4, kind)?;
-    store64(e, fx, rec, 8, fmt)?;
-    let data = add64(e, rec, pf::RECORD_HEADER_BYTES as u64)?;
-    copy_words(e, fx, argp, data, words)?;
-    close(e, done)?;
-
-    if let Some(dst) = rets.first() {
-        // CUDA returns the number of arguments, -1 for a null format.
-        let bad = e.b.i_equal(bt, None, fmt, zero64).map_err(internal1)?;
-        let count = count_conversions(e, fx, fmt, bad)?;
-        let m1 = e.c_u32(u32::MAX);
-        let r = e.b.select(u32t, None, bad, m1, count).map_err(internal1)?;
-        let base = super::call::param_var_offset(fx, dst)?;
-        super::mem::store_local_word(e, fx, base / 4, r)?;
+    match rets.first() {
+        // Nothing reads the count: it is not computed.
+        Some(_) if !site.result_read => {}
+        // A literal format: its count.
+        Some(dst) if format.is_some() => {
+            let n = format.as_deref().map_or(0, pf::conversions);
+            let r = e.c_u32(n);
+            let base = super::call::param_var_offset(fx, dst)?;
+            super::mem::store_local_word(e, fx, base / 4, r)?;
+        }
+        Some(dst) => {
+            // CUDA returns the number of arguments, -1 for a null format.
+            let bad = e.b.i_equal(bt, None, fmt, zero64).map_err(internal1)?;
+            let count = count_conversions(e, fx, fmt, bad)?;
+            let m1 = e.c_u32(u32::MAX);
+            let r = e.b.select(u32t, None, bad, m1, count).map_err(internal1)?;
+            let base = super::call::param_var_offset(fx, dst)?;
+            super::mem::store_local_word(e, fx, base / 4, r)?;
+        }
+        None => {}
     }
     Ok(())
 }
 
-/// Most format bytes scanned when counting conversions.
-const MAX_FORMAT_BYTES: u32 = 4096;
+/// Most argument words copied without a loop (a buffer at a known place).
+const MAX_UNROLLED_WORDS: u32 = 32;
+
+/// How a `printf` record gets its argument bytes.
+enum Copy {
+    /// These words (loaded from the local words).
+    Words(Vec<Word>),
+    /// A loop over this many words from this generic address.
+    Loop { from: Word, words: Word },
+}
 
 /// The number of conversions in the NUL-terminated format at generic `fmt`
 /// (a `%` not followed by `%`): what CUDA's `printf` returns. `skip`: the
@@ -216,7 +366,7 @@ fn count_conversions(e: &mut Emitter, fx: &Fx, fmt: Word, skip: Word) -> Result<
     let count = e.b.phi(u32t, None, [(zero, pre), (ncount, cont)]).map_err(internal1)?;
     let prev = e.b.phi(bt, None, [(f, pre), (nprev, cont)]).map_err(internal1)?;
     let done = e.b.phi(bt, None, [(skip, pre), (ndone, cont)]).map_err(internal1)?;
-    let limit = e.c_u32(MAX_FORMAT_BYTES);
+    let limit = e.c_u32(pf::MAX_FORMAT_BYTES);
     let inside = e.b.u_less_than(bt, None, i, limit).map_err(internal1)?;
     let not_done = e.b.logical_not(bt, None, done).map_err(internal1)?;
     let more = e.b.logical_and(bt, None, inside, not_done).map_err(internal1)?;
@@ -329,20 +479,15 @@ pub(crate) fn assertfail(
         }
     }
     let size = e.c_u32(pf::RECORD_HEADER_BYTES + pf::ASSERT_PAYLOAD);
-    let (rec, done) = reserve(e, fx, size, span)?;
-    store32(e, fx, rec, 0, size)?;
-    let kind = e.c_u32(pf::KIND_ASSERT);
-    store32(e, fx, rec, 4, kind)?;
-    store64(e, fx, rec, 8, msg)?;
-    store64(e, fx, rec, 16, file)?;
-    store64(e, fx, rec, 24, func)?;
-    store32(e, fx, rec, 32, line)?;
-    for (k, v) in ids.into_iter().enumerate() {
-        store32(e, fx, rec, 36 + 4 * k as u64, v)?;
+    let rec = reserve(e, size, span)?;
+    let mut all = header_words(e, size, pf::KIND_ASSERT, msg)?.to_vec();
+    for v in [file, func] {
+        all.extend(split64(e, v)?);
     }
-    let zero = e.c_u32(0);
-    store32(e, fx, rec, 60, zero)?;
-    close(e, done)?;
+    all.push(line);
+    all.extend(ids);
+    all.push(e.c_u32(0));
+    store_all(e, rec, &all)?;
     // End the thread: a selection whose one arm traps.
     let t = e.c_bool(true);
     let stop = e.b.id();
