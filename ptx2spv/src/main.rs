@@ -143,6 +143,12 @@ struct Cli {
     /// copy and count at run time).
     #[arg(long = "printf-sites", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     printf_sites: bool,
+    /// Send generic accesses through registers that cannot hold a .shared
+    /// or .local address (computed from kernel parameters) to global
+    /// memory without testing their window (`--generic-to-global=false`:
+    /// test every one).
+    #[arg(long = "generic-to-global", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    generic_to_global: bool,
     /// Interleave the diverged lanes of a warp around spin loops, so that a
     /// lane spinning on a lock another lane holds lets it run
     /// (`--forward-progress=false`: leave spin loops as they are).
@@ -239,6 +245,7 @@ fn run(cli: Cli) -> Result<(), String> {
         signed_zero_inf_nan_f16: cli.signed_zero_inf_nan,
         zero_operand_workaround: cli.zero_operand_workaround,
         printf_sites: cli.printf_sites,
+        generic_to_global: cli.generic_to_global,
         memory_semantics: !cli.no_memory_semantics,
         unroll_spin_loops: cli.unroll_spin_loops,
         unroll_loops: cli.unroll_loops,

@@ -1451,6 +1451,7 @@ impl ContextInner {
             signed_zero_inf_nan_f16: self.info.signed_zero_inf_nan_f16,
             zero_operand_workaround: self.info.driver_name == "llvmpipe",
             printf_sites: true,
+            generic_to_global: true,
             memory_semantics: self.info.driver_name != "llvmpipe",
             // llvmpipe's loop limiter ends a spin-wait after 65535 polls.
             unroll_spin_loops: if self.info.driver_name == "llvmpipe" { 64 } else { 0 },

@@ -183,6 +183,12 @@ pub struct Options {
     /// arguments through a loop over generic loads and counts its format's
     /// conversions at run time (for tests that compare the two).
     pub printf_sites: bool,
+    /// Generic accesses through a register that cannot hold a `.shared` or
+    /// `.local` address (computed from kernel parameters, not loaded from
+    /// memory; see `emit/windowed.rs`) go to global memory without testing
+    /// the address's window. Off: every generic access tests it (for tests
+    /// that compare the two).
+    pub generic_to_global: bool,
     /// Atomics and fences carry their memory semantics (acquire, release,
     /// acquire-release) into SPIR-V. Off for llvmpipe (lavapipe), where an
     /// atomic or barrier with memory semantics, executed while other
@@ -278,6 +284,7 @@ impl Default for Options {
             signed_zero_inf_nan_f16: false,
             zero_operand_workaround: false,
             printf_sites: true,
+            generic_to_global: true,
             memory_semantics: true,
             unroll_spin_loops: 0,
             unroll_loops: 0,

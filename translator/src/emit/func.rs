@@ -608,6 +608,9 @@ pub(crate) struct Fx<'a> {
     pub name: &'a str,
     /// What is known of its `vprintf` calls.
     pub printf_sites: super::printf_sites::Sites,
+    /// Registers that may hold a `.shared` or `.local` generic address
+    /// (all of them, `None`, without [`crate::Options::generic_to_global`]).
+    pub windowed: Option<FxHashSet<String>>,
 }
 
 /// Storage kind of a register of PTX type `t`.
@@ -807,6 +810,24 @@ pub(crate) fn emit_function(
         name: &plan.func.name,
         uniform: st.map(|st| UniformFx { st, parks: 0 }),
         scratch_var: vars.scratch_var,
+        windowed: e.opts.generic_to_global.then(|| {
+            let formals: Vec<&str> = plan
+                .params
+                .iter()
+                .filter_map(|f| match f {
+                    Formal::Reg { name, .. } => Some(name.as_str()),
+                    Formal::Param { .. } => None,
+                })
+                .collect();
+            let kernel_params: FxHashSet<&str> =
+                plan.info.as_ref().map(|i| i.params.iter().map(|p| p.name.as_str()).collect()).unwrap_or_default();
+            super::windowed::run(
+                &plan.cfg,
+                &|n| kernel_params.contains(n),
+                &|n| plan.shared.contains_key(n) || plan.local.contains_key(n),
+                &formals,
+            )
+        }),
         printf_sites: if e.opts.printf_sites {
             let returns: Vec<&str> = plan
                 .returns

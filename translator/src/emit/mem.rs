@@ -250,7 +250,10 @@ pub(crate) fn resolve(e: &mut Emitter, fx: &mut Fx, space: Space, a: &Address, s
             } else {
                 v
             };
-            Ok(if space == Space::Generic { Addr::Generic(v) } else { Addr::Global(v) })
+            // A register that cannot hold a .shared or .local address
+            // (`windowed.rs`) needs no test of its window.
+            let windowed = fx.windowed.as_ref().is_none_or(|w| w.contains(name.as_str()));
+            Ok(if space == Space::Generic && windowed { Addr::Generic(v) } else { Addr::Global(v) })
         }
     }
 }

@@ -56,6 +56,7 @@ mod uniform;
 mod values;
 mod warp;
 mod wgmma;
+mod windowed;
 mod wmma;
 mod zero;
 
