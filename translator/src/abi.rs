@@ -608,24 +608,21 @@ pub mod printf {
             while matches!(fmt.get(i), Some(b'-' | b'+' | b' ' | b'#' | b'0')) {
                 i += 1;
             }
-            if fmt.get(i) == Some(&b'*') {
-                i += 1;
-                take(&mut at, 4);
-            } else {
-                while fmt.get(i).is_some_and(u8::is_ascii_digit) {
-                    i += 1;
-                }
-            }
-            if fmt.get(i) == Some(&b'.') {
-                i += 1;
-                if fmt.get(i) == Some(&b'*') {
-                    i += 1;
+            // The width, then a precision after '.': digits, or '*' (an int).
+            let mut field = |i: &mut usize| {
+                if fmt.get(*i) == Some(&b'*') {
+                    *i += 1;
                     take(&mut at, 4);
                 } else {
-                    while fmt.get(i).is_some_and(u8::is_ascii_digit) {
-                        i += 1;
+                    while fmt.get(*i).is_some_and(u8::is_ascii_digit) {
+                        *i += 1;
                     }
                 }
+            };
+            field(&mut i);
+            if fmt.get(i) == Some(&b'.') {
+                i += 1;
+                field(&mut i);
             }
             let mut long = false;
             while let Some(&l) = fmt.get(i) {

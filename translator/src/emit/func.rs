@@ -27,6 +27,17 @@ impl Formal {
     }
 }
 
+/// The names of the `.reg` formals among `formals`.
+fn reg_formals(formals: &[Formal]) -> Vec<&str> {
+    formals
+        .iter()
+        .filter_map(|f| match f {
+            Formal::Reg { name, .. } => Some(name.as_str()),
+            Formal::Param { .. } => None,
+        })
+        .collect()
+}
+
 /// Everything decided about a function before emitting its code.
 pub(crate) struct Plan<'a> {
     pub func: &'a ast::Function,
@@ -811,14 +822,7 @@ pub(crate) fn emit_function(
         uniform: st.map(|st| UniformFx { st, parks: 0 }),
         scratch_var: vars.scratch_var,
         windowed: e.opts.generic_to_global.then(|| {
-            let formals: Vec<&str> = plan
-                .params
-                .iter()
-                .filter_map(|f| match f {
-                    Formal::Reg { name, .. } => Some(name.as_str()),
-                    Formal::Param { .. } => None,
-                })
-                .collect();
+            let formals = reg_formals(&plan.params);
             let kernel_params: FxHashSet<&str> =
                 plan.info.as_ref().map(|i| i.params.iter().map(|p| p.name.as_str()).collect()).unwrap_or_default();
             super::windowed::run(
@@ -829,14 +833,7 @@ pub(crate) fn emit_function(
             )
         }),
         printf_sites: if e.opts.printf_sites {
-            let returns: Vec<&str> = plan
-                .returns
-                .iter()
-                .filter_map(|f| match f {
-                    Formal::Reg { name, .. } => Some(name.as_str()),
-                    Formal::Param { .. } => None,
-                })
-                .collect();
+            let returns = reg_formals(&plan.returns);
             super::printf_sites::run(&plan.cfg, &plan.local, &returns, super::printf::VPRINTF)
         } else {
             super::printf_sites::Sites::default()
