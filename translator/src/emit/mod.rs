@@ -598,10 +598,11 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
     for g in &globals {
         e.globals.insert(g.name.clone(), (g.offset, g.size));
         // String literals (clang's and NVVM's `.str`, `.str.1`, ..., which
-        // the NVPTX backend renames `$str`, `$str$1`): C forbids writing
-        // them, so their initializers are what `printf` reads as its
-        // format. (`.const` data is not: the host may write it.)
-        let literal = g.name.starts_with("$str");
+        // the NVPTX backend renames `$str`, `$str$1`; numba's
+        // `__conststring__...` in .const): nothing may write them, so their
+        // initializers are what `printf` reads as its format. (Other .const
+        // data is not: the host may write it.)
+        let literal = g.name.starts_with("$str") || g.name.starts_with("__conststring__");
         if used.printf && literal && g.size <= MAX_LITERAL_BYTES && g.relocations.is_empty() {
             e.literals.insert(g.name.clone(), g.init.clone());
         }

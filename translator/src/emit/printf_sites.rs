@@ -289,7 +289,7 @@ fn resolve_def<'a>(
                 _ => None,
             }
         }
-        ("cvta", [_, src]) if def.has("global") && !def.has("to") && def.has("u64") => {
+        ("cvta", [_, src]) if (def.has("global") || def.has("const")) && !def.has("to") && def.has("u64") => {
             match resolve(src, defs, local, depth)? {
                 m @ Value::Module { .. } => Some(m),
                 _ => None,
