@@ -698,10 +698,16 @@ pub(crate) fn ptr(e: &mut Emitter, k: K, addr: Word) -> Result<Word, Diagnostic>
 }
 
 pub(crate) fn load_u64(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Diagnostic> {
+    load_at(e, base, off, K::Int(64))
+}
+
+/// A load of kind `k` (naturally aligned) from device address `base + off`
+/// (the translator's own data: not checked).
+pub(crate) fn load_at(e: &mut Emitter, base: Word, off: u64, k: K) -> Result<Word, Diagnostic> {
     let a = offset(e, base, off)?;
-    let p = ptr(e, K::Int(64), a)?;
-    let u64t = e.t_int(64);
-    e.b.load(u64t, None, p, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(8)]).map_err(internal1)
+    let p = ptr(e, k, a)?;
+    let t = e.kty(k);
+    e.b.load(t, None, p, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(k.bits() / 8)]).map_err(internal1)
 }
 
 fn store_at(e: &mut Emitter, base: Word, off: u64, v: Word, k: K) -> Result<(), Diagnostic> {

@@ -621,7 +621,7 @@ pub(crate) struct Fx<'a> {
     pub printf_sites: super::printf_sites::Sites,
     /// Registers that may hold a `.shared` or `.local` generic address
     /// (all of them, `None`, without [`crate::Options::generic_to_global`]).
-    pub windowed: Option<FxHashSet<String>>,
+    pub windowed: Option<FxHashSet<&'a str>>,
 }
 
 /// Storage kind of a register of PTX type `t`.

@@ -90,27 +90,17 @@ pub(crate) fn load_fifo(e: &mut Emitter) -> Result<(), Diagnostic> {
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
     let bt = e.t_bool();
-    let slot_addr = add64(e, base, slot)?;
-    let fifo = load_psb(e, u64t, slot_addr, 8)?;
+    let fifo = super::fault::load_u64(e, base, slot)?;
     let zero64 = e.c_int(64, 0);
     let have = e.b.i_not_equal(bt, None, fifo, zero64).map_err(internal1)?;
-    let own = add64(e, slot_addr, 8)?;
+    let own = add64(e, base, slot + 8)?;
     let fifo = e.b.select(u64t, None, have, fifo, own).map_err(internal1)?;
     // The stand-in's capacity is 0 whatever its memory holds.
-    let cap_addr = add64(e, fifo, 4)?;
-    let cap = load_psb(e, u32t, cap_addr, 4)?;
+    let cap = super::fault::load_at(e, fifo, 4, K::Int(32))?;
     let zero = e.c_u32(0);
     let cap = e.b.select(u32t, None, have, cap, zero).map_err(internal1)?;
     e.b.store(fifo_var, fifo, None, []).map_err(internal1)?;
     e.b.store(cap_var, cap, None, []).map_err(internal1)
-}
-
-/// A load of type `t` from device address `addr`, `align`-aligned (the
-/// translator's own data: not checked).
-fn load_psb(e: &mut Emitter, t: Word, addr: Word, align: u32) -> Result<Word, Diagnostic> {
-    let pt = e.t_ptr(spirv::StorageClass::PhysicalStorageBuffer, t);
-    let p = e.b.convert_u_to_ptr(pt, None, addr).map_err(internal1)?;
-    e.b.load(t, None, p, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(align)]).map_err(internal1)
 }
 
 /// Store the 64-bit `values` (1 to 4) at 8-byte aligned device address
@@ -130,20 +120,18 @@ fn store_u64s(e: &mut Emitter, addr: Word, values: &[Word]) -> Result<(), Diagno
     e.b.store(p, v, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(8)]).map_err(internal1)
 }
 
-/// Store the 32-bit `words` at `addr` (8-byte aligned; an odd count is
-/// padded with a zero word, which the record's size covers), 32 bytes to a
-/// store: llvmpipe compiles each store as a loop over the lanes, and a
+/// The 32-bit `words` paired into u64s, the first of each pair low (an odd
+/// count padded with a zero word, which a record's size covers).
+fn pair_words(e: &mut Emitter, words: &[Word]) -> Result<Vec<Word>, Diagnostic> {
+    let zero = e.c_u32(0);
+    words.chunks(2).map(|p| e.make_u64(p[0], p.get(1).copied().unwrap_or(zero))).collect()
+}
+
+/// Store the u64 `values` of a record at `addr` (8-byte aligned), 32 bytes
+/// to a store: llvmpipe compiles each store as a loop over the lanes, and a
 /// kernel's compile time grows with the square of their number.
-fn store_all(e: &mut Emitter, addr: Word, words: &[Word]) -> Result<(), Diagnostic> {
-    let mut words = words.to_vec();
-    if words.len() % 2 == 1 {
-        words.push(e.c_u32(0));
-    }
-    let mut pairs = Vec::new();
-    for p in words.chunks(2) {
-        pairs.push(e.make_u64(p[0], p[1])?);
-    }
-    for (k, chunk) in pairs.chunks(4).enumerate() {
+fn store_record(e: &mut Emitter, addr: Word, values: &[Word]) -> Result<(), Diagnostic> {
+    for (k, chunk) in values.chunks(4).enumerate() {
         let at = add64(e, addr, 32 * k as u64)?;
         match chunk.len() {
             3 => {
@@ -186,22 +174,10 @@ fn reserve(e: &mut Emitter, size: Word, span: Span) -> Result<Word, Diagnostic> 
     add64(e, rec, pf::HEADER_BYTES)
 }
 
-/// A record's header (size, kind, the string's address) as four words.
-fn header_words(e: &mut Emitter, size: Word, kind: u32, string: Word) -> Result<[Word; 4], Diagnostic> {
+/// A record's header (size and kind, the string's address) as two u64s.
+fn header(e: &mut Emitter, size: Word, kind: u32, string: Word) -> Result<Vec<Word>, Diagnostic> {
     let kind = e.c_u32(kind);
-    let [lo, hi] = split64(e, string)?;
-    Ok([size, kind, lo, hi])
-}
-
-/// The low and high words of a u64.
-fn split64(e: &mut Emitter, v: Word) -> Result<[Word; 2], Diagnostic> {
-    let u32t = e.t_int(32);
-    let u64t = e.t_int(64);
-    let lo = e.b.u_convert(u32t, None, v).map_err(internal1)?;
-    let sh = e.c_int(64, 32);
-    let hi = e.b.shift_right_logical(u64t, None, v, sh).map_err(internal1)?;
-    let hi = e.b.u_convert(u32t, None, hi).map_err(internal1)?;
-    Ok([lo, hi])
+    Ok(vec![e.make_u64(size, kind)?, string])
 }
 
 /// `call (ret), vprintf, (format, args)`.
@@ -223,23 +199,21 @@ pub(crate) fn vprintf(
     let u64t = e.t_int(64);
     let bt = e.t_bool();
     let zero64 = e.c_int(64, 0);
+    // A string literal format (immutable): the argument bytes its
+    // conversions read, and their count.
+    let literal: Option<(u32, u32)> = site
+        .format
+        .as_ref()
+        .filter(|(name, _)| !fx.shared.contains_key(name))
+        .and_then(|(name, off)| e.literals.get(name)?.get(usize::try_from(*off).ok()?..))
+        .filter(|bytes| bytes.contains(&0))
+        .map(|f| (pf::argument_bytes(f).min(pf::MAX_ARG_BYTES).div_ceil(4) * 4, pf::conversions(f)));
+    let needed = literal.map_or(pf::MAX_ARG_BYTES, |(bytes, _)| bytes);
     // Argument bytes to copy: none for a null pointer, at most MAX_ARG_BYTES,
     // and no further than the end of the local words for a .local pointer.
     // A buffer at a known place in the frame (nvcc's: in its local depot) is
     // copied from the local words at constant indices, no further than the
-    // end of its variable, when that is small.
-    // A string literal's bytes (immutable) when the format is one.
-    let format: Option<Vec<u8>> = site
-        .format
-        .as_ref()
-        .filter(|(name, _)| !fx.shared.contains_key(name) && !fx.local.contains_key(name))
-        .and_then(|(name, off)| e.literals.get(name)?.get(usize::try_from(*off).ok()?..))
-        .filter(|bytes| bytes.contains(&0))
-        .map(<[u8]>::to_vec);
-    // Words the format's conversions read (all the buffer may hold when
-    // the format is not known).
-    let needed =
-        format.as_deref().map_or(pf::MAX_ARG_BYTES, |f| pf::argument_bytes(f).min(pf::MAX_ARG_BYTES).div_ceil(4) * 4);
+    // end of its variable or what a literal format reads, when that is small.
     let known = match site.args {
         Args::Null => Some((0, 0)),
         Args::Local { offset: off, room } if fx.local_var.is_some() => (|| {
@@ -293,43 +267,36 @@ pub(crate) fn vprintf(
     };
 
     let rec = reserve(e, size, span)?;
+    let mut record = header(e, size, pf::KIND_PRINTF, fmt)?;
     match copy {
-        // The header and the arguments, four words to a store.
+        // The header and the arguments together, 32 bytes to a store.
         Copy::Words(words) => {
-            let mut all = header_words(e, size, pf::KIND_PRINTF, fmt)?.to_vec();
-            all.extend(words);
-            store_all(e, rec, &all)?;
+            record.extend(pair_words(e, &words)?);
+            store_record(e, rec, &record)?;
         }
         Copy::Loop { from, words } => {
-            let header = header_words(e, size, pf::KIND_PRINTF, fmt)?;
-            store_all(e, rec, &header)?;
+            store_record(e, rec, &record)?;
             let data = add64(e, rec, pf::RECORD_HEADER_BYTES as u64)?;
             copy_words(e, fx, from, data, words)?;
         }
     }
 
-    match rets.first() {
-        // Nothing reads the count: it is not computed.
-        Some(_) if !site.result_read => {}
-        // A literal format: its count.
-        Some(dst) if format.is_some() => {
-            let n = format.as_deref().map_or(0, pf::conversions);
-            let r = e.c_u32(n);
-            let base = super::call::param_var_offset(fx, dst)?;
-            super::mem::store_local_word(e, fx, base / 4, r)?;
-        }
-        Some(dst) => {
+    // Nothing reads the count: it is not computed.
+    let Some(dst) = rets.first().filter(|_| site.result_read) else {
+        return Ok(());
+    };
+    let r = match literal {
+        Some((_, conversions)) => e.c_u32(conversions),
+        None => {
             // CUDA returns the number of arguments, -1 for a null format.
             let bad = e.b.i_equal(bt, None, fmt, zero64).map_err(internal1)?;
             let count = count_conversions(e, fx, fmt, bad)?;
             let m1 = e.c_u32(u32::MAX);
-            let r = e.b.select(u32t, None, bad, m1, count).map_err(internal1)?;
-            let base = super::call::param_var_offset(fx, dst)?;
-            super::mem::store_local_word(e, fx, base / 4, r)?;
+            e.b.select(u32t, None, bad, m1, count).map_err(internal1)?
         }
-        None => {}
-    }
-    Ok(())
+    };
+    let base = super::call::param_var_offset(fx, dst)?;
+    super::mem::store_local_word(e, fx, base / 4, r)
 }
 
 /// Most argument words copied without a loop (a buffer at a known place).
@@ -480,14 +447,13 @@ pub(crate) fn assertfail(
     }
     let size = e.c_u32(pf::RECORD_HEADER_BYTES + pf::ASSERT_PAYLOAD);
     let rec = reserve(e, size, span)?;
-    let mut all = header_words(e, size, pf::KIND_ASSERT, msg)?.to_vec();
-    for v in [file, func] {
-        all.extend(split64(e, v)?);
-    }
-    all.push(line);
-    all.extend(ids);
-    all.push(e.c_u32(0));
-    store_all(e, rec, &all)?;
+    let mut record = header(e, size, pf::KIND_ASSERT, msg)?;
+    record.extend([file, func]);
+    let mut words = vec![line];
+    words.extend(ids);
+    words.push(e.c_u32(0));
+    record.extend(pair_words(e, &words)?);
+    store_record(e, rec, &record)?;
     // End the thread: a selection whose one arm traps.
     let t = e.c_bool(true);
     let stop = e.b.id();

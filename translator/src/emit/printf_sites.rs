@@ -99,12 +99,12 @@ enum Value<'a> {
 /// `.local` and `.param` variables) and `.reg` return values `returns`
 /// (read where it returns).
 pub(crate) fn run(cfg: &Cfg<'_>, local: &HashMap<String, Placed>, returns: &[&str], vprintf: &str) -> Sites {
-    let insts: Vec<&Instruction> = cfg.blocks.iter().flat_map(|b| b.insts.iter().copied()).collect();
-    let calls: Vec<&Instruction> =
-        insts.iter().copied().filter(|i| i.opcode == "call" && i.direct_callee() == Some(vprintf)).collect();
+    let all = || cfg.blocks.iter().flat_map(|b| b.insts.iter().copied());
+    let calls: Vec<&Instruction> = all().filter(|i| i.opcode == "call" && i.direct_callee() == Some(vprintf)).collect();
     if calls.is_empty() {
         return Sites::default();
     }
+    let insts: Vec<&Instruction> = all().collect();
     // Every write of a name: (count, the only writer). A guarded or partial
     // write counts twice (never a single definition).
     let mut defs: FxHashMap<&str, (u32, Option<&Instruction>)> = FxHashMap::default();

@@ -41,7 +41,7 @@ pub(crate) fn run<'a>(
     kernel_param: &dyn Fn(&str) -> bool,
     windowed_symbol: &dyn Fn(&str) -> bool,
     formals: &[&'a str],
-) -> FxHashSet<String> {
+) -> FxHashSet<&'a str> {
     let mut tainted: FxHashSet<&str> = formals.iter().copied().collect();
     let insts: Vec<&Instruction> = cfg.blocks.iter().flat_map(|b| b.insts.iter().copied()).collect();
     // Taint only grows: repeat until a pass adds nothing (loops carry it
@@ -66,7 +66,7 @@ pub(crate) fn run<'a>(
             break;
         }
     }
-    tainted.into_iter().map(str::to_string).collect()
+    tainted
 }
 
 /// Whether `i` computes only unwindowed values, given the tainted registers.
