@@ -102,8 +102,9 @@ fn memory_and_events_are_shared_with_another_process() {
     let mut plain: Handle = std::ptr::null_mut();
     check(api, cu!(api.cuEventCreate(&mut ev, IPC_EVENT_FLAGS)), "cuEventCreate");
     check(api, cu!(api.cuEventCreate(&mut plain, 0)), "cuEventCreate");
-    let mut eh = IpcHandle { reserved: [0; 64] };
+    let mut eh = IpcHandle { reserved: [0xa5; 64] };
     assert_eq!(cu!(api.cuIpcGetEventHandle(&mut eh, plain)), code::INVALID_VALUE, "not an interprocess event");
+    assert_eq!(eh.reserved, [0; 64], "a handle that is not one is zeroed (Warp tests for that)");
     check(api, cu!(api.cuIpcGetEventHandle(&mut eh, ev)), "cuIpcGetEventHandle");
     let mut mine: Handle = std::ptr::null_mut();
     assert_eq!(cu!(api.cuIpcOpenEventHandle(&mut mine, eh)), code::INVALID_CONTEXT, "the exporting process");

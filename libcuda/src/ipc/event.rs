@@ -254,7 +254,11 @@ fn decode_event(b: &[u8; IPC_HANDLE_SIZE]) -> Option<(u32, u64, u64)> {
 /// `cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event)`: a NULL
 /// `pHandle`, or an event not created with `CU_EVENT_INTERPROCESS` and
 /// `CU_EVENT_DISABLE_TIMING`, is `CUDA_ERROR_INVALID_VALUE`; an event that
-/// is not live, `CUDA_ERROR_INVALID_HANDLE`.
+/// is not live, `CUDA_ERROR_INVALID_HANDLE`. For an event that is not
+/// interprocess `*pHandle` is zeroed as well, as NVIDIA's driver leaves it:
+/// Warp copies the handle out whatever the result and tells the user
+/// "IPC event handle appears to be invalid" when the bytes are all zero
+/// (Warp's `test_ipc_event_missing_interprocess_flag`).
 ///
 /// # Safety
 /// `handle` is NULL or writable.
@@ -263,9 +267,11 @@ pub unsafe fn ipc_get_event_handle(handle: *mut IpcHandle, event: crate::ffi::Ha
     if handle.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pHandle is NULL"));
     }
-    let shared = ev.ipc.as_ref().filter(|_| ev.flags & crate::stream::CU_EVENT_INTERPROCESS != 0).ok_or_else(|| {
-        CuError::CUDA_ERROR_INVALID_VALUE.because("the event was not created with CU_EVENT_INTERPROCESS")
-    })?;
+    let Some(shared) = ev.ipc.as_ref().filter(|_| ev.flags & crate::stream::CU_EVENT_INTERPROCESS != 0) else {
+        // SAFETY: checked non-null; writable per the caller.
+        unsafe { write_out(handle, IpcHandle { reserved: [0; 64] })? };
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the event was not created with CU_EVENT_INTERPROCESS"));
+    };
     let (pid, token) = server()?;
     let mut exported = lock(&EXPORTED_EVENTS);
     exported.retain(|_, e| e.strong_count() > 0);
