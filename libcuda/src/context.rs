@@ -67,6 +67,8 @@ static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 pub struct Owned {
     /// Device allocations (`cuMemAlloc`).
     pub allocations: BTreeSet<u64>,
+    /// The ones of them from `cuMemAllocManaged` (`CU_POINTER_ATTRIBUTE_IS_MANAGED`).
+    pub managed: BTreeSet<u64>,
     /// Module handles (`cuModuleLoad*`), as addresses.
     pub modules: BTreeSet<usize>,
 }

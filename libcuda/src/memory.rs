@@ -88,11 +88,20 @@ pub(crate) fn free_in(ctx: &std::sync::Arc<ContextObj>, dptr: CUdeviceptr) -> Cu
     // Forget the address before the runtime releases the memory: another
     // thread's cuMemAlloc may get the same address back at once (lavapipe's
     // dedicated allocations are host mappings), and its entry must survive.
-    if !owner.owned().allocations.remove(&dptr) {
-        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} was freed by another thread")));
-    }
+    let managed = {
+        let mut owned = owner.owned();
+        if !owned.allocations.remove(&dptr) {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} was freed by another thread")));
+        }
+        owned.managed.remove(&dptr)
+    };
     if let Err(e) = owner.runtime.free(dptr) {
-        owner.owned().allocations.insert(dptr);
+        let mut owned = owner.owned();
+        owned.allocations.insert(dptr);
+        if managed {
+            owned.managed.insert(dptr);
+        }
+        drop(owned);
         return Err(e.into());
     }
     Ok(())
@@ -607,7 +616,10 @@ pub unsafe fn mem_alloc_managed(dptr: *mut CUdeviceptr, bytesize: usize, flags: 
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dptr is NULL, bytesize is 0 or flags are invalid"));
     }
     let addr = ctx.runtime.alloc_managed(bytesize as u64)?;
-    ctx.owned().allocations.insert(addr);
+    let mut owned = ctx.owned();
+    owned.allocations.insert(addr);
+    owned.managed.insert(addr);
+    drop(owned);
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(dptr, addr) }
 }
@@ -1173,8 +1185,10 @@ pub fn memset_d2d32_async(dst: CUdeviceptr, pitch: usize, v: u32, w: usize, h: u
 
 /// What `cuPointerGetAttribute` knows about an address.
 enum PointerKind {
-    /// Device memory: owning context handle, device ordinal, base, size.
-    Device { context: Handle, ordinal: c_int, base: u64, size: u64 },
+    /// Device memory: owning context handle, device ordinal, base, size,
+    /// and whether it is managed memory (`cuMemAllocManaged`: its device
+    /// addresses are its host addresses).
+    Device { context: Handle, ordinal: c_int, base: u64, size: u64, managed: bool },
     /// Page-locked or registered host memory: context handle, start, size,
     /// device address of the mapping (0 if none).
     Host { context: Handle, start: usize, size: usize, device: u64 },
@@ -1192,9 +1206,10 @@ fn classify_pointer(ptr: CUdeviceptr) -> Option<PointerKind> {
             let owner = CONTEXTS
                 .all()
                 .into_iter()
-                .find(|(_, o)| o.device.ordinal == c.device.ordinal && o.owned().allocations.contains(&base))
-                .map_or(h, |(oh, _)| oh);
-            return Some(PointerKind::Device { context: owner, ordinal: c.device.ordinal, base, size });
+                .find(|(_, o)| o.device.ordinal == c.device.ordinal && o.owned().allocations.contains(&base));
+            let managed = owner.as_ref().is_some_and(|(_, o)| o.owned().managed.contains(&base));
+            let owner = owner.map_or(h, |(oh, _)| oh);
+            return Some(PointerKind::Device { context: owner, ordinal: c.device.ordinal, base, size, managed });
         }
     }
     None
@@ -1225,11 +1240,15 @@ unsafe fn write_pointer_attribute(
             (3, PointerKind::Host { start, device, .. }) if *device != 0 => {
                 write_out(data.cast::<u64>(), device + (ptr - *start as u64))
             }
-            (4, PointerKind::Host { .. }) => write_out(data.cast::<*mut c_void>(), ptr as usize as *mut c_void),
+            // HOST_POINTER: managed memory is at the same address on the host.
+            (4, PointerKind::Host { .. } | PointerKind::Device { managed: true, .. }) => {
+                write_out(data.cast::<*mut c_void>(), ptr as usize as *mut c_void)
+            }
             // SYNC_MEMOPS, IS_MANAGED, IS_LEGACY_CUDA_IPC_CAPABLE, IS_GPU_DIRECT_RDMA_CAPABLE: bool.
             (6, _) => write_out(data.cast::<u8>(), 1),
+            (8, PointerKind::Device { managed, .. }) => write_out(data.cast::<u8>(), u8::from(*managed)),
             // IS_LEGACY_CUDA_IPC_CAPABLE: a cuMemAlloc allocation on a device that can share memory.
-            (10, PointerKind::Device { context, base, .. }) => {
+            (10, PointerKind::Device { context, base, managed: false, .. }) => {
                 let capable = CONTEXTS
                     .get(*context)
                     .is_some_and(|c| c.runtime.info().supports_ipc_memory && c.owned().allocations.contains(base));

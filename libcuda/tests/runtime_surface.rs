@@ -460,6 +460,16 @@ fn host_memory_and_pointer_attributes() {
     assert_eq!(cu!(api.cuMemAllocManaged(&mut dp, 64, 3)), code::INVALID_VALUE, "bad flags");
     if managed == 1 {
         check(api, cu!(api.cuMemAllocManaged(&mut dp, 64, 1)), "managed");
+        // CU_POINTER_ATTRIBUTE_IS_MANAGED (8): Warp's memory kinds read it.
+        let mut is_managed = 7u8;
+        check(api, cu!(api.cuPointerGetAttribute((&mut is_managed as *mut u8).cast(), 8, dp + 8)), "IS_MANAGED");
+        assert_eq!(is_managed, 1, "managed memory");
+        check(api, cu!(api.cuPointerGetAttribute((&mut is_managed as *mut u8).cast(), 8, d)), "IS_MANAGED");
+        assert_eq!(is_managed, 0, "cuMemAlloc memory");
+        // CU_POINTER_ATTRIBUTE_HOST_POINTER (4): managed memory is at the same host address.
+        let mut host: *mut c_void = std::ptr::null_mut();
+        check(api, cu!(api.cuPointerGetAttribute((&mut host as *mut *mut c_void).cast(), 4, dp + 8)), "HOST_POINTER");
+        assert_eq!(host as u64, dp + 8);
         check(api, cu!(api.cuMemFree_v2(dp)), "free managed");
     } else {
         assert_eq!(cu!(api.cuMemAllocManaged(&mut dp, 64, 1)), code::NOT_SUPPORTED);
