@@ -4,14 +4,15 @@
 //! default on llvmpipe). nvcc kernels of `tests/fixtures/long_loops.cu`:
 //! a one-block loop, a loop with a branch in its body, a loop with an early
 //! exit, a loop in a kernel with block barriers (emitted in
-//! workgroup-uniform mode on the emulated warp path); each past 65535
+//! workgroup-uniform mode on the emulated warp path), a loop of two blocks
+//! of about 20 instructions (NVIDIA Warp's segmented sum); each past 65535
 //! iterations per thread, on random inputs, against a host reference, with
 //! poisoned outputs. On other devices there is no
 //! limit and the same results are expected.
 
 mod common;
 
-use common::{assert_clean, context, download_u32, poisoned, upload_u32, Lcg, POISON};
+use common::{assert_clean, context, download_u32, poisoned, upload, upload_u32, Lcg, POISON};
 
 const PTX: &str = include_str!("../../tests/fixtures/long_loops.ptx");
 
@@ -147,6 +148,67 @@ fn loop_of_100000_iterations_in_a_kernel_with_barriers() {
             t ^ s.wrapping_add(k as u32)
         });
         assert_eq!(got, want, "block {b}");
+    }
+    assert_clean(&ctx);
+}
+
+/// NVIDIA Warp's deterministic scatter-add (`deterministic_reduce_kernel`):
+/// the first record of each run of equal destinations sums the run in
+/// order, per component. One run of 69,000 records in 3 components is
+/// 207,000 iterations of a loop whose body is two blocks of about 20
+/// instructions, past 3 x 65535 (the copies such a body got when the
+/// unrolling budget was 64 instructions; Warp's test failed there).
+#[test]
+fn segmented_sum_of_a_run_of_69000_records() {
+    let ctx = context();
+    let m = ctx.load_module(PTX, "long_loops.ptx").unwrap();
+    let f = m.function("segment_sums").unwrap();
+    let components = 3usize;
+    // Run lengths: one long run, then short ones of 1 to 9 records.
+    let mut g = Lcg(15);
+    let mut runs = vec![69_000usize];
+    while runs.iter().sum::<usize>() < 70_000 {
+        runs.push(1 + g.next_u32() as usize % 9);
+    }
+    let n: usize = runs.iter().sum();
+    let mut keys = Vec::with_capacity(n);
+    for (dest, &len) in runs.iter().enumerate() {
+        for _ in 0..len {
+            keys.push(((dest as u64) << 32) | u64::from(keys.len() as u32));
+        }
+    }
+    // A permutation of the records' values.
+    let mut indices: Vec<i32> = (0..n as i32).collect();
+    for i in (1..n).rev() {
+        indices.swap(i, g.next_u32() as usize % (i + 1));
+    }
+    let values: Vec<f32> = (0..n * components).map(|_| (g.next_u32() >> 8) as f32 / 65536.0 - 128.0).collect();
+    let dkeys = upload(&ctx, &keys.iter().flat_map(|k| k.to_le_bytes()).collect::<Vec<u8>>());
+    let dindices = upload(&ctx, &indices.iter().flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>());
+    let dvalues = upload(&ctx, &values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    let dout = poisoned(&ctx, runs.len() * components);
+    let params = f
+        .pack_params(&[
+            &dkeys.to_le_bytes(),
+            &dindices.to_le_bytes(),
+            &dvalues.to_le_bytes(),
+            &(n as i32).to_le_bytes(),
+            &(components as i32).to_le_bytes(),
+            &dout.to_le_bytes(),
+        ])
+        .unwrap();
+    let threads = 256usize;
+    ctx.launch(&f, [n.div_ceil(threads) as u32, 1, 1], [threads as u32, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap_or_else(|e| panic!("{e}"));
+    let out = download_u32(&ctx, dout, runs.len() * components);
+    let mut first = 0;
+    for (dest, &len) in runs.iter().enumerate() {
+        for c in 0..components {
+            let value = |r: usize| values[indices[r] as usize * components + c];
+            let want = (first + 1..first + len).fold(value(first), |acc, r| acc + value(r));
+            assert_eq!(out[dest * components + c], want.to_bits(), "destination {dest}, component {c}");
+        }
+        first += len;
     }
     assert_clean(&ctx);
 }

@@ -22,7 +22,8 @@
 //! is an exit of the same loop, and each copy runs the same instructions in
 //! the same order as an iteration did, so nothing changes but the count of
 //! back-edges. `k` is at most [`crate::Options::unroll_loops`] and shrinks
-//! with the body's size ([`MAX_UNROLLED`] instructions in all); a
+//! with the body's size ([`MAX_UNROLLED`] instructions in all, or
+//! [`MAX_UNROLLED_WITH_BARRIERS`] in a function with barriers); a
 //! `continue` more than [`MAX_NESTING`] selections deep keeps the loop.
 //!
 //! The copies follow each other instead of nesting (an earlier form put
@@ -37,8 +38,20 @@
 use crate::cfg::Cfg;
 use crate::structurize::{Region, Target};
 
-/// Most PTX instructions in the body of an unrolled loop, all copies.
-pub const MAX_UNROLLED: usize = 64;
+/// Most PTX instructions in the body of an unrolled loop, all copies, in
+/// a function without barriers: a body of up to 32 instructions gets the
+/// full 8 copies. (It was 64: the loop of Warp's deterministic segmented
+/// reduction, 20 instructions in two blocks, got 3 copies, and one thread
+/// summing 65,536 records of 3 components reached the limiter.)
+pub const MAX_UNROLLED: usize = 256;
+
+/// The same in a function with a barrier or a call (which may reach one):
+/// llvmpipe compiles a barrier as a coroutine suspension point, and LLVM's
+/// coroutine splitting costs grow with the square of the function's memory
+/// accesses (`docs/llvmpipe-compile-time.md`). Measured on Warp's
+/// `test_deterministic_backward.py` (no caches): with 256 here too, CUB's
+/// `DeviceReduceByKeyKernel` compiled in 22.9 s instead of 18.8 s.
+pub const MAX_UNROLLED_WITH_BARRIERS: usize = 64;
 
 /// Most two-way branches the copies of a body may nest in.
 pub const MAX_NESTING: usize = 24;
@@ -78,9 +91,21 @@ pub fn run(cfg: &Cfg, regions: &[Region], copies: u32) -> Option<Vec<Region>> {
     if copies < 2 || !regions.iter().any(has_loop) {
         return None;
     }
+    let barriers = cfg.blocks.iter().flat_map(|b| &b.insts).any(|i| BARRIER_LIKE.contains(&&*i.opcode));
+    let budget = if barriers { MAX_UNROLLED_WITH_BARRIERS } else { MAX_UNROLLED };
     let mut changed = false;
-    let out = rewrite(cfg, regions, copies as usize, &mut changed);
+    let out = rewrite(cfg, regions, Limits { copies: copies as usize, budget }, &mut changed);
     changed.then_some(out)
+}
+
+/// Opcodes after which [`MAX_UNROLLED_WITH_BARRIERS`] applies.
+const BARRIER_LIKE: &[&str] = &["bar", "barrier", "call"];
+
+/// Most copies of a body, and most instructions in all of them.
+#[derive(Clone, Copy)]
+struct Limits {
+    copies: usize,
+    budget: usize,
 }
 
 fn has_loop(r: &Region) -> bool {
@@ -92,24 +117,24 @@ fn has_loop(r: &Region) -> bool {
     }
 }
 
-fn rewrite(cfg: &Cfg, regions: &[Region], copies: usize, changed: &mut bool) -> Vec<Region> {
+fn rewrite(cfg: &Cfg, regions: &[Region], limits: Limits, changed: &mut bool) -> Vec<Region> {
     regions
         .iter()
         .map(|r| match r {
-            Region::Loop { header, body } => match factor(cfg, *header, body, copies) {
+            Region::Loop { header, body } => match factor(cfg, *header, body, limits) {
                 Some(k) => {
                     *changed = true;
                     Region::Loop { header: *header, body: unrolled(*header, body, k) }
                 }
-                None => Region::Loop { header: *header, body: rewrite(cfg, body, copies, changed) },
+                None => Region::Loop { header: *header, body: rewrite(cfg, body, limits, changed) },
             },
             Region::Block { follower, body } => {
-                Region::Block { follower: *follower, body: rewrite(cfg, body, copies, changed) }
+                Region::Block { follower: *follower, body: rewrite(cfg, body, limits, changed) }
             }
             Region::If { block, then_body, else_body } => Region::If {
                 block: *block,
-                then_body: rewrite(cfg, then_body, copies, changed),
-                else_body: rewrite(cfg, else_body, copies, changed),
+                then_body: rewrite(cfg, then_body, limits, changed),
+                else_body: rewrite(cfg, else_body, limits, changed),
             },
             Region::Code(_) | Region::Br(_) | Region::Return => r.clone(),
         })
@@ -131,7 +156,7 @@ struct Scan {
 
 /// How many copies of `body` the loop headed by `header` gets (`None`:
 /// fewer than 2).
-fn factor(cfg: &Cfg, header: usize, body: &[Region], copies: usize) -> Option<usize> {
+fn factor(cfg: &Cfg, header: usize, body: &[Region], limits: Limits) -> Option<usize> {
     let mut s = Scan::default();
     scan(cfg, header, body, 0, false, &mut s);
     if s.blocked || s.continues != 1 {
@@ -140,7 +165,7 @@ fn factor(cfg: &Cfg, header: usize, body: &[Region], copies: usize) -> Option<us
     if s.depth > MAX_NESTING || !continue_at_tail(header, body) {
         return None;
     }
-    let k = copies.min(MAX_UNROLLED / s.insts.max(1));
+    let k = limits.copies.min(limits.budget / s.insts.max(1));
     (k >= 2).then_some(k)
 }
 
