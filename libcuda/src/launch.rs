@@ -375,7 +375,19 @@ unsafe fn launch(
     } else {
         f.context.runtime.launch(&f.function, grid, block, shared_mem_bytes, &packed)?;
     }
+    if launch_blocking() {
+        f.context.runtime.synchronize()?;
+    }
     Ok(())
+}
+
+/// `CUDA_LAUNCH_BLOCKING=1`: each kernel launch returns once the kernel has
+/// run, and a kernel that fails makes its own launch call fail, as with
+/// NVIDIA's driver (for debugging: which of the kernels queued since the
+/// last synchronisation failed is otherwise not known).
+fn launch_blocking() -> bool {
+    static BLOCKING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *BLOCKING.get_or_init(|| std::env::var("CUDA_LAUNCH_BLOCKING").is_ok_and(|v| v.trim() == "1"))
 }
 
 /// "CUDA_ERROR_INVALID_VALUE" unless the grid, block and dynamic shared
