@@ -9,7 +9,10 @@
 # 23 minutes), so the rest runs from this command.
 #
 #   libcuda/tests/clients/warp/run.sh                 # the selection below
-#   libcuda/tests/clients/warp/run.sh --all           # every test file
+#   libcuda/tests/clients/warp/run.sh --all           # every test file, each in
+#                                  # its own process with a time limit
+#                                  # (PTXVK_WARP_FILE_TIMEOUT seconds, default
+#                                  # 1800), a line per file and the totals
 #   libcuda/tests/clients/warp/run.sh FILE... [pytest args...]
 #                                  # FILE relative to warp/tests, e.g. test_utils.py
 #
@@ -49,7 +52,41 @@ selection=(
 args=()
 if [[ "${1:-}" == --all ]]; then
     shift
-    args=("$tests")
+    # One pytest process per file: a file that crashes the process, leaves
+    # the context failed or runs past the limit costs only its own tests.
+    cd /tmp
+    limit="${PTXVK_WARP_FILE_TIMEOUT:-1800}"
+    log="$(mktemp -d /tmp/ptxvk-warp-all.XXXXXX)"
+    echo "== NVIDIA Warp, every test file (logs in $log) =="
+    status=0
+    while IFS= read -r f; do
+        name="${f//\//__}"
+        extra=()
+        select=cuda_0
+        case "$f" in
+            test_print.py) extra=(-s) ;;
+            test_sparse.py) select="cuda_0 and not test_bsr_mm_max_new_nnz" ;;
+        esac
+        start=$SECONDS
+        rc=0
+        timeout -k 30 "$limit" "$venv/bin/python" -m pytest -q -p no:cacheprovider "${extra[@]}" -k "$select" \
+            "$tests/$f" "$@" >"$log/$name.log" 2>&1 || rc=$?
+        if [[ "$f" == test_sparse.py && $rc -ne 124 ]]; then
+            "$venv/bin/python" -m pytest -q -s -p no:cacheprovider -k cuda_0 \
+                "$tests/test_sparse.py::TestSparse::test_bsr_mm_max_new_nnz_cuda_0" "$@" >>"$log/$name.log" 2>&1 || rc=$?
+        fi
+        case $rc in
+            0 | 5) ;; # 5: no CUDA tests in the file
+            124 | 137) status=1; echo "$f: stopped after ${limit} s" ;;
+            *) status=1 ;;
+        esac
+        summary="$(grep -E '^[0-9]+ (passed|failed|skipped|deselected)|^=+ .*(passed|failed|deselected).* =+$' "$log/$name.log" | tail -1)"
+        echo "$f ($((SECONDS - start)) s): ${summary:-exit status $rc}" | tee -a "$log/summary.txt"
+    done < <(cd "$tests" && find . -name 'test_*.py' | sed 's|^\./||' | sort)
+    echo "== totals =="
+    grep -oE '[0-9]+ (passed|failed|skipped|errors?|subtests passed)' "$log/summary.txt" |
+        awk '{k = $2; if (NF > 2) k = k " " $3; n[k] += $1} END {for (k in n) print n[k], k}' | sort -k2
+    exit "$status"
 elif [[ $# -gt 0 && -e "$tests/$1" ]]; then
     while [[ $# -gt 0 && -e "$tests/$1" ]]; do
         args+=("$tests/$1")
@@ -74,11 +111,7 @@ print_args=()
 other_args=()
 other_select=cuda_0
 for a in "${args[@]}"; do
-    if [[ "$a" == "$tests" ]]; then
-        other_args+=("$a" "--ignore=$tests/test_print.py")
-        other_select="cuda_0 and not test_bsr_mm_max_new_nnz"
-        print_args+=("$tests/test_print.py" "$sparse_print")
-    elif [[ "$a" == *test_print.py* ]]; then
+    if [[ "$a" == *test_print.py* ]]; then
         print_args+=("$a")
     elif [[ "$a" == "$tests/test_sparse.py" ]]; then
         other_args+=("$a")
