@@ -6,7 +6,7 @@
 //! frees them. All contexts of a device share the device's runtime context.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_int, c_uint};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -65,12 +65,20 @@ static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// What a context releases when it goes.
 #[derive(Default)]
 pub struct Owned {
-    /// Device allocations (`cuMemAlloc`).
-    pub allocations: BTreeSet<u64>,
-    /// The ones of them from `cuMemAllocManaged` (`CU_POINTER_ATTRIBUTE_IS_MANAGED`).
-    pub managed: BTreeSet<u64>,
+    /// Device allocations (`cuMemAlloc`, `cuMemAllocManaged`), by address.
+    pub allocations: BTreeMap<u64, Allocation>,
     /// Module handles (`cuModuleLoad*`), as addresses.
     pub modules: BTreeSet<usize>,
+}
+
+/// How an allocation of [`Owned::allocations`] was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocation {
+    /// `cuMemAlloc` and the like.
+    Device,
+    /// `cuMemAllocManaged` (`CU_POINTER_ATTRIBUTE_IS_MANAGED`): its device
+    /// addresses are its host addresses.
+    Managed,
 }
 
 impl ContextObj {
@@ -190,7 +198,7 @@ fn release_resources(ctx: &ContextObj) {
     for module in owned.modules {
         crate::module::forget(module as Handle);
     }
-    for addr in owned.allocations {
+    for addr in owned.allocations.into_keys() {
         let _ = ctx.runtime.free(addr);
     }
 }

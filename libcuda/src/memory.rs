@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::capture;
-use crate::context::{self, ContextObj, CONTEXTS};
+use crate::context::{self, Allocation, ContextObj, CONTEXTS};
 use crate::driver;
 use crate::ffi::{bytes, bytes_mut, read_in, write_opt, write_out, CUdeviceptr, Handle};
 use crate::graph::{CopyNode, MemsetNode, NodeKind};
@@ -43,7 +43,7 @@ unsafe fn alloc_in(ctx: &ContextObj, dptr: *mut CUdeviceptr, bytesize: usize) ->
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("bytesize is 0"));
     }
     let addr = ctx.runtime.alloc(bytesize as u64)?;
-    ctx.owned().allocations.insert(addr);
+    ctx.owned().allocations.insert(addr, Allocation::Device);
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(dptr, addr) }
 }
@@ -51,14 +51,14 @@ unsafe fn alloc_in(ctx: &ContextObj, dptr: *mut CUdeviceptr, bytesize: usize) ->
 /// The live context that owns allocation `addr`: the current one, or another
 /// context of the same device.
 pub(crate) fn owner_of(current: &std::sync::Arc<ContextObj>, addr: u64) -> Option<std::sync::Arc<ContextObj>> {
-    if current.owned().allocations.contains(&addr) {
+    if current.owned().allocations.contains_key(&addr) {
         return Some(current.clone());
     }
     CONTEXTS
         .all()
         .into_iter()
         .map(|(_, c)| c)
-        .find(|c| c.device.ordinal == current.device.ordinal && c.owned().allocations.contains(&addr))
+        .find(|c| c.device.ordinal == current.device.ordinal && c.owned().allocations.contains_key(&addr))
 }
 
 /// `cuMemFree_v2(CUdeviceptr dptr)`: freeing 0 does nothing; an address
@@ -88,20 +88,11 @@ pub(crate) fn free_in(ctx: &std::sync::Arc<ContextObj>, dptr: CUdeviceptr) -> Cu
     // Forget the address before the runtime releases the memory: another
     // thread's cuMemAlloc may get the same address back at once (lavapipe's
     // dedicated allocations are host mappings), and its entry must survive.
-    let managed = {
-        let mut owned = owner.owned();
-        if !owned.allocations.remove(&dptr) {
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} was freed by another thread")));
-        }
-        owned.managed.remove(&dptr)
+    let Some(kind) = owner.owned().allocations.remove(&dptr) else {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because(format!("{dptr:#x} was freed by another thread")));
     };
     if let Err(e) = owner.runtime.free(dptr) {
-        let mut owned = owner.owned();
-        owned.allocations.insert(dptr);
-        if managed {
-            owned.managed.insert(dptr);
-        }
-        drop(owned);
+        owner.owned().allocations.insert(dptr, kind);
         return Err(e.into());
     }
     Ok(())
@@ -616,10 +607,7 @@ pub unsafe fn mem_alloc_managed(dptr: *mut CUdeviceptr, bytesize: usize, flags: 
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("dptr is NULL, bytesize is 0 or flags are invalid"));
     }
     let addr = ctx.runtime.alloc_managed(bytesize as u64)?;
-    let mut owned = ctx.owned();
-    owned.allocations.insert(addr);
-    owned.managed.insert(addr);
-    drop(owned);
+    ctx.owned().allocations.insert(addr, Allocation::Managed);
     // SAFETY: checked non-null; writable per the caller.
     unsafe { write_out(dptr, addr) }
 }
@@ -1203,12 +1191,13 @@ fn classify_pointer(ptr: CUdeviceptr) -> Option<PointerKind> {
     for (h, c) in CONTEXTS.all() {
         if let Some((base, size)) = c.runtime.allocation_of(ptr) {
             // Prefer the context that owns the allocation.
-            let owner = CONTEXTS
+            let (owner, kind) = CONTEXTS
                 .all()
                 .into_iter()
-                .find(|(_, o)| o.device.ordinal == c.device.ordinal && o.owned().allocations.contains(&base));
-            let managed = owner.as_ref().is_some_and(|(_, o)| o.owned().managed.contains(&base));
-            let owner = owner.map_or(h, |(oh, _)| oh);
+                .filter(|(_, o)| o.device.ordinal == c.device.ordinal)
+                .find_map(|(oh, o)| Some((oh, *o.owned().allocations.get(&base)?)))
+                .unwrap_or((h, Allocation::Device));
+            let managed = kind == Allocation::Managed;
             return Some(PointerKind::Device { context: owner, ordinal: c.device.ordinal, base, size, managed });
         }
     }
@@ -1251,7 +1240,7 @@ unsafe fn write_pointer_attribute(
             (10, PointerKind::Device { context, base, managed: false, .. }) => {
                 let capable = CONTEXTS
                     .get(*context)
-                    .is_some_and(|c| c.runtime.info().supports_ipc_memory && c.owned().allocations.contains(base));
+                    .is_some_and(|c| c.runtime.info().supports_ipc_memory && c.owned().allocations.contains_key(base));
                 write_out(data.cast::<u8>(), u8::from(capable))
             }
             (8 | 10 | 15, _) => write_out(data.cast::<u8>(), 0),

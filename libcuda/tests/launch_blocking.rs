@@ -40,19 +40,18 @@ const PTX: &str = "
 }
 ";
 
-fn function(api: &Api, name: &std::ffi::CStr) -> Handle {
-    let image = std::ffi::CString::new(PTX).expect("no NUL");
-    let mut module: Handle = std::ptr::null_mut();
-    check(api, cu!(api.cuModuleLoadData(&mut module, image.as_ptr().cast())), "cuModuleLoadData");
-    let mut f: Handle = std::ptr::null_mut();
-    check(api, cu!(api.cuModuleGetFunction(&mut f, module, name.as_ptr())), "cuModuleGetFunction");
-    f
-}
-
 /// Launches `fine` then `boom` on one word and returns what the two
 /// launches and the synchronisation after them gave.
 fn launch_both(api: &Api) -> (u32, u32, u32) {
-    let (fine, boom) = (function(api, c"fine"), function(api, c"boom"));
+    let image = std::ffi::CString::new(PTX).expect("no NUL");
+    let mut module: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleLoadData(&mut module, image.as_ptr().cast())), "cuModuleLoadData");
+    let function = |name: &std::ffi::CStr| {
+        let mut f: Handle = std::ptr::null_mut();
+        check(api, cu!(api.cuModuleGetFunction(&mut f, module, name.as_ptr())), "cuModuleGetFunction");
+        f
+    };
+    let (fine, boom) = (function(c"fine"), function(c"boom"));
     let mut d = 0u64;
     check(api, cu!(api.cuMemAlloc_v2(&mut d, 4)), "cuMemAlloc");
     let mut params: [*mut c_void; 1] = [(&mut d as *mut u64).cast()];
