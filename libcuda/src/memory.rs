@@ -151,6 +151,15 @@ pub unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, n: usize) -> CuR
 /// As [`memcpy_htod`].
 unsafe fn memcpy_htod_impl(dst: CUdeviceptr, src: *const c_void, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
+    if is_device(&ctx, src as u64) {
+        // NVIDIA's driver sees through the declared direction under unified
+        // addressing: a "host" source inside a device allocation is copied
+        // device to device, in stream order. Warp's APIC `set_param` relies
+        // on it (cudaMemcpyHostToDevice from a device array); read as host
+        // memory it would be read now, before the stream's earlier work, and
+        // on a discrete GPU it is no host memory at all.
+        return memcpy_dtod_impl(dst, src as u64, n);
+    }
     // SAFETY: forwarded caller contract.
     let data = unsafe { bytes(src, n) }?;
     if n > 0 {
@@ -177,6 +186,11 @@ pub unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CuRes
 /// As [`memcpy_dtoh`].
 unsafe fn memcpy_dtoh_impl(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CuResult<()> {
     let ctx = context::current()?;
+    if is_device(&ctx, dst as u64) {
+        // A "host" destination inside a device allocation: device to device,
+        // as in [`memcpy_htod_impl`] (Warp's APIC `get_param`).
+        return memcpy_dtod_impl(dst as u64, src, n);
+    }
     // SAFETY: forwarded caller contract.
     let out = unsafe { bytes_mut(dst, n) }?;
     if n > 0 {
@@ -757,7 +771,9 @@ fn side(
     height: usize,
 ) -> CuResult<Side> {
     let (is_dev, base) = match kind {
-        CU_MEMORYTYPE_HOST => (false, host as u64),
+        // A host pointer inside a device allocation is device memory, as in
+        // [`memcpy_htod_impl`].
+        CU_MEMORYTYPE_HOST => (is_device(ctx, host as u64), host as u64),
         CU_MEMORYTYPE_DEVICE => (true, device),
         CU_MEMORYTYPE_UNIFIED => (is_device(ctx, device), device),
         CU_MEMORYTYPE_ARRAY => {

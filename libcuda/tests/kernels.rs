@@ -658,3 +658,81 @@ fn vadd_f32_in_a_graph_with_memory_nodes() {
     check(api, cu!(api.cuStreamDestroy_v2(s)), "destroy stream");
     check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
 }
+
+/// Copies whose declared direction does not match the memory: a "host"
+/// source or destination that is a device allocation is copied device to
+/// device in stream order, as NVIDIA's driver does under unified addressing
+/// (Warp's APIC `set_param`/`get_param` call `cudaMemcpyAsync(...,
+/// cudaMemcpyHostToDevice)` with a device array). The source is written by
+/// a kernel queued just before, so a copy that read it as host memory at
+/// call time would see the poison, not the sums; on a discrete GPU it would
+/// read no host memory at all.
+#[test]
+fn copies_whose_host_side_is_device_memory() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let module = load(api, "vadd_f32.ptx");
+    let f = function(api, module, "vadd_f32");
+    let mut stream: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamCreate(&mut stream, 1)), "cuStreamCreate");
+
+    let n = 4099usize;
+    let bytes = n * 4;
+    let mut rng = Lcg(0xa91c);
+    let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let want: Vec<u32> = a.iter().zip(&b).map(|(x, y)| (x + y).to_bits()).collect();
+    let (da, db, dc, dd, de, dg) = (
+        alloc(api, bytes),
+        alloc(api, bytes),
+        alloc(api, bytes),
+        alloc(api, bytes),
+        alloc(api, bytes),
+        alloc(api, bytes),
+    );
+    upload(api, da, &a);
+    upload(api, db, &b);
+    for d in [dc, dd, de, dg] {
+        check(api, cu!(api.cuMemsetD8_v2(d, POISON, bytes)), "poison");
+    }
+
+    // HtoD from a device source, DtoH into a device destination, each
+    // queued behind the kernel that writes its source.
+    check(api, launch_vadd(api, f, [da, db, dc], n, 128, stream), "cuLaunchKernel");
+    check(api, cu!(api.cuMemcpyHtoDAsync_v2(dd, dc as usize as *const c_void, bytes, stream)), "HtoDAsync from device");
+    check(api, cu!(api.cuMemcpyDtoHAsync_v2(de as usize as *mut c_void, dd, bytes, stream)), "DtoHAsync into device");
+    check(api, cu!(api.cuStreamSynchronize(stream)), "cuStreamSynchronize");
+    same(&download::<u32>(api, dd, n), &want, "HtoD with a device source");
+    same(&download::<u32>(api, de, n), &want, "DtoH with a device destination");
+
+    // The same copy recorded by stream capture and replayed from a graph:
+    // its node declares a host source.
+    check(api, cu!(api.cuMemsetD8_v2(dc, POISON, bytes)), "poison");
+    check(api, cu!(api.cuStreamBeginCapture_v2(stream, 0)), "cuStreamBeginCapture");
+    check(api, launch_vadd(api, f, [da, db, dc], n, 128, stream), "captured launch");
+    check(api, cu!(api.cuMemcpyHtoDAsync_v2(dg, dc as usize as *const c_void, bytes, stream)), "captured HtoDAsync");
+    let mut graph: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamEndCapture(stream, &mut graph)), "cuStreamEndCapture");
+    let mut exec: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuGraphInstantiateWithFlags(&mut exec, graph, 0)), "cuGraphInstantiate");
+    check(api, cu!(api.cuGraphLaunch(exec, stream)), "cuGraphLaunch");
+    check(api, cu!(api.cuStreamSynchronize(stream)), "cuStreamSynchronize");
+    same(&download::<u32>(api, dg, n), &want, "graph copy node with a device source");
+
+    check(api, cu!(api.cuGraphExecDestroy(exec)), "cuGraphExecDestroy");
+    check(api, cu!(api.cuGraphDestroy(graph)), "cuGraphDestroy");
+    check(api, cu!(api.cuStreamDestroy_v2(stream)), "cuStreamDestroy");
+    for d in [da, db, dc, dd, de, dg] {
+        check(api, cu!(api.cuMemFree_v2(d)), "cuMemFree");
+    }
+    check(api, cu!(api.cuModuleUnload(module)), "cuModuleUnload");
+}
+
+/// Asserts `got == want`, naming the first element that differs.
+#[track_caller]
+fn same(got: &[u32], want: &[u32], what: &str) {
+    if let Some(i) = (0..want.len()).find(|&i| got.get(i) != Some(&want[i])) {
+        panic!("{what}: element {i} is {:#x?}, expected {:#x}", got.get(i), want[i]);
+    }
+    assert_eq!(got.len(), want.len(), "{what}: length");
+}
