@@ -203,7 +203,7 @@ fn to_int(v: impl TryInto<c_int>) -> c_int {
 /// The value of `CUdevice_attribute` `attrib` (numbering of `cuda.h`).
 ///
 /// Limits come from the Vulkan device; features this library does not offer
-/// (textures, concurrent managed access, multi-device cooperative launch, ...) report 0; other
+/// (concurrent managed access, multi-device cooperative launch, ...) report 0; other
 /// properties that Vulkan does not expose report typical values of an sm_80
 /// part. An attribute number outside the known range is
 /// `CUDA_ERROR_INVALID_VALUE`.
@@ -246,19 +246,20 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         39 => 2048,                              // MAX_THREADS_PER_MULTIPROCESSOR
         40 => 1,                                 // ASYNC_ENGINE_COUNT
         41 => 1,                                 // UNIFIED_ADDRESSING
-        50 => pci.map_or(0, |p| to_int(p.domain)), // PCI_DOMAIN_ID
-        51 => 32,                                // TEXTURE_PITCH_ALIGNMENT
-        79 | 80 => 1,                            // GLOBAL/LOCAL_L1_CACHE_SUPPORTED
-        81 => to_int(shared_limits(info)?.1),    // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
-        82 => 65536,                             // MAX_REGISTERS_PER_MULTIPROCESSOR
+        21..=29 | 42..=49 | 52..=74 | 77 => texture_limit(attrib),
+        50 => pci.map_or(0, |p| to_int(p.domain)),          // PCI_DOMAIN_ID
+        51 => 32,                                           // TEXTURE_PITCH_ALIGNMENT
+        79 | 80 => 1,                                       // GLOBAL/LOCAL_L1_CACHE_SUPPORTED
+        81 => to_int(shared_limits(info)?.1),               // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+        82 => 65536,                                        // MAX_REGISTERS_PER_MULTIPROCESSOR
         83 => c_int::from(d.runtime()?.supports_managed()), // MANAGED_MEMORY
-        87 => 2,                                 // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
-        95 => c_int::from(info.cooperative_launch), // COOPERATIVE_LAUNCH
-        97 => to_int(shared_limits(info)?.0),    // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-        99 => 1,                                 // HOST_REGISTER_SUPPORTED
+        87 => 2,                                            // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
+        95 => c_int::from(info.cooperative_launch),         // COOPERATIVE_LAUNCH
+        97 => to_int(shared_limits(info)?.0),               // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        99 => 1,                                            // HOST_REGISTER_SUPPORTED
         113 => c_int::from(d.runtime()?.info().host_import_alignment.is_some()), // READ_ONLY_HOST_REGISTER_SUPPORTED
-        115 => 1,                                // MEMORY_POOLS_SUPPORTED (mempool.rs)
-        106 => 32,                               // MAX_BLOCKS_PER_MULTIPROCESSOR
+        115 => 1,                                           // MEMORY_POOLS_SUPPORTED (mempool.rs)
+        106 => 32,                                          // MAX_BLOCKS_PER_MULTIPROCESSOR
         // IPC_EVENT_SUPPORTED: what cuda.h tells programs to test for cuIpc* (memory and events).
         125 => c_int::from(info.supports_ipc_memory),
         126 => 1,        // MEM_SYNC_DOMAIN_COUNT
@@ -271,11 +272,37 @@ fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
         // TENSOR_MAP_LARGE_TENSOR_MIN_SIZE: "devices where allocation-class
         // selection is a no-op report INT_MAX".
         160 => c_int::MAX,
-        // Texture and surface limits, managed/host memory, multi-device
-        // cooperative and cluster launch, pool IPC handle types, VMM, ...: not offered.
+        // Multi-device cooperative and cluster launch, pool IPC handle
+        // types, VMM, ...: not offered.
         _ => 0,
     };
     Ok(v)
+}
+
+/// Texture and surface size limits (attributes 21-29, 42-49, 52-74, 77):
+/// those NVIDIA's driver reports for compute capability 8.x (the CUDA C++
+/// Programming Guide's technical specifications). Textures and surfaces
+/// are a software unit over device memory here (`docs/textures.md`), so
+/// `cuArray3DCreate` takes these sizes and more; reporting NVIDIA's values
+/// keeps clients that size their arrays by them on the sizes they use on a GPU.
+fn texture_limit(attrib: c_int) -> c_int {
+    match attrib {
+        21 | 22 | 56 | 70 => 131072, // TEXTURE1D/2D_WIDTH, SURFACE2D_WIDTH, TEXTURE2D_LINEAR_WIDTH
+        23 | 57 => 65536,            // TEXTURE2D_HEIGHT, SURFACE2D_HEIGHT
+        24..=26 | 58..=60 => 16384,  // TEXTURE3D_*, SURFACE3D_*
+        29 | 43 | 62 | 65 => 2048,   // 2D/1D layered texture and surface layers
+        44 => 1,                     // CAN_TEX2D_GATHER (tld4 is offered)
+        47 | 48 => 8192,             // TEXTURE3D_WIDTH/HEIGHT_ALTERNATE
+        49 => 32768,                 // TEXTURE3D_DEPTH_ALTERNATE
+        54 | 68 => 2046,             // cubemap layered texture and surface layers
+        69 => 1 << 28,               // TEXTURE1D_LINEAR_WIDTH
+        71 => 65000,                 // TEXTURE2D_LINEAR_HEIGHT
+        72 => 2_097_120,             // TEXTURE2D_LINEAR_PITCH
+        // TEXTURE2D_LAYERED_WIDTH/HEIGHT, TEXTURE1D_LAYERED_WIDTH,
+        // TEXTURE2D_GATHER_*, TEXTURECUBEMAP_*, SURFACE1D_WIDTH,
+        // SURFACE1D/2D_LAYERED_*, SURFACECUBEMAP_*, mipmapped widths and heights.
+        _ => 32768,
+    }
 }
 
 /// `CUdevprop`.

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
 use common::{check, code, init, Api, Ctx, Handle, Lcg};
@@ -1572,4 +1572,74 @@ fn independent_mode_samplers() {
     assert_close(&got, &want, true, "independent mode");
     let attrs: Vec<u32> = s.download(q, 4);
     assert_eq!(attrs, [1, BORDER, 1, 1], "txq of the sampler");
+}
+
+/// The texture and surface size limits are NVIDIA's for compute capability
+/// 8.x (not 0, which told clients there were no textures), and arrays of
+/// those sizes are created: 1D at the widest, 3D at the deepest alternate
+/// extent, a layered 2D array with the most layers, a layered cubemap with
+/// the most faces.
+#[test]
+fn texture_limits_are_reported_and_honoured() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let attr = |a: c_int| {
+        let mut v: c_int = -1;
+        check(api, cu!(api.cuDeviceGetAttribute(&mut v, a, 0)), "cuDeviceGetAttribute");
+        v
+    };
+    let want: &[(c_int, c_int, &str)] = &[
+        (21, 131072, "MAXIMUM_TEXTURE1D_WIDTH"),
+        (22, 131072, "MAXIMUM_TEXTURE2D_WIDTH"),
+        (23, 65536, "MAXIMUM_TEXTURE2D_HEIGHT"),
+        (24, 16384, "MAXIMUM_TEXTURE3D_WIDTH"),
+        (26, 16384, "MAXIMUM_TEXTURE3D_DEPTH"),
+        (27, 32768, "MAXIMUM_TEXTURE2D_LAYERED_WIDTH"),
+        (29, 2048, "MAXIMUM_TEXTURE2D_LAYERED_LAYERS"),
+        (43, 2048, "MAXIMUM_TEXTURE1D_LAYERED_LAYERS"),
+        (47, 8192, "MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE"),
+        (49, 32768, "MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE"),
+        (52, 32768, "MAXIMUM_TEXTURECUBEMAP_WIDTH"),
+        (54, 2046, "MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS"),
+        (55, 32768, "MAXIMUM_SURFACE1D_WIDTH"),
+        (57, 65536, "MAXIMUM_SURFACE2D_HEIGHT"),
+        (60, 16384, "MAXIMUM_SURFACE3D_DEPTH"),
+        (68, 2046, "MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS"),
+        (69, 1 << 28, "MAXIMUM_TEXTURE1D_LINEAR_WIDTH"),
+        (71, 65000, "MAXIMUM_TEXTURE2D_LINEAR_HEIGHT"),
+        (72, 2_097_120, "MAXIMUM_TEXTURE2D_LINEAR_PITCH"),
+        (74, 32768, "MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT"),
+        (77, 32768, "MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH"),
+    ];
+    for &(a, v, name) in want {
+        assert_eq!(attr(a), v, "{name} ({a})");
+    }
+    for a in (21..=29).chain(42..=49).chain(52..=74).chain([77]) {
+        assert!(attr(a) > 0, "texture or surface attribute {a} is {}", attr(a));
+    }
+    let u8x1 = 0x01;
+    let made = [
+        Array3DDesc { width: attr(21) as usize, format: u8x1, channels: 1, ..Array3DDesc::default() },
+        Array3DDesc {
+            width: 2,
+            height: 2,
+            depth: attr(49) as usize,
+            format: u8x1,
+            channels: 1,
+            ..Array3DDesc::default()
+        },
+        Array3DDesc { width: 4, height: 4, depth: attr(29) as usize, format: u8x1, channels: 1, flags: LAYERED },
+        Array3DDesc {
+            width: 2,
+            height: 2,
+            depth: attr(54) as usize,
+            format: u8x1,
+            channels: 1,
+            flags: LAYERED | CUBEMAP,
+        },
+    ];
+    for d in made {
+        let a = create_array(api, d);
+        check(api, cu!(api.cuArrayDestroy(a)), "cuArrayDestroy");
+    }
 }
