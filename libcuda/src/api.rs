@@ -445,6 +445,10 @@ exports! {
     raw fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, n: usize, hstream: Handle) | cuMemcpyDtoHAsync_v2_ptsz => mem::memcpy_dtoh_async;
     /// `cuMemcpyDtoDAsync_v2`.
     safe fn cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize, hstream: Handle) | cuMemcpyDtoDAsync_v2_ptsz => mem::memcpy_dtod_async;
+    /// `cuMemcpyPeer`.
+    safe fn cuMemcpyPeer(dst: CUdeviceptr, dst_ctx: Handle, src: CUdeviceptr, src_ctx: Handle, n: usize) | cuMemcpyPeer_ptds => mem::memcpy_peer;
+    /// `cuMemcpyPeerAsync`.
+    safe fn cuMemcpyPeerAsync(dst: CUdeviceptr, dst_ctx: Handle, src: CUdeviceptr, src_ctx: Handle, n: usize, hstream: Handle) | cuMemcpyPeerAsync_ptsz => mem::memcpy_peer_async;
     /// `cuMemcpy2D_v2` (and `cuMemcpy2DUnaligned_v2`).
     raw fn cuMemcpy2D_v2(copy: *const mem::Memcpy2D) | cuMemcpy2D_v2_ptds | cuMemcpy2DUnaligned_v2 | cuMemcpy2DUnaligned_v2_ptds => mem::memcpy_2d;
     /// `cuMemcpy2DAsync_v2`.

@@ -8,7 +8,7 @@
 use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_uint, c_void};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::capture;
 use crate::context::{self, Allocation, ContextObj, CONTEXTS};
@@ -260,6 +260,71 @@ pub fn memcpy_dtod_async(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: Handle
         return Ok(());
     }
     stream::note_work(s, || memcpy_dtod_impl(dst, src, n))
+}
+
+/// `cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr
+/// srcDevice, CUcontext srcContext, size_t ByteCount)`: between contexts of
+/// one device (they share its memory) a device-to-device copy; between
+/// devices, through host memory once the source's device has finished its
+/// queued work.
+pub fn memcpy_peer(dst: CUdeviceptr, dst_ctx: Handle, src: CUdeviceptr, src_ctx: Handle, n: usize) -> CuResult<()> {
+    context::current()?;
+    capture::check_unsafe_call()?;
+    memcpy_peer_impl(dst, dst_ctx, src, src_ctx, n)
+}
+
+/// [`memcpy_peer`] without the stream capture checks.
+fn memcpy_peer_impl(dst: CUdeviceptr, dst_ctx: Handle, src: CUdeviceptr, src_ctx: Handle, n: usize) -> CuResult<()> {
+    let (d, s) = peer_contexts(dst_ctx, src_ctx)?;
+    if n == 0 {
+        return Ok(());
+    }
+    if std::ptr::eq(d.device, s.device) {
+        d.runtime.copy_dtod(dst, src, n as u64)?;
+    } else {
+        let mut staged = vec![0u8; n];
+        s.runtime.copy_dtoh(&mut staged, src)?;
+        d.runtime.copy_htod(dst, &staged)?;
+    }
+    finish_if_mapped(&d, dst)
+}
+
+/// The destination and source contexts of a peer copy (both must be live).
+fn peer_contexts(dst_ctx: Handle, src_ctx: Handle) -> CuResult<(Arc<ContextObj>, Arc<ContextObj>)> {
+    if dst_ctx.is_null() || src_ctx.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_CONTEXT.because("a peer copy names both contexts"));
+    }
+    Ok((context::lookup(dst_ctx)?, context::lookup(src_ctx)?))
+}
+
+/// `cuMemcpyPeerAsync`: as [`memcpy_peer`], on `s`. Between contexts of
+/// one device it is an ordinary device-to-device copy (also in a stream
+/// capture); between devices it runs when called (which an asynchronous
+/// copy may) and cannot be captured.
+pub fn memcpy_peer_async(
+    dst: CUdeviceptr,
+    dst_ctx: Handle,
+    src: CUdeviceptr,
+    src_ctx: Handle,
+    n: usize,
+    s: Handle,
+) -> CuResult<()> {
+    stream::check(s)?;
+    let (d, sc) = peer_contexts(dst_ctx, src_ctx)?;
+    let same_device = std::ptr::eq(d.device, sc.device);
+    let copy = Memcpy3D::linear(CU_MEMORYTYPE_DEVICE, 0, dst, CU_MEMORYTYPE_DEVICE, 0, src, n);
+    let captured = capture::capture_node(s, || {
+        if !same_device {
+            return Err(CuError::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                .because("a peer copy between devices cannot be captured here"));
+        }
+        check_memcpy_3d(&copy)?;
+        Ok(NodeKind::Memcpy(CopyNode(copy)))
+    })?;
+    if captured {
+        return Ok(());
+    }
+    stream::note_work(s, || memcpy_peer_impl(dst, dst_ctx, src, src_ctx, n))
 }
 
 /// `cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n)`.

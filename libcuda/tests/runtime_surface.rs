@@ -659,3 +659,53 @@ fn wrong_context_and_bad_handles() {
     .join()
     .unwrap();
 }
+
+/// `cuMemcpyPeer(Async)` between two contexts of the device (they share its
+/// memory): the bytes arrive, on the stream in order behind a memset queued
+/// before; a NULL or destroyed context is refused.
+#[test]
+fn peer_copies_between_contexts() {
+    let api = init();
+    let a = Ctx::new(api);
+    let mut b: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuCtxCreate_v2(&mut b, 0, 0)), "second context");
+    let n = 3 * 4096 + 12;
+    let mut rng = common::Lcg(0x9e37);
+    let data: Vec<u8> = (0..n).map(|_| rng.next_u32() as u8).collect();
+    // `src` in context b, `dst` in context a (current: a).
+    check(api, cu!(api.cuCtxSetCurrent(b)), "b current");
+    let mut src = 0u64;
+    check(api, cu!(api.cuMemAlloc_v2(&mut src, n)), "alloc in b");
+    check(api, cu!(api.cuMemcpyHtoD_v2(src, data.as_ptr().cast(), n)), "fill src");
+    check(api, cu!(api.cuCtxSetCurrent(a.handle)), "a current");
+    let (mut dst, mut dst2) = (0u64, 0u64);
+    check(api, cu!(api.cuMemAlloc_v2(&mut dst, n)), "alloc in a");
+    check(api, cu!(api.cuMemAlloc_v2(&mut dst2, n)), "alloc in a");
+    check(api, cu!(api.cuMemsetD8_v2(dst, 0xAB, n)), "poison");
+    check(api, cu!(api.cuMemcpyPeer(dst, a.handle, src, b, n)), "cuMemcpyPeer");
+    let mut back = vec![0u8; n];
+    check(api, cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), dst, n)), "read back");
+    assert!(back == data, "cuMemcpyPeer copied other bytes");
+
+    let mut stream: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamCreate(&mut stream, 1)), "stream");
+    check(api, cu!(api.cuMemsetD32Async(dst2, 0x1234_5678, n / 4, stream)), "queued memset");
+    check(api, cu!(api.cuMemcpyPeerAsync(dst2 + 8, a.handle, src + 8, b, n - 20, stream)), "cuMemcpyPeerAsync");
+    check(api, cu!(api.cuStreamSynchronize(stream)), "synchronize");
+    check(api, cu!(api.cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), dst2, n)), "read back");
+    let fill = 0x1234_5678u32.to_ne_bytes();
+    for (i, &byte) in back.iter().enumerate() {
+        let want = if (8..n - 12).contains(&i) { data[i] } else { fill[i % 4] };
+        assert_eq!(byte, want, "byte {i} after the async peer copy");
+    }
+
+    assert_eq!(cu!(api.cuMemcpyPeer(dst, std::ptr::null_mut(), src, b, 4)), code::INVALID_CONTEXT, "NULL context");
+    check(api, cu!(api.cuStreamDestroy_v2(stream)), "stream destroy");
+    check(api, cu!(api.cuCtxSetCurrent(b)), "b current");
+    check(api, cu!(api.cuMemFree_v2(src)), "free src");
+    check(api, cu!(api.cuCtxSetCurrent(a.handle)), "a current");
+    check(api, cu!(api.cuCtxDestroy_v2(b)), "destroy b");
+    assert_ne!(cu!(api.cuMemcpyPeer(dst, a.handle, dst2, b, 4)), code::SUCCESS, "destroyed context");
+    check(api, cu!(api.cuMemFree_v2(dst)), "free");
+    check(api, cu!(api.cuMemFree_v2(dst2)), "free");
+}

@@ -108,6 +108,8 @@ driver_api! {
     fn cuMemcpyHtoD_v2(u64, *const c_void, usize);
     fn cuMemcpyDtoH_v2(*mut c_void, u64, usize);
     fn cuMemcpyDtoD_v2(u64, u64, usize);
+    fn cuMemcpyPeer(u64, Handle, u64, Handle, usize);
+    fn cuMemcpyPeerAsync(u64, Handle, u64, Handle, usize, Handle);
     fn cuMemsetD8_v2(u64, u8, usize);
     fn cuMemsetD16_v2(u64, u16, usize);
     fn cuMemsetD32_v2(u64, u32, usize);
