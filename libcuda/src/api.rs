@@ -317,6 +317,8 @@ exports! {
     safe fn cuKernelSetAttribute(attrib: c_int, value: c_int, kernel: Handle, device: CUdevice) => lib::kernel_set_attribute;
     /// `cuKernelSetCacheConfig`.
     safe fn cuKernelSetCacheConfig(kernel: Handle, config: c_int, device: CUdevice) => lib::kernel_set_cache_config;
+    /// `cuKernelGetParamCount`.
+    raw fn cuKernelGetParamCount(kernel: Handle, count: *mut usize) => lib::kernel_get_param_count;
     /// `cuKernelGetParamInfo`.
     raw fn cuKernelGetParamInfo(kernel: Handle, index: usize, offset: *mut usize, size: *mut usize) => lib::kernel_get_param_info;
 
@@ -330,6 +332,8 @@ exports! {
     raw fn cuFuncGetName(name: *mut *const c_char, hfunc: Handle) => launch::func_get_name;
     /// `cuFuncGetModule`.
     raw fn cuFuncGetModule(module: *mut Handle, hfunc: Handle) => launch::func_get_module;
+    /// `cuFuncGetParamCount`.
+    raw fn cuFuncGetParamCount(hfunc: Handle, count: *mut usize) => launch::func_get_param_count;
     /// `cuFuncGetParamInfo`.
     raw fn cuFuncGetParamInfo(hfunc: Handle, index: usize, offset: *mut usize, size: *mut usize) => launch::func_get_param_info;
     /// `cuFuncIsLoaded`.

@@ -625,6 +625,16 @@ pub unsafe fn func_get_param_info(hfunc: Handle, index: usize, offset: *mut usiz
     unsafe { param_info(&f, index, offset, size) }
 }
 
+/// `cuFuncGetParamCount(CUfunction func, size_t *paramCount)`.
+///
+/// # Safety
+/// `count` is NULL or writable.
+pub unsafe fn func_get_param_count(hfunc: Handle, count: *mut usize) -> CuResult<()> {
+    let f = resolve_function(hfunc)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(count, f.function.info().params.len()) }
+}
+
 /// Offset and size of parameter `index` of `f`.
 ///
 /// # Safety

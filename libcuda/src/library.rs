@@ -489,6 +489,17 @@ pub fn kernel_set_cache_config(kernel: Handle, config: c_int, dev: CUdevice) -> 
     launch::check_cache_config(config)
 }
 
+/// `cuKernelGetParamCount(CUkernel kernel, size_t *paramCount)`.
+///
+/// # Safety
+/// `count` is NULL or writable.
+pub unsafe fn kernel_get_param_count(kernel: Handle, count: *mut usize) -> CuResult<()> {
+    let k = lookup_kernel(kernel)?;
+    let f = kernel_function(&k)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(count, f.function.info().params.len()) }
+}
+
 /// `cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t
 /// *paramOffset, size_t *paramSize)`.
 ///

@@ -385,6 +385,11 @@ fn library_and_kernels() {
     check(api, cu!(api.cuFuncGetParamInfo(f, 3, &mut off, &mut size)), "param info");
     assert_eq!((off, size), (24, 4));
     assert_eq!(cu!(api.cuFuncGetParamInfo(f, 4, &mut off, &mut size)), code::INVALID_VALUE);
+    let (mut count, mut kcount) = (0usize, 0usize);
+    check(api, cu!(api.cuFuncGetParamCount(f, &mut count)), "cuFuncGetParamCount");
+    check(api, cu!(api.cuKernelGetParamCount(kernel, &mut kcount)), "cuKernelGetParamCount");
+    assert_eq!((count, kcount), (4, 4), "vadd_f32 has 4 parameters");
+    assert_eq!(cu!(api.cuFuncGetParamCount(f, std::ptr::null_mut())), code::INVALID_VALUE);
 
     // cuLaunchKernelEx with attributes; a cluster is refused.
     let n = 256usize;

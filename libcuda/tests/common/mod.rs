@@ -175,6 +175,8 @@ driver_api! {
     fn cuKernelGetName(*mut *const c_char, Handle);
     fn cuFuncSetCacheConfig(Handle, c_int);
     fn cuFuncGetParamInfo(Handle, usize, *mut usize, *mut usize);
+    fn cuFuncGetParamCount(Handle, *mut usize);
+    fn cuKernelGetParamCount(Handle, *mut usize);
     fn cuLaunchKernelEx(*const c_void, Handle, *mut *mut c_void, *mut *mut c_void);
     fn cuLaunchHostFunc(Handle, Option<unsafe extern "C" fn(*mut c_void)>, *mut c_void);
     fn cuStreamAddCallback(Handle, Option<unsafe extern "C" fn(Handle, u32, *mut c_void)>, *mut c_void, c_uint);
