@@ -18,6 +18,7 @@ use crate::ipc;
 use crate::launch;
 use crate::library as lib;
 use crate::link;
+use crate::logs;
 use crate::memory as mem;
 use crate::mempool as pool;
 use crate::module as modl;
@@ -449,6 +450,16 @@ exports! {
     raw fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, n: usize, hstream: Handle) | cuMemcpyDtoHAsync_v2_ptsz => mem::memcpy_dtoh_async;
     /// `cuMemcpyDtoDAsync_v2`.
     safe fn cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize, hstream: Handle) | cuMemcpyDtoDAsync_v2_ptsz => mem::memcpy_dtod_async;
+    /// `cuLogsRegisterCallback`.
+    raw fn cuLogsRegisterCallback(callback: Option<logs::LogsCallback>, user_data: *mut c_void, callback_out: *mut *mut c_void) => logs::register_callback;
+    /// `cuLogsUnregisterCallback`.
+    safe fn cuLogsUnregisterCallback(callback: *mut c_void) => logs::unregister_callback;
+    /// `cuLogsCurrent`.
+    raw fn cuLogsCurrent(iterator_out: *mut c_uint, flags: c_uint) => logs::current;
+    /// `cuLogsDumpToFile`.
+    raw fn cuLogsDumpToFile(iterator: *mut c_uint, path: *const c_char, flags: c_uint) => logs::dump_to_file;
+    /// `cuLogsDumpToMemory`.
+    raw fn cuLogsDumpToMemory(iterator: *mut c_uint, buffer: *mut c_char, size: *mut usize, flags: c_uint) => logs::dump_to_memory;
     /// `cuMemcpyPeer`.
     safe fn cuMemcpyPeer(dst: CUdeviceptr, dst_ctx: Handle, src: CUdeviceptr, src_ctx: Handle, n: usize) | cuMemcpyPeer_ptds => mem::memcpy_peer;
     /// `cuMemcpyPeerAsync`.

@@ -47,6 +47,7 @@ pub mod jit;
 pub mod launch;
 pub mod library;
 pub mod link;
+pub mod logs;
 pub mod memory;
 pub mod mempool;
 pub mod module;

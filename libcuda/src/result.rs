@@ -236,7 +236,8 @@ pub fn trace_level() -> u8 {
 /// A panic is caught here (it would be undefined behaviour to unwind into C)
 /// and reported as `CUDA_ERROR_UNKNOWN`. With `PTXVK_TRACE=1` in the
 /// environment every failing call is reported on stderr with its reason;
-/// with `PTXVK_TRACE=2` every successful call is named too.
+/// with `PTXVK_TRACE=2` every successful call is named too. Every failure
+/// also goes to the error log ([`crate::logs`]: `cuLogs*`, `CUDA_LOG_FILE`).
 pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
     // Stale detail from an earlier call must not be reported for this one.
     let _ = take_detail();
@@ -251,12 +252,15 @@ pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
             if crate::context::is_sticky(err.code()) {
                 crate::context::make_sticky(err);
             }
+            let why = take_detail();
+            let code_name = format!("{err:?}");
             if trace_level() >= 1 {
-                match take_detail() {
-                    Some(why) => report(format_args!("ptxvk: {name}: {err:?}: {why}")),
-                    None => report(format_args!("ptxvk: {name}: {err:?}")),
+                match &why {
+                    Some(why) => report(format_args!("ptxvk: {name}: {code_name}: {why}")),
+                    None => report(format_args!("ptxvk: {name}: {code_name}")),
                 }
             }
+            crate::logs::record(name, &code_name, why.as_deref());
             err.code()
         }
         Err(panic) => {
@@ -266,6 +270,7 @@ pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             report(format_args!("ptxvk: internal error in {name}: {what} (reported as CUDA_ERROR_UNKNOWN)"));
+            crate::logs::record(name, "CUDA_ERROR_UNKNOWN", Some(&format!("internal error: {what}")));
             CuError::CUDA_ERROR_UNKNOWN.code()
         }
     }

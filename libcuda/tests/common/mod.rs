@@ -77,6 +77,11 @@ driver_api! {
     fn cuDriverGetVersion(*mut c_int);
     fn cuGetErrorName(u32, *mut *const c_char);
     fn cuGetErrorString(u32, *mut *const c_char);
+    fn cuLogsRegisterCallback(Option<unsafe extern "C" fn(*mut c_void, c_int, *mut c_char, usize)>, *mut c_void, *mut *mut c_void);
+    fn cuLogsUnregisterCallback(*mut c_void);
+    fn cuLogsCurrent(*mut c_uint, c_uint);
+    fn cuLogsDumpToFile(*mut c_uint, *const c_char, c_uint);
+    fn cuLogsDumpToMemory(*mut c_uint, *mut c_char, *mut usize, c_uint);
     fn cuGetProcAddress_v2(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int);
     fn cuDeviceGet(*mut c_int, c_int);
     fn cuDeviceGetCount(*mut c_int);
