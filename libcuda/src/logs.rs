@@ -2,7 +2,8 @@
 //! Functions" of the driver API): every failing call leaves a message that
 //! says why, in words, beside its `CUresult`.
 //!
-//! Each failure of an entry point ([`crate::result::guard`]) becomes one
+//! Each failure of an entry point ([`crate::result::guard`]; not a query's
+//! `CUDA_ERROR_NOT_READY`, which polling loops get by the thousand) becomes one
 //! message, `[HH:MM:SS.mmm][TID][CUDA][E][cuName] reason (CUDA_ERROR_...)`
 //! (time of day in UTC, the OS thread id), as NVIDIA's driver formats them
 //! (CUDA Programming Guide, "Error Log Management"). A message goes

@@ -260,7 +260,11 @@ pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
                     None => report(format_args!("ptxvk: {name}: {code_name}")),
                 }
             }
-            crate::logs::record(name, &code_name, why.as_deref());
+            // "Not ready" answers a query (cuStreamQuery, cuEventQuery,
+            // polled in loops); it reports no misuse, so it is not logged.
+            if err.code() != CuError::CUDA_ERROR_NOT_READY.code() {
+                crate::logs::record(name, &code_name, why.as_deref());
+            }
             err.code()
         }
         Err(panic) => {

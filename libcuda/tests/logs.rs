@@ -122,6 +122,42 @@ fn failing_calls_are_logged() {
     assert_eq!(RECEIVED.lock().unwrap().len(), before, "delivered after unregistration");
 }
 
+/// `CUDA_ERROR_NOT_READY` answers a query and reports no misuse: polling a
+/// busy stream leaves nothing in the log (in a child process: the log is
+/// per process).
+#[test]
+fn queries_that_are_not_ready_are_not_logged() {
+    if common::in_own_process("queries_that_are_not_ready_are_not_logged", "PTXVK_TEST_NOT_READY_CHILD").is_some() {
+        return;
+    }
+    let api = init();
+    let _ctx = common::Ctx::new(api);
+    let mut stream: common::Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamCreate(&mut stream, 1)), "stream");
+    let words = 8usize << 20;
+    let mut d = 0u64;
+    check(api, cu!(api.cuMemAlloc_v2(&mut d, words * 4)), "alloc");
+    let mut start: c_uint = 0;
+    check(api, cu!(api.cuLogsCurrent(&mut start, 0)), "cuLogsCurrent");
+    for v in 0..8 {
+        check(api, cu!(api.cuMemsetD32Async(d, v, words, stream)), "queued memset");
+    }
+    let mut not_ready = 0;
+    loop {
+        match cu!(api.cuStreamQuery(stream)) {
+            code::NOT_READY => not_ready += 1,
+            rc => {
+                check(api, rc, "cuStreamQuery");
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    assert!(not_ready > 0, "the stream was never busy: nothing was checked");
+    let (rc, text) = dump(api, Some(&mut start), 4096);
+    assert_eq!((rc, text.as_str()), (code::SUCCESS, ""), "{not_ready} not-ready answers");
+}
+
 /// `CUDA_LOG_FILE=<path>`: each message is appended to the file as it is
 /// made (run in a child process: the variable is read once per process).
 #[test]
