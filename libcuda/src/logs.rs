@@ -270,6 +270,22 @@ pub unsafe fn dump_to_file(iterator: *mut c_uint, path: *const c_char, flags: c_
     Ok(())
 }
 
+/// `lines` (and `lost` messages before them) as a dump of at most `cap`
+/// bytes: all of them, or a line that counts those left out and the newest
+/// that fit; `None` when no message fits.
+fn fitting(lines: &[String], lost: u32, cap: usize) -> Option<String> {
+    let joined = |ls: &[String]| ls.iter().flat_map(|l| [l.as_str(), "\n"]).collect::<String>();
+    if lost == 0 && lines.iter().map(|l| l.len() + 1).sum::<usize>() <= cap {
+        return Some(joined(lines));
+    }
+    (0..=lines.len()).rev().find_map(|kept| {
+        let mut text = truncation_line(lost + (lines.len() - kept) as u32);
+        text.push('\n');
+        text.push_str(&joined(&lines[lines.len() - kept..]));
+        (text.len() <= cap && (kept > 0 || lines.is_empty())).then_some(text)
+    })
+}
+
 /// `cuLogsDumpToMemory(CUlogIterator *iterator, char *buffer, size_t *size,
 /// unsigned int flags)`: the messages from `*iterator` (all kept ones for
 /// NULL), a newline after each, NUL-terminated, into `buffer` of `*size`
@@ -298,50 +314,14 @@ pub unsafe fn dump_to_memory(
     // SAFETY: NULL or readable per the caller.
     let from = unsafe { iterator.as_ref() }.copied();
     let (lines, lost, next) = since(from);
-    let cap = room - 1;
-    let total: usize = lines.iter().map(|l| l.len() + 1).sum();
-    let mut text = String::new();
-    if lost == 0 && total <= cap {
-        for l in &lines {
-            text.push_str(l);
-            text.push('\n');
+    let Some(text) = fitting(&lines, lost, room - 1) else {
+        // SAFETY: non-null, writable per the caller.
+        unsafe {
+            *size = 0;
+            *buffer = 0;
         }
-    } else {
-        // The newest messages that fit after the note.
-        let mut kept = 0;
-        let mut used = 0;
-        let note_for = |n: usize| truncation_line(lost + (lines.len() - n) as u32).len() + 1;
-        for l in lines.iter().rev() {
-            if used + l.len() + 1 + note_for(kept + 1) > cap {
-                break;
-            }
-            used += l.len() + 1;
-            kept += 1;
-        }
-        if kept == 0 && !lines.is_empty() {
-            // SAFETY: non-null, writable per the caller.
-            unsafe {
-                *size = 0;
-                *buffer = 0;
-            }
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the buffer holds no whole message"));
-        }
-        text.push_str(&truncation_line(lost + (lines.len() - kept) as u32));
-        text.push('\n');
-        for l in &lines[lines.len() - kept..] {
-            text.push_str(l);
-            text.push('\n');
-        }
-        if text.len() > cap {
-            // Only the note, and it does not fit either.
-            // SAFETY: non-null, writable per the caller.
-            unsafe {
-                *size = 0;
-                *buffer = 0;
-            }
-            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the buffer holds no whole message"));
-        }
-    }
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the buffer holds no whole message"));
+    };
     // SAFETY: `buffer` holds `room` > `text.len()` writable bytes per the
     // caller; `size` is writable.
     unsafe {
