@@ -44,7 +44,7 @@ if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 && "${PTXVK_SKIP_TRITON:-0}" != 1 ]]; then
 fi
 # NVIDIA Warp 1.19 (its own environment, about 400 MB): a selection of
 # Warp's own tests (CUB scans and radix sort, NanoVDB volumes, conditional
-# graph nodes), about 2 minutes; PTXVK_SKIP_WARP=1 skips it.
+# graph nodes, APIC graph replays), about 2 minutes; PTXVK_SKIP_WARP=1 skips it.
 if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 && "${PTXVK_SKIP_WARP:-0}" != 1 ]]; then
     libcuda/tests/clients/warp/run.sh
 fi
