@@ -139,10 +139,11 @@ pub unsafe fn mem_get_address_range(pbase: *mut CUdeviceptr, psize: *mut usize, 
 /// # Safety
 /// `src` is NULL or readable for `n` bytes.
 pub unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, n: usize) -> CuResult<()> {
-    context::current()?;
+    let ctx = context::current()?;
     capture::check_unsafe_call()?;
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy_htod_impl(dst, src, n) }
+    unsafe { memcpy_htod_impl(dst, src, n) }?;
+    finish_if_mapped(&ctx, src as u64)
 }
 
 /// [`memcpy_htod`] without the stream capture checks.
@@ -201,9 +202,10 @@ unsafe fn memcpy_dtoh_impl(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CuRe
 
 /// `cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)`.
 pub fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()> {
-    context::current()?;
+    let ctx = context::current()?;
     capture::check_unsafe_call()?;
-    memcpy_dtod_impl(dst, src, n)
+    memcpy_dtod_impl(dst, src, n)?;
+    finish_if_mapped(&ctx, src)
 }
 
 /// [`memcpy_dtod`] without the stream capture checks.
@@ -467,7 +469,20 @@ fn host_range_of(addr: usize) -> Option<(usize, HostRange)> {
 /// Waits for queued work when `dst` is the device address of mapped host
 /// memory, so the host sees what a synchronous copy or memset wrote there.
 fn finish_if_mapped(ctx: &ContextObj, dst: CUdeviceptr) -> CuResult<()> {
-    let mapped = host_memory().values().any(|r| r.device != 0 && (r.device..r.device + r.size as u64).contains(&dst));
+    finish_if_any_mapped(ctx, &[dst])
+}
+
+/// Waits for queued work when one of `addrs` is the device address of
+/// mapped host memory. A synchronous copy from or to page-locked host memory
+/// returns once it is done (CUDA's "API synchronization behavior": pinned
+/// host to device is synchronous with respect to the host, device to host
+/// returns once the copy has completed); where the device maps such memory
+/// at its host address (lavapipe), the copy was queued as a device-to-device
+/// one, so the host must not touch the memory before it ran.
+fn finish_if_any_mapped(ctx: &ContextObj, addrs: &[u64]) -> CuResult<()> {
+    let mapped = host_memory()
+        .values()
+        .any(|r| r.device != 0 && addrs.iter().any(|a| (r.device..r.device + r.size as u64).contains(a)));
     if mapped {
         ctx.runtime.synchronize()?;
     }
@@ -735,10 +750,11 @@ fn is_device(ctx: &ContextObj, addr: u64) -> bool {
 /// Whichever of `dst` and `src` is not device memory is host memory valid
 /// for `n` bytes.
 pub unsafe fn memcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CuResult<()> {
-    context::current()?;
+    let ctx = context::current()?;
     capture::check_unsafe_call()?;
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy_impl(dst, src, n) }
+    unsafe { memcpy_impl(dst, src, n) }?;
+    finish_if_mapped(&ctx, src)
 }
 
 /// [`memcpy`] without the stream capture checks.
@@ -945,10 +961,27 @@ pub struct Memcpy2D {
 /// # Safety
 /// `copy` is NULL or readable; its host pointers cover the rows it names.
 pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CuResult<()> {
-    context::current()?;
+    let ctx = context::current()?;
     capture::check_unsafe_call()?;
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy_2d_impl(copy) }
+    unsafe { memcpy_2d_impl(copy) }?;
+    // SAFETY: read by the copy above.
+    let c = unsafe { read_in(copy) }?;
+    let ends = [
+        endpoint(c.src_type, c.src_host as usize, c.src_device),
+        endpoint(c.dst_type, c.dst_host as usize, c.dst_device),
+    ];
+    finish_if_any_mapped(&ctx, &ends)
+}
+
+/// The address of one end of a 2D/3D copy of memory type `kind` (0 for a
+/// CUDA array), for [`finish_if_any_mapped`].
+fn endpoint(kind: u32, host: usize, device: CUdeviceptr) -> u64 {
+    match kind {
+        CU_MEMORYTYPE_HOST => host as u64,
+        CU_MEMORYTYPE_ARRAY => 0,
+        _ => device,
+    }
 }
 
 /// [`memcpy_2d`] without the stream capture checks.
@@ -1018,12 +1051,17 @@ pub struct Memcpy3D {
 /// # Safety
 /// `copy` is NULL or readable; its host pointers cover the rows it names.
 pub unsafe fn memcpy_3d(copy: *const Memcpy3D) -> CuResult<()> {
-    context::current()?;
+    let ctx = context::current()?;
     capture::check_unsafe_call()?;
     // SAFETY: forwarded caller contract.
     let c = unsafe { read_in(copy) }?;
     // SAFETY: forwarded caller contract.
-    unsafe { run_memcpy_3d(&c) }
+    unsafe { run_memcpy_3d(&c) }?;
+    let ends = [
+        endpoint(c.src_type, c.src_host as usize, c.src_device),
+        endpoint(c.dst_type, c.dst_host as usize, c.dst_device),
+    ];
+    finish_if_any_mapped(&ctx, &ends)
 }
 
 impl Memcpy3D {

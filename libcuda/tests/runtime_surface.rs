@@ -709,3 +709,90 @@ fn peer_copies_between_contexts() {
     check(api, cu!(api.cuMemFree_v2(dst)), "free");
     check(api, cu!(api.cuMemFree_v2(dst2)), "free");
 }
+
+/// Synchronous copies from and to page-locked host memory return once the
+/// copy is done, as CUDA's "API synchronization behavior" says, also where
+/// lavapipe maps that memory at its host address and the copy runs as a
+/// device-to-device one: the host overwrites the source right after each
+/// copy returns (with other work queued before it, so an early return would
+/// copy the new bytes), and reads a destination right after.
+#[test]
+fn synchronous_copies_with_page_locked_memory_are_done_on_return() {
+    let api = init();
+    let _ctx = Ctx::new(api);
+    let n = 16usize << 20;
+    let mut p: *mut c_void = std::ptr::null_mut();
+    check(api, cu!(api.cuMemAllocHost_v2(&mut p, n)), "cuMemAllocHost");
+    let (mut d, mut busy) = (0u64, 0u64);
+    check(api, cu!(api.cuMemAlloc_v2(&mut d, n)), "alloc");
+    check(api, cu!(api.cuMemAlloc_v2(&mut busy, n)), "alloc");
+    let mut mapped = 0u64;
+    check(api, cu!(api.cuMemHostGetDevicePointer_v2(&mut mapped, p, 0)), "device pointer");
+    let host = p as usize;
+    let tail = |api: &Api| {
+        let mut out = [0u8; 16];
+        check(api, cu!(api.cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), d + (n - 16) as u64, 16)), "read back");
+        out
+    };
+    let queue_work = |api: &Api| {
+        for v in 1..4 {
+            check(api, cu!(api.cuMemsetD8_v2(busy, v, n)), "queued memset");
+            check(api, cu!(api.cuMemcpyDtoD_v2(d, busy, n)), "queued copy");
+        }
+    };
+    let up_2d = Memcpy2D {
+        src_type: 1,
+        src_host: host,
+        src_pitch: n / 64,
+        dst_type: 2,
+        dst_device: d,
+        dst_pitch: n / 64,
+        width: n / 64,
+        height: 64,
+        ..Memcpy2D::default()
+    };
+    let uploads: [(&str, &dyn Fn() -> u32); 4] = [
+        ("cuMemcpyHtoD", &|| cu!(api.cuMemcpyHtoD_v2(d, p, n))),
+        ("cuMemcpy", &|| cu!(api.cuMemcpy(d, host as u64, n))),
+        ("cuMemcpyDtoD from the mapped pointer", &|| cu!(api.cuMemcpyDtoD_v2(d, mapped, n))),
+        ("cuMemcpy2D", &|| cu!(api.cuMemcpy2D_v2((&up_2d as *const Memcpy2D).cast()))),
+    ];
+    for (what, copy) in uploads {
+        queue_work(api);
+        // SAFETY: `p` holds `n` writable bytes.
+        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0x11, n) };
+        check(api, copy(), what);
+        // SAFETY: as above.
+        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0x22, n) };
+        check(api, cu!(api.cuCtxSynchronize()), "synchronize");
+        assert_eq!(tail(api), [0x11; 16], "{what} copied bytes written after it returned");
+    }
+    let down_2d = Memcpy2D {
+        src_type: 2,
+        src_device: busy,
+        src_pitch: n / 64,
+        dst_type: 1,
+        dst_host: host,
+        dst_pitch: n / 64,
+        width: n / 64,
+        height: 64,
+        ..Memcpy2D::default()
+    };
+    let downloads: [(&str, &dyn Fn() -> u32); 2] = [
+        ("cuMemcpyDtoH", &|| cu!(api.cuMemcpyDtoH_v2(p, busy, n))),
+        ("cuMemcpy2D", &|| cu!(api.cuMemcpy2D_v2((&down_2d as *const Memcpy2D).cast()))),
+    ];
+    for (i, (what, copy)) in downloads.into_iter().enumerate() {
+        let v = 0x40 + i as u8;
+        check(api, cu!(api.cuMemsetD8_v2(d, 0, n)), "queued memset");
+        check(api, cu!(api.cuMemsetD8_v2(busy, v, n)), "queued memset");
+        check(api, copy(), what);
+        // SAFETY: `p` holds `n` readable bytes.
+        let last = unsafe { std::slice::from_raw_parts(p.cast::<u8>().add(n - 16), 16) };
+        assert_eq!(last, [v; 16], "{what} returned before the copy was done");
+    }
+    check(api, cu!(api.cuMemFreeHost(p)), "free host");
+    for x in [d, busy] {
+        check(api, cu!(api.cuMemFree_v2(x)), "free");
+    }
+}
