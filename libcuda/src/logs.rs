@@ -87,7 +87,10 @@ pub fn record(name: &str, code_name: &str, why: Option<&str>) {
         l.callbacks.clone()
     };
     write_to_log_file(&message);
-    if callbacks.is_empty() || IN_CALLBACK.with(|c| c.replace(true)) {
+    // `try_with`: at process exit (cudart's exit handlers call the driver)
+    // this thread's storage may be gone, and `with` would panic there,
+    // outside the entry point's `catch_unwind`. No callbacks then.
+    if callbacks.is_empty() || IN_CALLBACK.try_with(|c| c.replace(true)).unwrap_or(true) {
         return;
     }
     let mut text = message.into_bytes();
@@ -99,7 +102,7 @@ pub fn record(name: &str, code_name: &str, why: Option<&str>) {
         // and outlives the call.
         unsafe { f(data as *mut c_void, CU_LOG_LEVEL_ERROR, text.as_mut_ptr().cast(), len) };
     }
-    IN_CALLBACK.with(|c| c.set(false));
+    let _ = IN_CALLBACK.try_with(|c| c.set(false));
 }
 
 /// The time of day in UTC, `HH:MM:SS.mmm`.
