@@ -632,6 +632,15 @@ pub unsafe fn func_get_param_info(hfunc: Handle, index: usize, offset: *mut usiz
 pub unsafe fn func_get_param_count(hfunc: Handle, count: *mut usize) -> CuResult<()> {
     let f = resolve_function(hfunc)?;
     // SAFETY: forwarded caller contract.
+    unsafe { param_count(&f, count) }
+}
+
+/// The number of parameters of `f`.
+///
+/// # Safety
+/// `count` is NULL or writable.
+pub unsafe fn param_count(f: &FunctionObj, count: *mut usize) -> CuResult<()> {
+    // SAFETY: forwarded caller contract.
     unsafe { write_out(count, f.function.info().params.len()) }
 }
 

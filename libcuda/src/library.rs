@@ -497,7 +497,7 @@ pub unsafe fn kernel_get_param_count(kernel: Handle, count: *mut usize) -> CuRes
     let k = lookup_kernel(kernel)?;
     let f = kernel_function(&k)?;
     // SAFETY: forwarded caller contract.
-    unsafe { write_out(count, f.function.info().params.len()) }
+    unsafe { launch::param_count(&f, count) }
 }
 
 /// `cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t

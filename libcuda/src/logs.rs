@@ -68,10 +68,10 @@ fn log() -> MutexGuard<'static, Log> {
     LOG.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Records that entry point `name` fails with `code_name` because of `why`
+/// Records that entry point `name` fails with `err` because of `why`
 /// (`None`: no reason was given).
-pub fn record(name: &str, code_name: &str, why: Option<&str>) {
-    let message = format!("[{}][{}][CUDA][E][{name}] {} ({code_name})", clock(), thread_id(), why.unwrap_or("failed"));
+pub fn record(name: &str, err: CuError, why: Option<&str>) {
+    let message = format!("{}[E][{name}] {} ({err:?})", header(), why.unwrap_or("failed"));
     let callbacks = {
         let mut l = log();
         l.bytes += message.len() + 1;
@@ -103,6 +103,11 @@ pub fn record(name: &str, code_name: &str, why: Option<&str>) {
         unsafe { f(data as *mut c_void, CU_LOG_LEVEL_ERROR, text.as_mut_ptr().cast(), len) };
     }
     let _ = IN_CALLBACK.try_with(|c| c.set(false));
+}
+
+/// The start of a message, `[HH:MM:SS.mmm][TID][CUDA]`.
+fn header() -> String {
+    format!("[{}][{}][CUDA]", clock(), thread_id())
 }
 
 /// The time of day in UTC, `HH:MM:SS.mmm`.
@@ -226,12 +231,10 @@ fn since(from: Option<u32>) -> (Vec<String>, u32, u32) {
     (lines, behind - take, l.next)
 }
 
-/// The line that stands for `n` messages a dump leaves out.
-fn truncation_line(n: u32) -> String {
+/// The line (after [`header`]) that stands for `n` messages a dump leaves out.
+fn truncation_line(header: &str, n: u32) -> String {
     format!(
-        "[{}][{}][CUDA][W] {n} earlier messages are left out (the log keeps {CAPACITY} bytes; a dump buffer may hold less)",
-        clock(),
-        thread_id()
+        "{header}[W] {n} earlier messages are left out (the log keeps {CAPACITY} bytes; a dump buffer may hold less)"
     )
 }
 
@@ -254,7 +257,7 @@ pub unsafe fn dump_to_file(iterator: *mut c_uint, path: *const c_char, flags: c_
     let (lines, lost, next) = since(from);
     let mut text = String::new();
     if lost > 0 {
-        text.push_str(&truncation_line(lost));
+        text.push_str(&truncation_line(&header(), lost));
         text.push('\n');
     }
     for l in &lines {
@@ -281,12 +284,20 @@ fn fitting(lines: &[String], lost: u32, cap: usize) -> Option<String> {
     if lost == 0 && lines.iter().map(|l| l.len() + 1).sum::<usize>() <= cap {
         return Some(joined(lines));
     }
-    (0..=lines.len()).rev().find_map(|kept| {
-        let mut text = truncation_line(lost + (lines.len() - kept) as u32);
-        text.push('\n');
-        text.push_str(&joined(&lines[lines.len() - kept..]));
-        (text.len() <= cap && (kept > 0 || lines.is_empty())).then_some(text)
-    })
+    // The newest messages that fit after the note; the note's length
+    // depends only on the count it names.
+    let header = header();
+    let note = |kept: usize| truncation_line(&header, lost + (lines.len() - kept) as u32);
+    let (mut kept, mut used) = (0, 0);
+    for l in lines.iter().rev() {
+        if used + l.len() + 1 + note(kept + 1).len() + 1 > cap {
+            break;
+        }
+        used += l.len() + 1;
+        kept += 1;
+    }
+    let text = format!("{}\n{}", note(kept), joined(&lines[lines.len() - kept..]));
+    (text.len() <= cap && (kept > 0 || lines.is_empty())).then_some(text)
 }
 
 /// `cuLogsDumpToMemory(CUlogIterator *iterator, char *buffer, size_t *size,

@@ -964,9 +964,9 @@ pub unsafe fn memcpy_2d(copy: *const Memcpy2D) -> CuResult<()> {
     let ctx = context::current()?;
     capture::check_unsafe_call()?;
     // SAFETY: forwarded caller contract.
-    unsafe { memcpy_2d_impl(copy) }?;
-    // SAFETY: read by the copy above.
     let c = unsafe { read_in(copy) }?;
+    // SAFETY: forwarded caller contract.
+    unsafe { memcpy_2d_impl(&c) }?;
     let ends = [
         endpoint(c.src_type, c.src_host as usize, c.src_device),
         endpoint(c.dst_type, c.dst_host as usize, c.dst_device),
@@ -984,14 +984,12 @@ fn endpoint(kind: u32, host: usize, device: CUdeviceptr) -> u64 {
     }
 }
 
-/// [`memcpy_2d`] without the stream capture checks.
+/// [`memcpy_2d`] of the descriptor read, without the stream capture checks.
 ///
 /// # Safety
-/// As [`memcpy_2d`].
-unsafe fn memcpy_2d_impl(copy: *const Memcpy2D) -> CuResult<()> {
+/// The host pointers of `c` cover the rows it names.
+unsafe fn memcpy_2d_impl(c: &Memcpy2D) -> CuResult<()> {
     let ctx = context::current()?;
-    // SAFETY: forwarded caller contract.
-    let c = unsafe { read_in(copy) }?;
     let src =
         side(&ctx, c.src_type, c.src_host as usize, c.src_device, c.src_array, c.src_x, c.src_y, 0, c.src_pitch, 0)?;
     let dst =
@@ -1012,7 +1010,7 @@ pub unsafe fn memcpy_2d_async(copy: *const Memcpy2D, s: Handle) -> CuResult<()> 
         return Ok(());
     }
     // SAFETY: forwarded caller contract.
-    stream::note_work(s, || unsafe { memcpy_2d_impl(copy) })
+    stream::note_work(s, || unsafe { memcpy_2d_impl(&c) })
 }
 
 /// `CUDA_MEMCPY3D`.

@@ -253,17 +253,16 @@ pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
                 crate::context::make_sticky(err);
             }
             let why = take_detail();
-            let code_name = format!("{err:?}");
             if trace_level() >= 1 {
                 match &why {
-                    Some(why) => report(format_args!("ptxvk: {name}: {code_name}: {why}")),
-                    None => report(format_args!("ptxvk: {name}: {code_name}")),
+                    Some(why) => report(format_args!("ptxvk: {name}: {err:?}: {why}")),
+                    None => report(format_args!("ptxvk: {name}: {err:?}")),
                 }
             }
             // "Not ready" answers a query (cuStreamQuery, cuEventQuery,
             // polled in loops); it reports no misuse, so it is not logged.
-            if err.code() != CuError::CUDA_ERROR_NOT_READY.code() {
-                crate::logs::record(name, &code_name, why.as_deref());
+            if err != CuError::CUDA_ERROR_NOT_READY {
+                crate::logs::record(name, err, why.as_deref());
             }
             err.code()
         }
@@ -274,7 +273,7 @@ pub fn guard(name: &str, body: impl FnOnce() -> CuResult<()>) -> CUresult {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             report(format_args!("ptxvk: internal error in {name}: {what} (reported as CUDA_ERROR_UNKNOWN)"));
-            crate::logs::record(name, "CUDA_ERROR_UNKNOWN", Some(&format!("internal error: {what}")));
+            crate::logs::record(name, CuError::CUDA_ERROR_UNKNOWN, Some(&format!("internal error: {what}")));
             CuError::CUDA_ERROR_UNKNOWN.code()
         }
     }
