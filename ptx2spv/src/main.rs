@@ -114,6 +114,12 @@ struct Cli {
     /// past llvmpipe's loop limiter (65535 iterations in all).
     #[arg(long = "loop-limit", default_value_t = false)]
     loop_limit: bool,
+    /// With --loop-limit: entries whose threads are independent save a
+    /// thread that nears the loop limiter and go on in resume rounds that
+    /// whoever dispatches the kernel runs after it (see the translator's
+    /// `resume` pass and `abi::resume`).
+    #[arg(long = "resume-loops", default_value_t = false)]
+    resume_loops: bool,
     /// Keep registers that a loop writes and code after the loop reads in
     /// memory (for llvmpipe, which recomputes such values for lanes that
     /// left the loop early, from their stale inputs).
@@ -251,6 +257,7 @@ fn run(cli: Cli) -> Result<(), String> {
         unroll_loops: cli.unroll_loops,
         block_order_threads: cli.block_order_threads,
         loop_limit: cli.loop_limit,
+        resume_loops: cli.resume_loops,
         loop_live_outs_in_memory: cli.loop_live_outs_in_memory,
         contract: cli.fmad,
         recursion_stack_bytes: cli.recursion_stack_bytes,

@@ -60,6 +60,9 @@ struct State {
     /// memory (see [`abi`], "Shared memory beyond Workgroup memory"),
     /// created at the first launch that needs it and grown as needed.
     spill: Option<Arc<Buffer>>,
+    /// The resume area of launches whose threads go on in resume rounds
+    /// (see [`abi::resume`]), created at the first one.
+    resume: Option<Arc<Buffer>>,
     /// The fault log and range table of the fault checks (see [`crate::fault`]).
     fault: FaultState,
     /// Exportable memory that small allocations are carved from (oldest first).
@@ -213,6 +216,7 @@ impl Context {
                 heap: HeapState { buffer: None, limit: abi::heap::DEFAULT_HEAP_BYTES },
                 grid: None,
                 spill: None,
+                resume: None,
                 fault,
                 chunks: Vec::new(),
             }),
@@ -1472,6 +1476,8 @@ impl ContextInner {
             // Its loop limiter ends loops silently after 65535 iterations in all.
             loop_limit: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIMIT_ENV).is_ok_and(|v| v == "0"),
+            // So threads that loop past it stop and go on in resume rounds.
+            resume_loops: self.info.driver_name == "llvmpipe" && crate::instance::resume_rounds() > 0,
             // It recomputes values a loop leaves behind for lanes that left early.
             loop_live_outs_in_memory: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIVE_OUTS_ENV).is_ok_and(|v| v == "0"),
@@ -1796,6 +1802,30 @@ impl ContextInner {
                 with_stream_tag(None, || self.copy_htod_locked(&mut st, data.address + off, &ws.to_le_bytes()))?;
             }
         }
+        // Resume rounds (see `abi::resume`): the context's area, ordered
+        // after and before all other work; its header zeroed.
+        let rounds = crate::instance::resume_rounds();
+        let resume = match (f.module.info.resume_offset, &f.module.data) {
+            (Some(off), Some(data)) if entry.resumable && rounds > 0 => {
+                let area = self.resume_area(&mut st)?;
+                if f.module.resume_slot.swap(area.address, Ordering::Relaxed) != area.address {
+                    let mut slot = [0u8; abi::resume::SLOT_BYTES as usize];
+                    slot[0..8].copy_from_slice(&area.address.to_le_bytes());
+                    slot[8..12].copy_from_slice(&(RESUME_HALF_BYTES as u32).to_le_bytes());
+                    slot[12..16].copy_from_slice(&rounds.to_le_bytes());
+                    with_stream_tag(None, || self.copy_htod_locked(&mut st, data.address + off, &slot))?;
+                }
+                st.stream.order_next();
+                let cmd = st.stream.begin_command()?;
+                // SAFETY: `cmd` is recording; the range lies inside the area,
+                // which the stream keeps alive until the batch completes.
+                unsafe { self.device.raw.cmd_fill_buffer(cmd, area.raw, 0, abi::resume::HEADER_BYTES, 0) };
+                st.stream.keep(area.clone());
+                st.stream.order_next();
+                Some(area)
+            }
+            _ => None,
+        };
         let param_address = match entry.param_passing {
             ParamPassing::Buffer => {
                 let staged = st.stream.arena.alloc(&self.device, (param_bytes as u64).max(4))?;
@@ -1900,11 +1930,63 @@ impl ContextInner {
             }
             z += nz;
         }
+        if let Some(area) = &resume {
+            // Round r reads the records and the indirect command round r - 1 wrote.
+            let barrier = vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(
+                vk::AccessFlags::INDIRECT_COMMAND_READ | vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+            );
+            header[0..3].copy_from_slice(&[0, abi::resume::ROUND_MARK, 0]);
+            for r in 1..=rounds {
+                header[0] = r;
+                for (i, w) in header.iter().enumerate() {
+                    if i * 4 < header_len {
+                        push[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+                    }
+                }
+                let command = abi::resume::INDIRECT + abi::resume::INDIRECT_BYTES * u64::from(r - 1);
+                // SAFETY: `cmd` is recording with `pipeline` bound; the push
+                // range matches the layout's single range; the indirect
+                // command lies inside the area, which the stream keeps alive.
+                unsafe {
+                    d.cmd_pipeline_barrier(
+                        cmd,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::PipelineStageFlags::DRAW_INDIRECT | vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::DependencyFlags::empty(),
+                        &[barrier],
+                        &[],
+                        &[],
+                    );
+                    if !push.is_empty() {
+                        d.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
+                    }
+                    d.cmd_dispatch_indirect(cmd, area.raw, command);
+                }
+            }
+        }
         st.stream.keep(f.module.clone());
-        if spill_address != 0 {
+        if spill_address != 0 || resume.is_some() {
             st.stream.order_next();
         }
         Ok(())
+    }
+
+    /// The context's resume area (see [`abi::resume`]), created the first
+    /// time: its header and two record buffers of [`RESUME_HALF_BYTES`].
+    fn resume_area(&self, st: &mut State) -> Result<Arc<Buffer>> {
+        if let Some(b) = &st.resume {
+            return Ok(b.clone());
+        }
+        let b = Arc::new(Buffer::new(
+            &self.device,
+            abi::resume::RECORDS + 2 * RESUME_HALF_BYTES,
+            DEVICE_USAGE | vk::BufferUsageFlags::INDIRECT_BUFFER,
+            MemoryLocation::GpuOnly,
+            16,
+            "ptxvk resume area",
+        )?);
+        st.resume = Some(b.clone());
+        Ok(b)
     }
 
     /// The device address of a spill area of at least `bytes`, kept alive
@@ -1922,6 +2004,11 @@ impl ContextInner {
         Ok(address)
     }
 }
+
+/// Bytes of each of the resume area's two record buffers: records of
+/// threads saved in one round (a record holds the registers live at a loop
+/// header, tens of bytes: hundreds of thousands of threads).
+const RESUME_HALF_BYTES: u64 = 32 << 20;
 
 /// Most bytes of spilled `.shared` memory one dispatch uses; launches whose
 /// blocks spill more are dispatched in parts, one after another.

@@ -283,6 +283,7 @@ fn module_info(w: &mut Writer, m: &ModuleInfo) {
         grid_offset,
         vector_lock_offset,
         fault_offset,
+        resume_offset,
         race_checked,
         fault_sites,
         source_name,
@@ -308,7 +309,7 @@ fn module_info(w: &mut Writer, m: &ModuleInfo) {
         }
     }
     w.u64(*global_data_bytes);
-    for o in [trap_offset, printf_offset, heap_offset, grid_offset, vector_lock_offset, fault_offset] {
+    for o in [trap_offset, printf_offset, heap_offset, grid_offset, vector_lock_offset, fault_offset, resume_offset] {
         w.opt_u64(*o);
     }
     w.bool(*race_checked);
@@ -352,6 +353,7 @@ fn entry_info(w: &mut Writer, e: &EntryInfo) {
         loop_counter_words,
         shared_spill,
         shared_wide,
+        resumable,
     } = e;
     w.str(name);
     w.u32(params.len() as u32);
@@ -382,6 +384,7 @@ fn entry_info(w: &mut Writer, e: &EntryInfo) {
     w.u32(*loop_counter_words);
     w.bool(*shared_spill);
     w.bool(*shared_wide);
+    w.bool(*resumable);
 }
 
 fn read_module_info(r: &mut Reader<'_>) -> Option<ModuleInfo> {
@@ -407,6 +410,7 @@ fn read_module_info(r: &mut Reader<'_>) -> Option<ModuleInfo> {
     let grid_offset = r.opt_u64()?;
     let vector_lock_offset = r.opt_u64()?;
     let fault_offset = r.opt_u64()?;
+    let resume_offset = r.opt_u64()?;
     let race_checked = r.bool()?;
     let fault_sites = r.list(|r| {
         Some(FaultSite {
@@ -437,6 +441,7 @@ fn read_module_info(r: &mut Reader<'_>) -> Option<ModuleInfo> {
         grid_offset,
         vector_lock_offset,
         fault_offset,
+        resume_offset,
         race_checked,
         fault_sites,
         source_name,
@@ -478,6 +483,7 @@ fn read_entry_info(r: &mut Reader<'_>) -> Option<EntryInfo> {
         loop_counter_words: r.u32()?,
         shared_spill: r.bool()?,
         shared_wide: r.bool()?,
+        resumable: r.bool()?,
     })
 }
 

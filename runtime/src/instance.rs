@@ -82,6 +82,23 @@ pub(crate) fn block_order_threads() -> u32 {
 /// up to 8 x 65535 iterations before its loop limiter; `0` or `1` leaves
 /// loops alone).
 pub const UNROLL_LOOPS_ENV: &str = "PTXVK_UNROLL_LOOPS";
+/// `PTXVK_RESUME_ROUNDS=N`: on llvmpipe, the most resume rounds dispatched
+/// after a launch of an entry whose threads are independent, so that a
+/// thread loops past the loop limiter in up to `N + 1` invocations
+/// (`Options::resume_loops`, `abi::resume`; default [`RESUME_ROUNDS`], at
+/// most 255; `0` turns resuming off).
+pub const RESUME_ROUNDS_ENV: &str = "PTXVK_RESUME_ROUNDS";
+/// Resume rounds after a launch by default (see [`RESUME_ROUNDS_ENV`]).
+pub const RESUME_ROUNDS: u32 = 8;
+
+/// The resume rounds of this process (see [`RESUME_ROUNDS_ENV`]).
+pub(crate) fn resume_rounds() -> u32 {
+    std::env::var(RESUME_ROUNDS_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(RESUME_ROUNDS)
+        .min(ptxvk_translator::abi::resume::MAX_ROUNDS)
+}
 /// `PTXVK_SHARED_SPILL=0`: translate without the code that keeps `.shared`
 /// memory beyond the device's Workgroup memory in device memory (the
 /// translator's `shared_spill`; for measurements: launches needing more

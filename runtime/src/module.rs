@@ -46,6 +46,9 @@ pub(crate) struct ModuleInner {
     /// [`ModuleInfo::grid_offset`]); 0 before the first launch and after a
     /// launch that is not cooperative.
     pub(crate) grid_slot: AtomicU64,
+    /// The resume area address last written to the module data (see
+    /// [`ModuleInfo::resume_offset`]); 0 before the first launch that resumes.
+    pub(crate) resume_slot: AtomicU64,
     /// [`ModuleInfo::fault_sites`] and [`ModuleInfo::source_name`], shared
     /// with the context's fault reports.
     pub(crate) fault_sites: (Arc<[ptxvk_translator::abi::fault::FaultSite]>, Arc<str>),
@@ -89,6 +92,7 @@ impl ModuleInner {
             printf_slot: AtomicU64::new(0),
             heap_slot: AtomicU64::new(0),
             grid_slot: AtomicU64::new(0),
+            resume_slot: AtomicU64::new(0),
             fault_sites,
         })
     }

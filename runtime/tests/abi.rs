@@ -28,6 +28,7 @@ fn entry(name: &str, passing: ParamPassing) -> EntryInfo {
         loop_counter_words: 0,
         shared_spill: false,
         shared_wide: false,
+        resumable: false,
     }
 }
 

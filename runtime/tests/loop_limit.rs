@@ -23,10 +23,22 @@ fn run(ctx: &Context, entry: &str, a: u32, b: u32) -> (Result<(), Error>, Vec<u3
 
 /// [`run`] with `unroll` copies of small loop bodies.
 fn run_unrolled(ctx: &Context, entry: &str, a: u32, b: u32, unroll: u32) -> (Result<(), Error>, Vec<u32>) {
-    let options = ptxvk_translator::Options { unroll_loops: unroll, ..ctx.translate_options() };
-    let t =
-        ptxvk_translator::translate(include_str!("../../tests/fixtures/loop_limit.ptx"), "loop_limit.ptx", &options)
-            .unwrap();
+    // Without resume rounds (`Options::resume_loops`), which these kernels
+    // qualify for: see `resumed_loops_run_to_the_end`.
+    let options = ptxvk_translator::Options { unroll_loops: unroll, resume_loops: false, ..ctx.translate_options() };
+    run_with(ctx, entry, a, b, &options)
+}
+
+/// [`run`] with `options`.
+fn run_with(
+    ctx: &Context,
+    entry: &str,
+    a: u32,
+    b: u32,
+    options: &ptxvk_translator::Options,
+) -> (Result<(), Error>, Vec<u32>) {
+    let t = ptxvk_translator::translate(include_str!("../../tests/fixtures/loop_limit.ptx"), "loop_limit.ptx", options)
+        .unwrap();
     let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
     let f = m.function(entry).unwrap();
     let d = ctx.alloc(THREADS as u64 * 4).unwrap();
@@ -149,6 +161,54 @@ fn unrolled_loops_run_eight_times_longer() {
 }
 
 #[test]
+fn resumed_loops_run_to_the_end() {
+    // With resume rounds (the default on llvmpipe; `translator/src/resume.rs`),
+    // a thread that nears the limiter saves itself at a loop header and goes
+    // on in a later dispatch: loops of millions of iterations, of lanes
+    // with different counts, nested, one after the other and in the arms
+    // of a branch, run to the end.
+    let ctx = context();
+    let options = ptxvk_translator::Options { unroll_loops: 8, ..ctx.translate_options() };
+    assert_eq!(options.resume_loops, on_llvmpipe(&ctx));
+    type Want<'a> = &'a dyn Fn(usize) -> u32;
+    let cases: [(&str, u32, u32, Want); 6] = [
+        ("single", 5_000_000, 0, &|_| 5_000_000),
+        // Lanes of one vector with 8 different counts: they stop in
+        // different rounds.
+        ("single", 1_500_000, 77_777, &|t| 1_500_000 + (t as u32 & 7) * 77_777),
+        // An inner loop of 300 iterations, unrolled, in an outer loop.
+        ("nested", 20_000, 300, &|_| 20_000 * 300),
+        ("sequential", 3_000_000, 4_000_000, &|_| 7_000_000),
+        ("divergent", 3_000_000, 5_000_000, &|t| if t & 1 == 1 { 3_000_000 } else { 5_000_000 }),
+        // Short loops stay in the launch's own dispatch.
+        ("single", 1000, 3, &|t| 1000 + (t as u32 & 7) * 3),
+    ];
+    for (entry, a, b, want) in cases {
+        let ctx = context();
+        let (r, out) = run_with(&ctx, entry, a, b, &options);
+        r.unwrap_or_else(|e| panic!("{entry}({a}, {b}): {e}"));
+        for (t, &v) in out.iter().enumerate() {
+            assert_eq!(v, want(t), "{entry}({a}, {b}), thread {t}");
+        }
+    }
+}
+
+#[test]
+fn past_the_last_resume_round_the_launch_fails() {
+    // 8 rounds after the launch by default (`PTXVK_RESUME_ROUNDS`): 9
+    // invocations of at most 65,535 counted iterations of 32 copies of this
+    // small loop's body (8 unrolled, 4 times more in a resumable entry).
+    // More fails loudly, as without rounds.
+    let ctx = context();
+    if !on_llvmpipe(&ctx) {
+        return;
+    }
+    let options = ptxvk_translator::Options { unroll_loops: 8, ..ctx.translate_options() };
+    let (r, _) = run_with(&ctx, "single", 9 * 32 * 65_535 + 1, 0, &options);
+    assert!(matches!(&r, Err(Error::LaunchFailed(m)) if m.contains("loop limit")), "{r:?}");
+}
+
+#[test]
 fn the_error_names_every_kernel_that_may_have_set_it() {
     // Two kernels of one module before one synchronisation, the second past
     // the limit: the module's trap word does not say which one set it, so
@@ -158,7 +218,7 @@ fn the_error_names_every_kernel_that_may_have_set_it() {
     if !on_llvmpipe(&ctx) {
         return;
     }
-    let options = ptxvk_translator::Options { unroll_loops: 0, ..ctx.translate_options() };
+    let options = ptxvk_translator::Options { unroll_loops: 0, resume_loops: false, ..ctx.translate_options() };
     let t =
         ptxvk_translator::translate(include_str!("../../tests/fixtures/loop_limit.ptx"), "loop_limit.ptx", &options)
             .unwrap();

@@ -203,6 +203,10 @@ pub struct EntryInfo {
     /// The entry's `.shared` memory is the module's variable of 64-bit
     /// words, sized by [`SPEC_SHARED_WIDE_WORDS`] (see "Shared memory variables").
     pub shared_wide: bool,
+    /// The entry's threads save themselves at a loop header before
+    /// llvmpipe's loop limiter would end their loop, and go on in resume
+    /// rounds the runtime dispatches after the launch (see [`resume`]).
+    pub resumable: bool,
 }
 
 impl EntryInfo {
@@ -280,6 +284,10 @@ pub struct ModuleInfo {
     /// context's fault log (see [`fault`]) before launching a kernel of the
     /// module.
     pub fault_offset: Option<u64>,
+    /// With `Options::resume_loops`, when an entry of the module was
+    /// rewritten to resume its threads (see [`resume`]): the byte offset in
+    /// the module data buffer of the resume slot the runtime fills.
+    pub resume_offset: Option<u64>,
     /// With `Options::race_checks`: whether the module's `.shared` accesses
     /// are tracked for hazards (not in modules with `mbarrier`).
     pub race_checked: bool,
@@ -695,6 +703,66 @@ pub mod grid {
     /// word 64 times; a device driver may end the loop sooner, as lavapipe's
     /// loop limiter does after 65535 iterations of all loops of a thread).
     pub const SPIN_ROUNDS: u32 = 1 << 20;
+}
+
+/// Resume rounds (`Options::resume_loops`, `translator/src/resume.rs`).
+///
+/// A thread of a resumable entry ([`EntryInfo::resumable`]) that has run
+/// [`crate::resume::THRESHOLD`] loop iterations stops at a loop header and
+/// saves a record in the context's resume area; the runtime dispatches the
+/// entry again, up to the slot's `rounds` times, and each invocation of a
+/// resume round restores one record of the round before and goes on.
+///
+/// The module's resume slot ([`ModuleInfo::resume_offset`], 16 bytes):
+/// `[area: u64, half_bytes: u32, rounds: u32]`: the device address of the
+/// area, the bytes of each of its two record buffers, and the most resume
+/// rounds the runtime dispatches after a launch (at most [`MAX_ROUNDS`]).
+///
+/// The area: at [`COUNTS`], one u32 per round `r` (0 the launch's own
+/// dispatches): the records saved in round `r` (may exceed the capacity,
+/// `half_bytes / stride`; those beyond it were not written); at
+/// [`INDIRECT`] + `r` x [`INDIRECT_BYTES`], the `VkDispatchIndirectCommand`
+/// of round `r + 1` (x: the workgroups that cover the records, y = z = 1;
+/// all 0 when round `r` saved none); at [`RECORDS`] + `b` x `half_bytes`,
+/// record buffer `b`: round `r` writes buffer `r % 2`. The runtime zeroes
+/// the first [`HEADER_BYTES`] before each launch, and orders the launch
+/// and its rounds after and before all other work (one area per context).
+///
+/// Resume round `r` (1..=rounds) is an indirect dispatch of the entry's
+/// pipeline with push-constant header words 0-2 `[r, ROUND_MARK, 0]`
+/// instead of the `ctaid` base (the other words as in the launch):
+/// invocation `i` (`x * threads + tid`, from its workgroup `x` and its
+/// linear index below the block's thread count) restores record `i` of
+/// buffer `(r - 1) % 2` if `i` is below round `r - 1`'s count. A record
+/// starts with the loop header's number (1-based; u32) and holds the
+/// registers live there.
+pub mod resume {
+    /// Bytes of the module's resume slot.
+    pub const SLOT_BYTES: u64 = 16;
+    /// Offset in the slot of the area's device address (u64).
+    pub const SLOT_AREA: u64 = 0;
+    /// Offset in the slot of each record buffer's bytes (u32).
+    pub const SLOT_HALF_BYTES: u64 = 8;
+    /// Offset in the slot of the most resume rounds (u32).
+    pub const SLOT_ROUNDS: u64 = 12;
+    /// Most resume rounds after a launch.
+    pub const MAX_ROUNDS: u32 = 255;
+    /// Offset in the area of the per-round record counts.
+    pub const COUNTS: u64 = 0;
+    /// Offset in the area of the per-round indirect dispatch commands.
+    pub const INDIRECT: u64 = 1024;
+    /// Bytes per indirect command (three u32, padded).
+    pub const INDIRECT_BYTES: u64 = 16;
+    /// Bytes the runtime zeroes before each launch.
+    pub const HEADER_BYTES: u64 = 8192;
+    /// Offset in the area of record buffer 0.
+    pub const RECORDS: u64 = HEADER_BYTES;
+    /// Bytes of a record's header (the loop header's number and padding).
+    pub const RECORD_HEADER_BYTES: u32 = 8;
+    /// Header word 1 of a resume round (no launch has that many blocks in y).
+    pub const ROUND_MARK: u32 = u32::MAX;
+    const _: () = assert!(INDIRECT >= COUNTS + 4 * (MAX_ROUNDS as u64 + 1));
+    const _: () = assert!(HEADER_BYTES >= INDIRECT + INDIRECT_BYTES * (MAX_ROUNDS as u64 + 1));
 }
 
 /// Generic addresses of `.shared` memory: `SHARED_WINDOW | offset`.

@@ -496,6 +496,9 @@ impl Checker {
         if let Some(s) = SpecialRegister::from_name(name) {
             return Value::Special(s.ty());
         }
+        if let Some(t) = crate::resume::internal_register(name) {
+            return Value::Special(t);
+        }
         if labels.contains_key(name) {
             return Value::Label;
         }
@@ -621,7 +624,7 @@ impl Checker {
                 Some(_) => Value::Address,
                 None => match SpecialRegister::from_name(name) {
                     Some(s) => Value::Special(s.ty()),
-                    None => Value::Other,
+                    None => crate::resume::internal_register(name).map_or(Value::Other, Value::Special),
                 },
             },
             Operand::Int(..) => Value::Int,

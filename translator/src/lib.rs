@@ -48,6 +48,7 @@ pub mod parse;
 pub mod progress;
 pub mod recursion;
 pub mod reducible;
+pub mod resume;
 pub mod scope;
 pub mod short_str;
 pub mod spin;
@@ -216,6 +217,12 @@ pub struct Options {
     /// when a loop would go on after llvmpipe's loop limiter of 65535
     /// iterations ends it (see `emit/loop_limit.rs`).
     pub loop_limit: bool,
+    /// With [`Options::loop_limit`]: entries whose threads are independent
+    /// (no barrier, warp operation, shared or local memory, or call) save a
+    /// thread that nears the loop limiter at a loop header, and go on in
+    /// resume rounds the runtime dispatches after the launch (see
+    /// [`resume`]): loops of any length, within the rounds.
+    pub resume_loops: bool,
     /// Keep registers that a loop writes and code outside the loop reads in
     /// memory: llvmpipe (lavapipe) recomputes such values for the lanes that
     /// already left the loop, from their stale inputs (see
@@ -290,6 +297,7 @@ impl Default for Options {
             unroll_loops: 0,
             block_order_threads: 0,
             loop_limit: false,
+            resume_loops: false,
             loop_live_outs_in_memory: false,
             contract: true,
             recursion_stack_bytes: recursion::STACK_BYTES,
@@ -438,6 +446,15 @@ pub fn prepare(source: &str, file_name: &str, options: &Options) -> Result<Prepa
     tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     tex::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     spin::run(&mut module, options.unroll_spin_loops);
+    let resumed = resume::run(&mut module, options.resume_loops && options.loop_limit)
+        .map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
+    if !resumed.is_empty() {
+        let errors = check::run_functions(&mut module, |name| resumed.contains(name));
+        if let Some(first) = errors.into_iter().next() {
+            let d = Diagnostic::error(first.span, format!("internal error in the resume pass: {}", first.message));
+            return Err(Diagnostics::new(file_name, source, vec![d]));
+        }
+    }
     Ok(Prepared {
         module,
         source: source.to_string(),

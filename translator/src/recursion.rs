@@ -175,14 +175,16 @@ struct Member {
     frame_size: u64,
 }
 
+/// Registers: name → type and vector width (parameterized ranges
+/// `%r<N>` expanded on lookup).
 #[derive(Default)]
-struct Regs {
+pub(crate) struct Regs {
     names: HashMap<String, (ScalarType, Option<u32>)>,
     ranges: HashMap<String, (u32, ScalarType, Option<u32>)>,
 }
 
 impl Regs {
-    fn add(&mut self, d: &VarDecl, n: &VarName, name: String) {
+    pub(crate) fn add(&mut self, d: &VarDecl, n: &VarName, name: String) {
         match n.count {
             Some(c) => {
                 self.ranges.insert(name, (c, d.ty, d.vector));
@@ -193,7 +195,7 @@ impl Regs {
         }
     }
 
-    fn get(&self, name: &str) -> Option<(ScalarType, Option<u32>)> {
+    pub(crate) fn get(&self, name: &str) -> Option<(ScalarType, Option<u32>)> {
         if let Some(&t) = self.names.get(name) {
             return Some(t);
         }
@@ -480,7 +482,7 @@ fn operand_regs<'a>(o: &'a Operand, regs: &Regs, out: &mut Vec<&'a str>) {
 /// The registers an instruction certainly writes (a kill) and those it
 /// reads. An operand whose role is unknown counts as read; a guarded
 /// instruction and a partial write (a selector) kill nothing.
-fn defs_uses<'a>(i: &'a Instruction, regs: &Regs) -> (Vec<&'a str>, Vec<&'a str>) {
+pub(crate) fn defs_uses<'a>(i: &'a Instruction, regs: &Regs) -> (Vec<&'a str>, Vec<&'a str>) {
     let mut defs = Vec::new();
     let mut uses = Vec::new();
     if let Some(g) = &i.guard {

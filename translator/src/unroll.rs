@@ -190,12 +190,17 @@ fn scan(cfg: &Cfg, header: usize, regions: &[Region], depth: usize, in_block: bo
         match r {
             Region::Code(b) => {
                 let blk = &cfg.blocks[*b];
-                s.insts += blk.insts.len() + 1;
+                // The resume pass's save code runs once per round: it does
+                // not count against the budget.
+                s.insts += blk.insts.iter().filter(|i| !crate::resume::is_pass_instruction(i)).count() + 1;
                 if blk.insts.iter().any(|i| KEEPS_LOOP.contains(&&*i.opcode)) {
                     s.blocked = true;
                 }
             }
-            Region::Loop { .. } | Region::Return => s.blocked = true,
+            Region::Loop { .. } => s.blocked = true,
+            // Every copy may return, as the loop's body did (a `@p ret` in
+            // the body; the resume pass's save blocks).
+            Region::Return => {}
             Region::Block { body, .. } => scan(cfg, header, body, depth, true, s),
             Region::If { then_body, else_body, .. } => {
                 scan(cfg, header, then_body, depth + 1, in_block, s);

@@ -18,8 +18,9 @@
 //! beyond it folds away when the pipeline is made.
 //!
 //! The translator's own accesses (the printf FIFO, the heap's headers,
-//! spilled shared memory, scratch) are not checked: they are correct by
-//! construction and their buffers are not in the table.
+//! spilled shared memory, scratch, and the resume pass's records, whose
+//! addresses are `%__ptxvk_rs_` registers) are not checked: they are correct
+//! by construction and their buffers are not in the table.
 
 use super::func::{internal1, Fx};
 use super::mem::{dispatch, AccessFn, Addr};
@@ -61,7 +62,7 @@ pub(crate) fn guard(
     result: Option<K>,
     body: &mut AccessFn,
 ) -> Result<Option<Word>, Diagnostic> {
-    if !e.opts.fault_checks || e.fault_offset.is_none() || fx.name.starts_with(ENGINE_PREFIX) {
+    if !e.opts.fault_checks || e.fault_offset.is_none() || fx.name.starts_with(ENGINE_PREFIX) || e.internal_access {
         return body(e, fx, a);
     }
     match a {

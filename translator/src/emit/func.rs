@@ -890,7 +890,16 @@ pub(crate) fn emit_function(
             emit_return(e, &mut fx)?;
             fx.open = false;
         } else {
-            let unrolled = crate::unroll::run(&plan.cfg, &plan.regions, e.opts.unroll_loops);
+            // A thread of an entry that resumes (`crate::resume`) runs at
+            // most `THRESHOLD` counted iterations per round: small loops get
+            // up to `RESUME_UNROLL_FACTOR` times the copies, so fewer rounds.
+            let resumes = plan.func.body.as_deref().is_some_and(crate::resume::rewritten);
+            let copies = if resumes {
+                e.opts.unroll_loops.saturating_mul(crate::resume::RESUME_UNROLL_FACTOR)
+            } else {
+                e.opts.unroll_loops
+            };
+            let unrolled = crate::unroll::run(&plan.cfg, &plan.regions, copies);
             emit_regions(e, &mut fx, unrolled.as_deref().unwrap_or(&plan.regions))?;
         }
         if fx.open {

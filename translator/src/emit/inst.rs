@@ -74,6 +74,8 @@ pub(crate) fn op1(e: &mut Emitter, op: Op, t: Word, a: Word) -> Result<Word, Dia
 
 /// Emit one instruction (with its guard, if any).
 pub(crate) fn emit(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diagnostic> {
+    // The resume pass's record accesses are not the user's (see `fault`).
+    e.internal_access = crate::resume::is_internal_access(inst);
     emit_guarded(e, fx, inst).map_err(|mut d| {
         if d.span == crate::diag::Span::default() {
             d.span = inst.span;

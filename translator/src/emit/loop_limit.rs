@@ -169,6 +169,16 @@ fn store_slot(e: &mut Emitter, c: Counter, v: Word) -> Result<(), Diagnostic> {
     e.b.atomic_store(p, scope, sem, v).map_err(internal1)
 }
 
+/// The lane's count (0 where loops are not counted), for the resume pass
+/// (`%__ptxvk_loop_count`, `crate::resume`).
+pub(crate) fn lane_count(e: &mut Emitter) -> Result<Word, Diagnostic> {
+    let Some(c) = e.loop_counter else {
+        return Ok(e.c_u32(0));
+    };
+    let u32t = e.t_int(32);
+    e.b.load(u32t, None, c.lane, None, []).map_err(internal1)
+}
+
 /// At the start of an entry point: the subgroup's counter is 0. Every lane
 /// of a subgroup stores the same value, here and below.
 pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {

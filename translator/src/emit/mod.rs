@@ -175,6 +175,11 @@ pub(crate) struct Emitter<'o> {
     /// Byte offset of the fault log's address word in module data, with
     /// fault checks (see [`fault`]).
     pub fault_offset: Option<u64>,
+    /// Offset of the module's resume slot (see [`crate::abi::resume`]).
+    pub resume_offset: Option<u64>,
+    /// The instruction being emitted is one of the resume pass's record
+    /// accesses (`fault::guard` leaves it unchecked).
+    pub internal_access: bool,
     /// The checked accesses so far (see [`abi::fault::FaultSite`]).
     pub fault_sites: Vec<abi::fault::FaultSite>,
     /// Index of each site in `fault_sites`, by (span, space, function).
@@ -498,6 +503,8 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         lockstep: FxHashSet::default(),
         printf_offset: None,
         fault_offset: None,
+        resume_offset: None,
+        internal_access: false,
         fault_sites: Vec::new(),
         fault_site_index: FxHashMap::default(),
         spec_fault_depth: None,
@@ -589,6 +596,11 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         let off = data_bytes.div_ceil(8) * 8;
         e.grid_offset = Some(off);
         data_bytes = off + 8;
+    }
+    if used.resume {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.resume_offset = Some(off);
+        data_bytes = off + crate::abi::resume::SLOT_BYTES;
     }
     if used.vector_locks {
         let off = data_bytes.div_ceil(8) * 8;
@@ -921,6 +933,8 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             info.loop_counter_words = if e.loop_counter.is_some() { loop_limit::SLOTS } else { 0 };
             info.shared_spill = e.spill.is_some() && vars.shared_var.is_some();
             info.shared_wide = vars.shared_wide;
+            info.resumable =
+                e.resume_offset.is_some() && plan.func.body.as_deref().is_some_and(crate::resume::rewritten);
             entries.push(info);
         }
     }
@@ -984,6 +998,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             grid_offset: e.grid_offset,
             vector_lock_offset: e.vector_lock_offset,
             fault_offset: e.fault_offset,
+            resume_offset: e.resume_offset,
             race_checked: e.race.is_some(),
             fault_sites: std::mem::take(&mut e.fault_sites),
             source_name: String::new(),
@@ -1040,6 +1055,7 @@ pub(crate) fn entry_info(
         loop_counter_words: 0,
         shared_spill: false,
         shared_wide: false,
+        resumable: false,
     })
 }
 
@@ -1179,6 +1195,9 @@ struct Uses {
     polls: bool,
     /// The lock table of 16-byte ordered vector accesses ([`mem::ld`]).
     vector_locks: bool,
+    /// The resume slot: an entry the resume pass rewrote
+    /// ([`crate::resume`]).
+    resume: bool,
 }
 
 /// Add what `stmts` use to `u` (one pass over the body for all four).
@@ -1187,7 +1206,13 @@ fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u:
         match s {
             ast::Statement::Inst(i) => {
                 u.ctaid |= reads_ctaid(i);
-                u.polls |= block_order::may_poll(i);
+                // The resume pass's own atomics wait for nothing.
+                u.polls |= block_order::may_poll(i) && !crate::resume::is_internal_access(i);
+                u.resume |= i.operands.iter().any(|o| {
+                    let mut found = false;
+                    o.for_each_name(&mut |n| found |= n == "%__ptxvk_resume_slot");
+                    found
+                });
                 u.vector_locks |= mem::needs_vector_lock(i);
                 match i.opcode.as_str() {
                     "trap" | "alloca" => u.trap = true,

@@ -267,6 +267,33 @@ impl Emitter<'_> {
                 }
             },
             "%nsmid" => self.c_u32(1),
+            // The resume pass's registers (`crate::resume`, `abi::resume`).
+            "%__ptxvk_resume_round" => {
+                let mark = self.push_word(fx, 1)?;
+                let want = self.c_u32(crate::abi::resume::ROUND_MARK);
+                let bt = self.t_bool();
+                let is_round = self.b.i_equal(bt, None, mark, want).map_err(internal1)?;
+                let round = self.push_word(fx, 0)?;
+                let zero = self.c_u32(0);
+                self.b.select(u32t, None, is_round, round, zero).map_err(internal1)?
+            }
+            "%__ptxvk_resume_index" => {
+                let x = super::block_order::workgroup_id(self)?[0];
+                let xy = self.bin_u32(Op::IMul, nx, ny)?;
+                let n = self.bin_u32(Op::IMul, xy, nz)?;
+                let base = self.bin_u32(Op::IMul, x, n)?;
+                self.bin_u32(Op::IAdd, base, l)?
+            }
+            "%__ptxvk_resume_slot" => {
+                let (Some(off), Some(data)) = (self.resume_offset, self.module_data_address()?) else {
+                    return Err(Diagnostic::error(span, "internal error: no resume slot"));
+                };
+                let c = self.c_int(64, off);
+                let u64t = self.t_int(64);
+                let v = self.b.i_add(u64t, None, data, c).map_err(internal1)?;
+                return Ok(Some((v, K::Int(64))));
+            }
+            "%__ptxvk_loop_count" => super::loop_limit::lane_count(self)?,
             "%envreg1" | "%envreg2" => match super::grid::envreg(self, fx, name, span)? {
                 Some(v) => v,
                 None => return Ok(None),
