@@ -19,9 +19,11 @@
 //! An entry qualifies when its threads are independent of each other within
 //! the launch, so that a thread can stop and go on later in another
 //! invocation, with other neighbours: no barrier, no warp operation, no
-//! shared memory, no `.local` memory (it would have to be saved too), no
+//! `.local` memory (it would have to be saved too), no
 //! call (the translator's functions would have to be entered half way), no
-//! nested scopes, and a loop. In such an entry the pass rewrites the PTX:
+//! nested scopes, no read of `.shared` memory reachable from a loop (a
+//! resumed thread runs in another workgroup; stores are allowed, and reads
+//! before the loops), and a loop. In such an entry the pass rewrites the PTX:
 //!
 //! - every read of a special register that names the thread (`%tid`,
 //!   `%ctaid`, `%clusterid`, `%laneid`, `%warpid`, `%lanemask_*`) reads a
@@ -80,6 +82,9 @@ pub const THRESHOLD: u32 = crate::abi::printf::LOOP_LIMIT / 8 * 7;
 /// Prefix of everything the pass names (registers, labels).
 const P: &str = "%__ptxvk_rs_";
 const L: &str = "$__ptxvk_rs_";
+/// Prefix of the predicate of each loop header's check of the loop count
+/// ([`crate::unroll`] keeps the check in the first copy of a body only).
+pub const CHECK_PREFIX: &str = "%__ptxvk_rs_p_check";
 /// The site a resumed thread is on its way to (0: none).
 const TARGET: &str = "%__ptxvk_rs_target";
 
@@ -264,10 +269,13 @@ fn qualifies(body: &[Statement], shared_vars: &HashSet<String>) -> bool {
     })
 }
 
-/// Whether an instruction accesses `.shared` memory (which a resumed thread,
-/// in another workgroup, no longer has).
-fn touches_shared(i: &Instruction) -> bool {
-    i.has("shared") && !matches!(i.opcode.as_str(), "mov")
+/// Whether an instruction reads `.shared` memory (which a resumed thread,
+/// in another workgroup, no longer has). A store after a loop is allowed:
+/// with no read after it and no barrier, no thread can tell which
+/// workgroup's memory it went to (Warp's kernels clear their tile storage
+/// slot at the end).
+fn reads_shared(i: &Instruction) -> bool {
+    i.has("shared") && !matches!(i.opcode.as_str(), "mov" | "st") || i.opcode == "st" && i.has("async")
 }
 
 /// A register live at a loop header, and where its record keeps it.
@@ -418,15 +426,15 @@ fn rewrite(
                 }
             }
         }
-        // `.shared` memory only before the loops: no access reachable from
-        // a loop header (a resumed thread runs in another workgroup).
+        // `.shared` memory read only before the loops: no read reachable
+        // from a loop header (a resumed thread runs in another workgroup).
         let mut seen = vec![false; n];
         let mut work: Vec<usize> = headers.iter().copied().collect();
         while let Some(b) = work.pop() {
             if std::mem::replace(&mut seen[b], true) {
                 continue;
             }
-            if g.blocks[b].insts.iter().any(|i| touches_shared(i)) {
+            if g.blocks[b].insts.iter().any(|i| reads_shared(i)) {
                 return Ok(None);
             }
             work.extend(g.successors(b).iter().copied().filter(|&s| s < n));
@@ -675,6 +683,7 @@ fn rewrite(
     }
     // Each header's check.
     let mut checks = Vec::new();
+    let mut descents: Vec<String> = Vec::new();
     for k in 0..sites.len() {
         let c = path(&format!("check{k}"));
         let mut text = String::new();
@@ -683,15 +692,17 @@ fn rewrite(
         w(&mut text, &format!("@{} bra {L}save{k};", c.p));
         w(&mut text, &format!("{L}go{k}:"));
         // A resumed thread on its way to a loop inside this one.
+        let descent = format!("{P}descent{k}");
+        descents.push(descent.clone());
         for d in 0..sites.len() {
             let cd = chain(d);
             if let Some(pos) = cd.iter().position(|&x| x == k).filter(|&pos| pos + 1 < cd.len()) {
                 let next = cd[pos + 1];
-                w(&mut text, &format!("setp.eq.u32 {}, {TARGET}, {};", c.p, d + 1));
+                w(&mut text, &format!("setp.eq.u32 {}, {TARGET}, {};", descent, d + 1));
                 if next == d {
-                    w(&mut text, &format!("@{} bra {L}enter{d};", c.p));
+                    w(&mut text, &format!("@{descent} bra {L}enter{d};"));
                 } else {
-                    w(&mut text, &format!("@{} bra {};", c.p, sites[next].0));
+                    w(&mut text, &format!("@{descent} bra {};", sites[next].0));
                 }
             }
         }
@@ -703,6 +714,7 @@ fn rewrite(
         v.iter().map(String::as_str).collect()
     }
     u32s.push(TARGET.to_string());
+    preds.extend(descents);
     out.push(Statement::Decl(VarDecl::registers(span, ScalarType::U32, &names(&u32s))));
     out.push(Statement::Decl(VarDecl::registers(span, ScalarType::U64, &names(&u64s))));
     out.push(Statement::Decl(VarDecl::registers(span, ScalarType::Pred, &names(&preds))));

@@ -126,7 +126,7 @@ fn rewrite(cfg: &Cfg, regions: &[Region], limits: Limits, changed: &mut bool) ->
             Region::Loop { header, body } => match factor(cfg, *header, body, limits) {
                 Some(k) => {
                     *changed = true;
-                    Region::Loop { header: *header, body: unrolled(*header, body, k) }
+                    Region::Loop { header: *header, body: unrolled(cfg, *header, body, k) }
                 }
                 None => Region::Loop { header: *header, body: rewrite(cfg, body, limits, changed) },
             },
@@ -219,14 +219,51 @@ fn scan(cfg: &Cfg, header: usize, regions: &[Region], depth: usize, in_block: bo
 }
 
 /// `k` copies of `body` one after the other, the `continue` taken out of
-/// all but the last.
-fn unrolled(header: usize, body: &[Region], k: usize) -> Vec<Region> {
+/// all but the last. Only the first keeps the resume pass's check of the
+/// loop count (`crate::resume`): the count grows once per counted
+/// iteration, so one check per iteration sees every value it takes, and
+/// the save code is not copied `k` times.
+fn unrolled(cfg: &Cfg, header: usize, body: &[Region], k: usize) -> Vec<Region> {
     let open = without_continue(header, body);
+    let rest = without_resume_check(cfg, &open);
     let mut out = Vec::with_capacity(open.len() * (k - 1) + body.len());
-    for _ in 1..k {
-        out.extend(open.iter().cloned());
+    out.extend(open.iter().cloned());
+    for _ in 2..k {
+        out.extend(rest.iter().cloned());
     }
-    out.extend(body.iter().cloned());
+    out.extend(without_resume_check(cfg, body));
+    out
+}
+
+/// `regions` with each `If` on the resume pass's loop-count check replaced
+/// by its arm for a count below the threshold.
+fn without_resume_check(cfg: &Cfg, regions: &[Region]) -> Vec<Region> {
+    let mut out = Vec::with_capacity(regions.len());
+    for r in regions {
+        match r {
+            Region::If { block, then_body, else_body } => {
+                match &cfg.blocks[*block].term {
+                    crate::cfg::Terminator::CondBranch { pred, negated, .. }
+                        if pred.starts_with(crate::resume::CHECK_PREFIX) =>
+                    {
+                        // The guard holds with the count below the threshold
+                        // only when negated.
+                        let below = if *negated { then_body } else { else_body };
+                        out.extend(without_resume_check(cfg, below));
+                    }
+                    _ => out.push(Region::If {
+                        block: *block,
+                        then_body: without_resume_check(cfg, then_body),
+                        else_body: without_resume_check(cfg, else_body),
+                    }),
+                }
+            }
+            Region::Block { follower, body } => {
+                out.push(Region::Block { follower: *follower, body: without_resume_check(cfg, body) })
+            }
+            _ => out.push(r.clone()),
+        }
+    }
     out
 }
 
