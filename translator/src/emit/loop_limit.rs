@@ -169,14 +169,22 @@ fn store_slot(e: &mut Emitter, c: Counter, v: Word) -> Result<(), Diagnostic> {
     e.b.atomic_store(p, scope, sem, v).map_err(internal1)
 }
 
-/// The lane's count (0 where loops are not counted), for the resume pass
-/// (`%__ptxvk_loop_count`, `crate::resume`).
+/// The count of the vector (the subgroup's largest lane count; 0 where
+/// loops are not counted), for the resume pass (`%__ptxvk_loop_count`,
+/// `crate::resume`). A subgroup reduction, so that the driver's compiler
+/// sees a uniform value and a uniform branch on it: llvmpipe runs the arm
+/// of a divergent branch masked even when no lane takes it, and the resume
+/// pass's save code in every loop made a small loop three times slower.
 pub(crate) fn lane_count(e: &mut Emitter) -> Result<Word, Diagnostic> {
     let Some(c) = e.loop_counter else {
         return Ok(e.c_u32(0));
     };
     let u32t = e.t_int(32);
-    e.b.load(u32t, None, c.lane, None, []).map_err(internal1)
+    let v = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
+    e.cap(Capability::GroupNonUniformArithmetic);
+    let scope = e.c_u32(Scope::Subgroup as u32);
+    let reduce = spirv::GroupOperation::Reduce as u32;
+    e.b.op(spirv::Op::GroupNonUniformUMax, u32t, None, &[scope, reduce, v]).map_err(internal1)
 }
 
 /// At the start of an entry point: the subgroup's counter is 0. Every lane
