@@ -30,37 +30,48 @@
 //!   register the entry copies it to first, so that the thread's identity
 //!   is saved and restored with its other registers;
 //! - at the top of every loop header `H` (a target of a back-edge), the
-//!   thread reads its loop count (`%__ptxvk_loop_count`, what
-//!   `emit/loop_limit.rs` counts); past [`THRESHOLD`] it goes to `H`'s save
-//!   block. The save block takes a record in the launch's resume area for
-//!   the round (`atom.add` on the round's count), writes `H`'s number and
-//!   the registers live at `H` (a liveness analysis on [`crate::cfg`]'s
-//!   blocks) into it, raises the next round's workgroup count, and returns.
-//!   When no round is left, or the area is full, it goes on instead: the
-//!   limiter ends the loop and the launch fails loudly, as without the pass;
+//!   thread reads the vector's loop count (`%__ptxvk_loop_count`: what
+//!   `emit/loop_limit.rs` counts, the subgroup's largest, so that the
+//!   driver's compiler sees a uniform branch); past [`THRESHOLD`] it goes to
+//!   `H`'s save block. The save block takes a record in the launch's resume
+//!   area for the round (`atom.add` on the round's count), writes `H`'s
+//!   number and the registers live at `H` (a liveness analysis on
+//!   [`crate::cfg`]'s blocks) into it, raises the next round's workgroup
+//!   count, and returns. Its instructions are predicated, not branched
+//!   around: a block of a path that leaves a loop lies outside it, and
+//!   llvmpipe loses values a loop writes and such blocks read (measured:
+//!   a saving lane read the area's address as 0; `emit/live_out.rs` has
+//!   the bug). When no round is left, or the area is full, the thread goes
+//!   on instead: the limiter ends the loop and the launch fails loudly, as
+//!   without the pass;
 //! - a new entry block reads `%__ptxvk_resume_round`: 0 in the launch's own
 //!   dispatches, which go on to the copies of the special registers and the
 //!   original body; `r >= 1` in resume round `r`, whose invocation `i`
 //!   (`%__ptxvk_resume_index`) restores record `i` of round `r - 1`'s
-//!   records and branches to its loop header (or returns, past the last
-//!   record).
+//!   records (or returns, past the last record) and enters the loop nest.
 //!
-//! Resuming inside nested loops enters an outer loop in the middle, which
-//! [`crate::reducible`] then handles as any other irreducible loop. The
-//! area's layout, and what the runtime does between rounds, are in
-//! [`crate::abi::resume`]. The pass's own accesses go through registers
-//! named `%__ptxvk_*`, which fault checks leave alone (the area is not the
-//! user's memory).
+//! A restored thread enters the outermost loop around its header through
+//! that loop's header, and each header on the way sends it on to the next
+//! (`%__ptxvk_rs_target`): entering an inner loop directly would make the
+//! outer loop irreducible, and [`crate::reducible`] would route every
+//! iteration of the inner loop through a dispatch block, which llvmpipe
+//! counted as a second iteration. The area's layout, and what the runtime
+//! does between rounds, are in [`crate::abi::resume`]. The pass's own
+//! accesses go through registers named `%__ptxvk_rs_*`, which fault checks
+//! leave alone (the area is not the user's memory).
 //!
 //! # Cost and limits
-//! Every iteration of a loop of a qualifying entry reads its count and
-//! compares it (unrolled loops: every copy); the save and restore code
-//! lies on paths that run once per round. The runtime records its rounds
-//! after every launch of such an entry: an empty round is an indirect
-//! dispatch of no workgroups after a barrier. A thread that needs more
-//! rounds than the runtime records, or more threads saved in one round
-//! than the area holds, fails the launch loudly at the limiter, as before.
-//! Fault reports and `printf` (not allowed here: a call) of resumed threads
+//! Every counted iteration of a loop of a qualifying entry reads the count
+//! and compares it ([`crate::unroll`] keeps the check in the first copy of
+//! an unrolled body only, and gives such loops [`RESUME_UNROLL_FACTOR`]
+//! times the copies); the save and restore code runs once per round.
+//! Measured on lavapipe: a one-warp loop of 400,000 additions takes 1.27x
+//! the time, and a launch of such an entry about 26 us more for its 8 empty
+//! rounds (an empty round is a barrier and an indirect dispatch of no
+//! workgroups, about 3 us each). A thread that needs more rounds than the
+//! runtime records, or more threads saved in one round than the area holds,
+//! fails the launch loudly at the limiter, as before. Fault reports (and
+//! `printf`, not allowed here: a call) of resumed threads
 //! name the resume dispatch's workgroup, not the thread's block.
 
 use crate::abi::resume as area;
@@ -604,7 +615,7 @@ fn rewrite(
     w(&mut post, "trap;");
     w(&mut post, &format!("{L}exit:"));
     w(&mut post, "ret;");
-    for (k, (label, saved)) in sites.iter().enumerate() {
+    for (k, (_, saved)) in sites.iter().enumerate() {
         w(&mut post, &format!("{L}load{k}:"));
         for s in saved {
             match s.ty {
@@ -627,7 +638,6 @@ fn rewrite(
         let target = if first == k { 0 } else { k + 1 };
         w(&mut post, &format!("mov.u32 {TARGET}, {target};"));
         w(&mut post, &format!("bra {};", sites[first].0));
-        let _ = label;
         // The save block: back to the loop when it cannot save. Predicated,
         // not branched: every block of a path that leaves the loop lies
         // outside it, and llvmpipe loses values that a loop's blocks write
