@@ -302,3 +302,36 @@ fn cost() {
     ctx.synchronize().unwrap();
     println!("collatz_steps, 5 x 65536 threads: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
 }
+
+#[test]
+fn resumed_registers_keep_their_bits() {
+    // Registers of every kind live at the loop header (f16, b16, f16x2,
+    // bf16, f64, a predicate, u32, u64) come back bit for bit in each round.
+    let ctx = context();
+    let options = ptxvk_translator::Options { unroll_loops: 8, ..ctx.translate_options() };
+    let t = ptxvk_translator::translate(
+        include_str!("../../tests/fixtures/resume_types.ptx"),
+        "resume_types.ptx",
+        &options,
+    )
+    .unwrap();
+    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
+    let f = m.function("k").unwrap();
+    let d = ctx.alloc(32).unwrap();
+    ctx.memset_d32(d, POISON, 8).unwrap();
+    // 3,000,000 iterations: more than one round on lavapipe.
+    let n = 3_000_000u32;
+    let params = f.pack_params(&[&d.to_le_bytes(), &n.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    let mut b = [0u8; 32];
+    ctx.copy_dtoh(&mut b, d).unwrap();
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+    let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    assert_eq!(u16_at(0), 0x3C00, "f16");
+    assert_eq!(u32_at(4), 0x4000_3C00, "f16x2");
+    assert_eq!(u16_at(8), 0x3F80, "bf16");
+    assert_eq!(u64::from_le_bytes(b[16..24].try_into().unwrap()), 1.0f64.to_bits(), "f64");
+    assert_eq!(u32_at(24), 8, "predicate and b16");
+    assert_eq!(u32_at(28), n, "the loop's count");
+}
