@@ -426,6 +426,23 @@ fn locate_fault_sites(source: &str, sites: &mut [abi::fault::FaultSite]) {
     }
 }
 
+/// Check the functions a PTX-level pass (`pass`, for the diagnostic)
+/// rewrote again, which decodes the instructions it wrote.
+fn recheck(
+    module: &mut ast::Module,
+    rewritten: &std::collections::HashSet<String>,
+    pass: &str,
+) -> Result<(), Diagnostic> {
+    if rewritten.is_empty() {
+        return Ok(());
+    }
+    let errors = check::run_functions(module, |name| rewritten.contains(name));
+    match errors.into_iter().next() {
+        Some(first) => Err(Diagnostic::error(first.span, format!("internal error in {pass}: {}", first.message))),
+        None => Ok(()),
+    }
+}
+
 /// Parse, check and run the passes that precede lowering ([`translate`]
 /// is this, then [`Prepared::emit`]).
 pub fn prepare(source: &str, file_name: &str, options: &Options) -> Result<Prepared, Diagnostics> {
@@ -435,26 +452,13 @@ pub fn prepare(source: &str, file_name: &str, options: &Options) -> Result<Prepa
     }
     let rewritten = recursion::run(&mut module, options.recursion_stack_bytes)
         .map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
-    if !rewritten.is_empty() {
-        // Decode the instructions the pass wrote.
-        let errors = check::run_functions(&mut module, |name| rewritten.contains(name));
-        if let Some(first) = errors.into_iter().next() {
-            let d = Diagnostic::error(first.span, format!("internal error in the recursion pass: {}", first.message));
-            return Err(Diagnostics::new(file_name, source, vec![d]));
-        }
-    }
+    recheck(&mut module, &rewritten, "the recursion pass").map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
     tma::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     tex::run(&mut module).map_err(|d| Diagnostics::new(file_name, source, d))?;
     spin::run(&mut module, options.unroll_spin_loops);
     let resumed = resume::run(&mut module, options.resume_loops && options.loop_limit)
         .map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
-    if !resumed.is_empty() {
-        let errors = check::run_functions(&mut module, |name| resumed.contains(name));
-        if let Some(first) = errors.into_iter().next() {
-            let d = Diagnostic::error(first.span, format!("internal error in the resume pass: {}", first.message));
-            return Err(Diagnostics::new(file_name, source, vec![d]));
-        }
-    }
+    recheck(&mut module, &resumed, "the resume pass").map_err(|d| Diagnostics::new(file_name, source, vec![d]))?;
     Ok(Prepared {
         module,
         source: source.to_string(),
