@@ -135,3 +135,76 @@ fn warp_scan_in_place_through_global_memory() {
     }
     assert_clean(&ctx);
 }
+
+// Write after read through plain shared memory, as Warp's tiled GMRES
+// (`libcuda/tests/clients/warp/gmres_least_squares.py`): after a barrier the
+// lanes of each warp read the warp's first element (a broadcast) and their
+// right neighbour's, then each overwrites its own, with no barrier between.
+// In lock step every lane reads before any lane writes. Hand-written (no
+// nvcc here): NVRTC's code for Warp's kernel has this shape (`bar.sync`,
+// `ld.shared` of the pivot, `st.shared` of the lane's element, `bar.sync`).
+
+const WAR_PTX: &str = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry broadcast_then_overwrite(.param .u64 in, .param .u64 out)
+{
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .shared .align 4 .b32 tile[256];
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.s32 %r4, %r2, %r3, %r1;
+    mul.wide.u32 %rd3, %r4, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r5, [%rd4];
+    mov.u32 %r6, tile;
+    shl.b32 %r7, %r1, 2;
+    add.s32 %r8, %r6, %r7;
+    st.shared.u32 [%r8], %r5;
+    bar.sync 0;
+    and.b32 %r9, %r1, -32;
+    shl.b32 %r10, %r9, 2;
+    add.s32 %r11, %r6, %r10;
+    ld.shared.u32 %r12, [%r11];
+    add.s32 %r13, %r1, 1;
+    and.b32 %r14, %r13, 31;
+    shl.b32 %r15, %r14, 2;
+    add.s32 %r16, %r11, %r15;
+    ld.shared.u32 %r17, [%r16];
+    mad.lo.s32 %r18, %r12, 3, %r17;
+    st.shared.u32 [%r8], %r18;
+    bar.sync 0;
+    ld.shared.u32 %r19, [%r8];
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r19;
+    ret;
+}
+"#;
+
+#[test]
+fn shared_store_after_other_lanes_loads() {
+    let ctx = context();
+    let m = ctx.load_module(WAR_PTX, "war.ptx").expect("load war.ptx");
+    let f = m.function("broadcast_then_overwrite").unwrap();
+    let input = random(6);
+    let words: Vec<u32> = input.iter().map(|&x| x as u32).collect();
+    let din = upload_u32(&ctx, &words);
+    let dout = poisoned(&ctx, input.len() + 8);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [BLOCKS as u32, 1, 1], [BLOCK as u32, 1, 1], 0, &params).unwrap();
+    let got = download_u32(&ctx, dout, input.len() + 8);
+    assert!(got[input.len()..].iter().all(|&w| w == POISON), "wrote past its output");
+    for (w, (g, x)) in got.chunks(32).zip(input.chunks(32)).enumerate() {
+        for (l, &g) in g.iter().enumerate() {
+            let want = x[0].wrapping_mul(3).wrapping_add(x[(l + 1) % 32]);
+            assert_eq!(g as i32, want, "warp {w} lane {l}");
+        }
+    }
+    assert_clean(&ctx);
+}

@@ -716,16 +716,16 @@ pub mod grid {
 /// The module's resume slot ([`ModuleInfo::resume_offset`], 16 bytes):
 /// `[area: u64, half_bytes: u32, rounds: u32]`: the device address of the
 /// area, the bytes of each of its two record buffers, and the most resume
-/// rounds the runtime dispatches after a launch (at most [`MAX_ROUNDS`]).
+/// rounds the runtime dispatches after a launch (at most [`MAX_ROUNDS`](resume::MAX_ROUNDS)).
 ///
-/// The area: at [`COUNTS`], one u32 per round `r` (0 the launch's own
+/// The area: at [`COUNTS`](resume::COUNTS), one u32 per round `r` (0 the launch's own
 /// dispatches): the records saved in round `r` (may exceed the capacity,
 /// `half_bytes / stride`; those beyond it were not written); at
-/// [`INDIRECT`] + `r` x [`INDIRECT_BYTES`], the `VkDispatchIndirectCommand`
+/// [`INDIRECT`](resume::INDIRECT) + `r` x [`INDIRECT_BYTES`](resume::INDIRECT_BYTES), the `VkDispatchIndirectCommand`
 /// of round `r + 1` (x: the workgroups that cover the records, y = z = 1;
-/// all 0 when round `r` saved none); at [`RECORDS`] + `b` x `half_bytes`,
+/// all 0 when round `r` saved none); at [`RECORDS`](resume::RECORDS) + `b` x `half_bytes`,
 /// record buffer `b`: round `r` writes buffer `r % 2`. The runtime zeroes
-/// the first [`HEADER_BYTES`] before each launch, and orders the launch
+/// the first [`HEADER_BYTES`](resume::HEADER_BYTES) before each launch, and orders the launch
 /// and its rounds after and before all other work (one area per context).
 ///
 /// Resume round `r` (1..=rounds) is an indirect dispatch of the entry's

@@ -10,7 +10,11 @@
 //!   Gems' warp scans, CUB's old `WarpReduce`/`WarpScan`;
 //! - through global memory with plain loads and stores: CuPy's
 //!   `partition_kernel` and `partition_merge_kernel`, where each warp
-//!   bitonic-sorts its own slice of the array in place.
+//!   bitonic-sorts its own slice of the array in place;
+//! - through plain shared memory, a lane overwriting what the other lanes
+//!   have just read: NVIDIA Warp's tiled GMRES reads a tile's pivot into
+//!   every lane, then lane 0 stores its rotated value over it, with no
+//!   barrier between.
 //!
 //! On the emulated warp path (lavapipe: a 32-lane warp is four 8-lane
 //! subgroups) the subgroups of a warp run one after another between
@@ -25,13 +29,20 @@
 //! path reaches from any access, with no barrier or warp collective between
 //! (two loads never conflict; the first access after a barrier is already
 //! ordered). Two analyses, whose points are united:
-//! - **shared** ([`is_volatile_shared`]): in every function, the `volatile`
-//!   shared accesses. Stores count whether `volatile` or not, and generic
-//!   stores and atomics count as shared stores; only `volatile` loads count
-//!   (code that relies on lock step reads other lanes' stores through
-//!   `volatile`, else the compiler may keep them in registers, and CUB's
-//!   non-`volatile` loads before a lane's `volatile` broadcast store would
-//!   otherwise each cost a meeting).
+//! - **shared** ([`is_volatile_shared`]): in every function with `volatile`
+//!   shared accesses or with both `ld.shared` and `st.shared`. Candidates:
+//!   `volatile` loads (after a store), `volatile` stores (after any access),
+//!   and plain `st.shared` after a load, `volatile` or not (write after
+//!   read). Generic stores and atomics count as shared stores. Plain loads
+//!   are never points (read after write: code that relies on lock step reads
+//!   other lanes' stores through `volatile`, else the compiler may keep them
+//!   in registers, and CUB's non-`volatile` loads after a lane's store would
+//!   otherwise each cost a meeting). The analysis does not look at
+//!   addresses, so a tree reduction's `s[t] += s[t + k]`, whose storing and
+//!   read lanes are disjoint, gets a meeting per level: 1.2x the run time of
+//!   `reduce_tpl<float, 256>` on lavapipe (`ptxvk-bench lockstep`). The
+//!   tensor-map library's functions (`shaders/tma.ptx`) run on one thread
+//!   and get no write-after-read points.
 //! - **global** ([`exchanges_through_global`]): in functions that split their
 //!   threads into warps themselves (a thread index divided by 32 or taken
 //!   modulo 32, or `%laneid`/`%warpid`), let that split choose their global
@@ -67,6 +78,14 @@ use std::collections::{BTreeSet, HashMap};
 const LOAD: u8 = 1;
 /// See [`LOAD`].
 const STORE: u8 = 2;
+/// Since the last barrier: a plain (not `volatile`) `ld.shared`, which only
+/// a later `.shared` store conflicts with (write after read).
+const PLAIN_LOAD: u8 = 4;
+/// A load that reads other lanes' stores: a `volatile` shared load, a
+/// global load.
+const READS: Access = Access::Candidate { adds: LOAD, conflicts: STORE };
+/// A store that may overwrite what other lanes read or wrote.
+const WRITES: Access = Access::Candidate { adds: STORE, conflicts: LOAD | STORE | PLAIN_LOAD };
 
 /// Whether `inst` is a `volatile` access to `.shared` memory
 /// (`ld.volatile.shared`, `st.volatile.shared`). Generic `volatile`
@@ -91,8 +110,9 @@ enum Memory {
 
 /// How an instruction takes part in one analysis.
 enum Access {
-    /// A candidate point: a load, or a store.
-    Candidate { store: bool },
+    /// A candidate point: an access that adds `adds` to the state, and is a
+    /// point where the state since the last wall has any of `conflicts`.
+    Candidate { adds: u8, conflicts: u8 },
     /// Orders every lane's earlier accesses (a barrier, a warp collective).
     Wall,
     /// Loads ([`LOAD`]) and stores ([`STORE`]) that are not candidates.
@@ -119,11 +139,16 @@ fn classify(inst: &Instruction, memory: Memory) -> Access {
     match memory {
         Memory::Shared => {
             if is_volatile_shared(inst) {
-                return Access::Candidate { store: op == "st" };
+                return if op == "st" { WRITES } else { READS };
             }
             let shared = inst.modifiers.iter().any(|m| m.starts_with("shared"));
             match op {
-                "st" | "atom" | "red" | "cp" | "mbarrier" if shared => Access::Effect(STORE),
+                // Write after read: a lane's store may overwrite what other
+                // lanes of the warp read before it (Warp's tiled GMRES reads
+                // a broadcast element, then lane 0 overwrites it).
+                "st" if shared => Access::Candidate { adds: STORE, conflicts: LOAD | PLAIN_LOAD },
+                "ld" if shared => Access::Effect(PLAIN_LOAD),
+                "atom" | "red" | "cp" | "mbarrier" if shared => Access::Effect(STORE),
                 "st" | "atom" | "red" if !other_space(inst, false) => Access::Effect(STORE),
                 _ => Access::Effect(0),
             }
@@ -131,8 +156,8 @@ fn classify(inst: &Instruction, memory: Memory) -> Access {
         Memory::Global => {
             let global = !other_space(inst, true);
             match op {
-                "ld" if global && !inst.has("nc") => Access::Candidate { store: false },
-                "st" if global => Access::Candidate { store: true },
+                "ld" if global && !inst.has("nc") => READS,
+                "st" if global => WRITES,
                 "atom" | "red" if global => Access::Effect(STORE),
                 "cp" if inst.has("global") => Access::Effect(STORE),
                 _ => Access::Effect(0),
@@ -152,7 +177,7 @@ pub(crate) fn points(
 ) -> FxHashSet<usize> {
     let mut points = FxHashSet::default();
     for plan in plans.values() {
-        let shared = plan.instructions().any(is_volatile_shared);
+        let shared = plan.instructions().any(is_volatile_shared) || reads_then_writes_shared(plan);
         let global = exchanges_through_global(plan);
         if !shared && !global {
             continue;
@@ -175,6 +200,18 @@ pub(crate) fn points(
     points
 }
 
+/// Whether `plan` has both a plain `ld.shared` and an `st.shared`, so that a
+/// lane's store may overwrite what other lanes of its warp read before it.
+/// The tensor-map library's own functions (`shaders/tma.ptx`, `__ptxvk_`
+/// names) are run by one thread and rely on no lock step.
+fn reads_then_writes_shared(plan: &Plan) -> bool {
+    if plan.func.name.starts_with("__ptxvk_") {
+        return false;
+    }
+    let shared = |i: &Instruction, op: &str| i.opcode == op && i.modifiers.iter().any(|m| m.starts_with("shared"));
+    plan.instructions().any(|i| shared(i, "ld")) && plan.instructions().any(|i| shared(i, "st"))
+}
+
 /// Adds `plan`'s points for `memory` to `points`: a forward dataflow of
 /// [`LOAD`]/[`STORE`] since the last wall.
 fn add_points(plan: &Plan, memory: Memory, points: &mut FxHashSet<usize>) {
@@ -188,15 +225,14 @@ fn add_points(plan: &Plan, memory: Memory, points: &mut FxHashSet<usize>) {
         let mut s = state;
         for inst in &cfg.blocks[b].insts {
             match classify(inst, memory) {
-                Access::Candidate { store } => {
-                    let conflict = if store { s != 0 } else { s & STORE != 0 };
-                    if conflict {
+                Access::Candidate { adds, conflicts } => {
+                    if s & conflicts != 0 {
                         if let Some(p) = points.as_deref_mut() {
                             p.insert(inst_key(inst));
                         }
                         s = 0;
                     }
-                    s |= if store { STORE } else { LOAD };
+                    s |= adds;
                 }
                 Access::Wall => s = 0,
                 Access::Effect(x) => s |= x,

@@ -1,10 +1,13 @@
-"""Reproduction of a silent wrong answer (open, Dec 6): Warp's tiled GMRES
-least-squares kernel (`make_gmres_solve_least_squares_kernel_tiled`, one
-block of K threads per batch; `bar.sync`, `shfl.sync.down`, `vote.ballot`)
-against its scalar twin and numpy, on an upper Hessenberg system of k
-columns. On lavapipe K = 8 (one llvmpipe subgroup) is right; K = 16 and 32
-(a warp emulated over 2 or 4 subgroups) give wrong values, which is why
-`test_linear_solvers.py`'s GMRES tests diverge.
+"""Warp's tiled GMRES least-squares kernel
+(`make_gmres_solve_least_squares_kernel_tiled`, one block of K threads per
+batch; `bar.sync`, `shfl.sync.down`, `vote.ballot`) against its scalar twin
+and numpy, on an upper Hessenberg system of k columns. Its lanes read a
+broadcast element of a shared tile and lane 0 then overwrites it, with no
+barrier between (warp-synchronous write after read). On lavapipe, where a
+warp of 16 or 32 threads is emulated over 2 or 4 subgroups, that was
+silently wrong (test_linear_solvers.py's GMRES residuals of 1e15 and more)
+until translator/src/emit/lockstep.rs made a shared store after shared
+loads a lock-step point. The Warp selection (run.sh) runs it.
 
 Run with the shim on the library path, in the Warp venv:
     LD_LIBRARY_PATH=$(libcuda/build-libcuda.sh) \
