@@ -779,14 +779,14 @@ def main():
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--inject', action='append', default=[], metavar='REGEX=>REPL',
                     help='rewrite the PTX (re.sub) before running it: checks that the tester finds and minimizes bugs')
-    ap.add_argument('--features', default='', help="comma-separated optional statement kinds: poll (loops polling memory through volatile loads, counting their polls), lock (a shared spin lock the lanes of a warp contend for), spin (both)")
+    ap.add_argument('--features', default='', help="comma-separated optional statement kinds: poll (loops polling memory through volatile loads, counting their polls), lock (a shared spin lock the lanes of a warp contend for), spin (both), warpsync (warp-synchronous exchanges through volatile and plain shared memory that rely on lock step)")
     ap.add_argument('--avoid', default='', help="comma-separated known bugs to steer around: fdiv0 (float division by zero)")
     ap.add_argument('--case-timeout', type=int, default=120, help='seconds per case on ptxvk')
     ap.add_argument('--short', action='store_true', help=f'--seed {SHORT_SEED} --count {SHORT_COUNT}')
     ap.add_argument('--short-numba', action='store_true',
                     help=f'--seed {SHORT_NUMBA_SEED} --count {SHORT_NUMBA_COUNT} --modes numba')
     ap.add_argument('--short-spin', action='store_true',
-                    help=f'--seed {SHORT_SPIN_SEED} --count {SHORT_SPIN_COUNT} --modes O3,G --features spin')
+                    help=f'--seed {SHORT_SPIN_SEED} --count {SHORT_SPIN_COUNT} --modes O3,G --features spin,warpsync')
     ap.add_argument('--wait-lib', type=int, default=0, help='seconds to wait for --lib to appear')
     ap.add_argument('--check-ref', action='store_true', help='run each host reference twice')
     ap.add_argument('--keep', action='store_true', help='keep the work directory')
@@ -796,7 +796,7 @@ def main():
     if a.short_numba:
         a.seed, a.count, a.modes = SHORT_NUMBA_SEED, SHORT_NUMBA_COUNT, NUMBA
     if a.short_spin:
-        a.seed, a.count, a.modes, a.features = SHORT_SPIN_SEED, SHORT_SPIN_COUNT, 'O3,G', 'spin'
+        a.seed, a.count, a.modes, a.features = SHORT_SPIN_SEED, SHORT_SPIN_COUNT, 'O3,G', 'spin,warpsync'
     CASE_TIMEOUT[0] = a.case_timeout
     gen.AVOID.update(x for x in a.avoid.split(',') if x)
     gen.FEATURES.update(x for x in a.features.split(',') if x)

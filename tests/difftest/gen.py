@@ -97,7 +97,8 @@ def atom_call(k, target, val):
 
 
 AVOID = set()   # known ptxvk bugs to steer around: 'fdiv0' (float x / 0)
-FEATURES = set()  # optional statement kinds: 'poll' (polling loops), 'lock' (a shared spin lock), 'spin' (both)
+FEATURES = set()  # optional statement kinds: 'poll' (polling loops), 'lock' (a shared spin lock), 'spin' (both),
+# 'warpsync' (warp-synchronous shared exchanges that rely on lock step)
 _PFX = ['p0']   # name prefix while rendering (under _RENDER_LOCK)
 _RENDER_LOCK = threading.Lock()
 
@@ -607,6 +608,43 @@ class ShXchg(Stmt):
                 f'{ind(n)}{self.var.name} = {self.rd.r()};', f'{ind(n)}__syncthreads();']
 
 
+class WarpLockstep(Stmt):
+    """A warp-synchronous exchange through shared memory with no `__syncwarp`
+    between its two accesses (feature 'warpsync'): the code relies on the 32
+    lanes of a converged warp running in lock step, as legacy CUDA does. Each
+    warp owns a 32-word slice of `dt_wv` (volatile) or `dt_wp` (plain):
+      publish (volatile): w[lane] = src; r = w[idx & 31];           (read after write)
+      overwrite (volatile): r = w[idx & 31]; w[lane] = f(r, src);   (write after read)
+      overwrite (plain):  __syncwarp(); r = p[idx & 31]; p[lane] = f(r, src);
+    then var = (T)r. `DT_LOCKSTEP()` is empty on the device and `__syncwarp()`
+    in the host reference, which so gives lock step's order: before the
+    statement (after the accesses of the one before) and between its two
+    accesses. The plain form starts with a real `__syncwarp()` so that its
+    read of other lanes' earlier stores is ordered (ptxvk makes plain
+    shared loads no lock-step point); its index is an expression nvcc cannot
+    tell apart from the lane, so it keeps the load before the store."""
+    _f = (('src', 'e'), ('idx', 'e'))
+
+    def __init__(self, form, var, src, idx, r):
+        self.form, self.var, self.src, self.idx, self.r_ = form, var, src, idx, r
+
+    def lines(self, n):
+        i, r = ind(n), self.r_
+        src, idx = f'(unsigned)({self.src.r()})', f'(({self.idx.r()}) & 31u)'
+        mix = f'({r} * 2654435761u ^ {src})'
+        val = Cast(self.var.ty, Raw(r)).r() if self.var.ty != 'u32' else r
+        if self.form == 'publish':
+            body = [f'{i}  volatile unsigned* w = dt_wv + (ltid & ~31u);', f'{i}  DT_LOCKSTEP();',
+                    f'{i}  w[lane] = {src};', f'{i}  DT_LOCKSTEP();', f'{i}  unsigned {r} = w[{idx}];']
+        elif self.form == 'overwrite':
+            body = [f'{i}  volatile unsigned* w = dt_wv + (ltid & ~31u);', f'{i}  DT_LOCKSTEP();',
+                    f'{i}  unsigned {r} = w[{idx}];', f'{i}  DT_LOCKSTEP();', f'{i}  w[lane] = {mix};']
+        else:
+            body = [f'{i}  unsigned* w = dt_wp + (ltid & ~31u);', f'{i}  __syncwarp();',
+                    f'{i}  unsigned {r} = w[{idx}];', f'{i}  DT_LOCKSTEP();', f'{i}  w[lane] = {mix};']
+        return [f'{i}{{'] + body + [f'{i}  {self.var.name} = {val};', f'{i}}}']
+
+
 class UFor(Stmt):
     """for (unsigned u = 0; u < C; ++u) with uniform body (no break)."""
     _f = (('body', 's'),)
@@ -691,6 +729,14 @@ class Program(Node):
         ]
         if FEATURES & {'spin', 'lock'}:
             out.append('  __shared__ unsigned slk;')
+        if 'warpsync' in FEATURES:
+            out.append(f'  __shared__ unsigned dt_wv[{SM_WORDS}], dt_wp[{SM_WORDS}];')
+            # Every word, also those of lanes a partial block lacks (the
+            # minimizer shrinks blocks).
+            out.append(f'  for (unsigned i = ltid; i < {SM_WORDS}u; i += nthr) {{')
+            out.append(f'    dt_wv[i] = in[(bid * {SM_WORDS}u + i * 3u + 11u) & {IN_WORDS - 1}u];')
+            out.append(f'    dt_wp[i] = in[(bid * {SM_WORDS}u + i * 5u + 29u) & {IN_WORDS - 1}u];')
+            out.append('  }')
         out.append('  if (ltid == 0) {')
         if FEATURES & {'spin', 'lock'}:
             out.append('    slk = 0u;')
@@ -1014,6 +1060,8 @@ class Gen:
             cands += [('xchg', 10), ('synccount', 4), ('sync', 2)]
         if self.warp_ok:
             cands += [('warp', 22), ('syncwarp', 1)]
+            if 'warpsync' in FEATURES:
+                cands.append(('lockstep', 14))
         if cx.depth < 2:
             cands += [('uif', 8)]
             if cx.mult * 4 <= cx.maxmult:
@@ -1034,6 +1082,19 @@ class Gen:
             idx = Raw('ltid') if R.random() < 0.2 else self.expr('u32', 2, dcx)
             rd = ShRd(idx)
             return ShXchg(src, v, rd if v.ty == 'u32' else Cast(v.ty, rd))
+        if kind == 'lockstep':
+            form = R.choice(['publish', 'overwrite', 'plain'])
+            if R.random() < 0.3:
+                idx = Const('u32', R.randint(0, 31))
+            elif R.random() < 0.5:
+                idx = Raw(f'(lane {R.choice(["+", "^", "-"])} {R.randint(1, 31)}u)')
+            else:
+                idx = self.expr('u32', 2, dcx)
+            if form == 'plain' and isinstance(idx, (Const, Raw)):
+                # Not an index nvcc can prove differs from the lane: it must
+                # keep the load before the store.
+                idx = Bin('+', idx, Raw(f'in[(gtid * 7u + {R.randrange(IN_WORDS)}u) & {IN_WORDS - 1}u]'))
+            return WarpLockstep(form, v, self.expr('u32', 2, dcx), idx, self.fresh('r'))
         if kind == 'synccount':
             fn = R.choice(['__syncthreads_count', '__syncthreads_and', '__syncthreads_or'])
             w = Warp(fn, 'i32', self.cond(2, dcx))

@@ -16,6 +16,9 @@ CUDA_PRELUDE = r"""
 #define DT_FULL 0xffffffffu
 DT_FN void dt_lock(unsigned* l) { while (atomicExch(l, 1u) != 0u) {} __threadfence_block(); }
 DT_FN void dt_unlock(unsigned* l) { __threadfence_block(); atomicExch(l, 0u); }
+// Lock step (feature warpsync): the device relies on it; the host reference
+// meets at a warp barrier instead.
+#define DT_LOCKSTEP()
 """
 
 HOST_PRELUDE = r"""
@@ -100,6 +103,7 @@ static inline int __syncthreads_count(int p) { return (int)dt_block_bar.wait_acc
 static inline int __syncthreads_and(int p) { return dt_block_bar.wait_acc(p != 0) == dt_block_bar.n; }
 static inline int __syncthreads_or(int p) { return dt_block_bar.wait_acc(p != 0) != 0; }
 static inline void __syncwarp(unsigned = DT_FULL) { dt_warps[dt_ltid >> 5].bar.wait(); }
+#define DT_LOCKSTEP() __syncwarp()
 
 template <class T> static inline unsigned long long dt_tobits(T v) {
   unsigned long long b = 0; memcpy(&b, &v, sizeof(T)); return b;

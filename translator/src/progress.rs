@@ -34,9 +34,10 @@
 //! - when the spin loop sits inside an outer loop that contains a wall,
 //!   `R` stays inside that loop's body, whose header and inner loops with
 //!   walls count as walls;
-//! - accesses inside `R` are not lock-step points (a
-//!   lock's critical section is not legacy warp-synchronous code;
-//!   `emit/mod.rs` drops them before choosing the walls);
+//! - accesses that the spin loop reaches before a wall are not lock-step
+//!   points (a lock's critical section is not legacy warp-synchronous code;
+//!   [`spin_reach`]; `emit/mod.rs` drops them before choosing the walls);
+//!   points before the loop are walls, so `R` starts after them;
 //! - of the blocks before and after a wall that lies on a path from `R`
 //!   back into `R` (the entry block before a `match.any`, the code after
 //!   it), only the spin loop's side stays;
@@ -310,6 +311,37 @@ pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, spin: &SpinTes
         regions.push(interleaved_region(cfg, &loops, s, &walls, &taken));
     }
     regions
+}
+
+/// The blocks that a spin loop's lanes may reach before they pass a wall:
+/// the spin loops of [`regions`] and what follows them, up to and including
+/// the first wall block on each path. Code there may run inside a lock's
+/// critical section, where a collective would livelock; lock-step points
+/// elsewhere (before every spin loop) are walls like any collective
+/// (`emit/lockstep.rs`).
+pub fn spin_reach(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, spin: &SpinTest) -> BTreeSet<BlockId> {
+    let mut reach = BTreeSet::new();
+    if cfg.blocks.is_empty() {
+        return reach;
+    }
+    let walls: BTreeSet<BlockId> =
+        (0..cfg.blocks.len()).filter(|&b| cfg.blocks[b].insts.iter().any(|i| is_wall(i))).collect();
+    let Some(loops) = loop_nest(cfg, &walls) else {
+        // Irreducible: `regions` takes no region either.
+        return reach;
+    };
+    let mut work: Vec<BlockId> = loops
+        .iter()
+        .filter(|l| !l.has_wall && (spin.every_loop || polls(cfg, &l.blocks, spin.polling)))
+        .flat_map(|l| l.blocks.iter().copied())
+        .collect();
+    while let Some(b) = work.pop() {
+        if !reach.insert(b) || walls.contains(&b) {
+            continue;
+        }
+        work.extend(cfg.successors(b).iter().copied().filter(|s| !reach.contains(s)));
+    }
+    reach
 }
 
 /// The loops of a reducible CFG, outer ones before the loops they contain

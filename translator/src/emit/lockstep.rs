@@ -53,10 +53,18 @@
 //!   kernels with block barriers (CUB, Triton) order their exchanges with
 //!   them.
 //!
-//! Calls count as loads and stores; a `.func` starts as if after both.
-//! Accesses inside the interleaved region of a spin loop are not points (see
-//! [`crate::progress`]): a lock's critical section is not warp-synchronous
-//! code. A function with a spin loop gets no global points at all: its
+//! Calls count as loads and stores; a `.func` starts as if after both. In a
+//! function that makes generic addresses of shared memory (`cvta.shared`:
+//! nvcc `-G` code reaches every shared array that way), generic `ld` and
+//! `st` count as shared ones.
+//!
+//! Accesses that a spin loop reaches before a wall are not points (see
+//! [`crate::progress::spin_reach`]): a lock's critical section is not
+//! warp-synchronous code. Points before the spin loops stay, and are walls
+//! that bound the loops' interleaved regions like any collective (dropping
+//! every point of the region, as before, lost the lock step of an exchange
+//! just before a polling loop: difftest seed 700070). A function with a spin
+//! loop gets no global points at all: its
 //! global accesses are ordered by its locks and flags, and a point in a
 //! critical section beyond the interleaved region (after a call, say) would
 //! be a collective inside the lock, which livelocks or lets lanes read what
@@ -65,7 +73,11 @@
 //! # Limits
 //! A `.func` that exchanges through global memory for a caller that split the
 //! warps is not covered (NVVM inlines such helpers). Warp-synchronous global
-//! exchanges in a kernel that also has block barriers are not covered.
+//! exchanges in a kernel that also has block barriers are not covered. Nor
+//! are exchanges after a spin loop with no wall between, plain shared loads
+//! of other lanes' plain stores (read after write without `volatile`), and
+//! generic accesses in a `.func` whose caller made the shared address
+//! generic.
 
 use super::func::Plan;
 use super::uniform::is_warp_op;
@@ -88,8 +100,8 @@ const READS: Access = Access::Candidate { adds: LOAD, conflicts: STORE };
 const WRITES: Access = Access::Candidate { adds: STORE, conflicts: LOAD | STORE | PLAIN_LOAD };
 
 /// Whether `inst` is a `volatile` access to `.shared` memory
-/// (`ld.volatile.shared`, `st.volatile.shared`). Generic `volatile`
-/// accesses are not covered.
+/// (`ld.volatile.shared`, `st.volatile.shared`). Generic ones count only
+/// where a function makes generic shared addresses ([`points`]).
 pub(crate) fn is_volatile_shared(inst: &Instruction) -> bool {
     matches!(inst.opcode.as_str(), "ld" | "st")
         && inst.has("volatile")
@@ -104,8 +116,28 @@ pub(crate) fn inst_key(inst: &Instruction) -> usize {
 /// The memory an analysis follows.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Memory {
-    Shared,
+    /// `.shared`; with `generic`, generic `ld` and `st` too (in functions
+    /// that make generic addresses of shared memory, [`makes_generic_shared`]).
+    Shared {
+        generic: bool,
+    },
     Global,
+}
+
+/// Whether `inst` names no state space: a generic access.
+fn is_generic(inst: &Instruction) -> bool {
+    !inst.modifiers.iter().any(|m| {
+        matches!(m.as_str(), "global" | "local" | "param" | "const" | "param::entry" | "param::func")
+            || m.starts_with("shared")
+    })
+}
+
+/// Whether `plan` makes generic addresses of shared memory (`cvta.shared`),
+/// so that its generic accesses may be shared ones: nvcc `-G` reaches shared
+/// arrays only through them.
+fn makes_generic_shared(plan: &Plan) -> bool {
+    plan.instructions()
+        .any(|i| i.opcode == "cvta" && !i.has("to") && i.modifiers.iter().any(|m| m.starts_with("shared")))
 }
 
 /// How an instruction takes part in one analysis.
@@ -137,11 +169,12 @@ fn classify(inst: &Instruction, memory: Memory) -> Access {
         return Access::Effect(LOAD | STORE);
     }
     match memory {
-        Memory::Shared => {
-            if is_volatile_shared(inst) {
+        Memory::Shared { generic } => {
+            let maybe_shared = inst.modifiers.iter().any(|m| m.starts_with("shared")) || (generic && is_generic(inst));
+            if matches!(op, "ld" | "st") && maybe_shared && inst.has("volatile") {
                 return if op == "st" { WRITES } else { READS };
             }
-            let shared = inst.modifiers.iter().any(|m| m.starts_with("shared"));
+            let shared = maybe_shared;
             match op {
                 // Write after read: a lane's store may overwrite what other
                 // lanes of the warp read before it (Warp's tiled GMRES reads
@@ -166,31 +199,41 @@ fn classify(inst: &Instruction, memory: Memory) -> Access {
     }
 }
 
+/// Where a function spins, for [`points`].
+pub(crate) struct Spinning {
+    /// Whether it has an interleaved region (see [`crate::progress`]).
+    pub any: bool,
+    /// The blocks its spin loops reach before a wall
+    /// ([`crate::progress::spin_reach`]).
+    pub reach: BTreeSet<BlockId>,
+}
+
 /// The lock-step points of every function in `plans` (see the module
-/// documentation). `spin_regions` gives a function's interleaved regions
-/// around spin loops (see [`crate::progress`]): accesses inside them are not
-/// points, and a function with any gets no global points. It is asked once,
-/// and only for functions that may have points.
-pub(crate) fn points(
-    plans: &HashMap<String, Plan>,
-    spin_regions: &dyn Fn(&Plan) -> Vec<BTreeSet<BlockId>>,
-) -> FxHashSet<usize> {
+/// documentation). `spinning` tells where a function spins: accesses in
+/// blocks that a spin loop reaches before a wall are not points, and a
+/// function with an interleaved region gets no global points. It is asked
+/// once, and only for functions that may have points.
+pub(crate) fn points(plans: &HashMap<String, Plan>, spinning: &dyn Fn(&Plan) -> Spinning) -> FxHashSet<usize> {
     let mut points = FxHashSet::default();
     for plan in plans.values() {
-        let shared = plan.instructions().any(is_volatile_shared) || reads_then_writes_shared(plan);
+        let generic = makes_generic_shared(plan);
+        let shared = plan.instructions().any(|i| {
+            is_volatile_shared(i)
+                || (generic && matches!(i.opcode.as_str(), "ld" | "st") && i.has("volatile") && is_generic(i))
+        }) || reads_then_writes_shared(plan, generic);
         let global = exchanges_through_global(plan);
         if !shared && !global {
             continue;
         }
-        let regions = spin_regions(plan);
+        let spin = spinning(plan);
         let mut own = FxHashSet::default();
         if shared {
-            add_points(plan, Memory::Shared, &mut own);
+            add_points(plan, Memory::Shared { generic }, &mut own);
         }
-        if global && regions.is_empty() {
+        if global && !spin.any {
             add_points(plan, Memory::Global, &mut own);
         }
-        for &b in regions.iter().flatten() {
+        for &b in &spin.reach {
             for i in &plan.cfg.blocks[b].insts {
                 own.remove(&inst_key(i));
             }
@@ -200,15 +243,18 @@ pub(crate) fn points(
     points
 }
 
-/// Whether `plan` has both a plain `ld.shared` and an `st.shared`, so that a
-/// lane's store may overwrite what other lanes of its warp read before it.
+/// Whether `plan` has both a plain `ld.shared` and an `st.shared` (or, with
+/// `generic`, generic ones), so that a lane's store may overwrite what other
+/// lanes of its warp read before it.
 /// The tensor-map library's own functions (`shaders/tma.ptx`, `__ptxvk_`
 /// names) are run by one thread and rely on no lock step.
-fn reads_then_writes_shared(plan: &Plan) -> bool {
+fn reads_then_writes_shared(plan: &Plan, generic: bool) -> bool {
     if plan.func.name.starts_with("__ptxvk_") {
         return false;
     }
-    let shared = |i: &Instruction, op: &str| i.opcode == op && i.modifiers.iter().any(|m| m.starts_with("shared"));
+    let shared = |i: &Instruction, op: &str| {
+        i.opcode == op && (i.modifiers.iter().any(|m| m.starts_with("shared")) || (generic && is_generic(i)))
+    };
     plan.instructions().any(|i| shared(i, "ld")) && plan.instructions().any(|i| shared(i, "st"))
 }
 

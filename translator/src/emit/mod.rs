@@ -748,8 +748,10 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         }
     }
     if opts.warp_path == crate::WarpPath::Emulated && opts.lockstep {
-        // The lock-step points leave out the accesses of spin regions, whose
-        // walls include the calls of uniform functions, which the points
+        // The lock-step points leave out the accesses that spin loops reach
+        // before a wall (a lock's critical section may be there; points
+        // before the spin loops are walls of their own), and the walls
+        // include the calls of uniform functions, which the points
         // themselves help decide: start from the functions with warp
         // operations and barriers, and repeat until the set holds (it only
         // grows: more walls, smaller regions, more points). Counting every
@@ -763,14 +765,17 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
                     || matches!(i.opcode.as_str(), "bar" | "barrier")
                     || (i.opcode == "call" && !matches!(i.direct_callee(), Some(f) if !uniform_guess.contains(f)))
             };
-            let spin_regions = |plan: &func::Plan| {
+            let spinning = |plan: &func::Plan| {
                 if opts.forward_progress {
-                    crate::progress::regions(&plan.cfg, &is_wall, &spin)
+                    lockstep::Spinning {
+                        any: !crate::progress::regions(&plan.cfg, &is_wall, &spin).is_empty(),
+                        reach: crate::progress::spin_reach(&plan.cfg, &is_wall, &spin),
+                    }
                 } else {
-                    Vec::new()
+                    lockstep::Spinning { any: false, reach: BTreeSet::new() }
                 }
             };
-            e.lockstep = lockstep::points(&plans, &spin_regions);
+            e.lockstep = lockstep::points(&plans, &spinning);
             let now = uniform::functions(&plans, opts.warp_path, &e.lockstep, &BTreeSet::new());
             if now == uniform_guess {
                 break;

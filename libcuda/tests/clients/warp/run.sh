@@ -100,14 +100,15 @@ echo "== NVIDIA Warp =="
 # else runs under pytest's capture: with -s, pytest's own progress marks
 # (a `u` per passing subtest) land in Warp's captured output and fail the
 # tests that expect none (test_hash_grid's dtype validation). The other
-# test that reads kernel printf output through StdOutCapture,
-# test_sparse's max_new_nnz warning, runs with -s too.
+# tests that read kernel printf output through StdOutCapture,
+# test_verify_fp's NaN/Inf reports and test_sparse's max_new_nnz warning,
+# run with -s too.
 sparse_print="$tests/test_sparse.py::TestSparse::test_bsr_mm_max_new_nnz_cuda_0"
 print_args=()
 other_args=()
 other_select=cuda_0
 for a in "${args[@]}"; do
-    if [[ "$a" == *test_print.py* ]]; then
+    if [[ "$a" == *test_print.py* || "$a" == *test_verify_fp.py* ]]; then
         print_args+=("$a")
     elif [[ "$a" == "$tests/test_sparse.py" ]]; then
         other_args+=("$a")
