@@ -19,13 +19,17 @@ if [[ "${PTXVK_SKIP_CLIENTS:-0}" != 1 ]]; then
     libcuda/tests/clients/run.sh
     # The differential tester's short fixed-seed runs (150 generated kernels
     # through nvcc -O3 and -G, 50 through numba, 60 with spin loops and locks
-    # through -O3 and -G, each on ptxvk against a host reference; nvcc and numba come from the clients' environment;
+    # and 40 with lock-step exchanges through -O3 and -G, each on ptxvk against a host reference; nvcc and numba come from the clients' environment;
     # PTXVK_SKIP_DIFFTEST=1 skips them).
     if [[ "${PTXVK_SKIP_DIFFTEST:-0}" != 1 ]]; then
         tests/difftest/run.sh --short
         tests/difftest/run.sh --short-numba
-        # Spin loops and locks in generated kernels (--features spin).
+        # Spin loops and locks in generated kernels (--features spin), with
+        # warp-synchronous exchanges after a __syncwarp (warpsync).
         tests/difftest/run.sh --short-spin
+        # Warp-synchronous exchanges through shared memory that rely on lock
+        # step, one after another (--features warpsync).
+        tests/difftest/run.sh --short-warpsync
         # Multiply-add contraction (docs/contraction.md): 150 generated
         # programs, each checked against ptxas's SASS (ptxas and nvdisasm
         # from the clients' environment) and run bit for bit.

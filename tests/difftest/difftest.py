@@ -44,6 +44,7 @@ DEFAULT_LIB = os.path.join(os.path.dirname(os.path.dirname(HERE)), 'target', 're
 SHORT_SEED, SHORT_COUNT = 20240601, 150
 SHORT_NUMBA_SEED, SHORT_NUMBA_COUNT = 20241202, 50
 SHORT_SPIN_SEED, SHORT_SPIN_COUNT = 20261205, 60
+SHORT_WARPSYNC_SEED, SHORT_WARPSYNC_COUNT = 20261206, 40
 
 _print_lock = threading.Lock()
 
@@ -787,6 +788,8 @@ def main():
                     help=f'--seed {SHORT_NUMBA_SEED} --count {SHORT_NUMBA_COUNT} --modes numba')
     ap.add_argument('--short-spin', action='store_true',
                     help=f'--seed {SHORT_SPIN_SEED} --count {SHORT_SPIN_COUNT} --modes O3,G --features spin,warpsync')
+    ap.add_argument('--short-warpsync', action='store_true',
+                    help=f'--seed {SHORT_WARPSYNC_SEED} --count {SHORT_WARPSYNC_COUNT} --modes O3,G --features warpsync')
     ap.add_argument('--wait-lib', type=int, default=0, help='seconds to wait for --lib to appear')
     ap.add_argument('--check-ref', action='store_true', help='run each host reference twice')
     ap.add_argument('--keep', action='store_true', help='keep the work directory')
@@ -797,6 +800,8 @@ def main():
         a.seed, a.count, a.modes = SHORT_NUMBA_SEED, SHORT_NUMBA_COUNT, NUMBA
     if a.short_spin:
         a.seed, a.count, a.modes, a.features = SHORT_SPIN_SEED, SHORT_SPIN_COUNT, 'O3,G', 'spin,warpsync'
+    if a.short_warpsync:
+        a.seed, a.count, a.modes, a.features = SHORT_WARPSYNC_SEED, SHORT_WARPSYNC_COUNT, 'O3,G', 'warpsync'
     CASE_TIMEOUT[0] = a.case_timeout
     gen.AVOID.update(x for x in a.avoid.split(',') if x)
     gen.FEATURES.update(x for x in a.features.split(',') if x)

@@ -622,7 +622,11 @@ class WarpLockstep(Stmt):
     accesses. The plain form starts with a real `__syncwarp()` so that its
     read of other lanes' earlier stores is ordered (ptxvk makes plain
     shared loads no lock-step point); its index is an expression nvcc cannot
-    tell apart from the lane, so it keeps the load before the store."""
+    tell apart from the lane, so it keeps the load before the store.
+    With spin loops in the program (features spin, lock, poll) every form
+    starts with a real `__syncwarp()`: ptxvk gives no lock step to accesses
+    that a spin loop reaches before a wall (a lock's critical section may be
+    there; `translator/src/emit/lockstep.rs`, "Limits")."""
     _f = (('src', 'e'), ('idx', 'e'))
 
     def __init__(self, form, var, src, idx, r):
@@ -630,14 +634,15 @@ class WarpLockstep(Stmt):
 
     def lines(self, n):
         i, r = ind(n), self.r_
+        first = '__syncwarp();' if FEATURES & {'spin', 'lock', 'poll'} else 'DT_LOCKSTEP();'
         src, idx = f'(unsigned)({self.src.r()})', f'(({self.idx.r()}) & 31u)'
         mix = f'({r} * 2654435761u ^ {src})'
         val = Cast(self.var.ty, Raw(r)).r() if self.var.ty != 'u32' else r
         if self.form == 'publish':
-            body = [f'{i}  volatile unsigned* w = dt_wv + (ltid & ~31u);', f'{i}  DT_LOCKSTEP();',
+            body = [f'{i}  volatile unsigned* w = dt_wv + (ltid & ~31u);', f'{i}  {first}',
                     f'{i}  w[lane] = {src};', f'{i}  DT_LOCKSTEP();', f'{i}  unsigned {r} = w[{idx}];']
         elif self.form == 'overwrite':
-            body = [f'{i}  volatile unsigned* w = dt_wv + (ltid & ~31u);', f'{i}  DT_LOCKSTEP();',
+            body = [f'{i}  volatile unsigned* w = dt_wv + (ltid & ~31u);', f'{i}  {first}',
                     f'{i}  unsigned {r} = w[{idx}];', f'{i}  DT_LOCKSTEP();', f'{i}  w[lane] = {mix};']
         else:
             body = [f'{i}  unsigned* w = dt_wp + (ltid & ~31u);', f'{i}  __syncwarp();',
