@@ -34,6 +34,28 @@ const SEGMENTS: usize = 512;
 /// Threads per block.
 const BLOCK: u32 = 256;
 
+/// Prints the first launch and run times with lock step and without, each
+/// with whether its results were right, and their ratios.
+fn report(on: (Duration, Duration, bool), off: (Duration, Duration, bool)) {
+    println!(
+        "  with lock step    first launch {:7.3} s, run {:8.3} ms{}",
+        on.0.as_secs_f64(),
+        on.1.as_secs_f64() * 1e3,
+        if on.2 { "" } else { "  WRONG RESULTS" }
+    );
+    println!(
+        "  PTXVK_LOCKSTEP=0  first launch {:7.3} s, run {:8.3} ms  (results {})",
+        off.0.as_secs_f64(),
+        off.1.as_secs_f64() * 1e3,
+        if off.2 { "right" } else { "wrong" }
+    );
+    println!(
+        "  ratio with / without: first launch {:5.2}, run {:5.2}",
+        on.0.as_secs_f64() / off.0.as_secs_f64(),
+        on.1.as_secs_f64() / off.1.as_secs_f64()
+    );
+}
+
 /// `nvcc -ptx -arch=sm_80 -O3 templates.cu` (`tests/corpus/src/templates.cu`).
 const TEMPLATES_PTX: &str = include_str!("../../tests/corpus/ptx/templates.sm_80.O3.ptx");
 /// `reduce_tpl<float, 256>`.
@@ -121,23 +143,7 @@ fn tree_reduction(ctx: &Context) -> Result<bool, Box<dyn Error>> {
     let (first_on, run_on, out_on) = measure_reduce(ctx, &input, true)?;
     let (first_off, run_off, out_off) = measure_reduce(ctx, &input, false)?;
     let ok = out_on == want;
-    println!(
-        "  with lock step    first launch {:7.3} s, run {:8.3} ms{}",
-        first_on.as_secs_f64(),
-        run_on.as_secs_f64() * 1e3,
-        if ok { "" } else { "  WRONG RESULTS" }
-    );
-    println!(
-        "  PTXVK_LOCKSTEP=0  first launch {:7.3} s, run {:8.3} ms  (results {})",
-        first_off.as_secs_f64(),
-        run_off.as_secs_f64() * 1e3,
-        if out_off == want { "right" } else { "wrong" }
-    );
-    println!(
-        "  ratio with / without: first launch {:5.2}, run {:5.2}",
-        first_on.as_secs_f64() / first_off.as_secs_f64(),
-        run_on.as_secs_f64() / run_off.as_secs_f64()
-    );
+    report((first_on, run_on, ok), (first_off, run_off, out_off == want));
     Ok(ok)
 }
 
@@ -194,22 +200,6 @@ pub fn run(ctx: &Context) -> Result<bool, Box<dyn Error>> {
     let (first_on, run_on, out_on) = measure(ctx, &input, true)?;
     let (first_off, run_off, out_off) = measure(ctx, &input, false)?;
     let ok = sorted_segments(&input, &out_on);
-    println!(
-        "  with lock step    first launch {:7.3} s, run {:8.3} ms{}",
-        first_on.as_secs_f64(),
-        run_on.as_secs_f64() * 1e3,
-        if ok { "" } else { "  WRONG RESULTS" }
-    );
-    println!(
-        "  PTXVK_LOCKSTEP=0  first launch {:7.3} s, run {:8.3} ms  (results {})",
-        first_off.as_secs_f64(),
-        run_off.as_secs_f64() * 1e3,
-        if sorted_segments(&input, &out_off) { "right" } else { "wrong" }
-    );
-    println!(
-        "  ratio with / without: first launch {:5.2}, run {:5.2}",
-        first_on.as_secs_f64() / first_off.as_secs_f64(),
-        run_on.as_secs_f64() / run_off.as_secs_f64()
-    );
+    report((first_on, run_on, ok), (first_off, run_off, sorted_segments(&input, &out_off)));
     Ok(tree_reduction(ctx)? && ok)
 }
