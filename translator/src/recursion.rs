@@ -502,6 +502,66 @@ pub(crate) fn defs_uses<'a>(i: &'a Instruction, regs: &Regs) -> (Vec<&'a str>, V
     (defs, uses)
 }
 
+/// The registers live on entry to each block of `g` (backward dataflow to a
+/// fixed point; `exit_uses`: the registers a `ret` reads).
+pub(crate) fn live_in(g: &cfg::Cfg, regs: &Regs, exit_uses: &[&str]) -> Vec<BTreeSet<String>> {
+    let n = g.blocks.len();
+    let mut live_in: Vec<BTreeSet<String>> = vec![BTreeSet::new(); n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in (0..n).rev() {
+            let mut live = live_out(g, &live_in, b);
+            transfer(g, b, regs, exit_uses, &mut live, |_, _| {});
+            if live.len() != live_in[b].len() {
+                live_in[b] = live;
+                changed = true;
+            }
+        }
+    }
+    live_in
+}
+
+/// The registers live at the end of block `b`: those live on entry to its
+/// successors.
+pub(crate) fn live_out(g: &cfg::Cfg, live_in: &[BTreeSet<String>], b: usize) -> BTreeSet<String> {
+    g.successors(b).iter().filter_map(|&s| live_in.get(s)).flatten().cloned().collect()
+}
+
+/// Turns `live` (the registers live at the end of block `b`) into those
+/// live on its entry, calling `visit` for each instruction, last first, with
+/// the registers live after it that it does not define.
+pub(crate) fn transfer(
+    g: &cfg::Cfg,
+    b: usize,
+    regs: &Regs,
+    exit_uses: &[&str],
+    live: &mut BTreeSet<String>,
+    mut visit: impl FnMut(&Instruction, &BTreeSet<String>),
+) {
+    let term: Vec<&str> = match &g.blocks[b].term {
+        Terminator::CondBranch { pred, .. } => vec![*pred],
+        Terminator::Dispatch { reg, .. } => vec![reg.as_ref()],
+        Terminator::Return => exit_uses.to_vec(),
+        Terminator::Branch(_) => Vec::new(),
+    };
+    for u in term {
+        if regs.get(u).is_some() {
+            live.insert(u.to_string());
+        }
+    }
+    for inst in g.blocks[b].insts.iter().rev() {
+        let (defs, uses) = defs_uses(inst, regs);
+        for d in &defs {
+            live.remove(*d);
+        }
+        visit(inst, live);
+        for u in uses {
+            live.insert(u.to_string());
+        }
+    }
+}
+
 /// For each call to a cycle member in `m.body` (by statement index), the
 /// registers live after it that it does not define.
 fn liveness(m: &Member, members: &HashSet<String>) -> Result<HashMap<usize, Vec<(String, ScalarType)>>, Diagnostic> {
@@ -517,73 +577,27 @@ fn liveness(m: &Member, members: &HashSet<String>) -> Result<HashMap<usize, Vec<
         .collect();
     let ret_regs: Vec<&str> =
         m.returns.iter().filter(|s| s.space == StateSpace::Reg).map(|s| s.name.as_str()).collect();
-    let n = g.blocks.len();
-    let term_uses = |b: usize| -> Vec<&str> {
-        match &g.blocks[b].term {
-            Terminator::CondBranch { pred, .. } => vec![*pred],
-            Terminator::Dispatch { reg, .. } => vec![reg.as_ref()],
-            Terminator::Return => ret_regs.clone(),
-            Terminator::Branch(_) => Vec::new(),
-        }
-    };
-    let transfer =
-        |b: usize, live: &mut HashSet<String>, mut at_call: Option<&mut HashMap<usize, Vec<(String, ScalarType)>>>| {
-            for u in term_uses(b) {
-                if m.regs.get(u).is_some() {
-                    live.insert(u.to_string());
-                }
-            }
-            for inst in g.blocks[b].insts.iter().rev() {
-                let (defs, uses) = defs_uses(inst, &m.regs);
-                for d in &defs {
-                    live.remove(*d);
-                }
-                if let Some(map) = at_call.as_deref_mut() {
-                    if inst.opcode == "call" && callee_name(inst).is_some_and(|c| members.contains(c)) {
-                        if let Some(&k) = at.get(&(*inst as *const Instruction)) {
-                            // The call's results are written after the
-                            // callee returns (also when the call is guarded:
-                            // a skipped call skips the saving too).
-                            let mut results = Vec::new();
-                            inst.call_operands().0.iter().for_each(|o| operand_regs(o, &m.regs, &mut results));
-                            let mut v: Vec<(String, ScalarType)> = live
-                                .iter()
-                                .filter(|r| !results.contains(&r.as_str()))
-                                .filter_map(|r| m.regs.get(r).map(|(t, _)| (r.clone(), t)))
-                                .collect();
-                            v.sort_by(|a, b| a.0.cmp(&b.0));
-                            map.insert(k, v);
-                        }
-                    }
-                }
-                for u in uses {
-                    live.insert(u.to_string());
-                }
-            }
-        };
-    let mut live_in: Vec<HashSet<String>> = vec![HashSet::new(); n];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for b in (0..n).rev() {
-            let mut live: HashSet<String> = HashSet::new();
-            for s in g.successors(b) {
-                live.extend(live_in[s].iter().cloned());
-            }
-            transfer(b, &mut live, None);
-            if live.len() != live_in[b].len() {
-                live_in[b] = live;
-                changed = true;
-            }
-        }
-    }
+    let live_in = live_in(&g, &m.regs, &ret_regs);
     let mut out = HashMap::new();
-    for b in 0..n {
-        let mut live: HashSet<String> = HashSet::new();
-        for s in g.successors(b) {
-            live.extend(live_in[s].iter().cloned());
-        }
-        transfer(b, &mut live, Some(&mut out));
+    for b in 0..g.blocks.len() {
+        let mut live = live_out(&g, &live_in, b);
+        transfer(&g, b, &m.regs, &ret_regs, &mut live, |inst, live| {
+            if inst.opcode == "call" && callee_name(inst).is_some_and(|c| members.contains(c)) {
+                if let Some(&k) = at.get(&(inst as *const Instruction)) {
+                    // The call's results are written after the callee
+                    // returns (also when the call is guarded: a skipped
+                    // call skips the saving too).
+                    let mut results = Vec::new();
+                    inst.call_operands().0.iter().for_each(|o| operand_regs(o, &m.regs, &mut results));
+                    let v: Vec<(String, ScalarType)> = live
+                        .iter()
+                        .filter(|r| !results.contains(&r.as_str()))
+                        .filter_map(|r| m.regs.get(r).map(|(t, _)| (r.clone(), t)))
+                        .collect();
+                    out.insert(k, v);
+                }
+            }
+        });
     }
     // A vector register cannot be saved.
     for v in out.values() {

@@ -76,9 +76,9 @@
 
 use crate::abi::resume as area;
 use crate::ast::{FunctionKind, Instruction, Module, ModuleItem, Operand, ScalarType, StateSpace, Statement, VarDecl};
-use crate::cfg::{self, Terminator};
+use crate::cfg;
 use crate::diag::{Diagnostic, Span};
-use crate::recursion::{defs_uses, Regs};
+use crate::recursion::{live_in, Regs};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write as _;
 
@@ -364,47 +364,7 @@ fn rewrite(
         if headers.is_empty() {
             return Ok(None);
         }
-        let term_uses = |b: usize| -> Vec<&str> {
-            match &g.blocks[b].term {
-                Terminator::CondBranch { pred, .. } => vec![*pred],
-                Terminator::Dispatch { reg, .. } => vec![reg.as_ref()],
-                Terminator::Return | Terminator::Branch(_) => Vec::new(),
-            }
-        };
-        let transfer = |b: usize, live: &mut BTreeSet<String>| {
-            for u in term_uses(b) {
-                if regs.get(u).is_some() {
-                    live.insert(u.to_string());
-                }
-            }
-            for inst in g.blocks[b].insts.iter().rev() {
-                let (defs, uses) = defs_uses(inst, &regs);
-                for d in &defs {
-                    live.remove(*d);
-                }
-                for u in uses {
-                    live.insert(u.to_string());
-                }
-            }
-        };
-        let mut live_in: Vec<BTreeSet<String>> = vec![BTreeSet::new(); n];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for b in (0..n).rev() {
-                let mut live = BTreeSet::new();
-                for s in g.successors(b) {
-                    if let Some(l) = live_in.get(s) {
-                        live.extend(l.iter().cloned());
-                    }
-                }
-                transfer(b, &mut live);
-                if live.len() != live_in[b].len() {
-                    live_in[b] = live;
-                    changed = true;
-                }
-            }
-        }
+        let live_in = live_in(&g, &regs, &[]);
         // The natural loop of each header (the blocks that reach one of
         // its back-edges without passing it), which must nest: otherwise
         // the CFG is irreducible and the entry stays as it is.
