@@ -734,7 +734,7 @@ class Program(Node):
         ]
         if FEATURES & {'spin', 'lock'}:
             out.append('  __shared__ unsigned slk;')
-        if 'warpsync' in FEATURES:
+        if FEATURES & {'warpsync', 'warpsync_plain'}:
             out.append(f'  __shared__ unsigned dt_wv[{SM_WORDS}], dt_wp[{SM_WORDS}];')
             # Every word, also those of lanes a partial block lacks (the
             # minimizer shrinks blocks).
@@ -1065,7 +1065,7 @@ class Gen:
             cands += [('xchg', 10), ('synccount', 4), ('sync', 2)]
         if self.warp_ok:
             cands += [('warp', 22), ('syncwarp', 1)]
-            if 'warpsync' in FEATURES:
+            if FEATURES & {'warpsync', 'warpsync_plain'}:
                 cands.append(('lockstep', 14))
         if cx.depth < 2:
             cands += [('uif', 8)]
@@ -1088,7 +1088,9 @@ class Gen:
             rd = ShRd(idx)
             return ShXchg(src, v, rd if v.ty == 'u32' else Cast(v.ty, rd))
         if kind == 'lockstep':
-            form = R.choice(['publish', 'overwrite', 'plain'])
+            # The plain form only with 'warpsync_plain': under nvcc -G its
+            # accesses are generic, which ptxvk's lock step does not cover.
+            form = R.choice(['publish', 'overwrite'] + (['plain'] if 'warpsync_plain' in FEATURES else []))
             if R.random() < 0.3:
                 idx = Const('u32', R.randint(0, 31))
             elif R.random() < 0.5:
