@@ -29,7 +29,7 @@
 //! path reaches from any access, with no barrier or warp collective between
 //! (two loads never conflict; the first access after a barrier is already
 //! ordered). Two analyses, whose points are united:
-//! - **shared** ([`is_volatile_shared`]): in every function with `volatile`
+//! - **shared** ([`maybe_shared`]): in every function with `volatile`
 //!   shared accesses or with both `ld.shared` and `st.shared`. Candidates:
 //!   `volatile` loads (after a store), `volatile` stores (after any access),
 //!   and plain `st.shared` after a load, `volatile` or not (write after
@@ -101,15 +101,6 @@ const READS: Access = Access::Candidate { adds: LOAD, conflicts: STORE };
 /// A store that may overwrite what other lanes read or wrote.
 const WRITES: Access = Access::Candidate { adds: STORE, conflicts: LOAD | STORE | PLAIN_LOAD };
 
-/// Whether `inst` is a `volatile` access to `.shared` memory
-/// (`ld.volatile.shared`, `st.volatile.shared`). Generic ones count only
-/// where a function makes generic shared addresses ([`points`]).
-pub(crate) fn is_volatile_shared(inst: &Instruction) -> bool {
-    matches!(inst.opcode.as_str(), "ld" | "st")
-        && inst.has("volatile")
-        && inst.modifiers.iter().any(|m| m == "shared" || m == "shared::cta")
-}
-
 /// The identity of an instruction in [`points`]' set.
 pub(crate) fn inst_key(inst: &Instruction) -> usize {
     inst as *const Instruction as usize
@@ -133,6 +124,13 @@ fn is_generic(inst: &Instruction) -> bool {
         matches!(m.as_str(), "global" | "local" | "param" | "const" | "param::entry" | "param::func")
             || m.starts_with("shared")
     })
+}
+
+/// Whether `inst` may access shared memory: it names `.shared`, or, with
+/// `generic` (its function makes generic shared addresses), it is a generic
+/// `volatile` access.
+fn maybe_shared(inst: &Instruction, generic: bool) -> bool {
+    inst.modifiers.iter().any(|m| m.starts_with("shared")) || (generic && is_generic(inst) && inst.has("volatile"))
 }
 
 /// Whether `plan` makes generic addresses of shared memory (`cvta.shared`),
@@ -173,8 +171,7 @@ fn classify(inst: &Instruction, memory: Memory) -> Access {
     }
     match memory {
         Memory::Shared { generic } => {
-            let maybe_shared = inst.modifiers.iter().any(|m| m.starts_with("shared"))
-                || (generic && is_generic(inst) && inst.has("volatile"));
+            let maybe_shared = maybe_shared(inst, generic);
             if matches!(op, "ld" | "st") && maybe_shared && inst.has("volatile") {
                 return if op == "st" { WRITES } else { READS };
             }
@@ -221,10 +218,10 @@ pub(crate) fn points(plans: &HashMap<String, Plan>, spinning: &dyn Fn(&Plan) -> 
     let mut points = FxHashSet::default();
     for plan in plans.values() {
         let generic = makes_generic_shared(plan);
-        let shared = plan.instructions().any(|i| {
-            is_volatile_shared(i)
-                || (generic && matches!(i.opcode.as_str(), "ld" | "st") && i.has("volatile") && is_generic(i))
-        }) || reads_then_writes_shared(plan, generic);
+        let shared = plan
+            .instructions()
+            .any(|i| matches!(i.opcode.as_str(), "ld" | "st") && i.has("volatile") && maybe_shared(i, generic))
+            || reads_then_writes_shared(plan, generic);
         let global = exchanges_through_global(plan);
         if !shared && !global {
             continue;
@@ -256,10 +253,7 @@ fn reads_then_writes_shared(plan: &Plan, generic: bool) -> bool {
     if plan.func.name.starts_with("__ptxvk_") {
         return false;
     }
-    let shared = |i: &Instruction, op: &str| {
-        i.opcode == op
-            && (i.modifiers.iter().any(|m| m.starts_with("shared")) || (generic && is_generic(i) && i.has("volatile")))
-    };
+    let shared = |i: &Instruction, op: &str| i.opcode == op && maybe_shared(i, generic);
     plan.instructions().any(|i| shared(i, "ld")) && plan.instructions().any(|i| shared(i, "st"))
 }
 
