@@ -48,11 +48,23 @@
 //!   (Before, a wait in a branch of such a kernel was cut at half the
 //!   budget and the launch succeeded with its outputs unwritten.)
 //!
-//! The shared counters take `SLOTS` words, accounted in
-//! [`crate::abi::EntryInfo::loop_counter_words`], only in entries that may
-//! loop ([`may_loop`]).
+//! Only entries that the resume pass rewrote count ([`counting`]): the
+//! pass reads the count to stop a thread before the limiter would. In every
+//! other entry the pending flag alone fails the launch, and exactly where
+//! the limiter cuts: a cut always happens at a back-edge, so the loop cut
+//! first, or (when the budget ran out in a construct without the flag) the
+//! next loop the lane goes round in, leaves a lane pending at a merge.
+//! `runtime/tests/loop_limit.rs` (65535 iterations run, 65536 fail; nested,
+//! one after the other, divergent arms) passes either way. Not counting
+//! saves the atomic read and maximum per loop, the subgroup vote per branch
+//! around loops and the count per back-edge (the grid-stride loop of
+//! `ptxvk-bench twins reduce`, a workgroup-uniform kernel: about 1.1x).
 //!
-//! Gaps: the count follows the translator's structured control flow, not
+//! The shared counters take `SLOTS` words, accounted in
+//! [`crate::abi::EntryInfo::loop_counter_words`], only in entries that count
+//! and may loop ([`may_loop`]).
+//!
+//! Gaps of the count (where it counts): it follows the translator's structured control flow, not
 //! what llvmpipe's compiler makes of it. Measured, it is exact for one loop,
 //! loops one after the other
 //! and nested loops, and one iteration early for the divergent fixture
@@ -103,11 +115,24 @@ pub(crate) struct Counter {
     /// back-edge and has not yet arrived at the loop's header (see
     /// [`merged`]).
     pending: Word,
+    /// Whether this entry counts iterations (the resume pass reads the
+    /// count, see [`counting`]); otherwise only the pending flag detects
+    /// a cut.
+    pub(crate) counts: bool,
 }
 
 impl Counter {
-    pub(crate) fn interface(&self) -> [Word; 5] {
-        [self.slots, self.subgroup_id, self.lane, self.tripped, self.pending]
+    /// The same counter, counting (or not) in the entry being emitted.
+    pub(crate) fn with_counts(self, counts: bool) -> Counter {
+        Counter { counts, ..self }
+    }
+
+    pub(crate) fn interface(&self) -> Vec<Word> {
+        if self.counts {
+            vec![self.slots, self.subgroup_id, self.lane, self.tripped, self.pending]
+        } else {
+            vec![self.tripped, self.pending]
+        }
     }
 }
 
@@ -135,7 +160,21 @@ pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
     let pair = e.ty(TyKey::Array(bt, two));
     let pp = e.t_ptr(StorageClass::Private, pair);
     let pending = e.b.variable(pp, None, StorageClass::Private, None);
-    Some(Counter { slots, subgroup_id, lane, tripped, pending })
+    Some(Counter { slots, subgroup_id, lane, tripped, pending, counts: true })
+}
+
+/// Whether an entry whose functions are `all` counts iterations: only where
+/// the resume pass rewrote it (it reads the count to stop a thread before
+/// the limiter would). Elsewhere the pending flag ([`merged`]) is enough to
+/// fail the launch: it sees every cut of a counted loop where it happens,
+/// and a lane whose budget ran out in some other loop construct (one that
+/// no lane iterates, or an internal one) is cut at the back-edge of the
+/// next counted loop it iterates, which the flag sees too. Counting cost
+/// the grid-stride loop of `ptxvk-bench twins reduce` (a workgroup-uniform
+/// kernel) an atomic maximum and an atomic read per loop, a subgroup vote
+/// per branch around loops and the count per iteration.
+pub(crate) fn counting(all: &[&super::func::Plan]) -> bool {
+    all.iter().any(|p| p.func.body.as_deref().is_some_and(crate::resume::rewritten))
 }
 
 /// The lane's pending flag (a pointer; see [`merged`]). The index is an
@@ -176,7 +215,7 @@ fn store_slot(e: &mut Emitter, c: Counter, v: Word) -> Result<(), Diagnostic> {
 /// of a divergent branch masked even when no lane takes it, and the resume
 /// pass's save code in every loop made a small loop three times slower.
 pub(crate) fn lane_count(e: &mut Emitter) -> Result<Word, Diagnostic> {
-    let Some(c) = e.loop_counter else {
+    let Some(c) = e.loop_counter.filter(|c| c.counts) else {
         return Ok(e.c_u32(0));
     };
     let u32t = e.t_int(32);
@@ -190,7 +229,7 @@ pub(crate) fn lane_count(e: &mut Emitter) -> Result<Word, Diagnostic> {
 /// At the start of an entry point: the subgroup's counter is 0. Every lane
 /// of a subgroup stores the same value, here and below.
 pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
-    let Some(c) = e.loop_counter else {
+    let Some(c) = e.loop_counter.filter(|c| c.counts) else {
         return Ok(());
     };
     let zero = e.c_u32(0);
@@ -210,7 +249,7 @@ fn add(e: &mut Emitter, c: Counter, n: Word) -> Result<Word, Diagnostic> {
 /// lane's count catches up with the subgroup's, which lanes in an arm run
 /// before this one may have raised.
 pub(crate) fn enter(e: &mut Emitter) -> Result<(), Diagnostic> {
-    let Some(c) = e.loop_counter else {
+    let Some(c) = e.loop_counter.filter(|c| c.counts) else {
         return Ok(());
     };
     let u32t = e.t_int(32);
@@ -248,6 +287,16 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
     let Some(c) = e.loop_counter else {
         return Ok(());
     };
+    if c.counts {
+        count_back_edge(e, c, again)?;
+    }
+    let p = pending(e, c)?;
+    let yes = e.c_bool(true);
+    e.b.store(p, again.unwrap_or(yes), None, []).map_err(internal1)
+}
+
+/// [`check`]'s counting part.
+fn count_back_edge(e: &mut Emitter, c: Counter, again: Option<Word>) -> Result<(), Diagnostic> {
     let u32t = e.t_int(32);
     let bt = e.t_bool();
     let one = e.c_u32(1);
@@ -271,10 +320,7 @@ pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnost
     // test and a trap-word atomic at every back-edge made the grid-stride
     // loop of `ptxvk-bench twins reduce` run 1.3x as long. A lane past the
     // budget still gets there: llvmpipe ends each of its loops at once.
-    trip_if(e, c, spent)?;
-    let p = pending(e, c)?;
-    let yes = e.c_bool(true);
-    e.b.store(p, again.unwrap_or(yes), None, []).map_err(internal1)
+    trip_if(e, c, spent)
 }
 
 /// Where an entry returns: a lane that took a back-edge past the budget
@@ -297,6 +343,20 @@ pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter else {
         return Ok(());
     };
+    let bt = e.t_bool();
+    if c.counts {
+        count_merged(e, c)?;
+    }
+    // A lane still pending took a back-edge and never arrived at the
+    // header: the driver's limiter ended the loop (its own count may run
+    // ahead of ours: one-pass loops that its compiler keeps count there).
+    let p = pending(e, c)?;
+    let cut = e.b.load(bt, None, p, None, []).map_err(internal1)?;
+    trip_if(e, c, cut)
+}
+
+/// [`merged`]'s counting part.
+fn count_merged(e: &mut Emitter, c: Counter) -> Result<(), Diagnostic> {
     let u32t = e.t_int(32);
     let n = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
     let one = e.c_u32(1);
@@ -308,13 +368,7 @@ pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
     let bt = e.t_bool();
     let ahead = e.b.u_greater_than(bt, None, n1, old).map_err(internal1)?;
     let m = e.b.select(u32t, None, ahead, n1, old).map_err(internal1)?;
-    e.b.store(c.lane, m, None, []).map_err(internal1)?;
-    // A lane still pending took a back-edge and never arrived at the
-    // header: the driver's limiter ended the loop (its own count may run
-    // ahead of ours: one-pass loops that its compiler keeps count there).
-    let p = pending(e, c)?;
-    let cut = e.b.load(bt, None, p, None, []).map_err(internal1)?;
-    trip_if(e, c, cut)
+    e.b.store(c.lane, m, None, []).map_err(internal1)
 }
 
 /// The lane's tripped flag is also set where `cond` holds.
@@ -345,7 +399,7 @@ pub(crate) fn loops_in(regions: &[Region]) -> u32 {
 /// arm no lane takes with an empty mask, which costs each loop in it one
 /// iteration; count those.
 pub(crate) fn branch(e: &mut Emitter, cond: Word, then_loops: u32, else_loops: u32) -> Result<(), Diagnostic> {
-    let (Some(c), true) = (e.loop_counter, then_loops + else_loops > 0) else {
+    let (Some(c), true) = (e.loop_counter.filter(|c| c.counts), then_loops + else_loops > 0) else {
         return Ok(());
     };
     e.cap(Capability::GroupNonUniformVote);

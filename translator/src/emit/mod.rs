@@ -870,7 +870,8 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         e.loop_counter = None;
         if opts.loop_limit && all.iter().any(|p| loop_limit::may_loop(p)) {
             loop_counter = loop_counter.or_else(|| loop_limit::counter(&mut e));
-            e.loop_counter = loop_counter;
+            let counts = loop_limit::counting(&all);
+            e.loop_counter = loop_counter.map(|c| c.with_counts(counts));
         }
         e.explicit_cluster = plan.func.perf.iter().any(|p| matches!(p, PerfDirective::ExplicitCluster));
         e.required_cluster = plan.func.perf.iter().find_map(|p| match p {
@@ -935,7 +936,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             let (per_invocation, fixed) = uniform::scratch_words(&mut e, &all, plan);
             info.scratch_words_per_invocation = per_invocation;
             info.scratch_words_fixed = fixed;
-            info.loop_counter_words = if e.loop_counter.is_some() { loop_limit::SLOTS } else { 0 };
+            info.loop_counter_words = if e.loop_counter.is_some_and(|c| c.counts) { loop_limit::SLOTS } else { 0 };
             info.shared_spill = e.spill.is_some() && vars.shared_var.is_some();
             info.shared_wide = vars.shared_wide;
             info.resumable =
