@@ -190,7 +190,7 @@ pub fn capture_node_in(stream: Handle, make: impl FnOnce(&GraphObj) -> CuResult<
 
 /// Synchronising or querying `stream`: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
 /// when it captures (and the capture is invalidated); the legacy stream
-/// as [`check_legacy`].
+/// as `check_legacy`.
 pub fn check_sync(stream: Handle) -> CuResult<()> {
     if ACTIVE.load(Ordering::Acquire) == 0 {
         return Ok(());

@@ -1164,7 +1164,7 @@ unsafe fn write_list(out: *mut Handle, edge_out: *mut EdgeData, count: *mut usiz
 /// `cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)`.
 ///
 /// # Safety
-/// As [`write_list`].
+/// As `write_list`.
 pub unsafe fn get_nodes(graph: Handle, nodes: *mut Handle, count: *mut usize) -> CuResult<()> {
     let g = lookup_graph(graph)?;
     let items: Vec<usize> = g.data().nodes.iter().map(|n| handle_of(n) as usize).collect();
@@ -1175,7 +1175,7 @@ pub unsafe fn get_nodes(graph: Handle, nodes: *mut Handle, count: *mut usize) ->
 /// `cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)`.
 ///
 /// # Safety
-/// As [`write_list`].
+/// As `write_list`.
 pub unsafe fn get_root_nodes(graph: Handle, nodes: *mut Handle, count: *mut usize) -> CuResult<()> {
     let g = lookup_graph(graph)?;
     let items: Vec<usize> = {
@@ -1238,7 +1238,7 @@ pub unsafe fn get_edges_v1(graph: Handle, from: *mut Handle, to: *mut Handle, co
 /// *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies)`.
 ///
 /// # Safety
-/// As [`write_list`].
+/// As `write_list`.
 pub unsafe fn node_get_dependencies(
     node: Handle,
     out: *mut Handle,
@@ -1255,7 +1255,7 @@ pub unsafe fn node_get_dependencies(
 /// `cuGraphNodeGetDependencies` (CUDA 10).
 ///
 /// # Safety
-/// As [`write_list`].
+/// As `write_list`.
 pub unsafe fn node_get_dependencies_v1(node: Handle, out: *mut Handle, count: *mut usize) -> CuResult<()> {
     // SAFETY: forwarded caller contract.
     unsafe { node_get_dependencies(node, out, std::ptr::null_mut(), count) }
@@ -1264,7 +1264,7 @@ pub unsafe fn node_get_dependencies_v1(node: Handle, out: *mut Handle, count: *m
 /// `cuGraphNodeGetDependentNodes_v2(...)`.
 ///
 /// # Safety
-/// As [`write_list`].
+/// As `write_list`.
 pub unsafe fn node_get_dependent_nodes(
     node: Handle,
     out: *mut Handle,
@@ -1281,7 +1281,7 @@ pub unsafe fn node_get_dependent_nodes(
 /// `cuGraphNodeGetDependentNodes` (CUDA 10).
 ///
 /// # Safety
-/// As [`write_list`].
+/// As `write_list`.
 pub unsafe fn node_get_dependent_nodes_v1(node: Handle, out: *mut Handle, count: *mut usize) -> CuResult<()> {
     // SAFETY: forwarded caller contract.
     unsafe { node_get_dependent_nodes(node, out, std::ptr::null_mut(), count) }

@@ -51,7 +51,7 @@ const INTEGRITY_KEY: [u8; 16] =
 
 /// The answer to an integrity check: for `version % 10` of 0 and 1 fixed
 /// values; otherwise HMAC-MD2 (RFC 2104 over RFC 1319, block size 16) keyed
-/// with [`INTEGRITY_KEY`] of the input's bytes followed by each device's,
+/// with `INTEGRITY_KEY` of the input's bytes followed by each device's,
 /// the digest read as two little-endian `u64`s. (ZLUDA transcribes the
 /// computation pass by pass; its passes are HMAC's inner and outer hash, and
 /// its mixing table is MD2's substitution table.)
@@ -151,7 +151,7 @@ impl Md2 {
         }
     }
 
-    /// Section 3.2 (with the RFC's erratum: C[j] is xored, not set).
+    /// Section 3.2 (with the RFC's erratum: `C[j]` is xored, not set).
     fn add_to_checksum(&mut self, block: &[u8; 16]) {
         for (c, &m) in self.checksum.iter_mut().zip(block) {
             *c ^= MD2_S[usize::from(m ^ self.last)];

@@ -835,10 +835,10 @@ fn cluster_subject(hfunc: Handle) -> CuResult<(Arc<context::ContextObj>, BlockLi
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` per multiprocessor. The
 /// functions here require no cluster size (`CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_*`
 /// read 0), so the config must give one (`CUDA_ERROR_INVALID_CLUSTER_SIZE`
-/// otherwise, as documented). `func` may be NULL (see [`cluster_subject`]).
+/// otherwise, as documented). `func` may be NULL (see `cluster_subject`).
 ///
 /// # Safety
-/// `num_clusters` is NULL or writable; `config` as [`cluster_query`].
+/// `num_clusters` is NULL or writable; `config` as `cluster_query`.
 pub unsafe fn occupancy_max_active_clusters(
     num_clusters: *mut c_int,
     hfunc: Handle,
@@ -869,7 +869,7 @@ pub unsafe fn occupancy_max_active_clusters(
 /// const CUlaunchConfig *config)`: the largest cluster, in blocks, that can
 /// run: one block (there are no larger clusters here), or 0 when a block of
 /// `config`'s shape cannot run at all. `func` may be NULL (see
-/// [`cluster_subject`]).
+/// `cluster_subject`).
 ///
 /// # Safety
 /// As [`occupancy_max_active_clusters`].

@@ -10,7 +10,7 @@
 //! with the newest `.version`,
 //! every input's body, and no `.extern` declaration of a function or
 //! variable another input defines; where such a declaration's return list
-//! disagrees with the definition, see [`Adapter`]). It is translated right away, so errors
+//! disagrees with the definition, see `Adapter`). It is translated right away, so errors
 //! reach the link's error log, and the translation is kept for the
 //! `cuModuleLoadData`/`cuLibraryLoadData` that loads the result. Cubins, ELF
 //! objects and other libraries cannot be linked here: `CUDA_ERROR_INVALID_IMAGE`,

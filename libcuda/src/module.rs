@@ -36,7 +36,7 @@ pub struct ModuleObj {
     pub context: Arc<ContextObj>,
     /// The translated module.
     pub runtime: ptxvk_runtime::Module,
-    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` of its functions (see [`ptx_version`]).
+    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` of its functions (see `ptx_version`).
     pub ptx_version: c_int,
     /// Bytes of `.const` variables.
     pub const_bytes: u64,
@@ -80,7 +80,7 @@ pub struct FunctionObj {
     pub function: ptxvk_runtime::Function,
     /// The entry name, NUL-terminated (for `cuFuncGetName`).
     pub name: CString,
-    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` (see [`ptx_version`]).
+    /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` (see `ptx_version`).
     pub ptx_version: c_int,
     /// Bytes of the module's `.const` variables.
     pub const_bytes: u64,

@@ -92,7 +92,7 @@ pub struct DeviceInfo {
     /// Workgroups of one dispatch that are known to run at the same time,
     /// each making progress while the others spin (what a cooperative launch
     /// needs, see `ptxvk_translator::abi::grid`): llvmpipe's compute thread
-    /// pool size ([`llvmpipe_threads`]); 1 on other devices, where Vulkan
+    /// pool size (`llvmpipe_threads`); 1 on other devices, where Vulkan
     /// promises nothing.
     pub coresident_workgroups: u32,
     /// Whether cooperative launches are offered: on devices whose

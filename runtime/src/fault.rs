@@ -14,7 +14,7 @@
 //! (pieces of a chunk are carved with a gap between them), so an access
 //! one past the end of an allocation, or into freed memory, is reported;
 //! every fault of a launch
-//! is reported (up to [`MEMCHECK_RECORDS`]) in the style of NVIDIA's
+//! is reported (up to `MEMCHECK_RECORDS`) in the style of NVIDIA's
 //! `compute-sanitizer`.
 
 use std::collections::HashMap;

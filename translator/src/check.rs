@@ -19,7 +19,7 @@
 //! - a floating-point constant is not an integer operand.
 //!
 //! Where the table has no rule for an operand, only its shape (checked by
-//! [`crate::isa::decode`]) and that its names are declared are checked.
+//! [`crate::isa::decode()`]) and that its names are declared are checked.
 
 use crate::ast::{self, Module, ModuleItem, Operand, ScalarType, StateSpace, Statement, VarDecl};
 use crate::diag::{Diagnostic, Span, MAX_DIAGNOSTICS};

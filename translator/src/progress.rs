@@ -15,7 +15,7 @@
 //!
 //! # What
 //! A *spin loop* is a loop without collectives whose exit test depends on a
-//! value another thread changes (see [`polls`]): `ld.volatile`,
+//! value another thread changes (see `polls`): `ld.volatile`,
 //! `ld.relaxed`/`ld.acquire`, or an `atom.exch`/`atom.cas` (a lock), or an
 //! `atom` that only reads (`atom.add` of 0), or what a call of a function
 //! that does such reads returns (nvcc `-G` calls `atomicExch` through a
@@ -155,7 +155,7 @@ struct Loop {
     has_wall: bool,
 }
 
-/// What makes a loop a spin loop (see [`polls`]).
+/// What makes a loop a spin loop (see `polls`).
 pub struct SpinTest<'x> {
     /// Every loop without a wall counts (a test mode: results must not
     /// change).

@@ -20,7 +20,7 @@
 //! whose body reads global (or generic) memory that another thread writes:
 //! an `ld` marked `.volatile`, `.relaxed` or `.acquire`, an `atom`, an
 //! mbarrier test. When
-//! the body only reads memory (see [`reads_only`]) it becomes
+//! the body only reads memory (see `reads_only`) it becomes
 //!
 //! ```text
 //! L:  body; body; ... body;  (unroll times)
@@ -29,9 +29,9 @@
 //!
 //! (the thread may read once more after the condition held, as a slower
 //! thread would) when a copy also computes nothing from what an earlier
-//! copy computed ([`repeatable`]: `while (*flag == 0 && k < n) k++;` counts
+//! copy computed (`repeatable`: `while (*flag == 0 && k < n) k++;` counts
 //! in a register the body reads and writes, and copies without exit tests
-//! went past `n`); otherwise, at most [`MAX_COPIES_WITH_EXITS`] copies,
+//! went past `n`); otherwise, at most `MAX_COPIES_WITH_EXITS` copies,
 //!
 //! ```text
 //! L:  body; @!p bra L_spin_exit;  (copies - 1 times)

@@ -111,7 +111,7 @@ pub(crate) struct Counter {
     lane: Word,
     /// `Private` bool: the lane took a back-edge past the budget.
     tripped: Word,
-    /// `Private` bool[2], used at an opaque zero index: the lane took a
+    /// `Private` `bool[2]`, used at an opaque zero index: the lane took a
     /// back-edge and has not yet arrived at the loop's header (see
     /// [`merged`]).
     pending: Word,

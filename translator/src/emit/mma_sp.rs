@@ -7,8 +7,8 @@
 //! M×K/2: each row is cut into chunks of `W` columns of which `S` are
 //! stored (2:4 for 16- and 8-bit types, 1:2 for tf32, and for 4-bit types
 //! two 2-wide pairs of each 8 columns). Each chunk has a 4-bit field of
-//! metadata holding two 2-bit indices (bits [1:0] for the first stored
-//! element or pair, [3:2] for the second). tf32 chunks are `0b0100` (the
+//! metadata holding two 2-bit indices (bits `[1:0]` for the first stored
+//! element or pair, `[3:2]` for the second). tf32 chunks are `0b0100` (the
 //! element at position 0) or `0b1110` (position 1): the index of the first
 //! element, halved.
 //!

@@ -1,5 +1,5 @@
 //! Decoding: an [`ast::Instruction`] (opcode word, modifier words,
-//! operands) matched against the forms of the [table](super::table) into a
+//! operands) matched against the forms of the [table](mod@super::table) into a
 //! [`Decoded`] instruction, or a diagnostic that names the offending
 //! modifier or operand.
 //!

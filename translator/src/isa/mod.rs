@@ -7,9 +7,9 @@
 //!   described at its top). It is the single source of truth.
 //! - [`names`]: the [`Opcode`], [`Mod`] and [`Group`] enums, generated from
 //!   the table by [`gen`] and checked in (a test fails when they are stale).
-//! - [`raw`] reads the table text; [`table`] types it ([`table::table`] is
+//! - [`raw`] reads the table text; [`mod@table`] types it ([`table::table`] is
 //!   built once per process).
-//! - [`decode`] turns an [`ast::Instruction`](crate::ast::Instruction)
+//! - [`mod@decode`] turns an [`ast::Instruction`](crate::ast::Instruction)
 //!   into a [`Decoded`] form or a diagnostic.
 //! - [`sreg`]: special registers.
 

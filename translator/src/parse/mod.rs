@@ -1,5 +1,5 @@
 //! Pass 1: PTX text → [`crate::ast::Module`] with spans, using the `pest` grammar in
-//! `ptx.pest` for the module's structure and the scanner in [`inst`] for
+//! `ptx.pest` for the module's structure and the scanner in `inst` for
 //! instruction statements.
 //!
 //! The input is cut into chunks at top-level item boundaries (after a `;`
