@@ -152,6 +152,59 @@ fn loop_of_100000_iterations_in_a_kernel_with_barriers() {
     assert_clean(&ctx);
 }
 
+/// `block_sum` of 64 threads, one block, each thread `per_thread`
+/// iterations, translated without unrolling (so that llvmpipe's own budget
+/// of 65535 is the limit) and without resume rounds (a kernel with a barrier
+/// never resumes): the launch's result and block 0's sum against the host's.
+fn block_sum_unrolled_off(ctx: &ptxvk_runtime::Context, per_thread: usize) -> (Result<(), ptxvk_runtime::Error>, bool) {
+    let options = ptxvk_translator::Options { unroll_loops: 0, ..ctx.translate_options() };
+    let t = ptxvk_translator::translate(PTX, "long_loops.ptx", &options).unwrap();
+    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
+    let f = m.function("block_sum").unwrap();
+    let threads = 64usize;
+    let n = threads * per_thread;
+    let mut g = Lcg(15);
+    let input: Vec<u32> = (0..n).map(|_| g.next_u32()).collect();
+    let din = upload_u32(ctx, &input);
+    let dout = poisoned(ctx, 1);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    let r = ctx.launch(&f, [1, 1, 1], [threads as u32, 1, 1], 0, &params).and_then(|_| ctx.synchronize());
+    if r.is_err() {
+        return (r, false);
+    }
+    let want = (0..threads).fold(0u32, |t, k| {
+        let s = (k..n).step_by(threads).fold(0u32, |s, i| s.wrapping_mul(31).wrapping_add(input[i]));
+        t ^ s.wrapping_add(k as u32)
+    });
+    (r, download_u32(ctx, dout, 1)[0] == want)
+}
+
+/// The loop-limit detection in a kernel that is not resumable and runs in
+/// workgroup-uniform mode (a barrier after the loop; the detection there is
+/// the cut flag alone, no iteration count: `translator/src/emit/loop_limit.rs`):
+/// 60,000 iterations per thread plus thread 0's 64 give the host's sum;
+/// 70,000 fail the launch with the loop-limit error on llvmpipe instead of
+/// summing part of the slice (elsewhere they give the host's sum too).
+#[test]
+fn past_the_limit_a_kernel_with_barriers_fails_loudly() {
+    let ctx = context();
+    let (r, right) = block_sum_unrolled_off(&ctx, 60_000);
+    r.unwrap_or_else(|e| panic!("60,000 iterations: {e}"));
+    assert!(right, "60,000 iterations: wrong sum");
+    assert_clean(&ctx);
+    let ctx = context();
+    let (r, right) = block_sum_unrolled_off(&ctx, 70_000);
+    if ctx.info().driver_name != "llvmpipe" {
+        r.unwrap_or_else(|e| panic!("70,000 iterations: {e}"));
+        assert!(right, "70,000 iterations: wrong sum");
+        return;
+    }
+    match r {
+        Err(ptxvk_runtime::Error::LaunchFailed(msg)) => assert!(msg.contains("loop limit of 65535"), "{msg}"),
+        other => panic!("70,000 iterations: expected the loop-limit error, got {other:?}"),
+    }
+}
+
 /// NVIDIA Warp's deterministic scatter-add (`deterministic_reduce_kernel`):
 /// the first record of each run of equal destinations sums the run in
 /// order, per component. One run of 69,000 records in 3 components is
