@@ -152,6 +152,44 @@ fn loop_of_100000_iterations_in_a_kernel_with_barriers() {
     assert_clean(&ctx);
 }
 
+/// `checked_hash`: the serial hash with a `printf` check in its loop (as
+/// NVIDIA Warp's `wp.expect_eq` compiles; its `fem` lookups loop past the
+/// limiter with such checks). The call keeps the loop from being unrolled,
+/// so 200,000 iterations need 6 of the 8 resume rounds (about 28,000 per
+/// invocation: the loop's back-edge and the `printf` arm that no lane takes
+/// count two each), which an entry with a `printf` call and its `.local`
+/// argument buffer now gets (`translator/src/resume.rs`). The check fires
+/// once per thread, at an input read in a resume round, and prints what
+/// it should.
+#[test]
+fn hash_of_200000_elements_with_a_printf_check() {
+    let ctx = context();
+    let m = ctx.load_module(PTX, "long_loops.ptx").unwrap();
+    let f = m.function("checked_hash").unwrap();
+    let n = 200_000usize;
+    let mut g = Lcg(16);
+    let mut input: Vec<u32> = (0..n).map(|_| g.next_u32().min(0xFFFF_FFFE)).collect();
+    // One input the check reports, late enough to be read in a resume round.
+    let flagged = 150_000;
+    input[flagged] = 0xFFFF_FFFF;
+    ctx.capture_printf(true);
+    let din = upload_u32(&ctx, &input);
+    let dout = poisoned(&ctx, 32);
+    let params = f.pack_params(&[&din.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [32, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap_or_else(|e| panic!("{e}"));
+    let out = download_u32(&ctx, dout, 32);
+    for (t, &h) in out.iter().enumerate() {
+        let want = input.iter().fold(2166136261u32.wrapping_add(t as u32), |h, &v| (h ^ v).wrapping_mul(16777619));
+        assert_eq!(h, want, "thread {t}");
+    }
+    // Every thread reads every input: 32 lines, each the same.
+    let printed = String::from_utf8(ctx.take_printf_output()).unwrap();
+    let line = format!("checked_hash: unexpected input 4294967295 at {flagged}\n");
+    assert_eq!(printed, line.repeat(32));
+    assert_clean(&ctx);
+}
+
 /// `block_sum` of 64 threads, one block, each thread `per_thread`
 /// iterations, translated without unrolling (so that llvmpipe's own budget
 /// of 65535 is the limit) and without resume rounds (a kernel with a barrier

@@ -19,11 +19,20 @@
 //! An entry qualifies when its threads are independent of each other within
 //! the launch, so that a thread can stop and go on later in another
 //! invocation, with other neighbours: no barrier, no warp operation, no
-//! `.local` memory (it would have to be saved too), no
-//! call (the translator's functions would have to be entered half way), no
-//! nested scopes, no read of `.shared` memory reachable from a loop (a
-//! resumed thread runs in another workgroup; stores are allowed, and reads
-//! before the loops), and a loop. In such an entry the pass rewrites the PTX:
+//! `.local` memory (it would have to be saved too) except `printf`'s
+//! argument buffers, no call (the translator's functions would have to be
+//! entered half way) except `printf`'s, no other nested scopes than its call
+//! sequences, no read of `.shared` memory reachable from a loop (a resumed
+//! thread runs in another workgroup; stores are allowed, and reads before
+//! the loops), and a loop. `printf` (`vprintf`) is code of the entry's own,
+//! run in place, and nvcc stores its arguments in the frame's local depot
+//! right before each call: an entry whose local memory the kernel never
+//! reads and whose every local store is followed by a `printf` call before
+//! any label or branch has nothing in local memory to save at a loop
+//! header (the depot's generic address, a register like any other, is the
+//! same in every invocation). NVIDIA Warp's checks (`wp.expect_eq`) compile
+//! to such calls in loops that run past the limiter (its `fem` lookups). In
+//! such an entry the pass rewrites the PTX:
 //!
 //! - every read of a special register that names the thread (`%tid`,
 //!   `%ctaid`, `%clusterid`, `%laneid`, `%warpid`, `%lanemask_*`) reads a
@@ -248,14 +257,117 @@ fn replace_specials(o: &mut Operand, used: &mut BTreeMap<String, (String, Option
     }
 }
 
+/// Whether `block` is a call sequence of `printf` as nvcc writes it
+/// (`{ .param ...; st.param ...; call.uni (retval0), vprintf, (...);
+/// ld.param ...; }`): the translator runs `vprintf` in place (a record in
+/// the printf FIFO), so a thread never stops inside it.
+fn is_printf_call(block: &[Statement]) -> bool {
+    let mut calls = 0;
+    let ok = block.iter().all(|s| match s {
+        Statement::Decl(d) => matches!(d.space, StateSpace::Reg | StateSpace::Param),
+        Statement::Inst(i) => match i.opcode.as_str() {
+            "call" => {
+                calls += 1;
+                matches!(i.call_operands().1, Some(Operand::Name { name, .. }) if name == "vprintf")
+            }
+            "st" | "ld" => i.has("param"),
+            _ => false,
+        },
+        _ => false,
+    });
+    ok && calls == 1
+}
+
+/// Whether the entry's `.local` memory holds nothing but `printf`'s
+/// argument buffers, so that a thread that stops at a loop header has
+/// nothing in it to save: no load from local memory (an address derived
+/// from a `.local` variable never reaches a load or an atomic, in any
+/// state space), and every store to it is followed by a `printf` call
+/// sequence (which reads it) before any label or branch (where a loop
+/// header, and so a stop, could come between). nvcc's `printf` stores the
+/// arguments to the frame's depot and passes its generic address.
+fn local_is_printf_arguments(body: &[Statement]) -> bool {
+    let locals: HashSet<&str> = body
+        .iter()
+        .filter_map(|s| match s {
+            Statement::Decl(d) if d.space == StateSpace::Local => Some(d),
+            _ => None,
+        })
+        .flat_map(|d| d.names.iter().map(|n| n.name.as_str()))
+        .collect();
+    // Registers that may hold a local address: copies, sums and `cvta`s of
+    // a local variable's address, to a fixed point.
+    let mut derived: HashSet<&str> = HashSet::new();
+    loop {
+        let before = derived.len();
+        for s in body {
+            let Statement::Inst(i) = s else { continue };
+            if !matches!(i.opcode.as_str(), "mov" | "add" | "sub" | "cvta") {
+                continue;
+            }
+            let Some((dst, srcs)) = i.operands.split_first() else { continue };
+            let mut from_local = false;
+            for o in srcs {
+                o.for_each_name(&mut |n| from_local |= locals.contains(n) || derived.contains(n));
+            }
+            if from_local {
+                dst.for_each_name(&mut |n| {
+                    derived.insert(n);
+                });
+            }
+        }
+        if derived.len() == before {
+            break;
+        }
+    }
+    let mentions = |o: &Operand| {
+        let mut m = false;
+        o.for_each_name(&mut |n| m |= locals.contains(n) || derived.contains(n));
+        m
+    };
+    let mut pending = false;
+    for s in body {
+        match s {
+            Statement::Block(inner) if is_printf_call(inner) => pending = false,
+            Statement::Label(..) if pending => return false,
+            Statement::Inst(i) => {
+                let address_is_local = i.operands.iter().any(|o| matches!(o, Operand::Address(..)) && mentions(o));
+                match i.opcode.as_str() {
+                    "mov" | "add" | "sub" | "cvta" => {}
+                    "st" if address_is_local || i.has("local") => {
+                        // The value stored must not be a local address either.
+                        if i.operands.iter().skip(1).any(mentions) {
+                            return false;
+                        }
+                        pending = true;
+                    }
+                    "bra" | "ret" | "exit" | "brx" if pending => return false,
+                    _ => {
+                        if i.has("local") || i.operands.iter().any(mentions) {
+                            return false;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    !pending
+}
+
 /// Whether the entry qualifies (see the module docs), before looking for loops.
 fn qualifies(body: &[Statement], shared_vars: &HashSet<String>) -> bool {
+    let printf_locals = local_is_printf_arguments(body);
     body.iter().all(|s| match s {
-        Statement::Block(_) | Statement::Prototype(..) | Statement::TargetList { .. } => false,
-        Statement::Decl(d) => matches!(d.space, StateSpace::Reg | StateSpace::Shared),
+        Statement::Block(inner) => is_printf_call(inner),
+        Statement::Prototype(..) | Statement::TargetList { .. } => false,
+        Statement::Decl(d) => {
+            matches!(d.space, StateSpace::Reg | StateSpace::Shared) || (d.space == StateSpace::Local && printf_locals)
+        }
         Statement::Label(..) => true,
         Statement::Inst(i) => {
-            if DISQUALIFY.contains(&i.opcode.as_str()) || i.has("local") {
+            let local_ok = printf_locals && matches!(i.opcode.as_str(), "st" | "cvta");
+            if DISQUALIFY.contains(&i.opcode.as_str()) || (i.has("local") && !local_ok) {
                 return false;
             }
             // A `.shared` address made generic could be used anywhere.

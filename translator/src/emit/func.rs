@@ -1049,7 +1049,8 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
             Region::Loop { header, body } => construct(e, fx, Dest::To(Target::Continue(*header)), body)?,
             Region::If { block, then_body, else_body } => {
                 let c = branch_condition(e, fx, *block)?;
-                let loops = (super::loop_limit::loops_in(then_body), super::loop_limit::loops_in(else_body));
+                let loops =
+                    (super::loop_limit::idle_loops(e, fx, then_body), super::loop_limit::idle_loops(e, fx, else_body));
                 super::loop_limit::branch(e, c, loops.0, loops.1)?;
                 let t = e.b.id();
                 let f = e.b.id();

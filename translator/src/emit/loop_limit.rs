@@ -71,8 +71,10 @@
 //! (llvmpipe allowed one more there). Not counted: loops after the point
 //! where every lane of the vector has left a loop (`break`) or returned,
 //! which llvmpipe still runs once with an empty mask; loops in callees
-//! called from an arm no lane takes; internal loops (atomics, warp
-//! emulation) in an arm no lane takes. A branch llvmpipe's compiler finds
+//! other than `vprintf` called from an arm no lane takes (at most two are
+//! counted); warp emulation's internal loops in an arm no lane takes (the
+//! translator's other internal loops there are counted, [`idle_loops`]).
+//! A branch llvmpipe's compiler finds
 //! uniform skips its idle arm, where the count still adds its loops (early,
 //! not late). Subgroups narrower than 8 lanes in workgroups of more than
 //! 1024 / 8 subgroups would share counters.
@@ -392,6 +394,53 @@ pub(crate) fn loops_in(regions: &[Region]) -> u32 {
             _ => 0,
         })
         .sum()
+}
+
+/// The loop constructs an arm's code runs once each when no lane takes the
+/// arm (see [`branch`]): the PTX loops in `regions` ([`loops_in`]) and the
+/// translator's own loops in their instructions' code: `vprintf`'s copy of
+/// its arguments and count of its conversions (`printf::loops`), the
+/// compare-and-swap loop of an atomic ([`cas_loop`]), a callee's (at most two counted: only resumable entries count,
+/// and those call nothing but `vprintf`). Without them the count fell
+/// behind llvmpipe's, whose limiter ended the loop of
+/// `runtime/tests/long_loops.rs`'s `checked_hash` (a `printf` check in its
+/// loop, arguments copied by a loop) at half the count, before the resume
+/// pass stopped the thread; ahead, a resumable thread only stops earlier.
+pub(crate) fn idle_loops(e: &Emitter, fx: &super::func::Fx, regions: &[Region]) -> u32 {
+    regions
+        .iter()
+        .map(|r| match r {
+            Region::Code(b) => fx.cfg.blocks.get(*b).map_or(0, |b| {
+                b.insts
+                    .iter()
+                    .map(|i| match i.opcode.as_str() {
+                        "call" => match i.call_operands().1 {
+                            Some(crate::ast::Operand::Name { name, .. }) if name == "vprintf" => {
+                                super::printf::loops(e, fx, i)
+                            }
+                            _ => 2,
+                        },
+                        "atom" | "red" => u32::from(cas_loop(i)),
+                        _ => 0,
+                    })
+                    .sum()
+            }),
+            Region::Loop { body, .. } => 1 + idle_loops(e, fx, body),
+            Region::Block { body, .. } => idle_loops(e, fx, body),
+            Region::If { then_body, else_body, .. } => idle_loops(e, fx, then_body) + idle_loops(e, fx, else_body),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Whether an atomic may be a compare-and-swap loop (`mem.rs`): float and
+/// half-word ones, `inc`/`dec`, and `cas` below 32 bits (an upper bound:
+/// 32-bit float additions are native where the device has them). Integer
+/// `add`, `min`, `max`, bitwise ops and `exch` of 32 and 64 bits are native.
+fn cas_loop(i: &crate::ast::Instruction) -> bool {
+    const LOOPS: [&str; 13] =
+        ["f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "b16", "u16", "s16", "b8", "u8", "inc", "dec"];
+    i.modifiers.iter().any(|m| LOOPS.contains(&m.as_str()))
 }
 
 /// Before a two-way branch on `cond` whose arms hold `then_loops` and

@@ -181,26 +181,19 @@ fn header(e: &mut Emitter, size: Word, kind: u32, string: Word) -> Result<Vec<Wo
 }
 
 /// `call (ret), vprintf, (format, args)`.
-pub(crate) fn vprintf(
-    e: &mut Emitter,
-    fx: &mut Fx,
-    inst: &Instruction,
-    rets: &[Operand],
-    args: &[Operand],
-) -> Result<(), Diagnostic> {
-    if args.len() != 2 || rets.len() > 1 {
-        return Err(Diagnostic::error(inst.span, "vprintf takes (format, args) and returns one value"));
-    }
-    let span = inst.span;
+/// What [`vprintf`] emits for a call, decided before any code.
+struct Plan {
+    site: super::printf_sites::Site,
+    /// A string literal format (immutable): the argument bytes its
+    /// conversions read, and their count.
+    literal: Option<(u32, u32)>,
+    /// The argument words copied from the local words at constant indices
+    /// (the first word and the count), when their place is known.
+    known: Option<(u32, u32)>,
+}
+
+fn plan(e: &Emitter, fx: &Fx, inst: &Instruction) -> Plan {
     let site = fx.printf_sites.of(inst);
-    let fmt = param_arg(e, fx, args, 0, span)?;
-    let fmt = as_u64(e, fmt)?;
-    let u32t = e.t_int(32);
-    let u64t = e.t_int(64);
-    let bt = e.t_bool();
-    let zero64 = e.c_int(64, 0);
-    // A string literal format (immutable): the argument bytes its
-    // conversions read, and their count.
     let literal: Option<(u32, u32)> = site
         .format
         .as_ref()
@@ -223,6 +216,35 @@ pub(crate) fn vprintf(
         })(),
         _ => None,
     };
+    Plan { site, literal, known }
+}
+
+/// The loop constructs [`vprintf`]'s code for `inst` has: the copy of the
+/// arguments when their place is not known, the count of the conversions
+/// when the result is read and the format is not a literal.
+pub(crate) fn loops(e: &Emitter, fx: &Fx, inst: &Instruction) -> u32 {
+    let p = plan(e, fx, inst);
+    u32::from(p.known.is_none()) + u32::from(p.site.result_read && p.literal.is_none())
+}
+
+pub(crate) fn vprintf(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    inst: &Instruction,
+    rets: &[Operand],
+    args: &[Operand],
+) -> Result<(), Diagnostic> {
+    if args.len() != 2 || rets.len() > 1 {
+        return Err(Diagnostic::error(inst.span, "vprintf takes (format, args) and returns one value"));
+    }
+    let span = inst.span;
+    let Plan { site, literal, known } = plan(e, fx, inst);
+    let fmt = param_arg(e, fx, args, 0, span)?;
+    let fmt = as_u64(e, fmt)?;
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let bt = e.t_bool();
+    let zero64 = e.c_int(64, 0);
     let (size, copy) = match known {
         Some((first, words)) => {
             let size = (pf::RECORD_HEADER_BYTES + 4 * words).div_ceil(8) * 8;
