@@ -61,8 +61,8 @@
 //! `ptxvk-bench twins reduce`, a workgroup-uniform kernel: about 1.1x).
 //!
 //! The shared counters take `SLOTS` words, accounted in
-//! [`crate::abi::EntryInfo::loop_counter_words`], only in entries that count
-//! and may loop ([`may_loop`]).
+//! [`crate::abi::EntryInfo::loop_counter_words`], only in entries that may
+//! loop ([`may_loop`]), counting or not.
 //!
 //! Gaps of the count (where it counts): it follows the translator's structured control flow, not
 //! what llvmpipe's compiler makes of it. Measured, it is exact for one loop,
@@ -129,12 +129,13 @@ impl Counter {
         Counter { counts, ..self }
     }
 
-    pub(crate) fn interface(&self) -> Vec<Word> {
-        if self.counts {
-            vec![self.slots, self.subgroup_id, self.lane, self.tripped, self.pending]
-        } else {
-            vec![self.tripped, self.pending]
-        }
+    /// The variables, for entry point interfaces: all of them, counting or
+    /// not (the counters' Workgroup words are accounted in every entry that
+    /// may loop, [`crate::abi::EntryInfo::loop_counter_words`]: the
+    /// validation layer counts the module's Workgroup variables against the
+    /// device's limit, and `shared_spill` plans the rest of the memory).
+    pub(crate) fn interface(&self) -> [Word; 5] {
+        [self.slots, self.subgroup_id, self.lane, self.tripped, self.pending]
     }
 }
 

@@ -936,7 +936,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             let (per_invocation, fixed) = uniform::scratch_words(&mut e, &all, plan);
             info.scratch_words_per_invocation = per_invocation;
             info.scratch_words_fixed = fixed;
-            info.loop_counter_words = if e.loop_counter.is_some_and(|c| c.counts) { loop_limit::SLOTS } else { 0 };
+            info.loop_counter_words = if e.loop_counter.is_some() { loop_limit::SLOTS } else { 0 };
             info.shared_spill = e.spill.is_some() && vars.shared_var.is_some();
             info.shared_wide = vars.shared_wide;
             info.resumable =
