@@ -16,6 +16,21 @@ use common::{assert_clean, context, download_u32, poisoned, upload, upload_u32, 
 
 const PTX: &str = include_str!("../../tests/fixtures/long_loops.ptx");
 
+/// `serial_hash`'s (and `checked_hash`'s) result for thread `t`.
+fn serial_hash_of(input: &[u32], t: usize) -> u32 {
+    input.iter().fold(2166136261u32.wrapping_add(t as u32), |h, &v| (h ^ v).wrapping_mul(16777619))
+}
+
+/// `block_sum`'s result for block `b` of `threads` threads, `total`
+/// threads in the grid.
+fn block_sum_of(input: &[u32], b: usize, threads: usize, total: usize) -> u32 {
+    (0..threads).fold(0u32, |t, k| {
+        let s =
+            (b * threads + k..input.len()).step_by(total).fold(0u32, |s, i| s.wrapping_mul(31).wrapping_add(input[i]));
+        t ^ s.wrapping_add(k as u32)
+    })
+}
+
 #[test]
 fn serial_hash_of_300000_elements() {
     let ctx = context();
@@ -31,7 +46,7 @@ fn serial_hash_of_300000_elements() {
     ctx.synchronize().unwrap();
     let out = download_u32(&ctx, dout, 32);
     for (t, &h) in out.iter().enumerate() {
-        let want = input.iter().fold(2166136261u32.wrapping_add(t as u32), |h, &v| (h ^ v).wrapping_mul(16777619));
+        let want = serial_hash_of(&input, t);
         assert_eq!(h, want, "thread {t}");
     }
     assert_clean(&ctx);
@@ -143,11 +158,7 @@ fn loop_of_100000_iterations_in_a_kernel_with_barriers() {
     ctx.synchronize().unwrap_or_else(|e| panic!("{e}"));
     let out = download_u32(&ctx, dout, blocks);
     for (b, &got) in out.iter().enumerate() {
-        let want = (0..threads).fold(0u32, |t, k| {
-            let s = (b * threads + k..n).step_by(total).fold(0u32, |s, i| s.wrapping_mul(31).wrapping_add(input[i]));
-            t ^ s.wrapping_add(k as u32)
-        });
-        assert_eq!(got, want, "block {b}");
+        assert_eq!(got, block_sum_of(&input, b, threads, total), "block {b}");
     }
     assert_clean(&ctx);
 }
@@ -180,7 +191,7 @@ fn hash_of_200000_elements_with_a_printf_check() {
     ctx.synchronize().unwrap_or_else(|e| panic!("{e}"));
     let out = download_u32(&ctx, dout, 32);
     for (t, &h) in out.iter().enumerate() {
-        let want = input.iter().fold(2166136261u32.wrapping_add(t as u32), |h, &v| (h ^ v).wrapping_mul(16777619));
+        let want = serial_hash_of(&input, t);
         assert_eq!(h, want, "thread {t}");
     }
     // Every thread reads every input: 32 lines, each the same.
@@ -210,11 +221,7 @@ fn block_sum_unrolled_off(ctx: &ptxvk_runtime::Context, per_thread: usize) -> (R
     if r.is_err() {
         return (r, false);
     }
-    let want = (0..threads).fold(0u32, |t, k| {
-        let s = (k..n).step_by(threads).fold(0u32, |s, i| s.wrapping_mul(31).wrapping_add(input[i]));
-        t ^ s.wrapping_add(k as u32)
-    });
-    (r, download_u32(ctx, dout, 1)[0] == want)
+    (r, download_u32(ctx, dout, 1)[0] == block_sum_of(&input, 0, threads, threads))
 }
 
 /// The loop-limit detection in a kernel that is not resumable and runs in

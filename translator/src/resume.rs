@@ -268,7 +268,7 @@ fn is_printf_call(block: &[Statement]) -> bool {
         Statement::Inst(i) => match i.opcode.as_str() {
             "call" => {
                 calls += 1;
-                matches!(i.call_operands().1, Some(Operand::Name { name, .. }) if name == "vprintf")
+                i.direct_callee() == Some("vprintf")
             }
             "st" | "ld" => i.has("param"),
             _ => false,
@@ -366,8 +366,8 @@ fn qualifies(body: &[Statement], shared_vars: &HashSet<String>) -> bool {
         }
         Statement::Label(..) => true,
         Statement::Inst(i) => {
-            let local_ok = printf_locals && matches!(i.opcode.as_str(), "st" | "cvta");
-            if DISQUALIFY.contains(&i.opcode.as_str()) || (i.has("local") && !local_ok) {
+            // With `printf_locals`, its check has seen every local access.
+            if DISQUALIFY.contains(&i.opcode.as_str()) || (i.has("local") && !printf_locals) {
                 return false;
             }
             // A `.shared` address made generic could be used anywhere.

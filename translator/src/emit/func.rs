@@ -1049,9 +1049,7 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
             Region::Loop { header, body } => construct(e, fx, Dest::To(Target::Continue(*header)), body)?,
             Region::If { block, then_body, else_body } => {
                 let c = branch_condition(e, fx, *block)?;
-                let loops =
-                    (super::loop_limit::idle_loops(e, fx, then_body), super::loop_limit::idle_loops(e, fx, else_body));
-                super::loop_limit::branch(e, c, loops.0, loops.1)?;
+                super::loop_limit::branch(e, fx, c, then_body, else_body)?;
                 let t = e.b.id();
                 let f = e.b.id();
                 let m = e.b.id();

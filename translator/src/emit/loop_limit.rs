@@ -386,12 +386,18 @@ fn trip_if(e: &mut Emitter, c: Counter, cond: Word) -> Result<(), Diagnostic> {
 /// least once each (one vector iteration) when no lane takes the branch
 /// they are in, since it runs both arms of a divergent branch.
 pub(crate) fn loops_in(regions: &[Region]) -> u32 {
+    loops_with(regions, &|_| 0)
+}
+
+/// [`loops_in`], plus `code(b)` for each basic block `b` of straight-line code.
+fn loops_with(regions: &[Region], code: &dyn Fn(usize) -> u32) -> u32 {
     regions
         .iter()
         .map(|r| match r {
-            Region::Loop { body, .. } => 1 + loops_in(body),
-            Region::Block { body, .. } => loops_in(body),
-            Region::If { then_body, else_body, .. } => loops_in(then_body) + loops_in(else_body),
+            Region::Code(b) => code(*b),
+            Region::Loop { body, .. } => 1 + loops_with(body, code),
+            Region::Block { body, .. } => loops_with(body, code),
+            Region::If { then_body, else_body, .. } => loops_with(then_body, code) + loops_with(else_body, code),
             _ => 0,
         })
         .sum()
@@ -401,37 +407,21 @@ pub(crate) fn loops_in(regions: &[Region]) -> u32 {
 /// arm (see [`branch`]): the PTX loops in `regions` ([`loops_in`]) and the
 /// translator's own loops in their instructions' code: `vprintf`'s copy of
 /// its arguments and count of its conversions (`printf::loops`), the
-/// compare-and-swap loop of an atomic ([`cas_loop`]), a callee's (at most two counted: only resumable entries count,
-/// and those call nothing but `vprintf`). Without them the count fell
-/// behind llvmpipe's, whose limiter ended the loop of
-/// `runtime/tests/long_loops.rs`'s `checked_hash` (a `printf` check in its
-/// loop, arguments copied by a loop) at half the count, before the resume
-/// pass stopped the thread; ahead, a resumable thread only stops earlier.
-pub(crate) fn idle_loops(e: &Emitter, fx: &super::func::Fx, regions: &[Region]) -> u32 {
-    regions
-        .iter()
-        .map(|r| match r {
-            Region::Code(b) => fx.cfg.blocks.get(*b).map_or(0, |b| {
-                b.insts
-                    .iter()
-                    .map(|i| match i.opcode.as_str() {
-                        "call" => match i.call_operands().1 {
-                            Some(crate::ast::Operand::Name { name, .. }) if name == "vprintf" => {
-                                super::printf::loops(e, fx, i)
-                            }
-                            _ => 2,
-                        },
-                        "atom" | "red" => u32::from(cas_loop(i)),
-                        _ => 0,
-                    })
-                    .sum()
-            }),
-            Region::Loop { body, .. } => 1 + idle_loops(e, fx, body),
-            Region::Block { body, .. } => idle_loops(e, fx, body),
-            Region::If { then_body, else_body, .. } => idle_loops(e, fx, then_body) + idle_loops(e, fx, else_body),
-            _ => 0,
-        })
-        .sum()
+/// compare-and-swap loop of an atomic ([`cas_loop`]), a callee's (at most
+/// two counted: only resumable entries count, and those call nothing but
+/// `vprintf`). Without them the count fell behind llvmpipe's, whose limiter
+/// ended the loop of `runtime/tests/long_loops.rs`'s `checked_hash` (a
+/// `printf` check in its loop, arguments copied by a loop) at half the
+/// count, before the resume pass stopped the thread; ahead, a resumable
+/// thread only stops earlier.
+fn idle_loops(e: &Emitter, fx: &super::func::Fx, regions: &[Region]) -> u32 {
+    let internal = |i: &&crate::ast::Instruction| match i.opcode.as_str() {
+        "call" if i.direct_callee() == Some(super::printf::VPRINTF) => super::printf::loops(e, fx, i),
+        "call" => 2,
+        "atom" | "red" => u32::from(cas_loop(i)),
+        _ => 0,
+    };
+    loops_with(regions, &|b| fx.cfg.blocks.get(b).map_or(0, |b| b.insts.iter().map(internal).sum()))
 }
 
 /// Whether an atomic may be a compare-and-swap loop (`mem.rs`): float and
@@ -444,14 +434,24 @@ fn cas_loop(i: &crate::ast::Instruction) -> bool {
     i.modifiers.iter().any(|m| LOOPS.contains(&m.as_str()))
 }
 
-/// Before a two-way branch on `cond` whose arms hold `then_loops` and
-/// `else_loops` loops: the driver runs both arms of a divergent branch, an
-/// arm no lane takes with an empty mask, which costs each loop in it one
-/// iteration; count those.
-pub(crate) fn branch(e: &mut Emitter, cond: Word, then_loops: u32, else_loops: u32) -> Result<(), Diagnostic> {
-    let (Some(c), true) = (e.loop_counter.filter(|c| c.counts), then_loops + else_loops > 0) else {
+/// Before a two-way branch on `cond` with arms `then_body` and
+/// `else_body`: the driver runs both arms of a divergent branch, an arm no
+/// lane takes with an empty mask, which costs each loop in it one
+/// iteration ([`idle_loops`]); count those (only where the entry counts).
+pub(crate) fn branch(
+    e: &mut Emitter,
+    fx: &super::func::Fx,
+    cond: Word,
+    then_body: &[Region],
+    else_body: &[Region],
+) -> Result<(), Diagnostic> {
+    let Some(c) = e.loop_counter.filter(|c| c.counts) else {
         return Ok(());
     };
+    let (then_loops, else_loops) = (idle_loops(e, fx, then_body), idle_loops(e, fx, else_body));
+    if then_loops + else_loops == 0 {
+        return Ok(());
+    }
     e.cap(Capability::GroupNonUniformVote);
     let u32t = e.t_int(32);
     let bt = e.t_bool();

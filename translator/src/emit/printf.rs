@@ -180,7 +180,6 @@ fn header(e: &mut Emitter, size: Word, kind: u32, string: Word) -> Result<Vec<Wo
     Ok(vec![e.make_u64(size, kind)?, string])
 }
 
-/// `call (ret), vprintf, (format, args)`.
 /// What [`vprintf`] emits for a call, decided before any code.
 struct Plan {
     site: super::printf_sites::Site,
@@ -227,6 +226,7 @@ pub(crate) fn loops(e: &Emitter, fx: &Fx, inst: &Instruction) -> u32 {
     u32::from(p.known.is_none()) + u32::from(p.site.result_read && p.literal.is_none())
 }
 
+/// `call (ret), vprintf, (format, args)`.
 pub(crate) fn vprintf(
     e: &mut Emitter,
     fx: &mut Fx,
