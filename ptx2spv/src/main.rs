@@ -92,6 +92,11 @@ struct Cli {
     /// cannot fold x + 0.0 to x or x * 0.0 to 0.0.
     #[arg(long = "zero-operand-workaround", default_value_t = false)]
     zero_operand_workaround: bool,
+    /// Pass 64-bit kernel parameters through OpGroupNonUniformBroadcastFirst,
+    /// so that llvmpipe keeps them in scalar registers (needs subgroup
+    /// ballot operations).
+    #[arg(long = "uniform-params", default_value_t = false)]
+    uniform_params: bool,
     /// Drop memory semantics: relaxed atomics, no code for `membar`/`fence`
     /// (for llvmpipe, which ends invocations that execute memory semantics
     /// while others of the workgroup have diverged or exited).
@@ -250,6 +255,7 @@ fn run(cli: Cli) -> Result<(), String> {
         signed_zero_inf_nan_f64: cli.signed_zero_inf_nan,
         signed_zero_inf_nan_f16: cli.signed_zero_inf_nan,
         zero_operand_workaround: cli.zero_operand_workaround,
+        uniform_params: cli.uniform_params,
         printf_sites: cli.printf_sites,
         generic_to_global: cli.generic_to_global,
         memory_semantics: !cli.no_memory_semantics,

@@ -1454,6 +1454,11 @@ impl ContextInner {
             signed_zero_inf_nan_f64: self.info.signed_zero_inf_nan_f64,
             signed_zero_inf_nan_f16: self.info.signed_zero_inf_nan_f16,
             zero_operand_workaround: self.info.driver_name == "llvmpipe",
+            // It takes a 64-bit pointer parameter apart lane by lane where it
+            // does not see that the value is the same in every lane.
+            uniform_params: self.info.driver_name == "llvmpipe"
+                && self.info.supports_subgroup_ballot
+                && !std::env::var(crate::instance::UNIFORM_PARAMS_ENV).is_ok_and(|v| v == "0"),
             printf_sites: true,
             generic_to_global: true,
             memory_semantics: self.info.driver_name != "llvmpipe",

@@ -148,6 +148,10 @@ pub struct DeviceInfo {
     pub supports_variable_pointers: bool,
     /// `shaderSubgroupExtendedTypes` (Vulkan 1.2).
     pub supports_subgroup_extended_types: bool,
+    /// Subgroup ballot operations in compute shaders
+    /// (`subgroupSupportedOperations` has `BALLOT`, `subgroupSupportedStages`
+    /// has `COMPUTE`).
+    pub supports_subgroup_ballot: bool,
     /// `shaderBufferInt64Atomics` (Vulkan 1.2).
     pub supports_buffer_int64_atomics: bool,
     /// `shaderSharedInt64Atomics` (Vulkan 1.2).
@@ -728,6 +732,8 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         supports_scalar_block_layout: on(e.v12.scalar_block_layout),
         supports_variable_pointers: on(e.v11.variable_pointers) && on(e.v11.variable_pointers_storage_buffer),
         supports_subgroup_extended_types: on(e.v12.shader_subgroup_extended_types),
+        supports_subgroup_ballot: p11.subgroup_supported_operations.contains(vk::SubgroupFeatureFlags::BALLOT)
+            && p11.subgroup_supported_stages.contains(vk::ShaderStageFlags::COMPUTE),
         supports_buffer_int64_atomics: on(e.v12.shader_buffer_int64_atomics),
         supports_shared_int64_atomics: on(e.v12.shader_shared_int64_atomics),
         supports_buffer_f32_atomic_add: use_af && on(af.shader_buffer_float32_atomic_add),

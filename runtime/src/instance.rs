@@ -29,6 +29,11 @@ pub const MAX_MODULE_IDS_ENV: &str = "PTXVK_MAX_MODULE_IDS";
 /// can be wrong: see the translator's `loop_live_outs_in_memory`).
 pub const LOOP_LIVE_OUTS_ENV: &str = "PTXVK_LOOP_LIVE_OUTS";
 
+/// `PTXVK_UNIFORM_PARAMS=0`: on llvmpipe, leave 64-bit kernel parameters
+/// without the translator's uniformity hint (for measurements; see the
+/// translator's `uniform_params`).
+pub const UNIFORM_PARAMS_ENV: &str = "PTXVK_UNIFORM_PARAMS";
+
 /// `PTXVK_FMAD=0`: keep every `mul` and `add`/`sub` without a rounding
 /// modifier separately rounded instead of fusing the pairs NVIDIA's `ptxas`
 /// fuses (the translator's `contract`; nvcc's `--fmad=false` for PTX that

@@ -47,7 +47,8 @@ fn translate_and_validate(path: &Path) -> Vec<String> {
             }
         }
     }
-    // What the runtime picks for llvmpipe (lavapipe), with loop-limit counting.
+    // What the runtime picks for llvmpipe (lavapipe): loop-limit counting,
+    // resume rounds, uniform parameters.
     let options = Options {
         zero_operand_workaround: true,
         memory_semantics: false,
@@ -55,6 +56,9 @@ fn translate_and_validate(path: &Path) -> Vec<String> {
         unroll_loops: 8,
         block_order_threads: 2,
         loop_limit: true,
+        resume_loops: true,
+        loop_live_outs_in_memory: true,
+        uniform_params: true,
         ..Options::default()
     };
     let what = format!("{name} (llvmpipe options)");

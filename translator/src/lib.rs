@@ -177,6 +177,16 @@ pub struct Options {
     /// llvmpipe (lavapipe) returns `x` for `x + 0.0` and `0.0` for `x * 0.0`
     /// and `0.0 / x` whatever the float controls say (see `emit/zero.rs`).
     pub zero_operand_workaround: bool,
+    /// Pass each 64-bit kernel parameter through
+    /// `OpGroupNonUniformBroadcastFirst` (every invocation has the same
+    /// value, so this changes nothing but what the driver's compiler knows).
+    /// For llvmpipe: it builds a 64-bit parameter from two 32-bit push
+    /// constant words as a vector, and where it does not see that vector is
+    /// one value repeated, each lane of each access through the pointer
+    /// takes it apart through the stack (measured: a grid-stride loop with
+    /// two loads per iteration, 2.8x the time). Needs subgroup ballot
+    /// operations in compute shaders.
+    pub uniform_params: bool,
     /// Use what is known of each `printf` call at translation time (a
     /// string-literal format, an argument buffer in the caller's local
     /// depot, a result nothing reads; see `emit/printf_sites.rs`): the call
@@ -290,6 +300,7 @@ impl Default for Options {
             signed_zero_inf_nan_f64: false,
             signed_zero_inf_nan_f16: false,
             zero_operand_workaround: false,
+            uniform_params: false,
             printf_sites: true,
             generic_to_global: true,
             memory_semantics: true,

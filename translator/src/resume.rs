@@ -180,7 +180,8 @@ pub fn run(module: &mut Module, on: bool) -> Result<HashSet<String>, Diagnostic>
             continue;
         }
         let Some(body) = &f.body else { continue };
-        if let Some(new) = rewrite(f.span, body, &shared_vars)? {
+        let params: HashSet<String> = f.params.iter().flat_map(|d| d.names.iter().map(|n| n.name.clone())).collect();
+        if let Some(new) = rewrite(f.span, body, &shared_vars, &params)? {
             f.body = Some(new);
             done.insert(f.name.clone());
         }
@@ -401,6 +402,67 @@ fn reads_shared(i: &Instruction) -> bool {
     i.has("shared") && !matches!(i.opcode.as_str(), "mov" | "st") || i.opcode == "st" && i.has("async")
 }
 
+/// Takes out of `body` the definitions of the registers that hold the same
+/// value in every thread of the launch and every round: registers written
+/// once, by an unguarded `ld.param` of one of the entry's `params`, a
+/// `mov` of an immediate, or a `mov`/`cvta.to.global` of such a register.
+/// The rewritten entry runs these first, on both of its paths, and no
+/// record saves them. A register a resumed thread loaded from its record
+/// would be a different value per lane to the driver's compiler at the
+/// loop header, where the two paths meet: llvmpipe then takes a pointer
+/// parameter apart lane by lane at every access through it (measured: a
+/// grid-stride sum in a resumable entry, 3.5 times the time of the same
+/// loop without the pass), while one it sees as the same in every lane
+/// stays in a scalar register (`crate::Options::uniform_params`).
+fn invariant_definitions(
+    body: &mut Vec<Statement>,
+    regs: &Regs,
+    params: &HashSet<String>,
+) -> (Vec<Instruction>, HashSet<String>) {
+    let mut writes: BTreeMap<String, usize> = BTreeMap::new();
+    for s in body.iter() {
+        if let Statement::Inst(i) = s {
+            for o in &i.operands[..i.destinations().min(i.operands.len())] {
+                o.for_each_name(&mut |n| {
+                    if regs.get(n).is_some() {
+                        *writes.entry(n.to_string()).or_default() += 1;
+                    }
+                });
+            }
+        }
+    }
+    let mut invariant: HashSet<String> = HashSet::new();
+    let mut hoisted = Vec::new();
+    body.retain(|s| {
+        let Statement::Inst(i) = s else { return true };
+        if i.guard.is_some() || i.destinations() != 1 {
+            return true;
+        }
+        let [Operand::Name { name: dst, component: None, .. }, src] = i.operands.as_slice() else { return true };
+        if writes.get(dst.as_str()) != Some(&1) {
+            return true;
+        }
+        let from_invariant =
+            |o: &Operand| matches!(o, Operand::Name { name, component: None, .. } if invariant.contains(name.as_str()));
+        let qualifies = match &*i.opcode {
+            "ld" => {
+                i.has("param")
+                    && matches!(src, Operand::Address(_, a) if a.base.as_ref().is_some_and(|(_, b)| params.contains(b.as_str())))
+            }
+            "mov" => matches!(src, Operand::Int(..)) || from_invariant(src),
+            "cvta" => i.has("to") && i.has("global") && from_invariant(src),
+            _ => false,
+        };
+        if !qualifies {
+            return true;
+        }
+        invariant.insert(dst.to_string());
+        hoisted.push(i.clone());
+        false
+    });
+    (hoisted, invariant)
+}
+
 /// A register live at a loop header, and where its record keeps it.
 struct Saved {
     name: String,
@@ -414,6 +476,7 @@ fn rewrite(
     span: Span,
     body: &[Statement],
     shared_vars: &HashSet<String>,
+    params: &HashSet<String>,
 ) -> Result<Option<Vec<Statement>>, Diagnostic> {
     if !qualifies(body, shared_vars) {
         return Ok(None);
@@ -441,6 +504,7 @@ fn rewrite(
     for n in &special_decl.names {
         regs.add(&special_decl, n, n.name.clone());
     }
+    let (hoisted, invariant) = invariant_definitions(&mut new_body, &regs, params);
 
     // Loop headers (targets of back-edges of a depth-first search) and the
     // registers live at each.
@@ -565,6 +629,9 @@ fn rewrite(
         let mut saved = Vec::new();
         let mut off = area::RECORD_HEADER_BYTES;
         for r in live {
+            if invariant.contains(&r) {
+                continue;
+            }
             let Some((ty, vector)) = regs.get(&r) else { continue };
             let size = if ty == ScalarType::Pred { 4 } else { ty.size() };
             if vector.is_some() || !matches!(size, 2 | 4 | 8) {
@@ -803,6 +870,7 @@ fn rewrite(
     if !special_decl.names.is_empty() {
         out.push(Statement::Decl(special_decl));
     }
+    out.extend(hoisted.into_iter().map(Statement::Inst));
     out.extend(parse(&pre, span)?);
     let header_index: BTreeMap<&str, usize> = sites.iter().enumerate().map(|(k, (l, _))| (l.as_str(), k)).collect();
     for s in new_body {

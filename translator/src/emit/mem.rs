@@ -532,9 +532,7 @@ fn param_word(e: &mut Emitter, fx: &Fx, i: u32) -> Result<Word, Diagnostic> {
     match fx.passing {
         ParamPassing::PushConstants => e.push_word(fx, PUSH_HEADER_WORDS + i),
         ParamPassing::Buffer => {
-            let lo = e.push_word(fx, 6)?;
-            let hi = e.push_word(fx, 7)?;
-            let base = e.make_u64(lo, hi)?;
+            let base = e.param_buffer_address(fx)?;
             let u64t = e.t_int(64);
             let c = e.c_int(64, i as u64 * 4);
             let a = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
@@ -552,7 +550,9 @@ fn load_param(e: &mut Emitter, fx: &Fx, off: u32, k: K) -> Result<Word, Diagnost
         32 => w,
         64 => {
             let h = param_word(e, fx, off / 4 + 1)?;
-            e.make_u64(w, h)?
+            let v = e.make_u64(w, h)?;
+            let u64t = e.t_int(64);
+            e.uniform(u64t, v)?
         }
         _ => {
             let c = e.c_u32(off);

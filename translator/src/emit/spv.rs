@@ -796,6 +796,7 @@ id_ops! {
     f_ord_less_than => FOrdLessThan(a, b);
     f_ord_not_equal => FOrdNotEqual(a, b);
     group_non_uniform_ballot => GroupNonUniformBallot(execution, predicate);
+    group_non_uniform_broadcast_first => GroupNonUniformBroadcastFirst(execution, value);
     group_non_uniform_shuffle => GroupNonUniformShuffle(execution, value, invocation);
     i_add => IAdd(a, b);
     i_equal => IEqual(a, b);

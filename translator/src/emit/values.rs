@@ -147,9 +147,17 @@ impl Emitter<'_> {
 
     /// The device address of the entry's parameter buffer (header words 6, 7).
     pub fn param_buffer_address(&mut self, fx: &Fx) -> Result<Word, Diagnostic> {
-        let lo = self.push_word(fx, 6)?;
-        let hi = self.push_word(fx, 7)?;
-        self.make_u64(lo, hi)
+        self.push_u64(fx, 6)
+    }
+
+    /// The 64-bit value of push-constant words `w` (low) and `w + 1`, the
+    /// same in every invocation ([`Emitter::uniform`]).
+    pub(crate) fn push_u64(&mut self, fx: &Fx, w: u32) -> Result<Word, Diagnostic> {
+        let lo = self.push_word(fx, w)?;
+        let hi = self.push_word(fx, w + 1)?;
+        let v = self.make_u64(lo, hi)?;
+        let u64t = self.t_int(64);
+        self.uniform(u64t, v)
     }
 
     /// The label of the block being emitted (for `OpPhi` operands).
@@ -165,6 +173,19 @@ impl Emitter<'_> {
         let c32 = self.c_int(64, 32);
         let hs = self.b.shift_left_logical(u64t, None, h, c32).map_err(internal1)?;
         self.b.bitwise_or(u64t, None, l, hs).map_err(internal1)
+    }
+
+    /// `v` (of type `t`, the same in every invocation) as the driver's
+    /// compiler should see it: through `OpGroupNonUniformBroadcastFirst`
+    /// where [`crate::Options::uniform_params`] asks for it, else as it is.
+    pub(crate) fn uniform(&mut self, t: Word, v: Word) -> Result<Word, Diagnostic> {
+        if !self.opts.uniform_params {
+            return Ok(v);
+        }
+        self.cap(spirv::Capability::GroupNonUniform);
+        self.cap(spirv::Capability::GroupNonUniformBallot);
+        let scope = self.c_u32(spirv::Scope::Subgroup as u32);
+        self.b.group_non_uniform_broadcast_first(t, None, scope, v).map_err(internal1)
     }
 
     pub(crate) fn bin_u32(&mut self, op: spirv::Op, a: Word, b: Word) -> Result<Word, Diagnostic> {
@@ -538,8 +559,6 @@ pub(crate) fn init_module_data_address(e: &mut Emitter, fx: &Fx) -> Result<(), D
     let Some(var) = e.module_data_var else {
         return Ok(());
     };
-    let lo = e.push_word(fx, 8)?;
-    let hi = e.push_word(fx, 9)?;
-    let a = e.make_u64(lo, hi)?;
+    let a = e.push_u64(fx, 8)?;
     e.b.store(var, a, None, []).map_err(internal1)
 }
