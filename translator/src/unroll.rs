@@ -31,9 +31,11 @@
 //! selections of `k` copies do not nest `k` deep (llvmpipe keeps a fixed
 //! stack of nested conditions) and a copy's values do not pass through the
 //! merges of the copies around it. The cost of unrolling on llvmpipe is the
-//! same either way, measured on the twins' grid-stride reduction
-//! (`ptxvk-bench twins reduce`, without fault checks): about 1.2x the time
-//! of the loop not unrolled, not yet explained.
+//! same either way. Most of it was explained on 2026-12-06: with two or
+//! more loads through a pointer parameter in a loop, llvmpipe's LLVM kept
+//! the pointer as a vector and took it apart lane by lane at each load
+//! (2.8x the time of a grid-stride sum, where one load per iteration was
+//! spared); [`crate::Options::uniform_params`] removes that.
 
 use crate::cfg::Cfg;
 use crate::structurize::{Region, Target};
