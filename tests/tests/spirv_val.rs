@@ -48,7 +48,7 @@ fn translate_and_validate(path: &Path) -> Vec<String> {
         }
     }
     // What the runtime picks for llvmpipe (lavapipe): loop-limit counting,
-    // resume rounds, uniform parameters.
+    // resume rounds, uniform parameters, fault checks.
     let options = Options {
         zero_operand_workaround: true,
         memory_semantics: false,
@@ -59,6 +59,7 @@ fn translate_and_validate(path: &Path) -> Vec<String> {
         resume_loops: true,
         loop_live_outs_in_memory: true,
         uniform_params: true,
+        fault_checks: true,
         ..Options::default()
     };
     let what = format!("{name} (llvmpipe options)");

@@ -7,7 +7,8 @@
 //! from a thread's record; and the unrolled copies of a loop in such an
 //! entry, which leave out the pass's check of the loop count (the first
 //! copy keeps it). Running these kernels is `runtime/tests/long_loops.rs`
-//! (resumed grid-stride loops, results against the host's).
+//! (resumed grid-stride loops, results against the host's); the fault
+//! checks' addresses of their log and range table get the same hint.
 
 use ptxvk_translator::{translate, Options};
 use rspirv::binary::Parser;
@@ -113,4 +114,18 @@ fn a_resumable_entry_loads_its_parameters_on_both_paths_and_checks_the_count_onc
     let once = module(GRID_STRIDE_SUM, &Options { unroll_loops: 0, ..llvmpipe() });
     assert_eq!(count(&m, Op::LoopMerge), count(&once, Op::LoopMerge));
     assert_eq!(count(&once, Op::GroupNonUniformUMax), 1);
+}
+
+#[test]
+fn the_fault_checks_addresses_of_their_log_and_range_table_are_broadcast() {
+    let plain = Options { resume_loops: false, ..llvmpipe() };
+    let checked = Options { fault_checks: true, ..plain.clone() };
+    // The log's address (read once, at the entry) and the range table's
+    // (read to copy a small table to the thread's cache, and by the binary
+    // search of a large one: a specialization constant picks one), on top
+    // of the parameters and the module data's address.
+    let base = count(&module(GRID_STRIDE_SUM, &plain), Op::GroupNonUniformBroadcastFirst);
+    assert_eq!(count(&module(GRID_STRIDE_SUM, &checked), Op::GroupNonUniformBroadcastFirst), base + 3);
+    let off = Options { uniform_params: false, ..checked };
+    assert_eq!(count(&module(GRID_STRIDE_SUM, &off), Op::GroupNonUniformBroadcastFirst), 0);
 }

@@ -90,7 +90,7 @@ pub(crate) fn load_fifo(e: &mut Emitter) -> Result<(), Diagnostic> {
     let u32t = e.t_int(32);
     let u64t = e.t_int(64);
     let bt = e.t_bool();
-    let fifo = super::fault::load_u64(e, base, slot)?;
+    let fifo = super::fault::load_uniform_u64(e, base, slot)?;
     let zero64 = e.c_int(64, 0);
     let have = e.b.i_not_equal(bt, None, fifo, zero64).map_err(internal1)?;
     let own = add64(e, base, slot + 8)?;

@@ -10,7 +10,7 @@
 //! its first hazard and [`flush`] records it when the thread ends, behind a
 //! subgroup vote (as the fault checks do), without failing the launch.
 
-use super::fault::{fault_log, load_u64, offset, ptr, record_call, when_mine, Site};
+use super::fault::{fault_log, load_uniform_u64, offset, ptr, record_call, when_mine, Site};
 use super::func::{internal1, Fx};
 use super::values::K;
 use super::Emitter;
@@ -74,7 +74,7 @@ pub(crate) fn init(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
     let lin = e.b.i_mul(u32t, None, zy, gx).map_err(internal1)?;
     let lin = e.b.i_add(u32t, None, lin, c[0]).map_err(internal1)?;
     let log = fault_log(e)?;
-    let shadow = load_u64(e, log, fault::RACE_SHADOW)?;
+    let shadow = load_uniform_u64(e, log, fault::RACE_SHADOW)?;
     let slots_at = offset(e, log, fault::RACE_SLOTS)?;
     let p = ptr(e, K::Int(32), slots_at)?;
     let slots = e.b.load(u32t, None, p, Some(MemoryAccess::ALIGNED), [SOp::LiteralBit32(4)]).map_err(internal1)?;
