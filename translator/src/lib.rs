@@ -177,9 +177,12 @@ pub struct Options {
     /// llvmpipe (lavapipe) returns `x` for `x + 0.0` and `0.0` for `x * 0.0`
     /// and `0.0 / x` whatever the float controls say (see `emit/zero.rs`).
     pub zero_operand_workaround: bool,
-    /// Pass each 64-bit kernel parameter through
-    /// `OpGroupNonUniformBroadcastFirst` (every invocation has the same
-    /// value, so this changes nothing but what the driver's compiler knows).
+    /// Pass each 64-bit kernel parameter, and the addresses the translator
+    /// loads for itself that are the same in every invocation (the module
+    /// data's, the fault log's and its range table's, the printf FIFO's),
+    /// through `OpGroupNonUniformBroadcastFirst` (every invocation has the
+    /// same value, so this changes nothing but what the driver's compiler
+    /// knows; `docs/llvmpipe-run-time.md`).
     /// For llvmpipe: it builds a 64-bit parameter from two 32-bit push
     /// constant words as a vector, and where it does not see that vector is
     /// one value repeated, each lane of each access through the pointer
