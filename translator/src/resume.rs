@@ -180,8 +180,7 @@ pub fn run(module: &mut Module, on: bool) -> Result<HashSet<String>, Diagnostic>
             continue;
         }
         let Some(body) = &f.body else { continue };
-        let params: HashSet<String> = f.params.iter().flat_map(|d| d.names.iter().map(|n| n.name.clone())).collect();
-        if let Some(new) = rewrite(f.span, body, &shared_vars, &params)? {
+        if let Some(new) = rewrite(f.span, body, &shared_vars, &f.params)? {
             f.body = Some(new);
             done.insert(f.name.clone());
         }
@@ -269,7 +268,7 @@ fn is_printf_call(block: &[Statement]) -> bool {
         Statement::Inst(i) => match i.opcode.as_str() {
             "call" => {
                 calls += 1;
-                i.direct_callee() == Some("vprintf")
+                i.direct_callee() == Some(crate::emit::printf::VPRINTF)
             }
             "st" | "ld" => i.has("param"),
             _ => false,
@@ -417,8 +416,9 @@ fn reads_shared(i: &Instruction) -> bool {
 fn invariant_definitions(
     body: &mut Vec<Statement>,
     regs: &Regs,
-    params: &HashSet<String>,
+    params: &[VarDecl],
 ) -> (Vec<Instruction>, HashSet<String>) {
+    let params: HashSet<&str> = params.iter().flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
     let mut writes: BTreeMap<String, usize> = BTreeMap::new();
     for s in body.iter() {
         if let Statement::Inst(i) = s {
@@ -476,7 +476,7 @@ fn rewrite(
     span: Span,
     body: &[Statement],
     shared_vars: &HashSet<String>,
-    params: &HashSet<String>,
+    params: &[VarDecl],
 ) -> Result<Option<Vec<Statement>>, Diagnostic> {
     if !qualifies(body, shared_vars) {
         return Ok(None);

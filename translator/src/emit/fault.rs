@@ -705,15 +705,14 @@ pub(crate) fn load_u64(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Di
 
 /// [`load_u64`] of an address that is the same for every invocation (the
 /// fault log's, its range table's, the printf FIFO's), through
-/// [`Emitter::uniform`]: llvmpipe loads it lane by lane, and where its
+/// [`Emitter::uniform_u64`]: llvmpipe loads it lane by lane, and where its
 /// compiler does not see that the lanes' results are one value, every
 /// load through the address takes the address apart lane by lane again
 /// (measured: the checked saxpy of `ptxvk-bench twins`, 16M threads, 2.5x
 /// faster with the hint on the log's and the table's addresses).
 pub(crate) fn load_uniform_u64(e: &mut Emitter, base: Word, off: u64) -> Result<Word, Diagnostic> {
     let v = load_u64(e, base, off)?;
-    let u64t = e.t_int(64);
-    e.uniform(u64t, v)
+    e.uniform_u64(v)
 }
 
 /// A load of kind `k` (naturally aligned) from device address `base + off`

@@ -551,8 +551,7 @@ fn load_param(e: &mut Emitter, fx: &Fx, off: u32, k: K) -> Result<Word, Diagnost
         64 => {
             let h = param_word(e, fx, off / 4 + 1)?;
             let v = e.make_u64(w, h)?;
-            let u64t = e.t_int(64);
-            e.uniform(u64t, v)?
+            e.uniform_u64(v)?
         }
         _ => {
             let c = e.c_u32(off);

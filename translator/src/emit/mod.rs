@@ -46,7 +46,7 @@ mod loop_limit;
 mod mem;
 mod mma;
 mod mma_sp;
-mod printf;
+pub(crate) mod printf;
 mod printf_sites;
 mod race;
 mod rounding;

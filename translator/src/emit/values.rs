@@ -151,13 +151,12 @@ impl Emitter<'_> {
     }
 
     /// The 64-bit value of push-constant words `w` (low) and `w + 1`, the
-    /// same in every invocation ([`Emitter::uniform`]).
+    /// same in every invocation ([`Emitter::uniform_u64`]).
     pub(crate) fn push_u64(&mut self, fx: &Fx, w: u32) -> Result<Word, Diagnostic> {
         let lo = self.push_word(fx, w)?;
         let hi = self.push_word(fx, w + 1)?;
         let v = self.make_u64(lo, hi)?;
-        let u64t = self.t_int(64);
-        self.uniform(u64t, v)
+        self.uniform_u64(v)
     }
 
     /// The label of the block being emitted (for `OpPhi` operands).
@@ -175,17 +174,18 @@ impl Emitter<'_> {
         self.b.bitwise_or(u64t, None, l, hs).map_err(internal1)
     }
 
-    /// `v` (of type `t`, the same in every invocation) as the driver's
+    /// `v` (a 64-bit integer, the same in every invocation) as the driver's
     /// compiler should see it: through `OpGroupNonUniformBroadcastFirst`
     /// where [`crate::Options::uniform_params`] asks for it, else as it is.
-    pub(crate) fn uniform(&mut self, t: Word, v: Word) -> Result<Word, Diagnostic> {
+    pub(crate) fn uniform_u64(&mut self, v: Word) -> Result<Word, Diagnostic> {
         if !self.opts.uniform_params {
             return Ok(v);
         }
         self.cap(spirv::Capability::GroupNonUniform);
         self.cap(spirv::Capability::GroupNonUniformBallot);
+        let u64t = self.t_int(64);
         let scope = self.c_u32(spirv::Scope::Subgroup as u32);
-        self.b.group_non_uniform_broadcast_first(t, None, scope, v).map_err(internal1)
+        self.b.group_non_uniform_broadcast_first(u64t, None, scope, v).map_err(internal1)
     }
 
     pub(crate) fn bin_u32(&mut self, op: spirv::Op, a: Word, b: Word) -> Result<Word, Diagnostic> {
