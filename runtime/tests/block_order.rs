@@ -159,3 +159,153 @@ fn without_the_order_a_long_wait_fails_loudly_never_silently() {
         Err(e) => panic!("{e}"),
     }
 }
+
+/// A kernel that may wait (it has a `ld.volatile`, so `%ctaid` is the
+/// block's ticket in start order) writes, from every thread, its `%ctaid`
+/// into its own slot; each block's slot index is its `%ctaid`.
+const TICKETS: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry ids(.param .u64 out, .param .u64 flag)
+{
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [flag];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    ld.volatile.global.u32 %r10, [%rd2];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ctaid.y;
+    mov.u32 %r3, %ctaid.z;
+    mov.u32 %r4, %nctaid.x;
+    mov.u32 %r5, %nctaid.y;
+    mad.lo.u32 %r6, %r3, %r5, %r2;
+    mad.lo.u32 %r6, %r6, %r4, %r1;
+    mov.u32 %r7, %ntid.x;
+    mov.u32 %r8, %tid.x;
+    mad.lo.u32 %r9, %r6, %r7, %r8;
+    mul.wide.u32 %rd3, %r9, 16;
+    add.s64 %rd4, %rd1, %rd3;
+    add.u32 %r10, %r10, %r1;
+    st.global.v4.u32 [%rd4], {%r10, %r2, %r3, %r8};
+    ret;
+}
+"#;
+
+#[test]
+fn tickets_give_every_block_one_id_seen_by_all_its_threads() {
+    let _one_at_a_time = serial();
+    let ctx = context();
+    // Two workers at least, whatever the machine: the start order is used.
+    let mut options = ctx.translate_options();
+    options.block_order_threads = options.block_order_threads.max(2);
+    let t = ptxvk_translator::translate(TICKETS, "tickets.ptx", &options).unwrap_or_else(|d| panic!("{d}"));
+    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
+    let f = m.function("ids").unwrap();
+    let flag = upload_u32(&ctx, &[0x1000]);
+    // 1-, 2- and 3-dimensional grids, blocks of one and several subgroups,
+    // launched back to back (the counter is back at 0 after each dispatch).
+    for (grid, threads) in [([37, 1, 1], 256), ([5, 7, 3], 96), ([1, 1, 1], 8), ([64, 2, 1], 32)] {
+        let blocks = (grid[0] * grid[1] * grid[2]) as usize;
+        let n = blocks * threads as usize;
+        let out = poisoned(&ctx, 4 * n);
+        let params = f.pack_params(&[&out.to_le_bytes(), &flag.to_le_bytes()]).unwrap();
+        ctx.launch(&f, grid, [threads, 1, 1], 0, &params).unwrap_or_else(|e| panic!("{e}"));
+        ctx.launch(&f, grid, [threads, 1, 1], 0, &params).unwrap_or_else(|e| panic!("{e}"));
+        ctx.synchronize().unwrap_or_else(|e| panic!("{e}"));
+        let got = download_u32(&ctx, out, 4 * n);
+        for b in 0..blocks {
+            let (x, y, z) = (b as u32 % grid[0], (b as u32 / grid[0]) % grid[1], b as u32 / (grid[0] * grid[1]));
+            for t in 0..threads as usize {
+                let w = &got[4 * (b * threads as usize + t)..][..4];
+                assert_eq!(w, [0x1000 + x, y, z, t as u32], "grid {grid:?}: block ({x}, {y}, {z}) thread {t}");
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// CUB's wait for a tile's status in its decoupled look-back, as NVRTC lays
+/// it out (Warp 1.19's scans): entered in the middle, a warp vote as the
+/// exit test, two arms (`membar.cta` or `nanosleep`) that meet again at the
+/// poll. Here it also counts its polls and gives up after `limit`, so
+/// that the test needs no second block: every thread writes its count.
+const CUB_WAIT: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry wait_count(.param .u64 flag, .param .u64 out, .param .u32 limit)
+{
+    .reg .pred %p<8>;
+    .reg .b32 %r<32>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [flag];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r21, [limit];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %tid.x;
+    setp.eq.s32 %p2, %r1, 1000;
+    mov.u32 %r20, 0;
+    mov.u32 %r3, -1;
+    mov.u32 %r4, 350;
+    ld.relaxed.gpu.v2.u32 {%r5, %r6}, [%rd1];
+    bra.uni $H;
+$L:
+    ld.relaxed.gpu.v2.u32 {%r5, %r6}, [%rd1];
+$H:
+    setp.eq.s32 %p3, %r5, 0;
+    setp.lt.u32 %p4, %r20, %r21;
+    and.pred %p3, %p3, %p4;
+    vote.sync.any.pred %p5, %p3, %r3;
+    @%p5 bra $W;
+    bra.uni $X;
+$W:
+    add.u32 %r20, %r20, 1;
+    @%p2 bra $M;
+    bra.uni $N;
+$M:
+    membar.cta;
+    bra.uni $L;
+$N:
+    nanosleep.u32 %r4;
+    bra.uni $L;
+$X:
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd3, %rd2, %rd3;
+    st.global.u32 [%rd3], %r20;
+    ret;
+}
+"#;
+
+#[test]
+fn a_warp_voting_wait_outlasts_the_loop_limiter() {
+    // 200,000 polls, three times llvmpipe's 65,535 loop iterations: the
+    // translator copies the wait 16 times per iteration (`spin.rs`,
+    // collective spin regions). Without the copies the launch fails
+    // loudly at the limit.
+    let _one_at_a_time = serial();
+    let limit = 200_000u32;
+    for unrolled in [true, false] {
+        let ctx = context();
+        let mut options = ctx.translate_options();
+        if !unrolled {
+            options.unroll_spin_loops = 0;
+        }
+        let t = ptxvk_translator::translate(CUB_WAIT, "cub_wait.ptx", &options).unwrap_or_else(|d| panic!("{d}"));
+        let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
+        let f = m.function("wait_count").unwrap();
+        let flag = upload_u32(&ctx, &[0, 0]);
+        let out = poisoned(&ctx, 64);
+        let params = f.pack_params(&[&flag.to_le_bytes(), &out.to_le_bytes(), &limit.to_le_bytes()]).unwrap();
+        let r = ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).and_then(|_| ctx.synchronize());
+        match (unrolled, r) {
+            (true, Ok(())) => assert_eq!(download_u32(&ctx, out, 64), vec![limit; 64]),
+            (false, Err(Error::LaunchFailed(m))) if options.loop_limit => assert!(m.contains("loop limit"), "{m}"),
+            (false, Ok(())) if !options.loop_limit => {}
+            (u, r) => panic!("unrolled {u}: {r:?}"),
+        }
+    }
+}

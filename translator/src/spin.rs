@@ -77,6 +77,13 @@ fn rewrite(stmts: &mut Vec<Statement>, unroll: u32, counter: &mut u32) {
     let mut i = 0;
     while i < stmts.len() {
         let Some((label, end, back, guard)) = spin_loop(stmts, i) else {
+            if let Some(end) = collective_spin_region(stmts, i) {
+                let len = end - i;
+                let copies = (unroll as usize).min(MAX_COPIES_WITH_EXITS).min(MAX_UNROLLED / (len + 1)).max(2);
+                let n = unroll_region(stmts, i, end, copies, counter);
+                i += n;
+                continue;
+            }
             i += 1;
             continue;
         };
@@ -136,6 +143,145 @@ fn spin_loop(stmts: &[Statement], i: usize) -> Option<(String, usize, Instructio
         reads_shared_memory |= polls(inst);
     }
     None
+}
+
+/// Most instructions in a [`collective_spin_region`].
+const MAX_REGION: usize = 32;
+
+/// If the label at `stmts[i]` starts a spin region that waits through a
+/// warp collective: the index of its last statement.
+///
+/// Such a region is the statements from the label to the last branch back
+/// to it, within [`MAX_REGION`] instructions, with labels and branches
+/// inside, that polls memory another thread writes ([`polls`]) and holds a
+/// warp collective (`vote`, `shfl`, `match`, `redux`, `activemask`). That is
+/// how CUB waits for an earlier block's tile status in its decoupled
+/// look-back (`while (__any_sync(~0, status == INVALID)) { __nanosleep(..);
+/// status = ld.relaxed(..); }`, several basic blocks). The collective keeps
+/// it out of [`spin_loop`]'s single blocks and out of `progress.rs`'s spin
+/// loops, so without this each poll cost one of llvmpipe's 65535 loop
+/// iterations: about 0.1 s of waiting for a warp on lavapipe, which a
+/// worker thread descheduled on a loaded machine outlasts (Warp's CUB scans
+/// then failed at the loop limit in about one run in five, and in four of
+/// six beside one CPU-bound process).
+///
+/// No barriers, calls, returns or indirect branches: the region is copied
+/// as it is, and those are left to the passes that follow.
+fn collective_spin_region(stmts: &[Statement], i: usize) -> Option<usize> {
+    let Statement::Label(_, head) = &stmts[i] else { return None };
+    let (mut polls_memory, mut collective, mut count, mut end) = (false, false, 0, None);
+    for (k, s) in stmts.iter().enumerate().skip(i + 1) {
+        let inst = match s {
+            Statement::Label(..) => continue,
+            Statement::Inst(inst) => inst,
+            _ => break,
+        };
+        count += 1;
+        if count > MAX_REGION || !in_region(inst) {
+            break;
+        }
+        polls_memory |= polls(inst);
+        collective |= matches!(inst.opcode.as_str(), "vote" | "shfl" | "match" | "redux" | "activemask");
+        if branch_target(inst) == Some(head.as_ref()) && polls_memory && collective {
+            end = Some(k);
+        }
+    }
+    end
+}
+
+/// An instruction a [`collective_spin_region`] may hold: what [`plain`]
+/// allows, plus direct branches and warp collectives.
+fn in_region(inst: &Instruction) -> bool {
+    match inst.opcode.as_str() {
+        "bra" => branch_target(inst).is_some(),
+        "vote" | "shfl" | "match" | "redux" | "activemask" => {
+            !inst.operands.iter().any(|o| matches!(o, Operand::List(..)))
+        }
+        _ => plain(inst),
+    }
+}
+
+/// The label a direct `bra` goes to.
+fn branch_target(inst: &Instruction) -> Option<&str> {
+    match (inst.opcode.as_str(), inst.operands.as_slice()) {
+        ("bra", [Operand::Name { name, component: None, .. }]) => Some(name),
+        _ => None,
+    }
+}
+
+/// Replaces the region `stmts[i..=end]` by `copies` copies of itself laid
+/// out one after the other, and returns the number of statements that
+/// replaced it. Copy 0 keeps the labels (branches from outside still enter
+/// it); copy `j > 0` renames each label `L` to `L_spin{n}_{j}`. In copy `j`
+/// a branch to a label further down the region goes to that label of copy
+/// `j`; a branch back (to the head, or any label at or above the branch)
+/// goes to that label of copy `j + 1`, and from the last copy to copy 0.
+/// Every label of every copy is followed by the same statements as the
+/// original, so each path runs the same instructions in the same order;
+/// only the loop's back-edges, and so llvmpipe's count of iterations,
+/// become `copies` times fewer. Where the region's last branch is
+/// conditional, the fall-through that left the loop would now enter the
+/// next copy: in every copy but the last the branch back to the head
+/// becomes a branch out when its condition fails (`@!p bra L_spin{n}_exit`).
+fn unroll_region(stmts: &mut Vec<Statement>, i: usize, end: usize, copies: usize, counter: &mut u32) -> usize {
+    let region: Vec<Statement> = stmts[i..=end].to_vec();
+    let n = *counter;
+    *counter += 1;
+    let position: std::collections::HashMap<String, usize> = region
+        .iter()
+        .enumerate()
+        .filter_map(|(p, s)| if let Statement::Label(_, l) = s { Some((l.to_string(), p)) } else { None })
+        .collect();
+    let Statement::Label(head_span, head) = &region[0] else { return 1 };
+    let (head_span, head) = (*head_span, head.to_string());
+    let name = |label: &str, j: usize| if j == 0 { label.to_string() } else { format!("{label}_spin{n}_{j}") };
+    let exit = format!("{head}_spin{n}_exit");
+    let falls_through = matches!(region.last(), Some(Statement::Inst(b)) if b.guard.is_some());
+    let mut out = Vec::with_capacity(region.len() * copies + 1);
+    for j in 0..copies {
+        let last = j + 1 == copies;
+        for (p, s) in region.iter().enumerate() {
+            match s {
+                Statement::Label(span, l) => out.push(Statement::Label(*span, name(l, j).into())),
+                Statement::Inst(inst) => {
+                    let Some((target, q)) = branch_target(inst).and_then(|t| Some((t, *position.get(t)?))) else {
+                        out.push(s.clone());
+                        continue;
+                    };
+                    let mut b = inst.clone();
+                    let span = b.span;
+                    let to = if q > p {
+                        name(target, j)
+                    } else if p + 1 == region.len() && falls_through && !last && target == head {
+                        // The next copy follows: leave the loop instead when the
+                        // branch back is not taken.
+                        b.guard = b.guard.map(|g| Guard { negated: !g.negated, ..g });
+                        exit.clone()
+                    } else {
+                        name(target, (j + 1) % copies)
+                    };
+                    b.operands =
+                        [Operand::Name { span, name: to.as_str().into(), component: None }].into_iter().collect();
+                    out.push(Statement::Inst(b));
+                    if p + 1 == region.len() && falls_through && !last && target != head {
+                        let mut leave = inst.clone();
+                        leave.guard = None;
+                        leave.modifiers.retain(|m| m == "uni");
+                        leave.operands =
+                            [Operand::Name { span, name: exit.as_str().into(), component: None }].into_iter().collect();
+                        out.push(Statement::Inst(leave));
+                    }
+                }
+                _ => out.push(s.clone()),
+            }
+        }
+    }
+    if falls_through {
+        out.push(Statement::Label(head_span, exit.into()));
+    }
+    let len = out.len();
+    stmts.splice(i..=end, out);
+    len
 }
 
 /// An instruction that may be repeated inside a spin loop: no control
@@ -317,6 +463,20 @@ mod tests {
             .collect()
     }
 
+    /// The label each statement of `body_of` branches to ("" for others).
+    fn targets_of(src: &str, unroll: u32) -> Vec<String> {
+        let mut m = crate::front_end(src, "spin.ptx").unwrap_or_else(|d| panic!("{d}"));
+        run(&mut m, unroll);
+        let ModuleItem::Function(Function { body: Some(b), .. }) = &m.items[0] else { panic!("no function") };
+        b.iter()
+            .filter(|s| !matches!(s, Statement::Decl(_)))
+            .map(|s| match s {
+                Statement::Inst(i) => branch_target(i).unwrap_or_default().to_string(),
+                _ => String::new(),
+            })
+            .collect()
+    }
+
     const SPIN: &str = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 a)\n{\n\
         .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<2>;\nld.param.u64 %rd1, [a];\n\
         L: ld.acquire.gpu.u32 %r1, [%rd1]; setp.eq.s32 %p1, %r1, 0; @%p1 bra L;\nret;\n}\n";
@@ -402,6 +562,117 @@ mod tests {
         // A guarded write keeps the old value when its guard fails.
         let guarded = SPIN.replace("setp.eq.s32 %p1, %r1, 0;", "setp.eq.s32 %p1, %r1, 0; @%p1 add.s32 %r2, %r2, 1;");
         assert!(body_of(&guarded, 2).iter().any(|l| l == "L_spin_exit0:"));
+    }
+
+    /// CUB's look-back wait as NVRTC lays it out (Warp 1.19's scan): entered
+    /// in the middle, two arms that meet again at the head, the exit test
+    /// on a `vote.any`.
+    const CUB_WAIT: &str = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 a)\n{\n\
+        .reg .pred %p<4>; .reg .b32 %r<4>; .reg .b64 %rd<2>;\nld.param.u64 %rd1, [a];\nmov.u32 %r3, -1;\n\
+        setp.eq.s32 %p3, %r3, 0;\nld.relaxed.gpu.u32 %r1, [%rd1];\nbra.uni H;\n\
+        L: ld.relaxed.gpu.u32 %r1, [%rd1];\nH: setp.eq.s32 %p1, %r1, 0;\nvote.sync.any.pred %p2, %p1, %r3;\n\
+        @%p2 bra W;\nbra.uni X;\nW: @%p3 bra M;\nbra.uni N;\nM: membar.cta;\nbra.uni L;\n\
+        N: nanosleep.u32 350;\nbra.uni L;\nX: ret;\n}\n";
+
+    #[test]
+    fn unrolls_a_spin_region_with_a_warp_vote() {
+        let b = body_of(CUB_WAIT, 3);
+        let region = |j: usize| -> Vec<String> {
+            let (s, next) = (if j == 0 { String::new() } else { format!("_spin0_{j}") }, format!("_spin0_{}", j + 1));
+            let next = if j == 2 { String::new() } else { next };
+            [
+                format!("L{s}:"),
+                "ld.relaxed.gpu.u32".into(),
+                format!("H{s}:"),
+                "setp.eq.s32".into(),
+                "vote.sync.any.pred".into(),
+                "@%p2 bra".into(),
+                "bra.uni".into(),
+                format!("W{s}:"),
+                "@%p3 bra".into(),
+                "bra.uni".into(),
+                format!("M{s}:"),
+                "membar.cta".into(),
+                format!("bra.uni -> L{next}"),
+                format!("N{s}:"),
+                "nanosleep.u32".into(),
+                format!("bra.uni -> L{next}"),
+            ]
+            .into()
+        };
+        let mut want: Vec<String> =
+            ["ld.param.u64", "mov.u32", "setp.eq.s32", "ld.relaxed.gpu.u32", "bra.uni"].map(String::from).into();
+        for j in 0..3 {
+            want.extend(region(j));
+        }
+        want.push("X:".into());
+        want.push("ret".into());
+        let got: Vec<String> = b
+            .iter()
+            .zip(targets_of(CUB_WAIT, 3))
+            .map(|(l, t)| if l == "bra.uni" && t.starts_with('L') { format!("{l} -> {t}") } else { l.clone() })
+            .collect();
+        assert_eq!(got, want);
+        // The forward branches stay in their copy; the entry is copy 0's H.
+        let t = targets_of(CUB_WAIT, 3);
+        let forward: Vec<&str> =
+            t.iter().filter(|t| !t.is_empty() && !t.starts_with('L')).map(|t| t.as_str()).collect();
+        assert_eq!(
+            forward,
+            [
+                "H",
+                "W",
+                "X",
+                "M",
+                "N",
+                "W_spin0_1",
+                "X",
+                "M_spin0_1",
+                "N_spin0_1",
+                "W_spin0_2",
+                "X",
+                "M_spin0_2",
+                "N_spin0_2"
+            ]
+        );
+    }
+
+    /// A single block that ends in a conditional branch back: every copy but
+    /// the last leaves when the condition fails, the last goes round.
+    #[test]
+    fn a_spin_region_that_falls_through_leaves_from_each_copy() {
+        let src = SPIN.replace(
+            "setp.eq.s32 %p1, %r1, 0; @%p1 bra L;",
+            "setp.eq.s32 %p0, %r1, 0; mov.u32 %r2, -1; vote.sync.any.pred %p1, %p0, %r2; @%p1 bra L;",
+        );
+        let b = body_of(&src, 2);
+        let want = [
+            "ld.param.u64",
+            "L:",
+            "ld.acquire.gpu.u32",
+            "setp.eq.s32",
+            "mov.u32",
+            "vote.sync.any.pred",
+            "@!%p1 bra",
+            "L_spin0_1:",
+            "ld.acquire.gpu.u32",
+            "setp.eq.s32",
+            "mov.u32",
+            "vote.sync.any.pred",
+            "@%p1 bra",
+            "L_spin0_exit:",
+            "ret",
+        ];
+        assert_eq!(b, want);
+        assert_eq!(
+            targets_of(&src, 2).into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>(),
+            ["L_spin0_exit", "L"]
+        );
+        // Without a poll, or with a barrier, the loop stays.
+        let plain = src.replace("ld.acquire.gpu.u32", "ld.global.u32");
+        assert_eq!(body_of(&plain, 4).len(), 8);
+        let barrier = src.replace("mov.u32 %r2, -1;", "mov.u32 %r2, -1; bar.sync 0;");
+        assert_eq!(body_of(&barrier, 4).len(), 9);
     }
 
     #[test]

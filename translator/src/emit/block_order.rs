@@ -2,22 +2,33 @@
 //! ([`crate::Options::block_order_threads`]).
 //!
 //! llvmpipe (lavapipe) runs a dispatch of `N` workgroups on `T` worker
-//! threads by handing each thread a contiguous run of `N / T` workgroups in
-//! linear order (`x` fastest), the `N % T` left over one by one at the end.
-//! So thread 1 starts on workgroup `N / T` while workgroup `N / T - 1` is the
-//! last that thread 0 will run. CUDA promises no order either, but code
-//! that waits on an earlier block (CUB's decoupled look-back scans, ticket
-//! locks, stream compaction) relies on NVIDIA's hardware starting blocks in
-//! order; under llvmpipe's split a block waits for a whole run of other
-//! blocks, and its wait ends at llvmpipe's loop limiter (the launch fails).
+//! threads by cutting it into `T` contiguous runs of `N / T` workgroups in
+//! linear order (`x` fastest), the `N % T` left over one by one at the end;
+//! each idle worker takes the next run (Mesa's `lp_cs_tpool.c`). CUDA
+//! promises no order either, but code that waits on an earlier block (CUB's
+//! decoupled look-back scans, ticket locks, stream compaction) relies on
+//! NVIDIA's hardware starting blocks in order; under llvmpipe's split the
+//! first block of the second run waits for the whole first run, and its
+//! wait ends at llvmpipe's loop limiter (the launch fails).
 //!
-//! With the option at `T >= 2`, `%ctaid` is not the Vulkan workgroup id but
-//! a permutation of it that makes each thread's run the blocks `t, t + T,
-//! t + 2T, ...`: workgroup `p` (linear in its dispatch) with `p < q T`
-//! (`q = N / T`) is block `(p mod q) T + p / q`; the rest keep their index.
-//! Every thread then runs its blocks in order and the blocks running at
-//! one time are consecutive, as on a GPU; with any other thread count the
-//! mapping is still a permutation of the grid, only the order is not that.
+//! With the option at `T >= 2`, in modules whose kernels may wait on
+//! another block ([`may_poll`]), `%ctaid` is not the Vulkan workgroup id but
+//! the block's *ticket*: the number of blocks of its dispatch that started
+//! before it ([`take_ticket`], one atomic add per block on a module data
+//! word), delinearized over the dispatch's extent. A block then only ever
+//! waits for blocks that started before it, which run on other workers or
+//! have finished, as on a GPU, whichever worker takes which run.
+//!
+//! An earlier form permuted the workgroup id statically, to block
+//! `(p mod q) T + p / q` for workgroup `p < qT` (`q = N / T`), assuming that
+//! worker `t` runs run `t`. But a worker takes whichever run is next
+//! (`lp_cs_tpool_worker`), so when one worker is slow to wake (a loaded
+//! machine) the other may take run 0 and spin, its blocks waiting on run
+//! 1's, until the late worker starts run 1. Entries that the resume pass
+//! rewrote still use that permutation: their resume rounds dispatch the
+//! grid again and must see each block's `%ctaid` again, which a ticket
+//! (taken anew) would not give.
+//!
 //! The index is 32-bit, as llvmpipe's own count of a dispatch's workgroups.
 
 use super::func::{internal1, Fx};
@@ -25,12 +36,15 @@ use super::{Emitter, TyKey};
 use crate::diag::Diagnostic;
 use rspirv::spirv::{Op, StorageClass, Word};
 
-/// Decides whether `%ctaid` is permuted and declares the block's permuted
-/// workgroup id, a private `uvec3` that every entry computes once at its
-/// start ([`init`]), when the order is on and the module reads `%ctaid` or
-/// checks races: the permutation costs four integer divisions, which
-/// llvmpipe runs lane by lane, and a kernel reads `%ctaid` once per
-/// component and often again in called functions.
+/// Decides whether `%ctaid` follows the start order and declares the
+/// block's id in that order, a private `uvec3` that every entry computes
+/// once at its start ([`init`]), and the Workgroup word that passes the
+/// ticket to the block's invocations, when the order is on and the module
+/// reads `%ctaid` or checks races (the ticket and its delinearization cost
+/// an atomic and three integer divisions, which llvmpipe runs lane by lane;
+/// a kernel reads `%ctaid` once per component and often again in called
+/// functions). Whether the module needs the ticket counter's module data
+/// word.
 ///
 /// The order is on only when some function of the module `polls`
 /// ([`may_poll`]): a block can wait for another only by reading memory
@@ -38,15 +52,18 @@ use rspirv::spirv::{Op, StorageClass, Word};
 /// of the wait. Everywhere else the order cannot change a result (CUDA
 /// promises none), and the divisions cost 10-20% of a memory-bound
 /// kernel on lavapipe (`ptxvk-bench twins`).
-pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool, polls: bool) {
+pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool, polls: bool) -> bool {
     e.block_order_threads = if polls { e.opts.block_order_threads } else { 0 };
     if e.block_order_threads < 2 || !(reads_ctaid || e.race.is_some()) {
-        return;
+        return false;
     }
     let u32t = e.t_int(32);
     let v3 = e.ty(TyKey::Vec(u32t, 3));
     let p = e.t_ptr(StorageClass::Private, v3);
     e.block_id = Some(e.b.variable(p, None, StorageClass::Private, None));
+    let pw = e.t_ptr(StorageClass::Workgroup, u32t);
+    e.block_ticket = Some(e.b.variable(pw, None, StorageClass::Workgroup, None));
+    true
 }
 
 /// Whether `i` could be how a thread waits for another block: a load
@@ -63,15 +80,85 @@ pub(crate) fn may_poll(i: &crate::ast::Instruction) -> bool {
     }
 }
 
-/// At the start of an entry: the permuted workgroup id, when declared.
-pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
+/// At the start of an entry: the block's workgroup id in start order (a
+/// ticket, see the module docs), or, in an entry that `resumes` (whose
+/// resume rounds must see the same `%ctaid` again), the permuted one.
+pub(crate) fn init(e: &mut Emitter, resumes: bool) -> Result<(), Diagnostic> {
     let Some(var) = e.block_id else { return Ok(()) };
-    let c = workgroup_id(e)?;
-    let c = permuted(e, c, e.block_order_threads)?;
+    let c = match (e.block_ticket, e.block_ticket_offset, resumes) {
+        (Some(ticket), Some(off), false) => {
+            let (p, n) = take_ticket(e, ticket, off)?;
+            delinearized(e, p, n)?
+        }
+        _ => {
+            let c = workgroup_id(e)?;
+            permuted(e, c, e.block_order_threads)?
+        }
+    };
     let u32t = e.t_int(32);
     let v3 = e.ty(TyKey::Vec(u32t, 3));
     let v = e.b.composite_construct(v3, None, c).map_err(internal1)?;
     e.b.store(var, v, None, []).map_err(internal1)
+}
+
+/// The block's index in the order in which its dispatch's blocks start:
+/// invocation 0 takes the next value of the module's ticket counter
+/// (module data at `off`) and leaves it in the Workgroup word `ticket`, where
+/// every invocation reads it. llvmpipe runs a workgroup's subgroups one
+/// after another on one thread, starting with the one that holds
+/// invocation 0, each until its first barrier: the others read the word
+/// after it was written, with no barrier of the translator's own. The block
+/// that takes the dispatch's last ticket takes the dispatch's count back
+/// off the counter, which is then 0 again for the next dispatch (llvmpipe
+/// runs one dispatch at a time, each to its end).
+fn take_ticket(e: &mut Emitter, ticket: Word, off: u64) -> Result<(Word, [Word; 3]), Diagnostic> {
+    let Some(base) = e.module_data_address()? else {
+        return Err(Diagnostic::error(Default::default(), "internal error: no module data for the block ticket"));
+    };
+    let u32t = e.t_int(32);
+    let u64t = e.t_int(64);
+    let id = workgroup_id(e)?;
+    let (_, n) = linear_workgroup(e, id)?;
+    let nxy = e.bin_u32(Op::IMul, n[0], n[1])?;
+    let total = e.bin_u32(Op::IMul, nxy, n[2])?;
+    let li = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
+    let zero = e.c_u32(0);
+    let bt = e.t_bool();
+    let first = e.b.i_equal(bt, None, li, zero).map_err(internal1)?;
+    let device = e.c_u32(rspirv::spirv::Scope::Device as u32);
+    let workgroup = e.c_u32(rspirv::spirv::Scope::Workgroup as u32);
+    let relaxed = e.c_u32(0);
+    super::grid::if_then(e, first, |e| {
+        let c = e.c_int(64, off);
+        let a = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
+        let pt = e.t_ptr(StorageClass::PhysicalStorageBuffer, u32t);
+        let counter = e.b.convert_u_to_ptr(pt, None, a).map_err(internal1)?;
+        let one = e.c_u32(1);
+        let t = e.b.atomic_i_add(u32t, None, counter, device, relaxed, one).map_err(internal1)?;
+        let next = e.bin_u32(Op::IAdd, t, one)?;
+        let last = e.b.i_equal(bt, None, next, total).map_err(internal1)?;
+        super::grid::if_then(e, last, |e| {
+            e.b.atomic_i_sub(u32t, None, counter, device, relaxed, total).map_err(internal1)?;
+            Ok(())
+        })?;
+        e.b.atomic_exchange(u32t, None, ticket, workgroup, relaxed, t).map_err(internal1)?;
+        Ok(())
+    })?;
+    // A read-modify-write, not a load: llvmpipe's compiler forwards a load
+    // from the last store on its path, and this lane's path skipped it.
+    let t = e.b.atomic_or(u32t, None, ticket, workgroup, relaxed, zero).map_err(internal1)?;
+    // In range whatever the counter held.
+    Ok((e.bin_u32(Op::UMod, t, total)?, n))
+}
+
+/// Linear block index `l` of a dispatch of `n` blocks as (x, y, z).
+fn delinearized(e: &mut Emitter, l: Word, n: [Word; 3]) -> Result<[Word; 3], Diagnostic> {
+    let nxy = e.bin_u32(Op::IMul, n[0], n[1])?;
+    let x = e.bin_u32(Op::UMod, l, n[0])?;
+    let yz = e.bin_u32(Op::UDiv, l, n[0])?;
+    let y = e.bin_u32(Op::UMod, yz, n[1])?;
+    let z = e.bin_u32(Op::UDiv, l, nxy)?;
+    Ok([x, y, z])
 }
 
 /// The block's `%ctaid` (x, y, z): its workgroup in the dispatch, permuted
@@ -154,9 +241,5 @@ fn permuted(e: &mut Emitter, id: [Word; 3], threads: u32) -> Result<[Word; 3], D
     let l = e.bin_u32(Op::IMul, j, t)?;
     let l = e.bin_u32(Op::IAdd, l, run)?;
     let l = e.b.select(u32t, None, in_runs, l, p).map_err(internal1)?;
-    let x = e.bin_u32(Op::UMod, l, nx)?;
-    let yz = e.bin_u32(Op::UDiv, l, nx)?;
-    let y = e.bin_u32(Op::UMod, yz, ny)?;
-    let z = e.bin_u32(Op::UDiv, l, nxy)?;
-    Ok([x, y, z])
+    delinearized(e, l, [nx, ny, nz])
 }

@@ -879,7 +879,7 @@ pub(crate) fn emit_function(
             super::loop_limit::init(e)?;
             super::fault::load_cache(e)?;
             super::printf::load_fifo(e)?;
-            super::block_order::init(e)?;
+            super::block_order::init(e, plan.func.body.as_deref().is_some_and(crate::resume::rewritten))?;
             super::race::init(e, &fx)?;
         }
         if fx.uniform.is_some() {

@@ -130,6 +130,12 @@ pub(crate) struct Emitter<'o> {
     /// Private `uvec3`: the block's permuted workgroup id, computed once at
     /// each entry's start (see [`block_order::declare`]).
     pub block_id: Option<Word>,
+    /// Workgroup `u32`: the block's ticket, which its first invocation takes
+    /// from the module data word at [`Emitter::block_ticket_offset`] (see
+    /// [`block_order`]).
+    pub block_ticket: Option<Word>,
+    /// Byte offset in the module data buffer of the ticket counter.
+    pub block_ticket_offset: Option<u64>,
     /// Worker threads `%ctaid` is permuted for: the option's value when a
     /// function of the module may wait on another block, else 0 (see
     /// [`block_order::declare`]).
@@ -486,6 +492,8 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         workgroup_id: 0,
         num_workgroups: 0,
         block_id: None,
+        block_ticket: None,
+        block_ticket_offset: None,
         block_order_threads: 0,
         spec_ntid: [0; 3],
         spec_shared_words: 0,
@@ -580,7 +588,11 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             race::declare_state(&mut e);
         }
     }
-    block_order::declare(&mut e, used.ctaid, used.polls);
+    if block_order::declare(&mut e, used.ctaid, used.polls) {
+        let off = data_bytes.div_ceil(8) * 8;
+        e.block_ticket_offset = Some(off);
+        data_bytes = off + 8;
+    }
     if used.printf {
         let off = data_bytes.div_ceil(8) * 8;
         e.printf_offset = Some(off);
@@ -912,6 +924,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
                 iface.extend(e.module_data_var);
                 iface.extend(e.race.iter().flat_map(|r| r.interface()));
                 iface.extend(e.block_id);
+                iface.extend(e.block_ticket);
                 e.b.entry_point(spirv::ExecutionModel::GLCompute, fid, name, iface);
                 entry_fids.push(fid);
             }
@@ -935,7 +948,8 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             info.static_shared_bytes = all.iter().map(|p| p.static_shared_bytes).max().unwrap_or(0);
             let (per_invocation, fixed) = uniform::scratch_words(&mut e, &all, plan);
             info.scratch_words_per_invocation = per_invocation;
-            info.scratch_words_fixed = fixed;
+            // The block ticket's Workgroup word is in every entry's interface.
+            info.scratch_words_fixed = fixed + u32::from(e.block_ticket.is_some());
             info.loop_counter_words = if e.loop_counter.is_some() { loop_limit::SLOTS } else { 0 };
             info.shared_spill = e.spill.is_some() && vars.shared_var.is_some();
             info.shared_wide = vars.shared_wide;

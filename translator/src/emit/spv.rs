@@ -776,9 +776,11 @@ macro_rules! id_ops {
 id_ops! {
     atomic_and => AtomicAnd(pointer, memory, semantics, value);
     atomic_compare_exchange => AtomicCompareExchange(pointer, memory, equal, unequal, value, comparator);
+    atomic_exchange => AtomicExchange(pointer, memory, semantics, value);
     atomic_i_add => AtomicIAdd(pointer, memory, semantics, value);
     atomic_load => AtomicLoad(pointer, memory, semantics);
     atomic_or => AtomicOr(pointer, memory, semantics, value);
+    atomic_i_sub => AtomicISub(pointer, memory, semantics, value);
     atomic_xor => AtomicXor(pointer, memory, semantics, value);
     bit_count => BitCount(base);
     bit_reverse => BitReverse(base);
