@@ -40,6 +40,11 @@
 //! ```
 //!
 //! which runs the same instructions in the same order.
+//!
+//! A wait whose exit test is a warp vote spans several blocks and holds a
+//! collective, which the form above excludes: CUB's look-back wait. Such a
+//! *collective spin region* ([`collective_spin_region`]) is copied as a
+//! whole, its branches back going to the next copy ([`unroll_region`]).
 
 use crate::ast::{Function, Guard, Instruction, Module, ModuleItem, Operand, Statement};
 

@@ -3,7 +3,7 @@
 //! through which a block could wait for another (a strong or volatile
 //! load, an atomic, a fence, an mbarrier operation, `nanosleep`). A kernel
 //! that cannot wait is translated exactly as with the option off, since
-//! the permutation's integer divisions cost it time and cannot change its
+//! the ticket and its integer divisions cost it time and cannot change its
 //! results. Running a waiting kernel is `runtime/tests/block_order.rs`.
 
 use ptxvk_translator::{translate, Options};
