@@ -33,7 +33,14 @@ fn spirv(ptx: &str, threads: u32) -> Vec<u32> {
 
 #[test]
 fn kernels_that_cannot_wait_keep_the_workgroup_order() {
-    for poll in ["", "ld.global.u32 %r2, [%rd2];", "ld.global.nc.u32 %r2, [%rd2];", "st.global.u32 [%rd2+4], %r1;"] {
+    for poll in [
+        "",
+        "ld.global.u32 %r2, [%rd2];",
+        "ld.global.nc.u32 %r2, [%rd2];",
+        "st.global.u32 [%rd2+4], %r1;",
+        // The block's own shared memory: no other block writes it.
+        ".shared .align 4 .u32 s;\natom.shared.add.u32 %r2, [s], 1;\nld.volatile.shared.u32 %r3, [s];",
+    ] {
         let ptx = kernel(poll);
         assert_eq!(spirv(&ptx, 4), spirv(&ptx, 0), "{poll:?}: translated as without the order");
     }

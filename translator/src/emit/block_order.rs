@@ -70,9 +70,14 @@ pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool, polls: bool) -> bool {
 /// another thread's store must reach (`.volatile`, `.relaxed`, `.acquire`,
 /// or the `.cv`/`.cg` cache operators of older CUB's tile-status reads), an
 /// atomic, a fence or `membar` (which keeps plain loads in a loop), an
-/// mbarrier operation or `nanosleep` (a back-off). Conservative: a kernel
-/// with any of these keeps the order.
+/// mbarrier operation or `nanosleep` (a back-off), except loads and atomics
+/// on `.shared` memory. Conservative: a kernel with any of these keeps the
+/// order.
 pub(crate) fn may_poll(i: &crate::ast::Instruction) -> bool {
+    // Shared memory is the block's own: no other block writes it.
+    if i.has("shared") && matches!(i.opcode.as_str(), "atom" | "ld" | "ldu") {
+        return false;
+    }
     match i.opcode.as_str() {
         "atom" | "membar" | "fence" | "mbarrier" | "nanosleep" => true,
         "ld" | "ldu" => ["volatile", "relaxed", "acquire", "cv", "cg", "mmio"].iter().any(|m| i.has(m)),
