@@ -2178,6 +2178,7 @@ fn check_same_entry(
                 && b.scratch_words_per_invocation <= a.scratch_words_per_invocation
                 && b.scratch_words_fixed <= a.scratch_words_fixed
                 && b.loop_counter_words <= a.loop_counter_words
+                && b.block_ticket_words <= a.block_ticket_words
                 && whole.globals == alone.globals
                 && alone.global_data_bytes <= whole.global_data_bytes
                 && within(whole.trap_offset, alone.trap_offset)

@@ -351,6 +351,7 @@ fn entry_info(w: &mut Writer, e: &EntryInfo) {
         scratch_words_per_invocation,
         scratch_words_fixed,
         loop_counter_words,
+        block_ticket_words,
         shared_spill,
         shared_wide,
         resumable,
@@ -382,6 +383,7 @@ fn entry_info(w: &mut Writer, e: &EntryInfo) {
     w.u32(*scratch_words_per_invocation);
     w.u32(*scratch_words_fixed);
     w.u32(*loop_counter_words);
+    w.u32(*block_ticket_words);
     w.bool(*shared_spill);
     w.bool(*shared_wide);
     w.bool(*resumable);
@@ -481,6 +483,7 @@ fn read_entry_info(r: &mut Reader<'_>) -> Option<EntryInfo> {
         scratch_words_per_invocation: r.u32()?,
         scratch_words_fixed: r.u32()?,
         loop_counter_words: r.u32()?,
+        block_ticket_words: r.u32()?,
         shared_spill: r.bool()?,
         shared_wide: r.bool()?,
         resumable: r.bool()?,

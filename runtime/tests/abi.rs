@@ -26,6 +26,7 @@ fn entry(name: &str, passing: ParamPassing) -> EntryInfo {
         scratch_words_per_invocation: 0,
         scratch_words_fixed: 0,
         loop_counter_words: 0,
+        block_ticket_words: 0,
         shared_spill: false,
         shared_wide: false,
         resumable: false,

@@ -541,7 +541,9 @@ fn scratch_is_reported() {
     // slots of 2 ballot regions, a word for each of 32 warps.
     assert_eq!((info.scratch_words_per_invocation, info.scratch_words_fixed), (2, 2 + 2 * 2 * 32));
     // Plus the loop counters on llvmpipe (`Options::loop_limit`).
-    assert_eq!(info.scratch_bytes(128), (2 * 128 + 2 + 128 + info.loop_counter_words as u64) * 4);
+    // And the block ticket where the block order is on.
+    let own = info.loop_counter_words + info.block_ticket_words;
+    assert_eq!(info.scratch_bytes(128), (2 * 128 + 2 + 128 + own as u64) * 4);
     // One scratch array serves every entry of a module: an entry that needs
     // only the vote slots reports the module's size.
     let info = m.function("sync_count").unwrap().info().clone();

@@ -197,6 +197,13 @@ pub struct EntryInfo {
     /// `Workgroup` words of loop-iteration counters (`Options::loop_limit`,
     /// when the kernel may loop); 0 otherwise.
     pub loop_counter_words: u32,
+    /// `Workgroup` words accounted for the block ticket
+    /// (`Options::block_order_threads`, when the module may wait on another
+    /// block): 16 for its one word, since the validation layer's sum of a
+    /// module's Workgroup variables came to 16 bytes more than their sizes
+    /// with one (`shared_spill`'s spilled 48 KiB kernels, 32,772 of 32,768
+    /// bytes); 0 otherwise.
+    pub block_ticket_words: u32,
     /// The entry can keep `.shared` bytes beyond `SPEC_SHARED_WORDS` in
     /// device memory (see "Shared memory beyond Workgroup memory").
     pub shared_spill: bool,
@@ -214,7 +221,8 @@ impl EntryInfo {
     pub fn scratch_bytes(&self, workgroup_size: u64) -> u64 {
         (self.scratch_words_per_invocation as u64 * workgroup_size
             + self.scratch_words_fixed as u64
-            + self.loop_counter_words as u64)
+            + self.loop_counter_words as u64
+            + self.block_ticket_words as u64)
             * 4
     }
 }

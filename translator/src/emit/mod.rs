@@ -948,11 +948,9 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             info.static_shared_bytes = all.iter().map(|p| p.static_shared_bytes).max().unwrap_or(0);
             let (per_invocation, fixed) = uniform::scratch_words(&mut e, &all, plan);
             info.scratch_words_per_invocation = per_invocation;
+            info.scratch_words_fixed = fixed;
             // The block ticket's Workgroup word is in every entry's interface.
-            // Accounted as 16 words: with 1, the validation layer's sum for
-            // `shared_spill`'s spilled 48 KiB kernels came to 32,772 of
-            // 32,768 bytes (it adds padding we do not model).
-            info.scratch_words_fixed = fixed + if e.block_ticket.is_some() { 16 } else { 0 };
+            info.block_ticket_words = if e.block_ticket.is_some() { 16 } else { 0 };
             info.loop_counter_words = if e.loop_counter.is_some() { loop_limit::SLOTS } else { 0 };
             info.shared_spill = e.spill.is_some() && vars.shared_var.is_some();
             info.shared_wide = vars.shared_wide;
@@ -1076,6 +1074,7 @@ pub(crate) fn entry_info(
         scratch_words_per_invocation: 0,
         scratch_words_fixed: 0,
         loop_counter_words: 0,
+        block_ticket_words: 0,
         shared_spill: false,
         shared_wide: false,
         resumable: false,
