@@ -451,35 +451,32 @@ fn polls(inst: &Instruction) -> bool {
 mod tests {
     use super::*;
 
-    fn body_of(src: &str, unroll: u32) -> Vec<String> {
+    /// The statements (not declarations) of the first function of `src`
+    /// after [`run`], each as `line` gives it.
+    fn rewritten(src: &str, unroll: u32, line: impl Fn(&Statement) -> String) -> Vec<String> {
         let mut m = crate::front_end(src, "spin.ptx").unwrap_or_else(|d| panic!("{d}"));
         run(&mut m, unroll);
         let ModuleItem::Function(Function { body: Some(b), .. }) = &m.items[0] else { panic!("no function") };
-        b.iter()
-            .filter(|s| !matches!(s, Statement::Decl(_)))
-            .map(|s| match s {
-                Statement::Label(_, l) => format!("{l}:"),
-                Statement::Inst(i) => {
-                    let g = i.guard.as_ref().map(|g| format!("@{}{} ", if g.negated { "!" } else { "" }, g.name));
-                    format!("{}{}", g.unwrap_or_default(), i.mnemonic())
-                }
-                _ => "?".into(),
-            })
-            .collect()
+        b.iter().filter(|s| !matches!(s, Statement::Decl(_))).map(line).collect()
+    }
+
+    fn body_of(src: &str, unroll: u32) -> Vec<String> {
+        rewritten(src, unroll, |s| match s {
+            Statement::Label(_, l) => format!("{l}:"),
+            Statement::Inst(i) => {
+                let g = i.guard.as_ref().map(|g| format!("@{}{} ", if g.negated { "!" } else { "" }, g.name));
+                format!("{}{}", g.unwrap_or_default(), i.mnemonic())
+            }
+            _ => "?".into(),
+        })
     }
 
     /// The label each statement of `body_of` branches to ("" for others).
     fn targets_of(src: &str, unroll: u32) -> Vec<String> {
-        let mut m = crate::front_end(src, "spin.ptx").unwrap_or_else(|d| panic!("{d}"));
-        run(&mut m, unroll);
-        let ModuleItem::Function(Function { body: Some(b), .. }) = &m.items[0] else { panic!("no function") };
-        b.iter()
-            .filter(|s| !matches!(s, Statement::Decl(_)))
-            .map(|s| match s {
-                Statement::Inst(i) => branch_target(i).unwrap_or_default().to_string(),
-                _ => String::new(),
-            })
-            .collect()
+        rewritten(src, unroll, |s| match s {
+            Statement::Inst(i) => branch_target(i).unwrap_or_default().to_string(),
+            _ => String::new(),
+        })
     }
 
     const SPIN: &str = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 a)\n{\n\
