@@ -8,7 +8,7 @@
 mod common;
 
 use common::{assert_clean, context, download_u32, poisoned, upload_u32, Lcg};
-use ptxvk_runtime::{Context, Error};
+use ptxvk_runtime::{Context, Error, Function};
 
 const PTX: &str = include_str!("../../tests/fixtures/block_chain.ptx");
 const THREADS: u32 = 256;
@@ -22,6 +22,13 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Entry `name` of `ptx` translated with `options` and loaded in `ctx`.
+fn kernel(ctx: &Context, ptx: &str, file: &str, options: &ptxvk_translator::Options, name: &str) -> Function {
+    let t = ptxvk_translator::translate(ptx, file, options).unwrap_or_else(|d| panic!("{d}"));
+    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
+    m.function(name).unwrap()
 }
 
 /// Runs `chained_scan` over `blocks` tiles of `tile` elements, translated
@@ -43,9 +50,7 @@ fn chained_scan(
     if !spin_unrolled {
         options.unroll_spin_loops = 0;
     }
-    let t = ptxvk_translator::translate(PTX, "block_chain.ptx", &options).unwrap();
-    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
-    let f = m.function("chained_scan").unwrap();
+    let f = kernel(ctx, PTX, "block_chain.ptx", &options, "chained_scan");
     let n = (blocks * tile) as usize;
     let mut rng = Lcg(0x5eed_0b10c);
     let input: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
@@ -201,9 +206,7 @@ fn tickets_give_every_block_one_id_seen_by_all_its_threads() {
     // Two workers at least, whatever the machine: the start order is used.
     let mut options = ctx.translate_options();
     options.block_order_threads = options.block_order_threads.max(2);
-    let t = ptxvk_translator::translate(TICKETS, "tickets.ptx", &options).unwrap_or_else(|d| panic!("{d}"));
-    let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
-    let f = m.function("ids").unwrap();
+    let f = kernel(&ctx, TICKETS, "tickets.ptx", &options, "ids");
     let flag = upload_u32(&ctx, &[0x1000]);
     // 1-, 2- and 3-dimensional grids, blocks of one and several subgroups,
     // launched back to back (the counter is back at 0 after each dispatch).
@@ -294,9 +297,7 @@ fn a_warp_voting_wait_outlasts_the_loop_limiter() {
         if !unrolled {
             options.unroll_spin_loops = 0;
         }
-        let t = ptxvk_translator::translate(CUB_WAIT, "cub_wait.ptx", &options).unwrap_or_else(|d| panic!("{d}"));
-        let m = ctx.load_spirv(&t.spirv, t.info).unwrap();
-        let f = m.function("wait_count").unwrap();
+        let f = kernel(&ctx, CUB_WAIT, "cub_wait.ptx", &options, "wait_count");
         let flag = upload_u32(&ctx, &[0, 0]);
         let out = poisoned(&ctx, 64);
         let params = f.pack_params(&[&flag.to_le_bytes(), &out.to_le_bytes(), &limit.to_le_bytes()]).unwrap();

@@ -199,10 +199,8 @@ pub struct EntryInfo {
     pub loop_counter_words: u32,
     /// `Workgroup` words accounted for the block ticket
     /// (`Options::block_order_threads`, when the module may wait on another
-    /// block): 16 for its one word, since the validation layer's sum of a
-    /// module's Workgroup variables came to 16 bytes more than their sizes
-    /// with one (`shared_spill`'s spilled 48 KiB kernels, 32,772 of 32,768
-    /// bytes); 0 otherwise.
+    /// block): 16 for its one word (the validation layer adds padding the
+    /// runtime does not model); 0 otherwise.
     pub block_ticket_words: u32,
     /// The entry can keep `.shared` bytes beyond `SPEC_SHARED_WORDS` in
     /// device memory (see "Shared memory beyond Workgroup memory").

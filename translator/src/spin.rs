@@ -117,8 +117,7 @@ fn rewrite(stmts: &mut Vec<Statement>, unroll: u32, counter: &mut u32) {
             out.extend(body.iter().cloned());
             let mut leave = back.clone();
             leave.guard = Some(Guard { negated: !guard.negated, ..guard.clone() });
-            leave.operands =
-                [Operand::Name { span: back.span, name: exit.as_str().into(), component: None }].into_iter().collect();
+            retarget(&mut leave, &exit);
             out.push(Statement::Inst(leave));
         }
         out.extend(body);
@@ -138,7 +137,7 @@ fn spin_loop(stmts: &[Statement], i: usize) -> Option<(String, usize, Instructio
     for (k, s) in stmts.iter().enumerate().skip(i + 1).take(MAX_BODY + 1) {
         let Statement::Inst(inst) = s else { return None };
         if inst.opcode == "bra" {
-            let to_label = matches!(inst.operands.as_slice(), [Operand::Name { name, .. }] if name == label);
+            let to_label = branch_target(inst) == Some(label.as_ref());
             let guard = inst.guard.clone().filter(|_| to_label && reads_shared_memory)?;
             return Some((label.to_string(), k, inst.clone(), guard));
         }
@@ -186,7 +185,7 @@ fn collective_spin_region(stmts: &[Statement], i: usize) -> Option<usize> {
             break;
         }
         polls_memory |= polls(inst);
-        collective |= matches!(inst.opcode.as_str(), "vote" | "shfl" | "match" | "redux" | "activemask");
+        collective |= is_warp_collective(inst);
         if branch_target(inst) == Some(head.as_ref()) && polls_memory && collective {
             end = Some(k);
         }
@@ -197,13 +196,23 @@ fn collective_spin_region(stmts: &[Statement], i: usize) -> Option<usize> {
 /// An instruction a [`collective_spin_region`] may hold: what [`plain`]
 /// allows, plus direct branches and warp collectives.
 fn in_region(inst: &Instruction) -> bool {
-    match inst.opcode.as_str() {
-        "bra" => branch_target(inst).is_some(),
-        "vote" | "shfl" | "match" | "redux" | "activemask" => {
-            !inst.operands.iter().any(|o| matches!(o, Operand::List(..)))
-        }
-        _ => plain(inst),
+    if inst.opcode == "bra" {
+        branch_target(inst).is_some()
+    } else if is_warp_collective(inst) {
+        !inst.operands.iter().any(|o| matches!(o, Operand::List(..)))
+    } else {
+        plain(inst)
     }
+}
+
+/// A warp vote, shuffle, match, reduction or `activemask`.
+fn is_warp_collective(inst: &Instruction) -> bool {
+    matches!(inst.opcode.as_str(), "vote" | "shfl" | "match" | "redux" | "activemask")
+}
+
+/// Makes the branch `b` go to `label`.
+fn retarget(b: &mut Instruction, label: &str) {
+    b.operands = [Operand::Name { span: b.span, name: label.into(), component: None }].into_iter().collect();
 }
 
 /// The label a direct `bra` goes to.
@@ -254,7 +263,6 @@ fn unroll_region(stmts: &mut Vec<Statement>, i: usize, end: usize, copies: usize
                         continue;
                     };
                     let mut b = inst.clone();
-                    let span = b.span;
                     let to = if q > p {
                         name(target, j)
                     } else if p + 1 == region.len() && falls_through && !last && target == head {
@@ -265,15 +273,13 @@ fn unroll_region(stmts: &mut Vec<Statement>, i: usize, end: usize, copies: usize
                     } else {
                         name(target, (j + 1) % copies)
                     };
-                    b.operands =
-                        [Operand::Name { span, name: to.as_str().into(), component: None }].into_iter().collect();
+                    retarget(&mut b, &to);
                     out.push(Statement::Inst(b));
                     if p + 1 == region.len() && falls_through && !last && target != head {
                         let mut leave = inst.clone();
                         leave.guard = None;
                         leave.modifiers.retain(|m| m == "uni");
-                        leave.operands =
-                            [Operand::Name { span, name: exit.as_str().into(), component: None }].into_iter().collect();
+                        retarget(&mut leave, &exit);
                         out.push(Statement::Inst(leave));
                     }
                 }

@@ -32,9 +32,17 @@
 //! The index is 32-bit, as llvmpipe's own count of a dispatch's workgroups.
 
 use super::func::{internal1, Fx};
+use super::values::K;
 use super::{Emitter, TyKey};
 use crate::diag::Diagnostic;
 use rspirv::spirv::{Op, StorageClass, Word};
+
+/// Workgroup words accounted for the block ticket's one word
+/// ([`crate::abi::EntryInfo::block_ticket_words`]): the validation layer's
+/// sum of a module's Workgroup variables came to 16 bytes more than their
+/// sizes with one (`shared_spill`'s spilled 48 KiB kernels, 32,772 of 32,768
+/// bytes).
+pub(crate) const TICKET_WORDS: u32 = 16;
 
 /// Decides whether `%ctaid` follows the start order and declares the
 /// block's id in that order, a private `uvec3` that every entry computes
@@ -121,9 +129,7 @@ fn take_ticket(e: &mut Emitter, ticket: Word, off: u64) -> Result<(Word, [Word; 
         return Err(Diagnostic::error(Default::default(), "internal error: no module data for the block ticket"));
     };
     let u32t = e.t_int(32);
-    let u64t = e.t_int(64);
-    let id = workgroup_id(e)?;
-    let (_, n) = linear_workgroup(e, id)?;
+    let n = num_workgroups(e)?;
     let nxy = e.bin_u32(Op::IMul, n[0], n[1])?;
     let total = e.bin_u32(Op::IMul, nxy, n[2])?;
     let li = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
@@ -134,10 +140,8 @@ fn take_ticket(e: &mut Emitter, ticket: Word, off: u64) -> Result<(Word, [Word; 
     let workgroup = e.c_u32(rspirv::spirv::Scope::Workgroup as u32);
     let relaxed = e.c_u32(0);
     super::grid::if_then(e, first, |e| {
-        let c = e.c_int(64, off);
-        let a = e.b.i_add(u64t, None, base, c).map_err(internal1)?;
-        let pt = e.t_ptr(StorageClass::PhysicalStorageBuffer, u32t);
-        let counter = e.b.convert_u_to_ptr(pt, None, a).map_err(internal1)?;
+        let a = super::printf::add64(e, base, off)?;
+        let counter = super::mem::psb_ptr(e, K::Int(32), a)?;
         let one = e.c_u32(1);
         let t = e.b.atomic_i_add(u32t, None, counter, device, relaxed, one).map_err(internal1)?;
         let next = e.bin_u32(Op::IAdd, t, one)?;
@@ -236,15 +240,20 @@ pub(crate) fn workgroup_id(e: &mut Emitter) -> Result<[Word; 3], Diagnostic> {
 /// Workgroup `id`'s linear index in its dispatch, `x + nx (y + ny z)`, and
 /// the dispatch's `NumWorkgroups` by component.
 pub(crate) fn linear_workgroup(e: &mut Emitter, id: [Word; 3]) -> Result<(Word, [Word; 3]), Diagnostic> {
-    let u32t = e.t_int(32);
-    let v3 = e.ty(TyKey::Vec(u32t, 3));
-    let n = e.b.load(v3, None, e.num_workgroups, None, []).map_err(internal1)?;
-    let n = components(e, n)?;
+    let n = num_workgroups(e)?;
     let zy = e.bin_u32(Op::IMul, id[2], n[1])?;
     let zy = e.bin_u32(Op::IAdd, zy, id[1])?;
     let p = e.bin_u32(Op::IMul, zy, n[0])?;
     let p = e.bin_u32(Op::IAdd, p, id[0])?;
     Ok((p, n))
+}
+
+/// The dispatch's `NumWorkgroups`, by component.
+fn num_workgroups(e: &mut Emitter) -> Result<[Word; 3], Diagnostic> {
+    let u32t = e.t_int(32);
+    let v3 = e.ty(TyKey::Vec(u32t, 3));
+    let n = e.b.load(v3, None, e.num_workgroups, None, []).map_err(internal1)?;
+    components(e, n)
 }
 
 /// Workgroup `id` of its dispatch as the block that thread order gives it.

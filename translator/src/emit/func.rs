@@ -875,11 +875,13 @@ pub(crate) fn emit_function(
                 }
             }
         }
+        // The resume pass rewrote this entry (`crate::resume`).
+        let resumes = plan.func.body.as_deref().is_some_and(crate::resume::rewritten);
         if me.is_none() {
             super::loop_limit::init(e)?;
             super::fault::load_cache(e)?;
             super::printf::load_fifo(e)?;
-            super::block_order::init(e, plan.func.body.as_deref().is_some_and(crate::resume::rewritten))?;
+            super::block_order::init(e, resumes)?;
             super::race::init(e, &fx)?;
         }
         if fx.uniform.is_some() {
@@ -893,7 +895,6 @@ pub(crate) fn emit_function(
             // A thread of an entry that resumes (`crate::resume`) runs at
             // most `THRESHOLD` counted iterations per round: small loops get
             // up to `RESUME_UNROLL_FACTOR` times the copies, so fewer rounds.
-            let resumes = plan.func.body.as_deref().is_some_and(crate::resume::rewritten);
             let copies = if resumes {
                 e.opts.unroll_loops.saturating_mul(crate::resume::RESUME_UNROLL_FACTOR)
             } else {

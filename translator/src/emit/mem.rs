@@ -342,7 +342,9 @@ pub(crate) fn mem_kind(t: ScalarType) -> K {
     }
 }
 
-fn psb_ptr(e: &mut Emitter, k: K, addr: Word) -> Result<Word, Diagnostic> {
+/// A `PhysicalStorageBuffer` pointer to a value of kind `k` at the device
+/// address `addr`.
+pub(crate) fn psb_ptr(e: &mut Emitter, k: K, addr: Word) -> Result<Word, Diagnostic> {
     match k.bits() {
         8 => {
             e.cap(Capability::StorageBuffer8BitAccess);

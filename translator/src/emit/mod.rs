@@ -950,7 +950,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
             info.scratch_words_per_invocation = per_invocation;
             info.scratch_words_fixed = fixed;
             // The block ticket's Workgroup word is in every entry's interface.
-            info.block_ticket_words = if e.block_ticket.is_some() { 16 } else { 0 };
+            info.block_ticket_words = if e.block_ticket.is_some() { block_order::TICKET_WORDS } else { 0 };
             info.loop_counter_words = if e.loop_counter.is_some() { loop_limit::SLOTS } else { 0 };
             info.shared_spill = e.spill.is_some() && vars.shared_var.is_some();
             info.shared_wide = vars.shared_wide;
