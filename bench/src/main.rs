@@ -29,6 +29,8 @@
 //! 13. Six workloads (saxpy, reduction, SGEMM, transpose, stencil, the
 //!     launch round trip) against their hand-written GLSL twins, with each
 //!     costly lowering switched off in turn ([`twins`]).
+//! 14. What a spin wait that does not wait costs on lavapipe, with each of
+//!     the lowerings for waits switched off in turn ([`waits`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -42,7 +44,7 @@
 //! the persistent cache's (it runs itself as `ptxvk-bench --cache-child`),
 //! `ptxvk-bench scale` only the scaling one, `ptxvk-bench tex` only the
 //! texture one, `ptxvk-bench twins [KERNEL]` only the hand-written twins' table (the rows
-//! whose kernel's name contains KERNEL);
+//! whose kernel's name contains KERNEL), `ptxvk-bench waits` only the waits';
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -65,6 +67,7 @@ mod tex;
 mod tma;
 mod twins;
 mod votes;
+mod waits;
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -118,6 +121,7 @@ fn main() -> ExitCode {
         [_, a] if a == "lockstep" => on_device(lockstep::run),
         [_, a] if a == "tex" => on_device(tex::run),
         [_, a] if a == "twins" => on_device(twins::run),
+        [_, a] if a == "waits" => on_device(waits::run),
         [_, a, only] if a == "twins" => {
             Context::new(DeviceSelector::Default).map_err(|e| e.into()).and_then(|c| twins::run_only(&c, Some(only)))
         }
@@ -179,6 +183,8 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     println!();
     let tex_ok = tex::run(&ctx)?;
     println!();
+    let waits_ok = waits::run(&ctx)?;
+    println!();
     let faults_ok = faults::run()?;
     println!();
     let scale_ok = scale::run(&ctx)?;
@@ -193,6 +199,7 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
         && votes_ok
         && lockstep_ok
         && tex_ok
+        && waits_ok
         && faults_ok
         && scale_ok
         && cache_ok)

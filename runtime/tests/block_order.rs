@@ -165,8 +165,8 @@ fn without_the_order_a_long_wait_fails_loudly_never_silently() {
     }
 }
 
-/// A kernel that may wait (it has a `ld.volatile`, so `%ctaid` is the
-/// block's ticket in start order) writes, from every thread, its `%ctaid`
+/// A kernel that may wait (a loop polls a flag with `ld.volatile`, so
+/// `%ctaid` is the block's ticket in start order; the flag is set) writes, from every thread, its `%ctaid`
 /// into its own slot; each block's slot index is its `%ctaid`.
 const TICKETS: &str = r#"
 .version 8.0
@@ -176,11 +176,15 @@ const TICKETS: &str = r#"
 {
     .reg .b32 %r<20>;
     .reg .b64 %rd<8>;
+    .reg .pred %p<2>;
     ld.param.u64 %rd1, [out];
     ld.param.u64 %rd2, [flag];
     cvta.to.global.u64 %rd1, %rd1;
     cvta.to.global.u64 %rd2, %rd2;
+$W:
     ld.volatile.global.u32 %r10, [%rd2];
+    setp.eq.u32 %p1, %r10, 0;
+    @%p1 bra $W;
     mov.u32 %r1, %ctaid.x;
     mov.u32 %r2, %ctaid.y;
     mov.u32 %r3, %ctaid.z;

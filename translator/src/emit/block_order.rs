@@ -12,7 +12,7 @@
 //! wait ends at llvmpipe's loop limiter (the launch fails).
 //!
 //! With the option at `T >= 2`, in modules whose kernels may wait on
-//! another block ([`may_poll`]), `%ctaid` is not the Vulkan workgroup id but
+//! another block (a loop that polls, [`may_wait`]), `%ctaid` is not the Vulkan workgroup id but
 //! the block's *ticket*: the number of blocks of its dispatch that started
 //! before it ([`take_ticket`], one atomic add per block on a module data
 //! word), delinearized over the dispatch's extent. A block then only ever
@@ -54,10 +54,10 @@ pub(crate) const TICKET_WORDS: u32 = 16;
 /// functions). Whether the module needs the ticket counter's module data
 /// word.
 ///
-/// The order is on only when some function of the module `polls`
-/// ([`may_poll`]): a block can wait for another only by reading memory
-/// the other writes, through an instruction the compiler may not hoist out
-/// of the wait. Everywhere else the order cannot change a result (CUDA
+/// The order is on only when the module `polls` in a loop
+/// ([`may_wait`]): a block can wait for another only by reading memory
+/// the other writes ([`may_poll`]), through an instruction the compiler may
+/// not hoist out of the wait, again and again. Everywhere else the order cannot change a result (CUDA
 /// promises none), and the divisions cost 10-20% of a memory-bound
 /// kernel on lavapipe (`ptxvk-bench twins`).
 pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool, polls: bool) -> bool {
@@ -91,6 +91,109 @@ pub(crate) fn may_poll(i: &crate::ast::Instruction) -> bool {
         "ld" | "ldu" => ["volatile", "relaxed", "acquire", "cv", "cg", "mmio"].iter().any(|m| i.has(m)),
         _ => false,
     }
+}
+
+/// Whether a thread of `module` could wait for another block: only in a
+/// loop, so only where an instruction that [`may_poll`] (not one of the
+/// resume pass's own accesses), or a call of a function that polls
+/// (itself or through its calls), lies on a cycle of its function's
+/// control-flow graph, or a polling function is recursive. An atomic
+/// counter, a histogram's `atom.add` or a fence outside any loop waits for
+/// nothing, and its kernel keeps the workgroup order, which costs nothing
+/// (the ticket costs about 1.8 µs per block on lavapipe). An indirect call
+/// counts as a call of a polling function when the module has one.
+/// Conservative where a body does not form a graph (the emitter reports
+/// that): it may wait.
+pub(crate) fn may_wait(module: &crate::ast::Module) -> bool {
+    use crate::ast::{ModuleItem, Operand, Statement};
+    fn walk<'a>(stmts: &'a [Statement], out: &mut Vec<&'a crate::ast::Instruction>) {
+        for s in stmts {
+            match s {
+                Statement::Inst(i) => out.push(i),
+                Statement::Block(b) => walk(b, out),
+                _ => {}
+            }
+        }
+    }
+    fn polls(i: &crate::ast::Instruction) -> bool {
+        may_poll(i) && !crate::resume::is_internal_access(i)
+    }
+    /// The called function: `Some(name)`, or `None` for an indirect call.
+    fn callee(i: &crate::ast::Instruction) -> Option<&str> {
+        match i.operands.iter().find(|o| !matches!(o, Operand::List(..))) {
+            Some(Operand::Name { name, .. }) => Some(name.as_str()),
+            _ => None,
+        }
+    }
+    let funcs: Vec<(&crate::ast::Function, &[Statement])> = module
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ModuleItem::Function(f) => f.body.as_deref().map(|b| (f, b)),
+            _ => None,
+        })
+        .collect();
+    let index: std::collections::HashMap<&str, usize> =
+        funcs.iter().enumerate().map(|(k, (f, _))| (f.name.as_str(), k)).collect();
+    // Direct callees (indices; `usize::MAX` for an indirect call or one of
+    // a function without a body) and whether each function polls itself.
+    let mut calls: Vec<Vec<usize>> = Vec::with_capacity(funcs.len());
+    let mut polling: Vec<bool> = Vec::with_capacity(funcs.len());
+    for (_, body) in &funcs {
+        let mut insts = Vec::new();
+        walk(body, &mut insts);
+        polling.push(insts.iter().any(|i| polls(i)));
+        let cs = insts.iter().filter(|i| i.opcode == "call").map(|i| callee(i).and_then(|n| index.get(n).copied()));
+        calls.push(cs.map(|c| c.unwrap_or(usize::MAX)).collect());
+    }
+    if !polling.contains(&true) {
+        return false;
+    }
+    loop {
+        let mut more = false;
+        for k in 0..funcs.len() {
+            if !polling[k] && calls[k].iter().any(|&c| c != usize::MAX && polling[c]) {
+                polling[k] = true;
+                more = true;
+            }
+        }
+        if !more {
+            break;
+        }
+    }
+    let calls_polling = |i: &crate::ast::Instruction| {
+        i.opcode == "call"
+            && match callee(i).map(|n| index.get(n)) {
+                Some(Some(&c)) => polling[c],
+                // A device-runtime or libdevice declaration without a body
+                // (vprintf, malloc): no wait of the module's own.
+                Some(None) => false,
+                None => true,
+            }
+    };
+    // Recursion through a polling function.
+    let cycles = crate::reducible::strongly_connected(funcs.len(), 0..funcs.len(), |v, i| {
+        calls[v].iter().copied().filter(|&c| c != usize::MAX).nth(i)
+    });
+    let recursive = |k: usize| calls[k].contains(&k);
+    if cycles.iter().any(|c| c.iter().any(|&k| polling[k]) && (c.len() > 1 || recursive(c[0]))) {
+        return true;
+    }
+    funcs.iter().enumerate().any(|(k, (f, body))| {
+        if !polling[k] {
+            return false;
+        }
+        let outer: Vec<&str> =
+            f.params.iter().chain(f.returns.iter()).flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
+        let scoped = crate::scope::run(body, &outer);
+        let Ok(cfg) = crate::cfg::run(&scoped, f.kind == crate::ast::FunctionKind::Func) else { return true };
+        let n = cfg.blocks.len();
+        let sccs = crate::reducible::strongly_connected(n, 0..n, |v, i| cfg.successors(v).iter().copied().nth(i));
+        sccs.iter().any(|c| {
+            let cyclic = c.len() > 1 || cfg.successors(c[0]).contains(&c[0]);
+            cyclic && c.iter().any(|&b| cfg.blocks[b].insts.iter().any(|i| polls(i) || calls_polling(i)))
+        })
+    })
 }
 
 /// At the start of an entry: the block's workgroup id in start order (a

@@ -450,6 +450,8 @@ pub fn facts(module: &ast::Module) -> Facts {
             }
         }
     }
+    // A poll waits for nothing outside a loop.
+    used.polls = used.polls && block_order::may_wait(module);
     Facts { used, grid, address_taken }
 }
 
@@ -1212,8 +1214,9 @@ struct Uses {
     heap: bool,
     /// `%ctaid` (not module data: whether [`block_order::declare`] keeps it).
     ctaid: bool,
-    /// An instruction through which a thread could wait for another block
-    /// (not module data: whether [`block_order::declare`] permutes `%ctaid`).
+    /// An instruction through which a thread could wait for another block,
+    /// and then ([`facts`]) one in a loop ([`block_order::may_wait`]) (not
+    /// module data: whether [`block_order::declare`] orders `%ctaid`).
     polls: bool,
     /// The lock table of 16-byte ordered vector accesses ([`mem::ld`]).
     vector_locks: bool,
