@@ -47,14 +47,29 @@
 //!   dispatch loops sharing it became one tangle that computed wrong
 //!   values; `runtime/tests/forward_progress.rs`, `two_handoffs`).
 //!
-//! `R` becomes a dispatch loop, one basic block per iteration and lane:
+//! `R` becomes a dispatch loop whose body is a *chain*: the blocks of `R`
+//! in reverse postorder of `R`'s own edges (so that an edge that does not
+//! close a cycle goes forward), each behind a test of `pc`:
 //!
 //! ```text
-//! D:  tests of pc: a balanced tree of `pc < m`, `pc == i` at the leaves
-//! every edge u -> B_i into or inside R   becomes  u -> (pc = i) -> D
-//! every edge u -> X out of R             becomes  u -> (pc = x) -> D,
-//!                                        and D's tree sends pc == x to X
+//! head:   (the yield, see below)
+//! T_1:    if (pc == 1) { B_1 }         B_i's edges set pc, go on to T_i+1
+//! ...
+//! T_n:    if (pc == n) { B_n }
+//! latch:  if (pc <= n) goto head       a lane that went back, or waits
+//!         else: a balanced tree of `pc == x` sends the lane to exit X
+//! every edge u -> B_i from outside R     becomes  u -> (pc = i) -> head
+//! every edge B_j -> B_i or B_j -> X      becomes  B_j -> (pc = i or x) -> T_j+1
 //! ```
+//!
+//! So in one iteration a lane runs every block its `pc` reaches going
+//! forward, and goes round again only where the code goes back (a spin
+//! loop's back-edge) or leaves. (The first form sent every edge back to a
+//! tree of tests at the loop's head, one block per iteration and lane: a
+//! thread whose wait was over at its first poll still took one iteration
+//! per block of its path, each running every block of `R` on llvmpipe,
+//! which runs the arms no lane takes; `ptxvk-bench waits`: 615 ms against
+//! 182 ms with the chain, 21 ms without any of the lowerings for waits.)
 //!
 //! A block of `R` that returns branches to a new return block outside `R`
 //! (an exit like any other): otherwise the structurizer puts the whole
@@ -62,23 +77,25 @@
 //! lane that took a lock in a callee would run its critical section only
 //! once every lane had left the spin loop (`tickets_from_a_callee`).
 //!
-//! Each lane keeps its own `pc`; in an iteration every lane runs the block
+//! Each lane keeps its own `pc`; in an iteration every lane runs the blocks
 //! its `pc` names, so a lane that holds a lock runs its critical section
-//! while the others run their spin block. Lanes leave only through `D`, at
-//! the loop's exits, and wait after the loop for the others; lanes that run
+//! while the others run their spin block. Lanes leave only through the
+//! latch, at the loop's exits, and wait after the loop for the others; lanes that run
 //! the same block still run it together. This is the classic transformation
 //! of MIMD synchronization into SIMT code (ElTantawy and Aamodt, "MIMD
 //! Synchronization on SIMT Architectures", MICRO 2016), applied only where
 //! a loop spins.
 //!
-//! Two details come from llvmpipe. Every edge gets its own block that sets
-//! `pc`, so no block inside the loop has two predecessors: the structurizer
-//! makes no merge blocks (one-pass loop constructs) inside it, which
-//! llvmpipe's loop limiter counted as iterations where the translator's
-//! count (`emit/loop_limit.rs`) did not, and lanes left the loop silently.
-//! And `D` is a balanced tree, not a chain of `pc == i` tests: a chain of
-//! 60 blocks nests 60 selections, past what llvmpipe's fixed stack of
-//! nested conditions handles (a Taichi kernel crashed the process).
+//! Two details come from llvmpipe. A chain step (`T_i`'s selection, whose
+//! paths all meet at `T_i+1`) is a merge for the structurizer, which makes
+//! it a one-pass loop construct; llvmpipe's loop limiter would count one
+//! per member in every iteration, where the translator's count
+//! (`emit/loop_limit.rs`) does not, and cut the loop early. The emitter
+//! writes such a step as plain selections instead (`emit/func.rs`,
+//! `chain_step`). And the steps follow each other, they do not nest: a
+//! chain of 60 blocks nested 60 deep passes what llvmpipe's fixed stack of
+//! nested conditions handles (a Taichi kernel crashed the process); the
+//! exits' tree is balanced for the same reason.
 //!
 //! # Between subgroups
 //! On the emulated warp path (a warp is several subgroups: lavapipe's 8-lane
@@ -87,7 +104,7 @@
 //! another, each until it reaches a barrier: a warp waiting for a later warp
 //! of its block (or a lane for a later subgroup of its own warp) would spin
 //! alone. There, in kernels with a spin loop and no collective and no call
-//! (`emit/mod.rs` picks them), `D` starts with a barrier
+//! (`emit/mod.rs` picks them), the head starts with a barrier
 //! ([`yield_instruction`]) and the kernel runs in workgroup-uniform mode
 //! (`emit/uniform.rs`): the dispatch loop then iterates until no invocation
 //! of the workgroup is left in `R`, and each iteration every subgroup runs
@@ -101,11 +118,12 @@
 //!
 //! # Cost and limits
 //! Only functions with a spin loop change, and in them only `R`. Inside `R`
-//! each block ends in a store of `pc` and about log2(|R|) tests, code is no
-//! longer optimised across blocks, and llvmpipe's loop limiter (65535
+//! each block ends in a store of `pc` and is behind a test of it, code is
+//! no longer optimised across blocks, every iteration runs every block's
+//! code on llvmpipe (masked), and llvmpipe's loop limiter (65535
 //! iterations per invocation, `docs/cooperative.md`) counts one iteration
-//! per block run (the translator counts them too: a launch that runs past
-//! it fails). Where it yields, each iteration of `D` also costs two
+//! per pass of the chain (the translator counts them too: a launch that
+//! runs past it fails). Where it yields, each iteration also costs two
 //! workgroup barriers (the yield and the uniform loop's vote), and the
 //! whole kernel runs in uniform mode. A lock released after a return to
 //! the caller (a spin loop in a `.func` whose caller releases the lock)
@@ -605,10 +623,11 @@ fn interleaved_region(
     }
 }
 
-/// Turns `region` into a dispatch loop on register `reg`: every edge into
-/// a block of the region, and every edge out of it, stores the target's
-/// number in `reg` and goes to the dispatch chain, which is then the only
-/// entry and the only exit of the new loop (a region block that only left
+/// Turns `region` into a dispatch loop on register `reg` (see the module
+/// documentation): every edge into a block of the region, and every edge
+/// out of it, stores the target's number in `reg` and goes on in the
+/// dispatch chain, whose head is then the only entry and whose latch the
+/// only exit of the new loop (a region block that only left
 /// the region would otherwise end up after the loop, for the structurizer,
 /// and run after every lane has left).
 fn interleave<'a>(cfg: &mut Cfg<'a>, region: &BTreeSet<BlockId>, reg: &str, yield_inst: Option<&'a Instruction>) {
@@ -633,11 +652,14 @@ fn interleave<'a>(cfg: &mut Cfg<'a>, region: &BTreeSet<BlockId>, reg: &str, yiel
     }
     let region = &region_with_returns;
     let before = cfg.blocks.len();
-    let members: Vec<BlockId> = region.iter().copied().collect();
+    let members = chain_order(cfg, region);
     let exits: BTreeSet<BlockId> =
         members.iter().flat_map(|&u| cfg.successors(u).into_iter()).filter(|v| !region.contains(v)).collect();
-    let targets: Vec<BlockId> = members.iter().copied().chain(exits.iter().copied()).collect();
-    let index: BTreeMap<BlockId, u32> = targets.iter().enumerate().map(|(i, &b)| (b, i as u32 + 1)).collect();
+    let exits: Vec<BlockId> = exits.into_iter().collect();
+    // Members are numbered in chain order from 1, exits after them.
+    let index: BTreeMap<BlockId, u32> =
+        members.iter().chain(exits.iter()).enumerate().map(|(i, &b)| (b, i as u32 + 1)).collect();
+    let n = members.len() as u32;
     let block = |term: Terminator<'static>, assign: Option<u32>| BasicBlock {
         label: None,
         insts: Vec::new(),
@@ -645,21 +667,42 @@ fn interleave<'a>(cfg: &mut Cfg<'a>, region: &BTreeSet<BlockId>, reg: &str, yiel
         term_span: Span::default(),
         assign: assign.map(|v| (Cow::Owned(reg.to_string()), v)),
     };
-    // The dispatch: a balanced tree of tests `pc < m` over the targets'
-    // numbers, `pc == i` at the leaves' pairs, so a lane passes about
-    // log2(n) tests and the selections nest that deep, not n deep
-    // (llvmpipe keeps a fixed stack of nested conditions).
+    let test = |value: u32, below: bool, taken: BlockId, fallthrough: BlockId| {
+        block(Terminator::Dispatch { reg: Cow::Owned(reg.to_string()), value, below, taken, fallthrough }, None)
+    };
+    // The loop: its head (the yield), one test per member in chain order,
+    // then the latch, which goes round again while a lane's `pc` names a
+    // member and otherwise sends the lane down a balanced tree of tests
+    // to its exit.
     let head = cfg.blocks.len();
     cfg.blocks.push(block(Terminator::Return, None));
     cfg.blocks[head].insts.extend(yield_inst);
-    let root = dispatch_tree(cfg, &targets, 1, reg);
-    cfg.blocks[head].term = Terminator::Branch(root);
-    // A setting block per edge: the region's blocks then have one
-    // predecessor each (their test in the chain), so the loop's body is
-    // nested selections only, no merge blocks (llvmpipe's loop limiter
-    // counts the one-pass loops that carry merges as iterations, which the
-    // translator's count would miss), and the chain's head stays the loop's
-    // only entry.
+    let exit_root = if exits.is_empty() { head } else { dispatch_tree(cfg, &exits, n + 1, reg) };
+    let latch = cfg.blocks.len();
+    cfg.blocks.push(if exits.is_empty() {
+        block(Terminator::Branch(head), None)
+    } else {
+        test(n + 1, true, head, exit_root)
+    });
+    // tests[k] tests for member k; tests[n] is the latch.
+    let first_test = cfg.blocks.len();
+    for (k, &m) in members.iter().enumerate() {
+        let next = if k + 1 == members.len() { latch } else { first_test + k + 1 };
+        cfg.blocks.push(test(k as u32 + 1, false, m, next));
+    }
+    let after = |u: BlockId| -> BlockId {
+        match members.iter().position(|&m| m == u) {
+            Some(k) if k + 1 < members.len() => first_test + k + 1,
+            Some(_) => latch,
+            None => head,
+        }
+    };
+    cfg.blocks[head].term = Terminator::Branch(if members.is_empty() { latch } else { first_test });
+    // A setting block per edge: a member's edges go on to the next test of
+    // the chain, so that a lane runs every member its `pc` reaches going
+    // forward in one iteration, and waits for the next iteration only where
+    // it goes back (a spin loop's back-edge) or leaves; edges from outside
+    // go to the head, the loop's only entry.
     for u in 0..before {
         let from_inside = region.contains(&u);
         for v in cfg.successors(u) {
@@ -667,11 +710,46 @@ fn interleave<'a>(cfg: &mut Cfg<'a>, region: &BTreeSet<BlockId>, reg: &str, yiel
                 continue;
             }
             let Some(&value) = index.get(&v) else { continue };
-            cfg.blocks.push(block(Terminator::Branch(head), Some(value)));
+            cfg.blocks.push(block(Terminator::Branch(after(u)), Some(value)));
             let setter = cfg.blocks.len() - 1;
             retarget(&mut cfg.blocks[u].term, v, setter);
         }
     }
+}
+
+/// The blocks of `region` in the order of the dispatch chain: reverse
+/// postorder of the region's own edges from its entries (the blocks with a
+/// predecessor outside it, or the function's entry), so that an edge that
+/// does not close a cycle goes forward in the chain.
+fn chain_order(cfg: &Cfg, region: &BTreeSet<BlockId>) -> Vec<BlockId> {
+    let mut entries: BTreeSet<BlockId> = region.iter().copied().filter(|&b| b == 0).collect();
+    for u in 0..cfg.blocks.len() {
+        if !region.contains(&u) {
+            entries.extend(cfg.successors(u).into_iter().filter(|v| region.contains(v)));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut post = Vec::new();
+    for root in entries.iter().copied().chain(region.iter().copied()) {
+        if !seen.insert(root) {
+            continue;
+        }
+        let mut stack: Vec<(BlockId, usize)> = vec![(root, 0)];
+        while let Some(&mut (b, ref mut i)) = stack.last_mut() {
+            let next = cfg.successors(b).into_iter().filter(|v| region.contains(v)).nth(*i);
+            *i += 1;
+            match next {
+                Some(v) if seen.insert(v) => stack.push((v, 0)),
+                Some(_) => {}
+                None => {
+                    post.push(b);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    post.reverse();
+    post
 }
 
 /// Blocks that send a lane whose `reg` is in `first..first + targets.len()`

@@ -290,7 +290,7 @@ fn without_resume_check(cfg: &Cfg, regions: &[Region]) -> Vec<Region> {
 }
 
 /// Whether `r` holds a `Br(Exit(follower))`.
-fn exits_to(r: &Region, follower: usize) -> bool {
+pub(crate) fn exits_to(r: &Region, follower: usize) -> bool {
     match r {
         Region::Br(Target::Exit(f)) => *f == follower,
         Region::Block { body, .. } | Region::Loop { body, .. } => body.iter().any(|r| exits_to(r, follower)),

@@ -74,3 +74,68 @@ fn every_loop_interleaved_still_validates() {
     }
     assert!(checked >= 40, "expected the fixtures, validated {checked} modules");
 }
+
+/// The dispatch loop is a chain (`progress.rs`): a lane that goes forward
+/// through the region runs every block it reaches in one iteration, so
+/// only the latch goes back to the loop's head; a lane goes round again
+/// only where the region's own code goes back (a spin loop's back-edge).
+/// With one test tree per iteration every edge went back to the head, and
+/// a thread whose wait was over at its first poll still took one iteration
+/// per block of its path, each running every block of the region (on
+/// llvmpipe, which runs the arms no lane takes).
+#[test]
+fn the_dispatch_loop_goes_round_only_where_the_region_goes_back() {
+    use ptxvk_translator::ast::ModuleItem;
+    use ptxvk_translator::progress::{self, SpinTest};
+    use ptxvk_translator::structurize::{self, Region, Target};
+    let module = ptxvk_translator::parse::run(PTX).unwrap_or_else(|d| panic!("{d:?}"));
+    let polling = std::collections::BTreeSet::new();
+    let spin = SpinTest { every_loop: false, polling: &polling };
+    fn continues(regions: &[Region], header: usize) -> usize {
+        regions
+            .iter()
+            .map(|r| match r {
+                Region::Br(Target::Continue(h)) => usize::from(*h == header),
+                Region::Block { body, .. } | Region::Loop { body, .. } => continues(body, header),
+                Region::If { then_body, else_body, .. } => continues(then_body, header) + continues(else_body, header),
+                _ => 0,
+            })
+            .sum()
+    }
+    fn loops(regions: &[Region], out: &mut Vec<(usize, usize)>) {
+        for r in regions {
+            match r {
+                Region::Loop { header, body } => {
+                    out.push((*header, continues(body, *header)));
+                    loops(body, out);
+                }
+                Region::Block { body, .. } => loops(body, out),
+                Region::If { then_body, else_body, .. } => {
+                    loops(then_body, out);
+                    loops(else_body, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    for entry in ["bounded_wait", "flag_handoff", "locked_append"] {
+        let Some(f) = module.items.iter().find_map(|i| match i {
+            ModuleItem::Function(f) if f.name == entry => Some(f),
+            _ => None,
+        }) else {
+            panic!("no {entry}")
+        };
+        let body = f.body.as_deref().unwrap_or_default();
+        let mut cfg = ptxvk_translator::cfg::run(body, false).unwrap_or_else(|d| panic!("{d:?}"));
+        let before = cfg.blocks.len();
+        let regs = progress::run(&mut cfg, &|_| false, &spin, None);
+        assert_eq!(regs.len(), 1, "{entry}: one spin region");
+        let regions = structurize::run(&cfg, &|_| Default::default()).unwrap_or_else(|d| panic!("{d:?}"));
+        let mut found = Vec::new();
+        loops(&regions, &mut found);
+        // The dispatch loop's head is a block the pass added.
+        let dispatch: Vec<_> = found.iter().filter(|(h, _)| *h >= before).collect();
+        assert_eq!(dispatch.len(), 1, "{entry}: one dispatch loop in {found:?}");
+        assert_eq!(dispatch[0].1, 1, "{entry}: the dispatch loop goes round from its latch alone");
+    }
+}

@@ -1046,7 +1046,10 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
                     }
                 }
             }
-            Region::Block { follower, body } => construct(e, fx, Dest::To(Target::Exit(*follower)), body)?,
+            Region::Block { follower, body } => match chain_step(fx.cfg, *follower, body) {
+                Some(open) => emit_regions(e, fx, &open)?,
+                None => construct(e, fx, Dest::To(Target::Exit(*follower)), body)?,
+            },
             Region::Loop { header, body } => construct(e, fx, Dest::To(Target::Continue(*header)), body)?,
             Region::If { block, then_body, else_body } => {
                 let c = branch_condition(e, fx, *block)?;
@@ -1083,6 +1086,42 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
         }
     }
     Ok(())
+}
+
+/// A step of a dispatch loop's chain ([`crate::progress`]): a block region
+/// whose follower is the chain's next test (or its latch), which every
+/// path of `body` reaches by falling off its end. Returns `body` with
+/// those branches taken out, its `If`s' arms left open (an open arm goes on
+/// after its `If`), so that the step is emitted as selections, not as a
+/// one-pass loop construct: llvmpipe's loop limiter would count one such
+/// construct per member of the chain in every iteration of the dispatch
+/// loop, which the translator's count does not see. `None` for any other
+/// block region, or where a branch to the follower leaves a nested
+/// construct.
+fn chain_step(cfg: &Cfg, follower: usize, body: &[Region]) -> Option<Vec<Region>> {
+    let Terminator::Dispatch { reg, .. } = &cfg.blocks[follower].term else { return None };
+    if !reg.starts_with(crate::progress::PC_PREFIX) {
+        return None;
+    }
+    fn opened(regions: &[Region], f: usize) -> Option<Vec<Region>> {
+        let Some((last, init)) = regions.split_last() else { return Some(Vec::new()) };
+        if init.iter().any(|r| crate::unroll::exits_to(r, f)) {
+            return None;
+        }
+        let mut out = init.to_vec();
+        match last {
+            Region::Br(Target::Exit(x)) if *x == f => {}
+            Region::If { block, then_body, else_body } => out.push(Region::If {
+                block: *block,
+                then_body: opened(then_body, f)?,
+                else_body: opened(else_body, f)?,
+            }),
+            r if crate::unroll::exits_to(r, f) => return None,
+            r => out.push(r.clone()),
+        }
+        Some(out)
+    }
+    opened(body, follower)
 }
 
 /// The register assignment [`crate::reducible`] or `exit` attached to block `b`.
