@@ -684,17 +684,19 @@ fn interleave<'a>(cfg: &mut Cfg<'a>, region: &BTreeSet<BlockId>, reg: &str, yiel
     } else {
         test(n + 1, true, head, exit_root)
     });
-    // tests[k] tests for member k; tests[n] is the latch.
+    // The test of member k (numbered k + 1) is block `first_test + k`.
     let first_test = cfg.blocks.len();
     for (k, &m) in members.iter().enumerate() {
         let next = if k + 1 == members.len() { latch } else { first_test + k + 1 };
         cfg.blocks.push(test(k as u32 + 1, false, m, next));
     }
+    // Where a lane goes on after the edge out of `u`: the test after `u`'s
+    // own for a member (the latch after the last), the head from outside.
     let after = |u: BlockId| -> BlockId {
-        match members.iter().position(|&m| m == u) {
-            Some(k) if k + 1 < members.len() => first_test + k + 1,
-            Some(_) => latch,
-            None => head,
+        match index.get(&u) {
+            Some(&k) if k < n => first_test + k as usize,
+            Some(&k) if k == n => latch,
+            _ => head,
         }
     };
     cfg.blocks[head].term = Terminator::Branch(if members.is_empty() { latch } else { first_test });

@@ -12,8 +12,8 @@
 //! wait ends at llvmpipe's loop limiter (the launch fails).
 //!
 //! With the option at `T >= 2`, in modules whose kernels may wait on
-//! another block (a loop that polls, [`may_wait`]), `%ctaid` is not the Vulkan workgroup id but
-//! the block's *ticket*: the number of blocks of its dispatch that started
+//! another block (a loop that polls, [`may_wait`]), `%ctaid` is not the
+//! Vulkan workgroup id but the block's *ticket*: the number of blocks of its dispatch that started
 //! before it ([`take_ticket`], one atomic add per block on a module data
 //! word), delinearized over the dispatch's extent. A block then only ever
 //! waits for blocks that started before it, which run on other workers or
@@ -57,9 +57,9 @@ pub(crate) const TICKET_WORDS: u32 = 16;
 /// The order is on only when the module `polls` in a loop
 /// ([`may_wait`]): a block can wait for another only by reading memory
 /// the other writes ([`may_poll`]), through an instruction the compiler may
-/// not hoist out of the wait, again and again. Everywhere else the order cannot change a result (CUDA
-/// promises none), and the divisions cost 10-20% of a memory-bound
-/// kernel on lavapipe (`ptxvk-bench twins`).
+/// not hoist out of the wait, again and again. Everywhere else the order
+/// cannot change a result (CUDA promises none), and the divisions cost
+/// 10-20% of a memory-bound kernel on lavapipe (`ptxvk-bench twins`).
 pub(crate) fn declare(e: &mut Emitter, reads_ctaid: bool, polls: bool) -> bool {
     e.block_order_threads = if polls { e.opts.block_order_threads } else { 0 };
     if e.block_order_threads < 2 || !(reads_ctaid || e.race.is_some()) {
@@ -105,7 +105,7 @@ pub(crate) fn may_poll(i: &crate::ast::Instruction) -> bool {
 /// Conservative where a body does not form a graph (the emitter reports
 /// that): it may wait.
 pub(crate) fn may_wait(module: &crate::ast::Module) -> bool {
-    use crate::ast::{ModuleItem, Operand, Statement};
+    use crate::ast::{ModuleItem, Statement};
     fn walk<'a>(stmts: &'a [Statement], out: &mut Vec<&'a crate::ast::Instruction>) {
         for s in stmts {
             match s {
@@ -117,13 +117,6 @@ pub(crate) fn may_wait(module: &crate::ast::Module) -> bool {
     }
     fn polls(i: &crate::ast::Instruction) -> bool {
         may_poll(i) && !crate::resume::is_internal_access(i)
-    }
-    /// The called function: `Some(name)`, or `None` for an indirect call.
-    fn callee(i: &crate::ast::Instruction) -> Option<&str> {
-        match i.operands.iter().find(|o| !matches!(o, Operand::List(..))) {
-            Some(Operand::Name { name, .. }) => Some(name.as_str()),
-            _ => None,
-        }
     }
     let funcs: Vec<(&crate::ast::Function, &[Statement])> = module
         .items
@@ -143,7 +136,8 @@ pub(crate) fn may_wait(module: &crate::ast::Module) -> bool {
         let mut insts = Vec::new();
         walk(body, &mut insts);
         polling.push(insts.iter().any(|i| polls(i)));
-        let cs = insts.iter().filter(|i| i.opcode == "call").map(|i| callee(i).and_then(|n| index.get(n).copied()));
+        let cs =
+            insts.iter().filter(|i| i.opcode == "call").map(|i| i.direct_callee().and_then(|n| index.get(n).copied()));
         calls.push(cs.map(|c| c.unwrap_or(usize::MAX)).collect());
     }
     if !polling.contains(&true) {
@@ -163,7 +157,7 @@ pub(crate) fn may_wait(module: &crate::ast::Module) -> bool {
     }
     let calls_polling = |i: &crate::ast::Instruction| {
         i.opcode == "call"
-            && match callee(i).map(|n| index.get(n)) {
+            && match i.direct_callee().map(|n| index.get(n)) {
                 Some(Some(&c)) => polling[c],
                 // A device-runtime or libdevice declaration without a body
                 // (vprintf, malloc): no wait of the module's own.
@@ -183,9 +177,7 @@ pub(crate) fn may_wait(module: &crate::ast::Module) -> bool {
         if !polling[k] {
             return false;
         }
-        let outer: Vec<&str> =
-            f.params.iter().chain(f.returns.iter()).flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
-        let scoped = crate::scope::run(body, &outer);
+        let scoped = super::scoped_body(f, body);
         let Ok(cfg) = crate::cfg::run(&scoped, f.kind == crate::ast::FunctionKind::Func) else { return true };
         let n = cfg.blocks.len();
         let sccs = crate::reducible::strongly_connected(n, 0..n, |v, i| cfg.successors(v).iter().copied().nth(i));

@@ -469,7 +469,7 @@ fn function_index(module: &ast::Module) -> HashMap<String, u32> {
 }
 
 /// A function's body with its nested scopes resolved ([`crate::scope::run`]).
-fn scoped_body<'a>(f: &ast::Function, body: &'a [ast::Statement]) -> std::borrow::Cow<'a, [ast::Statement]> {
+pub(crate) fn scoped_body<'a>(f: &ast::Function, body: &'a [ast::Statement]) -> std::borrow::Cow<'a, [ast::Statement]> {
     let outer: Vec<&str> =
         f.params.iter().chain(f.returns.iter()).flat_map(|d| d.names.iter().map(|n| n.name.as_str())).collect();
     crate::scope::run(body, &outer)
