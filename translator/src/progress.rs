@@ -190,10 +190,19 @@ pub struct SpinTest<'x> {
 pub fn polling_functions<'i>(
     bodies: &mut dyn Iterator<Item = (&'i str, Vec<&'i Instruction>, Vec<&'i str>)>,
 ) -> BTreeSet<String> {
+    functions_with(bodies, &|i| i.opcode == "atom" || is_poll(i, &|_| false) && i.opcode == "ld")
+}
+
+/// The functions of `bodies` (name, instructions, direct callees) with an
+/// instruction that `has` accepts, themselves or through a call.
+pub fn functions_with<'i>(
+    bodies: &mut dyn Iterator<Item = (&'i str, Vec<&'i Instruction>, Vec<&'i str>)>,
+    has: &dyn Fn(&Instruction) -> bool,
+) -> BTreeSet<String> {
     let mut calls: Vec<(&str, Vec<&str>)> = Vec::new();
     let mut set = BTreeSet::new();
     for (name, insts, callees) in bodies {
-        if insts.iter().any(|i| i.opcode == "atom" || is_poll(i, &|_| false) && i.opcode == "ld") {
+        if insts.iter().any(|i| has(i)) {
             set.insert(name.to_string());
         }
         calls.push((name, callees));

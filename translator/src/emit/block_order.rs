@@ -105,8 +105,8 @@ pub(crate) fn may_poll(i: &crate::ast::Instruction) -> bool {
 /// Conservative where a body does not form a graph (the emitter reports
 /// that): it may wait.
 pub(crate) fn may_wait(module: &crate::ast::Module) -> bool {
-    use crate::ast::{ModuleItem, Statement};
-    fn walk<'a>(stmts: &'a [Statement], out: &mut Vec<&'a crate::ast::Instruction>) {
+    use crate::ast::{Instruction, ModuleItem, Statement};
+    fn walk<'a>(stmts: &'a [Statement], out: &mut Vec<&'a Instruction>) {
         for s in stmts {
             match s {
                 Statement::Inst(i) => out.push(i),
@@ -115,66 +115,50 @@ pub(crate) fn may_wait(module: &crate::ast::Module) -> bool {
             }
         }
     }
-    fn polls(i: &crate::ast::Instruction) -> bool {
-        may_poll(i) && !crate::resume::is_internal_access(i)
-    }
-    let funcs: Vec<(&crate::ast::Function, &[Statement])> = module
+    let polls = |i: &Instruction| may_poll(i) && !crate::resume::is_internal_access(i);
+    // Every function with a body: itself, its instructions, its direct callees.
+    let funcs: Vec<_> = module
         .items
         .iter()
         .filter_map(|i| match i {
-            ModuleItem::Function(f) => f.body.as_deref().map(|b| (f, b)),
+            ModuleItem::Function(f) => f.body.as_deref().map(|b| {
+                let mut insts = Vec::new();
+                walk(b, &mut insts);
+                let callees: Vec<&str> = insts.iter().filter_map(|i| i.direct_callee()).collect();
+                (f, b, insts, callees)
+            }),
             _ => None,
         })
         .collect();
-    let index: std::collections::HashMap<&str, usize> =
-        funcs.iter().enumerate().map(|(k, (f, _))| (f.name.as_str(), k)).collect();
-    // Direct callees (indices; `usize::MAX` for an indirect call or one of
-    // a function without a body) and whether each function polls itself.
-    let mut calls: Vec<Vec<usize>> = Vec::with_capacity(funcs.len());
-    let mut polling: Vec<bool> = Vec::with_capacity(funcs.len());
-    for (_, body) in &funcs {
-        let mut insts = Vec::new();
-        walk(body, &mut insts);
-        polling.push(insts.iter().any(|i| polls(i)));
-        let cs =
-            insts.iter().filter(|i| i.opcode == "call").map(|i| i.direct_callee().and_then(|n| index.get(n).copied()));
-        calls.push(cs.map(|c| c.unwrap_or(usize::MAX)).collect());
-    }
-    if !polling.contains(&true) {
+    let polling = crate::progress::functions_with(
+        &mut funcs.iter().map(|(f, _, insts, callees)| (f.name.as_str(), insts.clone(), callees.clone())),
+        &polls,
+    );
+    if polling.is_empty() {
         return false;
     }
-    loop {
-        let mut more = false;
-        for k in 0..funcs.len() {
-            if !polling[k] && calls[k].iter().any(|&c| c != usize::MAX && polling[c]) {
-                polling[k] = true;
-                more = true;
-            }
-        }
-        if !more {
-            break;
-        }
-    }
-    let calls_polling = |i: &crate::ast::Instruction| {
+    let index: std::collections::HashMap<&str, usize> =
+        funcs.iter().enumerate().map(|(k, (f, ..))| (f.name.as_str(), k)).collect();
+    let calls_polling = |i: &Instruction| {
         i.opcode == "call"
-            && match i.direct_callee().map(|n| index.get(n)) {
-                Some(Some(&c)) => polling[c],
-                // A device-runtime or libdevice declaration without a body
-                // (vprintf, malloc): no wait of the module's own.
-                Some(None) => false,
+            && match i.direct_callee() {
+                // A declaration without a body (vprintf, malloc) is not in
+                // the set: no wait of the module's own.
+                Some(name) => polling.contains(name),
+                // An indirect call.
                 None => true,
             }
     };
     // Recursion through a polling function.
-    let cycles = crate::reducible::strongly_connected(funcs.len(), 0..funcs.len(), |v, i| {
-        calls[v].iter().copied().filter(|&c| c != usize::MAX).nth(i)
-    });
-    let recursive = |k: usize| calls[k].contains(&k);
-    if cycles.iter().any(|c| c.iter().any(|&k| polling[k]) && (c.len() > 1 || recursive(c[0]))) {
+    let callees: Vec<Vec<usize>> =
+        funcs.iter().map(|(.., cs)| cs.iter().filter_map(|c| index.get(c).copied()).collect()).collect();
+    let cycles = crate::reducible::strongly_connected(funcs.len(), 0..funcs.len(), |v, i| callees[v].get(i).copied());
+    let polls_at = |k: usize| polling.contains(funcs[k].0.name.as_str());
+    if cycles.iter().any(|c| c.iter().any(|&k| polls_at(k)) && (c.len() > 1 || callees[c[0]].contains(&c[0]))) {
         return true;
     }
-    funcs.iter().enumerate().any(|(k, (f, body))| {
-        if !polling[k] {
+    funcs.iter().enumerate().any(|(k, (f, body, ..))| {
+        if !polls_at(k) {
             return false;
         }
         let scoped = super::scoped_body(f, body);
