@@ -1224,7 +1224,9 @@ impl ContextInner {
                 if let Some(Err(e)) = other {
                     log::warn!("ptxvk: a shareable allocation failed ({e}); this one cannot be shared");
                 }
-                new_device_buffer(&self.device, size, "ptxvk allocation")?
+                let b = new_device_buffer(&self.device, size, "ptxvk allocation")?;
+                b.zero_reused();
+                b
             }
         };
         let addr = buffer.address;

@@ -82,7 +82,27 @@ pub(crate) struct Chunk {
     memory_type: u32,
     /// Free `(offset, length)` pieces, by offset, coalesced.
     free: std::sync::Mutex<BTreeMap<u64, u64>>,
+    /// The whole memory mapped on the host, where its type is host-visible
+    /// (lavapipe; resizable-BAR and integrated GPUs): a piece given back is
+    /// zeroed through it ([`Chunk::give_back`]).
+    host: Option<HostMapping>,
 }
+
+/// The host address of a mapped memory object's first byte.
+#[derive(Clone, Copy)]
+struct HostMapping(std::ptr::NonNull<u8>);
+
+// SAFETY: the mapping is a plain address range valid while its memory
+// object lives; the owner of the memory object decides who writes where
+// (a chunk writes only pieces no buffer is bound to, under its lock).
+unsafe impl Send for HostMapping {}
+// SAFETY: as above; `&HostMapping` only hands out the address.
+unsafe impl Sync for HostMapping {}
+
+/// Largest sub-allocation of gpu-allocator's that [`Buffer::zero_reused`]
+/// zeroes (its default memory block size for host-visible types): larger
+/// ones get a memory object of their own, fresh from the driver.
+const ZEROED_SUBALLOCATION_MAX: u64 = 64 << 20;
 
 /// The piece of a [`Chunk`] a buffer is bound to.
 struct Slice {
@@ -123,13 +143,24 @@ impl Chunk {
         device.shareable_live.fetch_add(1, Ordering::Relaxed);
         let mut free = BTreeMap::new();
         free.insert(0, CHUNK_BYTES);
-        Ok(Arc::new(Chunk {
+        let mut chunk = Chunk {
             device: device.clone(),
             memory,
             memory_size: requirements.size,
             memory_type,
             free: std::sync::Mutex::new(free),
-        }))
+            host: None,
+        };
+        let visible =
+            device.memory_types[memory_type as usize].property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE);
+        if visible {
+            // SAFETY: host-visible memory of this device, not mapped yet; it
+            // stays mapped until `vkFreeMemory` in Drop unmaps it.
+            let mapped = unsafe { device.raw.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) };
+            // Without a mapping, pieces are not zeroed when given back.
+            chunk.host = mapped.ok().and_then(|p| std::ptr::NonNull::new(p as *mut u8)).map(HostMapping);
+        }
+        Ok(Arc::new(chunk))
     }
 
     fn free_list(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, u64>> {
@@ -161,8 +192,21 @@ impl Chunk {
     }
 
     /// Gives `len` bytes at `offset` back, merging with free neighbours.
+    /// Where the chunk is mapped, the piece is zeroed first, so every byte
+    /// no allocation holds reads zero, as fresh memory does: NVIDIA's
+    /// allocations read zero in practice, and clients rely on it without
+    /// knowing (Taichi reads a little past its buffers, and follows what it
+    /// finds there).
     fn give_back(&self, offset: u64, len: u64) {
         let mut free = self.free_list();
+        if let Some(HostMapping(base)) = self.host {
+            // SAFETY: `[offset, offset + len)` lies in the mapped chunk (it
+            // was taken from it), no buffer is bound to it any more, and the
+            // device work that used it has completed (buffers are dropped
+            // after it); the free list's lock keeps `take` from handing it
+            // out meanwhile.
+            unsafe { std::ptr::write_bytes(base.as_ptr().add(offset as usize), 0, len as usize) };
+        }
         let (mut start, mut end) = (offset, offset + len);
         if let Some((&prev, &plen)) = free.range(..offset).next_back() {
             if prev + plen == start {
@@ -563,6 +607,24 @@ impl Buffer {
         // SAFETY: as in `write`, with the device work already waited for.
         unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, out.as_mut_ptr(), out.len()) };
         Ok(())
+    }
+
+    /// Zeroes a new buffer carved from a gpu-allocator memory block that is
+    /// mapped on the host, since the piece may hold an earlier buffer's
+    /// data (user allocations read zero, as chunk pieces do, see
+    /// [`Chunk::give_back`]). Memory objects of their own are left as the
+    /// driver gives them (fresh, so zero), and so is memory the host cannot
+    /// map.
+    pub(crate) fn zero_reused(&self) {
+        let Some(a) = &self.allocation else { return };
+        if a.is_dedicated() || a.size() > ZEROED_SUBALLOCATION_MAX {
+            return;
+        }
+        if let Some(p) = a.mapped_ptr() {
+            // SAFETY: the mapping covers the allocation's `size` bytes, and
+            // nothing uses the new buffer yet.
+            unsafe { std::ptr::write_bytes(p.as_ptr() as *mut u8, 0, a.size() as usize) };
+        }
     }
 
     /// The host address of a host-visible buffer's first byte.
