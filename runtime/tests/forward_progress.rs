@@ -214,6 +214,41 @@ fn flag_set_by_a_later_lane() {
     assert_clean(&ctx);
 }
 
+/// Lanes in pairs that wait for each other from the two arms of one branch
+/// (`crossed_handoff`): the odd lane publishes and then waits, the even one
+/// waits and then publishes. The code before each wait that the wait cannot
+/// reach is left out of the interleaved region, but not an arm that holds
+/// the other wait: both arms must run side by side. Then on the debug
+/// build, whose waits lie behind more blocks.
+#[test]
+fn lanes_waiting_for_each_other_from_both_arms() {
+    let ctx = context();
+    for ptx in [PTX, PTX_DEBUG] {
+        let n = 2 * 301usize;
+        let mut g = Lcg(77);
+        let input: Vec<u32> = (0..n).map(|_| g.next_u32() >> 8).collect();
+        let din = upload_u32(&ctx, &input);
+        let flags = zeros(&ctx, n);
+        let dout = poisoned(&ctx, n + 8);
+        launch_ptx(
+            &ctx,
+            ptx,
+            "crossed_handoff",
+            n.div_ceil(96) as u32,
+            96,
+            &[&din.to_le_bytes(), &flags.to_le_bytes(), &dout.to_le_bytes(), &(n as i32).to_le_bytes()],
+        );
+        let got = download_u32(&ctx, dout, n + 8);
+        assert!(got[n..].iter().all(|&w| w == POISON), "wrote past the output");
+        for p in (0..n).step_by(2) {
+            let (even, odd) = (input[p] | 1, input[p + 1] | 1);
+            assert_eq!(got[p], odd.wrapping_mul(2).wrapping_add(even), "even lane {p}");
+            assert_eq!(got[p + 1], even.wrapping_add(odd), "odd lane {}", p + 1);
+        }
+    }
+    assert_clean(&ctx);
+}
+
 /// The first warp of each block waits, without a barrier, for values the
 /// block's last warp publishes with flags (`warp_handoff`). A warp comes
 /// after the waiting one in the block, and on lavapipe the subgroups of a

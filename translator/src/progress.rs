@@ -335,9 +335,44 @@ pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, spin: &SpinTes
         // block in two would join the two loops into one irreducible
         // tangle, which ran blocks of one region with the lanes of another).
         let taken: BTreeSet<BlockId> = regions.iter().flatten().copied().collect();
-        regions.push(interleaved_region(cfg, &loops, s, &walls, &taken));
+        let region = interleaved_region(cfg, &loops, s, &walls, &taken);
+        let is_spin = |l: &Loop| !l.has_wall && (spin.every_loop || polls(cfg, &l.blocks, spin.polling));
+        regions.push(without_lead_in(cfg, region, &loops, loops[s].header, &is_spin));
     }
     regions
+}
+
+/// `region` without its *lead-in*: the blocks the spin loop (header
+/// `spin`) cannot reach, where no other spin loop lies. Every edge into the
+/// region goes to the dispatch loop's head, so a lane runs the lead-in
+/// before the head, where all lanes meet; and a lane there waits for no
+/// other (it holds no spin loop), so it always gets to the head. The
+/// lead-in then costs nothing in each pass of the chain (llvmpipe runs
+/// every member's code in every pass, masked): the code before a wait,
+/// which every thread runs once, was run again in each pass by every lane
+/// (`ptxvk-bench waits`). A lead-in with a spin loop stays: its lanes may
+/// wait for lanes in the rest of the region, which must then run beside them.
+fn without_lead_in(
+    cfg: &Cfg,
+    region: BTreeSet<BlockId>,
+    loops: &[Loop],
+    spin: BlockId,
+    is_spin: &dyn Fn(&Loop) -> bool,
+) -> BTreeSet<BlockId> {
+    let mut reached = BTreeSet::new();
+    let mut stack = vec![spin];
+    while let Some(b) = stack.pop() {
+        if region.contains(&b) && reached.insert(b) {
+            stack.extend(cfg.successors(b));
+        }
+    }
+    let lead_in_spins =
+        loops.iter().any(|l| is_spin(l) && l.blocks.iter().any(|b| region.contains(b) && !reached.contains(b)));
+    if lead_in_spins {
+        region
+    } else {
+        reached
+    }
 }
 
 /// The blocks that a spin loop's lanes may reach before they pass a wall:

@@ -139,3 +139,55 @@ fn the_dispatch_loop_goes_round_only_where_the_region_goes_back() {
         assert_eq!(dispatch[0].1, 1, "{entry}: the dispatch loop goes round from its latch alone");
     }
 }
+
+/// The interleaved region leaves out the code before a wait that the wait
+/// cannot reach (it runs before the dispatch loop's head, where the lanes
+/// meet, and each pass of the chain would otherwise run it again, masked),
+/// unless that code holds another wait: `crossed_handoff`'s two arms each
+/// wait for the other and stay in one region.
+#[test]
+fn the_code_before_a_wait_stays_out_of_its_region() {
+    use ptxvk_translator::ast::ModuleItem;
+    use ptxvk_translator::progress::{self, SpinTest};
+    let module = ptxvk_translator::parse::run(PTX).unwrap_or_else(|d| panic!("{d:?}"));
+    let polling = std::collections::BTreeSet::new();
+    let spin = SpinTest { every_loop: false, polling: &polling };
+    let cfg_of = |entry: &str| {
+        let Some(f) = module.items.iter().find_map(|i| match i {
+            ModuleItem::Function(f) if f.name == entry => Some(f),
+            _ => None,
+        }) else {
+            panic!("no {entry}")
+        };
+        ptxvk_translator::cfg::run(f.body.as_deref().unwrap_or_default(), false).unwrap_or_else(|d| panic!("{d:?}"))
+    };
+    // A block is in a loop when it reaches itself.
+    let cyclic = |cfg: &ptxvk_translator::cfg::Cfg, b: usize| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack: Vec<usize> = cfg.successors(b).iter().copied().collect();
+        while let Some(v) = stack.pop() {
+            if v == b {
+                return true;
+            }
+            if seen.insert(v) {
+                stack.extend(cfg.successors(v).iter().copied());
+            }
+        }
+        false
+    };
+    for entry in ["bounded_wait", "flag_handoff", "locked_append"] {
+        let cfg = cfg_of(entry);
+        let regions = progress::regions(&cfg, &|_| false, &spin);
+        assert_eq!(regions.len(), 1, "{entry}");
+        // The entry block computes the thread's index and tests it.
+        assert!(!regions[0].contains(&0), "{entry}: the entry block is in the region {:?}", regions[0]);
+        let spin_block = (0..cfg.blocks.len()).find(|&b| cyclic(&cfg, b)).expect("a loop");
+        assert!(regions[0].contains(&spin_block), "{entry}");
+    }
+    let cfg = cfg_of("crossed_handoff");
+    let regions = progress::regions(&cfg, &|_| false, &spin);
+    assert_eq!(regions.len(), 1, "crossed_handoff: one region");
+    let waits: Vec<usize> = (0..cfg.blocks.len()).filter(|&b| cyclic(&cfg, b)).collect();
+    assert_eq!(waits.len(), 2, "crossed_handoff: two spin blocks");
+    assert!(waits.iter().all(|b| regions[0].contains(b)), "both waits in the region {:?}", regions[0]);
+}
