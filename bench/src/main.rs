@@ -44,7 +44,8 @@
 //! the persistent cache's (it runs itself as `ptxvk-bench --cache-child`),
 //! `ptxvk-bench scale` only the scaling one, `ptxvk-bench tex` only the
 //! texture one, `ptxvk-bench twins [KERNEL]` only the hand-written twins' table (the rows
-//! whose kernel's name contains KERNEL), `ptxvk-bench waits` only the waits';
+//! whose kernel's name contains KERNEL), `ptxvk-bench waits` only the waits',
+//! `ptxvk-bench roundtrip` only the launch round trip (part of the scaling one);
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -127,6 +128,7 @@ fn main() -> ExitCode {
         }
         [_, a] if a == "cache" => cache::run(),
         [_, a] if a == "scale" => on_device(scale::run),
+        [_, a] if a == "roundtrip" => on_device(scale::round_trip),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),

@@ -94,7 +94,7 @@ pub fn run(ctx: &Context) -> Result<bool, Box<dyn Error>> {
 /// launch + synchronize against the baseline's submit + wait of a
 /// pre-recorded dispatch (`crate::baseline`), interleaved, medians of
 /// [`TRIPS`]; both results checked.
-fn round_trip(ctx: &Context) -> Result<bool, Box<dyn Error>> {
+pub(crate) fn round_trip(ctx: &Context) -> Result<bool, Box<dyn Error>> {
     println!("launch round trip: saxpy over {SMALL} floats (one block), launch + wait, median of {TRIPS}");
     let x: Vec<f32> = (0..SMALL).map(|i| i as f32 * 0.25).collect();
     let y: Vec<f32> = (0..SMALL).map(|i| 1.0 + i as f32).collect();

@@ -46,6 +46,13 @@
 //!   a `bar.sync` in one arm both reached the other arm, and the two
 //!   dispatch loops sharing it became one tangle that computed wrong
 //!   values; `runtime/tests/forward_progress.rs`, `two_handoffs`).
+//! - the *lead-in*, the blocks of `R` that the spin loop cannot reach (the
+//!   code before the wait, such as the thread's index and its bounds test),
+//!   is left out when no other spin loop lies in it: a lane runs it before
+//!   the dispatch loop's head, where the lanes meet, and waits for nobody
+//!   there (`without_lead_in`). With a spin loop in it, a lane there may
+//!   wait for a lane in the rest of `R`, and it stays (`crossed_handoff`:
+//!   the two arms of a branch each wait for the other).
 //!
 //! `R` becomes a dispatch loop whose body is a *chain*: the blocks of `R`
 //! in reverse postorder of `R`'s own edges (so that an edge that does not
