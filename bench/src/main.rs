@@ -31,6 +31,8 @@
 //!     costly lowering switched off in turn ([`twins`]).
 //! 14. What a spin wait that does not wait costs on lavapipe, with each of
 //!     the lowerings for waits switched off in turn ([`waits`]).
+//! 15. What the loop lowerings for llvmpipe's limiter (the resume pass, the
+//!     loop count) cost a kernel with a short loop ([`loops`]).
 //!
 //! ```text
 //! cargo run --release -p ptxvk-bench
@@ -45,7 +47,8 @@
 //! `ptxvk-bench scale` only the scaling one, `ptxvk-bench tex` only the
 //! texture one, `ptxvk-bench twins [KERNEL]` only the hand-written twins' table (the rows
 //! whose kernel's name contains KERNEL), `ptxvk-bench waits` only the waits',
-//! `ptxvk-bench roundtrip` only the launch round trip (part of the scaling one);
+//! `ptxvk-bench roundtrip` only the launch round trip (part of the scaling one),
+//! `ptxvk-bench loops` only the loop lowerings' cost;
 //! `ptxvk-bench --measure parse|check|translate` runs one front-end step;
 //! the benchmark runs itself that way to measure each step's peak memory.)
 //!
@@ -61,6 +64,7 @@ mod frontend;
 mod gemm;
 mod handwritten;
 mod lockstep;
+mod loops;
 mod recursion;
 mod scale;
 mod shared;
@@ -129,6 +133,7 @@ fn main() -> ExitCode {
         [_, a] if a == "cache" => cache::run(),
         [_, a] if a == "scale" => on_device(scale::run),
         [_, a] if a == "roundtrip" => on_device(scale::round_trip),
+        [_, a] if a == "loops" => on_device(loops::run),
         [_, a] if a == "--f64" => on_device(|c| float_cost(c).map(|()| true)),
         [_, a] if a == "tma" => run(true),
         _ => run(false),
@@ -187,6 +192,8 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
     println!();
     let waits_ok = waits::run(&ctx)?;
     println!();
+    let loops_ok = loops::run(&ctx)?;
+    println!();
     let faults_ok = faults::run()?;
     println!();
     let scale_ok = scale::run(&ctx)?;
@@ -202,6 +209,7 @@ fn run(only_tma: bool) -> Result<bool, Box<dyn Error>> {
         && lockstep_ok
         && tex_ok
         && waits_ok
+        && loops_ok
         && faults_ok
         && scale_ok
         && cache_ok)
