@@ -331,10 +331,7 @@ pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, spin: &SpinTes
         return regions;
     };
     for s in 0..loops.len() {
-        if loops[s].has_wall
-            || !(spin.every_loop || polls(cfg, &loops[s].blocks, spin.polling))
-            || regions.iter().any(|r| r.contains(&loops[s].header))
-        {
+        if !is_spin_loop(cfg, &loops[s], spin) || regions.iter().any(|r| r.contains(&loops[s].header)) {
             continue;
         }
         // The blocks of the regions already taken are walls for this one:
@@ -343,14 +340,13 @@ pub fn regions(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, spin: &SpinTes
         // tangle, which ran blocks of one region with the lanes of another).
         let taken: BTreeSet<BlockId> = regions.iter().flatten().copied().collect();
         let region = interleaved_region(cfg, &loops, s, &walls, &taken);
-        let is_spin = |l: &Loop| !l.has_wall && (spin.every_loop || polls(cfg, &l.blocks, spin.polling));
-        regions.push(without_lead_in(cfg, region, &loops, loops[s].header, &is_spin));
+        regions.push(without_lead_in(cfg, region, &loops, loops[s].header, spin));
     }
     regions
 }
 
 /// `region` without its *lead-in*: the blocks the spin loop (header
-/// `spin`) cannot reach, where no other spin loop lies. Every edge into the
+/// `header`) cannot reach, where no other spin loop lies. Every edge into the
 /// region goes to the dispatch loop's head, so a lane runs the lead-in
 /// before the head, where all lanes meet; and a lane there waits for no
 /// other (it holds no spin loop), so it always gets to the head. The
@@ -363,18 +359,19 @@ fn without_lead_in(
     cfg: &Cfg,
     region: BTreeSet<BlockId>,
     loops: &[Loop],
-    spin: BlockId,
-    is_spin: &dyn Fn(&Loop) -> bool,
+    header: BlockId,
+    spin: &SpinTest,
 ) -> BTreeSet<BlockId> {
     let mut reached = BTreeSet::new();
-    let mut stack = vec![spin];
+    let mut stack = vec![header];
     while let Some(b) = stack.pop() {
         if region.contains(&b) && reached.insert(b) {
             stack.extend(cfg.successors(b));
         }
     }
-    let lead_in_spins =
-        loops.iter().any(|l| is_spin(l) && l.blocks.iter().any(|b| region.contains(b) && !reached.contains(b)));
+    let lead_in_spins = loops
+        .iter()
+        .any(|l| l.blocks.iter().any(|b| region.contains(b) && !reached.contains(b)) && is_spin_loop(cfg, l, spin));
     if lead_in_spins {
         region
     } else {
@@ -399,11 +396,8 @@ pub fn spin_reach(cfg: &Cfg, is_wall: &dyn Fn(&Instruction) -> bool, spin: &Spin
         // Irreducible: `regions` takes no region either.
         return reach;
     };
-    let mut work: Vec<BlockId> = loops
-        .iter()
-        .filter(|l| !l.has_wall && (spin.every_loop || polls(cfg, &l.blocks, spin.polling)))
-        .flat_map(|l| l.blocks.iter().copied())
-        .collect();
+    let mut work: Vec<BlockId> =
+        loops.iter().filter(|l| is_spin_loop(cfg, l, spin)).flat_map(|l| l.blocks.iter().copied()).collect();
     while let Some(b) = work.pop() {
         if !reach.insert(b) || walls.contains(&b) {
             continue;
@@ -447,6 +441,12 @@ fn loop_nest(cfg: &Cfg, walls: &BTreeSet<BlockId>) -> Option<Vec<Loop>> {
         }
     }
     Some(out)
+}
+
+/// Whether `l` is a spin loop: no wall, and it polls (see [`polls`]), or
+/// [`SpinTest::every_loop`] makes every loop one.
+fn is_spin_loop(cfg: &Cfg, l: &Loop, spin: &SpinTest) -> bool {
+    !l.has_wall && (spin.every_loop || polls(cfg, &l.blocks, spin.polling))
 }
 
 /// Whether the loop made of `blocks` is a spin loop: an exit test depends
