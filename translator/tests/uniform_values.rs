@@ -51,6 +51,24 @@ fn module(ptx: &str, options: &Options) -> Module {
     l.module()
 }
 
+/// How many `OpGroupNonUniformBroadcastFirst` of `m`'s functions give a
+/// 64-bit value (pointers; the loop count's are 32-bit).
+fn broadcasts_64(m: &Module) -> usize {
+    let u64s: Vec<u32> = m
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypeInt && i.operands.first() == Some(&Operand::LiteralBit32(64)))
+        .filter_map(|i| i.result_id)
+        .collect();
+    m.functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .filter(|i| i.class.opcode == Op::GroupNonUniformBroadcastFirst)
+        .filter(|i| i.result_type.is_some_and(|t| u64s.contains(&t)))
+        .count()
+}
+
 /// How many instructions of `m`'s functions have opcode `op`.
 fn count(m: &Module, op: Op) -> usize {
     m.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).filter(|i| i.class.opcode == op).count()
@@ -100,20 +118,21 @@ fn a_resumable_entry_loads_its_parameters_on_both_paths_and_checks_the_count_onc
     // round's test: the restore path loads no pointer from a record (and
     // the pass's own reads of the resume slot are no parameters).
     let plain = module(GRID_STRIDE_SUM, &Options { resume_loops: false, ..llvmpipe() });
-    assert_eq!(count(&m, Op::GroupNonUniformBroadcastFirst), count(&plain, Op::GroupNonUniformBroadcastFirst));
+    assert_eq!(broadcasts_64(&m), broadcasts_64(&plain));
     // The 64-bit registers live at the loop's header are the two pointers,
     // which no record holds: the pass's only 64-bit accesses are its reads
     // of the resume area's address, on the resume path and the save path.
     assert_eq!(u64_accesses(&m), u64_accesses(&plain) + 2);
     // The loop count is read once per counted iteration (the first of the
     // unrolled copies), not in each copy; each read is one subgroup
-    // maximum.
-    assert_eq!(count(&m, Op::GroupNonUniformUMax), 1);
+    // maximum, and the loop's merge takes one more (the count the lanes
+    // leave with).
+    assert_eq!(count(&m, Op::GroupNonUniformUMax), 2);
     // One loop construct for the loop (the copies add none), against the
     // same entry translated without unrolling.
     let once = module(GRID_STRIDE_SUM, &Options { unroll_loops: 0, ..llvmpipe() });
     assert_eq!(count(&m, Op::LoopMerge), count(&once, Op::LoopMerge));
-    assert_eq!(count(&once, Op::GroupNonUniformUMax), 1);
+    assert_eq!(count(&once, Op::GroupNonUniformUMax), 2);
 }
 
 #[test]
@@ -128,4 +147,68 @@ fn the_fault_checks_addresses_of_their_log_and_range_table_are_broadcast() {
     assert_eq!(count(&module(GRID_STRIDE_SUM, &checked), Op::GroupNonUniformBroadcastFirst), base + 3);
     let off = Options { uniform_params: false, ..checked };
     assert_eq!(count(&module(GRID_STRIDE_SUM, &off), Op::GroupNonUniformBroadcastFirst), 0);
+}
+
+#[test]
+fn the_loop_count_in_workgroup_memory_is_accessed_by_one_lane() {
+    // llvmpipe runs a Workgroup atomic lane by lane (a compare-and-swap
+    // loop each for the read-modify-writes): the count's three accesses
+    // around the loop (its reset at the entry, the read before the loop,
+    // the maximum at its merge) are each made by the subgroup's elected
+    // lane, in the arm of a branch on `OpGroupNonUniformElect`, and the
+    // other lanes take the result through `OpGroupNonUniformBroadcastFirst`.
+    let m = module(GRID_STRIDE_SUM, &llvmpipe());
+    let f = &m.functions[0];
+    let elected: Vec<u32> = f
+        .blocks
+        .iter()
+        .flat_map(|b| &b.instructions)
+        .filter(|i| i.class.opcode == Op::GroupNonUniformElect)
+        .filter_map(|i| i.result_id)
+        .collect();
+    // The blocks each branch on an election goes to when it holds.
+    let arms: Vec<u32> = f
+        .blocks
+        .iter()
+        .filter_map(|b| b.instructions.last())
+        .filter(|i| i.class.opcode == Op::BranchConditional)
+        .filter(|i| matches!(i.operands.first(), Some(Operand::IdRef(c)) if elected.contains(c)))
+        .filter_map(|i| match i.operands.get(1) {
+            Some(Operand::IdRef(t)) => Some(*t),
+            _ => None,
+        })
+        .collect();
+    // Pointers into Workgroup variables (the resume pass's own atomics
+    // are on its area in device memory).
+    let workgroup: Vec<u32> = m
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::Variable && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Workgroup)))
+        .filter_map(|i| i.result_id)
+        .collect();
+    let into_workgroup: Vec<u32> = f
+        .blocks
+        .iter()
+        .flat_map(|b| &b.instructions)
+        .filter(|i| i.class.opcode == Op::AccessChain)
+        .filter(|i| matches!(i.operands.first(), Some(Operand::IdRef(v)) if workgroup.contains(v)))
+        .filter_map(|i| i.result_id)
+        .collect();
+    let atomics = [Op::AtomicStore, Op::AtomicOr, Op::AtomicUMax];
+    let on_count = |i: &&rspirv::dr::Instruction| {
+        atomics.contains(&i.class.opcode)
+            && matches!(i.operands.first(), Some(Operand::IdRef(p)) if into_workgroup.contains(p))
+    };
+    let mut in_arms = 0;
+    for b in &f.blocks {
+        let n = b.instructions.iter().filter(on_count).count();
+        let label = b.label.as_ref().and_then(|l| l.result_id);
+        if label.is_some_and(|l| arms.contains(&l)) {
+            in_arms += n;
+        } else {
+            assert_eq!(n, 0, "a loop-count atomic outside an elected lane's arm");
+        }
+    }
+    assert_eq!(in_arms, 3);
+    assert_eq!(elected.len(), 3);
 }

@@ -109,10 +109,11 @@ fn cas_loop(
     let bt = e.t_bool();
     let f = e.c_bool(false);
     let zero = e.c_int(64, 0);
-    let pre = e.current_label()?;
     let (header, body, cont, merge) = (e.b.id(), e.b.id(), e.b.id(), e.b.id());
     let (ndone, nval) = (e.b.id(), e.b.id());
     super::loop_limit::enter(e)?;
+    // After `enter`, which may end the block it began in.
+    let pre = e.current_label()?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let done = e.b.phi(bt, None, [(f, pre), (ndone, cont)]).map_err(internal1)?;

@@ -23,14 +23,16 @@
 //! - the subgroup (llvmpipe's vector) shares its count in a `Workgroup`
 //!   array of [`SLOTS`] indexed by `SubgroupId`, set to 0 at the start of
 //!   the entry point. [`merged`], at a loop's merge block, raises it to the
-//!   lane's count plus 1 (the iteration every lane leaves in) with an
-//!   atomic maximum, lanes that left early taking the result; [`enter`],
-//!   before a loop, raises the lane's count to it. So lanes in the second
-//!   arm of a divergent branch see what the first arm's loops cost, as
-//!   llvmpipe runs both arms one after the other. The read in [`enter`] is
-//!   an atomic read-modify-write: llvmpipe's compiler forwarded a plain or
+//!   largest count of the active lanes plus 1 (the iteration every lane
+//!   leaves in) with an atomic maximum, and every lane takes the result
+//!   (lanes that left early counted less); [`enter`], before a loop,
+//!   raises the lane's count to it. So lanes in the second arm of a
+//!   divergent branch see what the first arm's loops cost, as llvmpipe
+//!   runs both arms one after the other. The read in [`enter`] is an
+//!   atomic read-modify-write: llvmpipe's compiler forwarded a plain or
 //!   atomic load from the last store on its own path (the zero at the
-//!   start), missing the other arm's store;
+//!   start), missing the other arm's store. Each access is made by the
+//!   subgroup's first active lane alone ([`by_one_lane`]);
 //! - [`branch`], before a two-way branch with loops in its arms: an arm no
 //!   lane takes still runs on llvmpipe with an empty mask, one iteration per
 //!   loop in it; those are added.
@@ -117,6 +119,9 @@ pub(crate) struct Counter {
     /// back-edge and has not yet arrived at the loop's header (see
     /// [`merged`]).
     pending: Word,
+    /// `Private` u32: the result of an access to the subgroup's counter by
+    /// one lane, before the others take it (see [`by_one_lane`]).
+    elected: Word,
     /// Whether this entry counts iterations (the resume pass reads the
     /// count, see [`counting`]); otherwise only the pending flag detects
     /// a cut.
@@ -134,8 +139,8 @@ impl Counter {
     /// may loop, [`crate::abi::EntryInfo::loop_counter_words`]: the
     /// validation layer counts the module's Workgroup variables against the
     /// device's limit, and `shared_spill` plans the rest of the memory).
-    pub(crate) fn interface(&self) -> [Word; 5] {
-        [self.slots, self.subgroup_id, self.lane, self.tripped, self.pending]
+    pub(crate) fn interface(&self) -> [Word; 6] {
+        [self.slots, self.subgroup_id, self.lane, self.tripped, self.pending, self.elected]
     }
 }
 
@@ -163,7 +168,9 @@ pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
     let pair = e.ty(TyKey::Array(bt, two));
     let pp = e.t_ptr(StorageClass::Private, pair);
     let pending = e.b.variable(pp, None, StorageClass::Private, None);
-    Some(Counter { slots, subgroup_id, lane, tripped, pending, counts: true })
+    let pu = e.t_ptr(StorageClass::Private, u32t);
+    let elected = e.b.variable(pu, None, StorageClass::Private, None);
+    Some(Counter { slots, subgroup_id, lane, tripped, pending, elected, counts: true })
 }
 
 /// Whether an entry whose functions are `all` counts iterations: only where
@@ -201,14 +208,38 @@ fn slot(e: &mut Emitter, c: Counter) -> Result<Word, Diagnostic> {
     e.b.access_chain(pt, None, c.slots, [i]).map_err(internal1)
 }
 
-/// Store `v` in the subgroup's counter. Atomic (relaxed), as is the load in
-/// [`enter`]: plain accesses let the driver's compiler forward a store on
-/// one path of a branch to a load on another, while llvmpipe runs both.
-fn store_slot(e: &mut Emitter, c: Counter, v: Word) -> Result<(), Diagnostic> {
-    let p = slot(e, c)?;
+/// `access(counter)` (an atomic on the subgroup's counter, returning a
+/// u32) in the subgroup's first active lane only, its result given to
+/// every active lane. The accesses are atomic (relaxed): plain ones let the
+/// driver's compiler forward a store on one path of a branch to a load on
+/// another, while llvmpipe runs both. And one lane does them: llvmpipe runs
+/// a Workgroup atomic lane by lane, each a compare-and-swap loop for the
+/// read-modify-writes, and three per lane of every thread with a loop cost
+/// a quarter of a resumable entry's time with a loop of one iteration
+/// (`ptxvk-bench loops`).
+fn by_one_lane(
+    e: &mut Emitter,
+    c: Counter,
+    access: &mut dyn FnMut(&mut Emitter, Word) -> Result<Word, Diagnostic>,
+) -> Result<Word, Diagnostic> {
+    let bt = e.t_bool();
+    let u32t = e.t_int(32);
+    e.cap(Capability::GroupNonUniformBallot);
     let scope = e.c_u32(Scope::Subgroup as u32);
-    let sem = e.c_u32(0);
-    e.b.atomic_store(p, scope, sem, v).map_err(internal1)
+    let first = e.b.op(spirv::Op::GroupNonUniformElect, bt, None, &[scope]).map_err(internal1)?;
+    let yes = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(first, yes, merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    let p = slot(e, c)?;
+    let v = access(e, p)?;
+    e.b.store(c.elected, v, None, []).map_err(internal1)?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    let v = e.b.load(u32t, None, c.elected, None, []).map_err(internal1)?;
+    // The elected lane is the first active one, whose value this takes.
+    e.b.group_non_uniform_broadcast_first(u32t, None, scope, v).map_err(internal1)
 }
 
 /// The count of the vector (the subgroup's largest lane count; 0 where
@@ -235,8 +266,14 @@ pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter.filter(|c| c.counts) else {
         return Ok(());
     };
-    let zero = e.c_u32(0);
-    store_slot(e, c, zero)
+    by_one_lane(e, c, &mut |e, p| {
+        let scope = e.c_u32(Scope::Subgroup as u32);
+        let sem = e.c_u32(0);
+        let zero = e.c_u32(0);
+        e.b.atomic_store(p, scope, sem, zero).map_err(internal1)?;
+        Ok(zero)
+    })?;
+    Ok(())
 }
 
 /// Add `n` (a value the same in every active lane) to the lane's count; the new count.
@@ -250,20 +287,23 @@ fn add(e: &mut Emitter, c: Counter, n: Word) -> Result<Word, Diagnostic> {
 
 /// Before a counted loop (where its header is entered from outside): the
 /// lane's count catches up with the subgroup's, which lanes in an arm run
-/// before this one may have raised.
+/// before this one may have raised. Ends the current block (the access is
+/// in a branch, see [`by_one_lane`]): take the label of the loop's
+/// preheader after this.
 pub(crate) fn enter(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter.filter(|c| c.counts) else {
         return Ok(());
     };
     let u32t = e.t_int(32);
-    let p = slot(e, c)?;
-    let scope = e.c_u32(Scope::Subgroup as u32);
-    let sem = e.c_u32(0);
     // A read-modify-write: the driver's compiler forwards a plain (or
     // atomic) load from the last store on its path, which misses a store
     // in the other arm of a branch that llvmpipe ran first.
-    let zero = e.c_u32(0);
-    let shared = e.b.atomic_or(u32t, None, p, scope, sem, zero).map_err(internal1)?;
+    let shared = by_one_lane(e, c, &mut |e, p| {
+        let scope = e.c_u32(Scope::Subgroup as u32);
+        let sem = e.c_u32(0);
+        let zero = e.c_u32(0);
+        e.b.atomic_or(u32t, None, p, scope, sem, zero).map_err(internal1)
+    })?;
     let own = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
     let bt = e.t_bool();
     let ahead = e.b.u_greater_than(bt, None, own, shared).map_err(internal1)?;
@@ -364,10 +404,16 @@ fn count_merged(e: &mut Emitter, c: Counter) -> Result<(), Diagnostic> {
     let n = e.b.load(u32t, None, c.lane, None, []).map_err(internal1)?;
     let one = e.c_u32(1);
     let n1 = e.b.i_add(u32t, None, n, one).map_err(internal1)?;
-    let p = slot(e, c)?;
+    // Lanes that left the loop early counted less: the most of them.
+    e.cap(Capability::GroupNonUniformArithmetic);
     let scope = e.c_u32(Scope::Subgroup as u32);
-    let sem = e.c_u32(0);
-    let old = e.b.op(spirv::Op::AtomicUMax, u32t, None, &[p, scope, sem, n1]).map_err(internal1)?;
+    let reduce = spirv::GroupOperation::Reduce as u32;
+    let n1 = e.b.op(spirv::Op::GroupNonUniformUMax, u32t, None, &[scope, reduce, n1]).map_err(internal1)?;
+    let old = by_one_lane(e, c, &mut |e, p| {
+        let scope = e.c_u32(Scope::Subgroup as u32);
+        let sem = e.c_u32(0);
+        e.b.op(spirv::Op::AtomicUMax, u32t, None, &[p, scope, sem, n1]).map_err(internal1)
+    })?;
     let bt = e.t_bool();
     let ahead = e.b.u_greater_than(bt, None, n1, old).map_err(internal1)?;
     let m = e.b.select(u32t, None, ahead, n1, old).map_err(internal1)?;

@@ -342,13 +342,14 @@ fn count_conversions(e: &mut Emitter, fx: &Fx, fmt: Word, skip: Word) -> Result<
     let zero = e.c_u32(0);
     let one = e.c_u32(1);
     let f = e.c_bool(false);
-    let pre = e.current_label()?;
     let header = e.b.id();
     let body = e.b.id();
     let cont = e.b.id();
     let merge = e.b.id();
     let (ni, ncount, nprev, ndone) = (e.b.id(), e.b.id(), e.b.id(), e.b.id());
     super::loop_limit::enter(e)?;
+    // After `enter`, which may end the block it began in.
+    let pre = e.current_label()?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let i = e.b.phi(u32t, None, [(zero, pre), (ni, cont)]).map_err(internal1)?;
@@ -407,13 +408,14 @@ fn copy_words(e: &mut Emitter, fx: &Fx, src: Word, dst: Word, words: Word) -> Re
     let zero = e.c_u32(0);
     let one = e.c_u32(1);
     let two64 = e.c_int(64, 2);
-    let pre = e.current_label()?;
     let header = e.b.id();
     let body = e.b.id();
     let cont = e.b.id();
     let merge = e.b.id();
     let next = e.b.id();
     super::loop_limit::enter(e)?;
+    // After `enter`, which may end the block it began in.
+    let pre = e.current_label()?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let i = e.b.phi(u32t, None, [(zero, pre), (next, cont)]).map_err(internal1)?;
