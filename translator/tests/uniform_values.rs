@@ -183,7 +183,10 @@ fn the_loop_count_in_workgroup_memory_is_accessed_by_one_lane() {
     let workgroup: Vec<u32> = m
         .types_global_values
         .iter()
-        .filter(|i| i.class.opcode == Op::Variable && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Workgroup)))
+        .filter(|i| {
+            i.class.opcode == Op::Variable
+                && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Workgroup))
+        })
         .filter_map(|i| i.result_id)
         .collect();
     let into_workgroup: Vec<u32> = f
