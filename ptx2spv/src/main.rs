@@ -264,6 +264,7 @@ fn run(cli: Cli) -> Result<(), String> {
         block_order_threads: cli.block_order_threads,
         loop_limit: cli.loop_limit,
         resume_loops: cli.resume_loops,
+        resume_count: false,
         loop_live_outs_in_memory: cli.loop_live_outs_in_memory,
         contract: cli.fmad,
         recursion_stack_bytes: cli.recursion_stack_bytes,

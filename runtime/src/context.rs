@@ -1485,6 +1485,7 @@ impl ContextInner {
                 && !std::env::var(crate::instance::LOOP_LIMIT_ENV).is_ok_and(|v| v == "0"),
             // So threads that loop past it stop and go on in resume rounds.
             resume_loops: self.info.driver_name == "llvmpipe" && crate::instance::resume_rounds() > 0,
+            resume_count: std::env::var(crate::instance::RESUME_COUNT_ENV).is_ok_and(|v| v == "1"),
             // It recomputes values a loop leaves behind for lanes that left early.
             loop_live_outs_in_memory: self.info.driver_name == "llvmpipe"
                 && !std::env::var(crate::instance::LOOP_LIVE_OUTS_ENV).is_ok_and(|v| v == "0"),

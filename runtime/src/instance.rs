@@ -93,6 +93,12 @@ pub const UNROLL_LOOPS_ENV: &str = "PTXVK_UNROLL_LOOPS";
 /// (`Options::resume_loops`, `abi::resume`; default [`RESUME_ROUNDS`], at
 /// most 255; `0` turns resuming off).
 pub const RESUME_ROUNDS_ENV: &str = "PTXVK_RESUME_ROUNDS";
+/// `PTXVK_RESUME_COUNT=1`: every entry whose threads go on in resume rounds
+/// counts its loop iterations, so that a thread saves itself before
+/// llvmpipe's limiter cuts its loop; by default only those whose cuts could
+/// not be recovered where they happen do (`Options::resume_count`; for
+/// measurement and tests).
+pub const RESUME_COUNT_ENV: &str = "PTXVK_RESUME_COUNT";
 /// Resume rounds after a launch by default (see [`RESUME_ROUNDS_ENV`]).
 pub const RESUME_ROUNDS: u32 = 8;
 

@@ -236,6 +236,17 @@ pub struct Options {
     /// resume rounds the runtime dispatches after the launch (see
     /// [`resume`]): loops of any length, within the rounds.
     pub resume_loops: bool,
+    /// With [`Options::resume_loops`]: every entry the pass rewrites counts
+    /// its loop iterations (`emit/loop_limit.rs`), so that a thread saves
+    /// itself at a loop header before llvmpipe's limiter would cut its loop.
+    /// By default only those count where a cut could land in one of the
+    /// translator's own loops (`printf`'s, an atomic's compare-and-swap
+    /// loop) or in a loop that is no site of the pass; everywhere else a
+    /// thread whose loop the limiter cuts saves itself where the loop ends
+    /// (`emit/func.rs`, `save_if_cut`), which is also what happens where the
+    /// count falls behind the driver's. For measurement and tests
+    /// (`PTXVK_RESUME_COUNT=1`).
+    pub resume_count: bool,
     /// Keep registers that a loop writes and code outside the loop reads in
     /// memory: llvmpipe (lavapipe) recomputes such values for the lanes that
     /// already left the loop, from their stale inputs (see
@@ -312,6 +323,7 @@ impl Default for Options {
             block_order_threads: 0,
             loop_limit: false,
             resume_loops: false,
+            resume_count: false,
             loop_live_outs_in_memory: false,
             contract: true,
             recursion_stack_bytes: recursion::STACK_BYTES,

@@ -113,7 +113,10 @@ fn pointer_parameters_are_broadcast_from_the_first_lane_where_asked() {
 
 #[test]
 fn a_resumable_entry_loads_its_parameters_on_both_paths_and_checks_the_count_once_per_iteration() {
-    let m = module(GRID_STRIDE_SUM, &llvmpipe());
+    // Counting (by default only entries with loops of the translator's own
+    // count, see the last test).
+    let counted = Options { resume_count: true, ..llvmpipe() };
+    let m = module(GRID_STRIDE_SUM, &counted);
     // The parameters' loads run once, in the new entry block, before the
     // round's test: the restore path loads no pointer from a record (and
     // the pass's own reads of the resume slot are no parameters).
@@ -121,8 +124,9 @@ fn a_resumable_entry_loads_its_parameters_on_both_paths_and_checks_the_count_onc
     assert_eq!(broadcasts_64(&m), broadcasts_64(&plain));
     // The 64-bit registers live at the loop's header are the two pointers,
     // which no record holds: the pass's only 64-bit accesses are its reads
-    // of the resume area's address, on the resume path and the save path.
-    assert_eq!(u64_accesses(&m), u64_accesses(&plain) + 2);
+    // of the resume area's address, on the resume path and the save path
+    // (twice: at the header's check and at the loop's merge).
+    assert_eq!(u64_accesses(&m), u64_accesses(&plain) + 3);
     // The loop count is read once per counted iteration (the first of the
     // unrolled copies), not in each copy; each read is one subgroup
     // maximum, and the loop's merge takes one more (the count the lanes
@@ -130,7 +134,7 @@ fn a_resumable_entry_loads_its_parameters_on_both_paths_and_checks_the_count_onc
     assert_eq!(count(&m, Op::GroupNonUniformUMax), 2);
     // One loop construct for the loop (the copies add none), against the
     // same entry translated without unrolling.
-    let once = module(GRID_STRIDE_SUM, &Options { unroll_loops: 0, ..llvmpipe() });
+    let once = module(GRID_STRIDE_SUM, &Options { unroll_loops: 0, ..counted });
     assert_eq!(count(&m, Op::LoopMerge), count(&once, Op::LoopMerge));
     assert_eq!(count(&once, Op::GroupNonUniformUMax), 2);
 }
@@ -157,7 +161,7 @@ fn the_loop_count_in_workgroup_memory_is_accessed_by_one_lane() {
     // the maximum at its merge) are each made by the subgroup's elected
     // lane, in the arm of a branch on `OpGroupNonUniformElect`, and the
     // other lanes take the result through `OpGroupNonUniformBroadcastFirst`.
-    let m = module(GRID_STRIDE_SUM, &llvmpipe());
+    let m = module(GRID_STRIDE_SUM, &Options { resume_count: true, ..llvmpipe() });
     let f = &m.functions[0];
     let elected: Vec<u32> = f
         .blocks
@@ -214,4 +218,33 @@ fn the_loop_count_in_workgroup_memory_is_accessed_by_one_lane() {
     }
     assert_eq!(in_arms, 3);
     assert_eq!(elected.len(), 3);
+}
+
+#[test]
+fn a_resumable_entry_without_loops_of_its_own_does_not_count() {
+    // The grid-stride sum has no `printf`, no compare-and-swap atomic and no
+    // loop other than its own: a cut of llvmpipe's limiter lands at that
+    // loop's back-edge, where the thread saves itself at the loop's merge.
+    // So no count (no subgroup maximum, no Workgroup counter) and no check
+    // at the header; the save code is there twice (the header's check, whose
+    // branch the driver's compiler removes, and the merge), each with its
+    // atomic on the round's record count.
+    let m = module(GRID_STRIDE_SUM, &llvmpipe());
+    assert_eq!(count(&m, Op::GroupNonUniformUMax), 0);
+    assert_eq!(count(&m, Op::GroupNonUniformElect), 0);
+    assert_eq!(count(&m, Op::AtomicIAdd), 2);
+    let counted = module(GRID_STRIDE_SUM, &Options { resume_count: true, ..llvmpipe() });
+    assert_eq!(count(&counted, Op::AtomicIAdd), 2);
+    assert_eq!(count(&counted, Op::GroupNonUniformUMax), 2);
+    // With a `printf` in the loop it counts: `vprintf`'s own loops (copying
+    // the arguments, counting the conversions) could be cut half way.
+    let with_printf = GRID_STRIDE_SUM.replace(
+        "add.f32 %f1, %f1, %f2;",
+        "add.f32 %f1, %f1, %f2;\n{\n.param .b64 fmt;\n.param .b64 args;\n.param .b32 rv;\nst.param.b64 [fmt], %rd1;\nst.param.b64 [args], 0;\ncall.uni (rv), vprintf, (fmt, args);\n}",
+    );
+    let with_printf = with_printf.replace(
+        ".visible .entry gsum",
+        ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n.visible .entry gsum",
+    );
+    assert_eq!(count(&module(&with_printf, &llvmpipe()), Op::GroupNonUniformUMax), 2);
 }

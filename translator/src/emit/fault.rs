@@ -522,9 +522,11 @@ pub(crate) fn flush(e: &mut Emitter, fx: &Fx) -> Result<(), Diagnostic> {
 }
 
 /// `if (mine) body()`, behind a test the whole subgroup agrees on first
-/// (`GroupNonUniformAny`): llvmpipe branches over uniform conditions but
-/// runs divergent ones masked, and a record's stores and atomics, masked,
-/// would cost every thread.
+/// (`GroupNonUniformAny`), for compilers that branch over uniform
+/// conditions and run divergent ones masked. (llvmpipe 22.3 runs both
+/// masked: measured 2026-12-07 with unrolled loop copies behind such a
+/// test, README "Benchmarks"; a masked store or atomic there is a loop over
+/// the lanes that skips the inactive ones.)
 pub(crate) fn when_mine(
     e: &mut Emitter,
     mine: Word,

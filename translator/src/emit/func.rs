@@ -1250,6 +1250,11 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Resul
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
     let counted = matches!(kind, Dest::To(Target::Continue(_)));
+    // The resume pass's site of this loop, in an entry it rewrote.
+    let site = match kind {
+        Dest::To(Target::Continue(h)) if e.loop_counter.is_some() => crate::resume::site_of_header(fx.cfg, h),
+        _ => None,
+    };
     if counted {
         super::loop_limit::loop_merge(e, merge, cont)?;
     } else {
@@ -1269,10 +1274,14 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Resul
     let frame = fx.frames.pop().ok_or_else(|| Diagnostic::error(Span::default(), "internal error: frame"))?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
     if counted {
-        super::loop_limit::check(e, None)?;
+        super::loop_limit::check_site(e, None, site.map(|(k, _)| k))?;
     }
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
+    fx.open = true;
+    if let Some((k, save)) = site {
+        save_if_cut(e, fx, k, save)?;
+    }
     if counted {
         super::loop_limit::merged(e)?;
     }
@@ -1294,6 +1303,47 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Resul
         e.b.begin_block(Some(next)).map_err(internal1)?;
         fx.open = true;
     }
+    Ok(())
+}
+
+/// At the merge of the loop of resume site `k` (`crate::resume`): a lane
+/// whose loop the driver's limiter cut (`loop_limit::cut_at_site`) runs the
+/// site's save code (the instructions of block `save`, which the header's
+/// check runs when the loop count nears the limit) and returns when it
+/// could save itself; it goes on in the next resume round. When it could
+/// not (no round left, or the round's records are full), it goes on to
+/// [`super::loop_limit::merged`], which fails the launch.
+fn save_if_cut(e: &mut Emitter, fx: &mut Fx, k: u32, save: usize) -> Result<(), Diagnostic> {
+    let Some(cut) = super::loop_limit::cut_at_site(e, k)? else {
+        return Ok(());
+    };
+    let yes = e.b.id();
+    let merge = e.b.id();
+    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(cut, yes, merge, []).map_err(internal1)?;
+    e.b.begin_block(Some(yes)).map_err(internal1)?;
+    fx.open = true;
+    let graph = fx.cfg;
+    for inst in graph.blocks[save].insts.clone() {
+        if !fx.open {
+            reopen(e, fx)?;
+        }
+        if let Err(d) = super::inst::emit(e, fx, inst) {
+            fx.errors.push(d);
+        }
+    }
+    // The save block's `@ok ret`.
+    let saved = branch_condition(e, fx, save)?;
+    let ret = e.b.id();
+    let not_saved = e.b.id();
+    e.b.selection_merge(not_saved, spirv::SelectionControl::NONE).map_err(internal1)?;
+    e.b.branch_conditional(saved, ret, not_saved, []).map_err(internal1)?;
+    e.b.begin_block(Some(ret)).map_err(internal1)?;
+    emit_return(e, fx)?;
+    e.b.begin_block(Some(not_saved)).map_err(internal1)?;
+    e.b.branch(merge).map_err(internal1)?;
+    e.b.begin_block(Some(merge)).map_err(internal1)?;
+    fx.open = true;
     Ok(())
 }
 

@@ -48,10 +48,24 @@
 //!   flag). The flag is read at an opaque zero index, so that the driver's
 //!   compiler, which sees only structured exits, cannot fold the test away.
 //!   (Before, a wait in a branch of such a kernel was cut at half the
-//!   budget and the launch succeeded with its outputs unwritten.)
+//!   budget and the launch succeeded with its outputs unwritten.) The flag
+//!   says which loop: the resume pass's site number of it, or
+//!   [`CUT_OTHER`];
+//! - in an entry the resume pass rewrote, a lane cut in one of the pass's
+//!   loops (a *site*) saves itself at the loop's merge instead
+//!   ([`cut_at_site`], `func.rs`'s `save_if_cut`): it took the back-edge,
+//!   so its registers are those of the loop's header, and it goes on there
+//!   in the next resume round as if the header's check had stopped it. Only
+//!   a lane that cannot be saved (no round left, the records full) fails
+//!   the launch. So a count that falls behind the driver's costs a round
+//!   instead of the launch (NVIDIA Warp's `fem` lookups, whose early exits
+//!   make one-pass constructs that llvmpipe's compiler keeps).
 //!
-//! Only entries that the resume pass rewrote count ([`counting`]): the
-//! pass reads the count to stop a thread before the limiter would. In every
+//! Only entries that the resume pass rewrote count ([`counting`]), and of
+//! those only the ones where a cut could land where no lane can save
+//! itself: in one of the translator's own loops (`printf`'s, an atomic's
+//! compare-and-swap) or in a loop that is no site. The pass reads the
+//! count to stop a thread before the limiter would. In every
 //! other entry the pending flag alone fails the launch, and exactly where
 //! the limiter cuts: a cut always happens at a back-edge, so the loop cut
 //! first, or (when the budget ran out in a construct without the flag) the
@@ -94,6 +108,12 @@ pub(crate) const LIMIT: u32 = crate::abi::printf::LOOP_LIMIT;
 /// Counters per workgroup: one per subgroup (1024 invocations of 8).
 pub(crate) const SLOTS: u32 = 128;
 
+/// The pending flag of a lane in a loop that is no resume site (see
+/// [`Counter`]'s `pending`).
+const CUT_OTHER: u32 = 1;
+/// The pending flag of a lane in the loop of resume site `k`: this plus `k`.
+const CUT_SITE: u32 = 2;
+
 /// Whether a function may loop: it has loops, or instructions whose code
 /// has loops of its own (compare-and-swap atomics, emulated warp operations,
 /// calls: printf, malloc, grid synchronisation, other functions).
@@ -115,9 +135,11 @@ pub(crate) struct Counter {
     lane: Word,
     /// `Private` bool: the lane took a back-edge past the budget.
     tripped: Word,
-    /// `Private` `bool[2]`, used at an opaque zero index: the lane took a
-    /// back-edge and has not yet arrived at the loop's header (see
-    /// [`merged`]).
+    /// `Private` `u32[2]`, used at an opaque zero index: not 0 where the
+    /// lane took a back-edge and has not yet arrived at the loop's header
+    /// (see [`merged`]): [`CUT_SITE`] plus the resume pass's site number
+    /// of the loop (`crate::resume`), or [`CUT_OTHER`] for a loop without
+    /// one.
     pending: Word,
     /// `Private` u32: the result of an access to the subgroup's counter by
     /// one lane, before the others take it (see [`by_one_lane`]).
@@ -165,7 +187,7 @@ pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
     let no = e.c_bool(false);
     let tripped = e.b.variable(pb, None, StorageClass::Private, Some(no));
     let two = e.c_u32(2);
-    let pair = e.ty(TyKey::Array(bt, two));
+    let pair = e.ty(TyKey::Array(u32t, two));
     let pp = e.t_ptr(StorageClass::Private, pair);
     let pending = e.b.variable(pp, None, StorageClass::Private, None);
     let pu = e.t_ptr(StorageClass::Private, u32t);
@@ -183,8 +205,42 @@ pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
 /// the grid-stride loop of `ptxvk-bench twins reduce` (a workgroup-uniform
 /// kernel) an atomic maximum and an atomic read per loop, a subgroup vote
 /// per branch around loops and the count per iteration.
-pub(crate) fn counting(all: &[&super::func::Plan]) -> bool {
-    all.iter().any(|p| p.func.body.as_deref().is_some_and(crate::resume::rewritten))
+///
+/// And only where a cut could not be recovered, unless `always`
+/// ([`crate::Options::resume_count`]): where every loop construct of the
+/// entry is a loop of the resume pass (a site) and no instruction's code
+/// loops on its own ([`cuts_recoverable`]), a lane the limiter cuts saves
+/// itself at the loop's merge (`func.rs`, `save_if_cut`) and goes on in the
+/// next round, and the count would only stop it earlier. Measured
+/// (`ptxvk-bench loops`, loops of 4 iterations): the count cost such an
+/// entry about 1.2x.
+pub(crate) fn counting(all: &[&super::func::Plan], always: bool) -> bool {
+    all.iter().any(|p| p.func.body.as_deref().is_some_and(crate::resume::rewritten) && (always || !cuts_recoverable(p)))
+}
+
+/// Whether every cut of the limiter in `p` (an entry the resume pass
+/// rewrote) lands where the lane can save itself: every loop of its
+/// regions is one of the pass's sites, and no instruction has a loop of the
+/// translator's own that runs with active lanes and that the limiter could
+/// cut half way (`printf`'s copy and count of its arguments, an atomic's
+/// compare-and-swap loop, the lock of a 16-byte access).
+fn cuts_recoverable(p: &super::func::Plan) -> bool {
+    fn sites_only(cfg: &crate::cfg::Cfg, regions: &[Region]) -> bool {
+        regions.iter().all(|r| match r {
+            Region::Loop { header, body } => {
+                crate::resume::site_of_header(cfg, *header).is_some() && sites_only(cfg, body)
+            }
+            Region::Block { body, .. } => sites_only(cfg, body),
+            Region::If { then_body, else_body, .. } => sites_only(cfg, then_body) && sites_only(cfg, else_body),
+            Region::Code(_) | Region::Br(_) | Region::Return => true,
+        })
+    }
+    let own_loop = |i: &crate::ast::Instruction| {
+        i.opcode == "call"
+            || (matches!(i.opcode.as_str(), "atom" | "red") && cas_loop(i))
+            || super::mem::needs_vector_lock(i)
+    };
+    p.uniform_regions.is_empty() && sites_only(&p.cfg, &p.regions) && !p.instructions().any(own_loop)
 }
 
 /// The lane's pending flag (a pointer; see [`merged`]). The index is an
@@ -193,8 +249,8 @@ pub(crate) fn counting(all: &[&super::func::Plan]) -> bool {
 /// sees, the flag is always false there).
 fn pending(e: &mut Emitter, c: Counter) -> Result<Word, Diagnostic> {
     let zero = super::zero::opaque_zero(e, 32)?;
-    let bt = e.t_bool();
-    let pt = e.t_ptr(StorageClass::Private, bt);
+    let u32t = e.t_int(32);
+    let pt = e.t_ptr(StorageClass::Private, u32t);
     e.b.access_chain(pt, None, c.pending, [zero]).map_err(internal1)
 }
 
@@ -245,9 +301,9 @@ fn by_one_lane(
 /// The count of the vector (the subgroup's largest lane count; 0 where
 /// loops are not counted), for the resume pass (`%__ptxvk_loop_count`,
 /// `crate::resume`). A subgroup reduction, so that the driver's compiler
-/// sees a uniform value and a uniform branch on it: llvmpipe runs the arm
-/// of a divergent branch masked even when no lane takes it, and the resume
-/// pass's save code in every loop made a small loop three times slower.
+/// sees a uniform value and a uniform branch on it, which it can fold where
+/// the count is a constant (0 where the entry does not count). (llvmpipe
+/// runs an arm no lane takes masked, uniform or not: measured 2026-12-07.)
 pub(crate) fn lane_count(e: &mut Emitter) -> Result<Word, Diagnostic> {
     let Some(c) = e.loop_counter.filter(|c| c.counts) else {
         return Ok(e.c_u32(0));
@@ -317,7 +373,7 @@ pub(crate) fn enter(e: &mut Emitter) -> Result<(), Diagnostic> {
 pub(crate) fn loop_merge(e: &mut Emitter, merge: Word, cont: Word) -> Result<(), Diagnostic> {
     if let Some(c) = e.loop_counter {
         let p = pending(e, c)?;
-        let no = e.c_bool(false);
+        let no = e.c_u32(0);
         e.b.store(p, no, None, []).map_err(internal1)?;
     }
     e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)
@@ -327,19 +383,34 @@ pub(crate) fn loop_merge(e: &mut Emitter, merge: Word, cont: Word) -> Result<(),
 /// the subgroup's iteration, and remember when the budget is spent (the
 /// trap is set where the entry returns, see [`flush`]).
 pub(crate) fn check(e: &mut Emitter, again: Option<Word>) -> Result<(), Diagnostic> {
+    check_site(e, again, None)
+}
+
+/// [`check`] at the back-edge of the loop of resume site `site` (if
+/// given): a lane the limiter cuts there saves itself at the loop's merge
+/// ([`cut_at_site`]), so a spent count does not fail the launch by itself.
+pub(crate) fn check_site(e: &mut Emitter, again: Option<Word>, site: Option<u32>) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter else {
         return Ok(());
     };
     if c.counts {
-        count_back_edge(e, c, again)?;
+        count_back_edge(e, c, again, site.is_none())?;
     }
     let p = pending(e, c)?;
-    let yes = e.c_bool(true);
-    e.b.store(p, again.unwrap_or(yes), None, []).map_err(internal1)
+    let code = e.c_u32(site.map_or(CUT_OTHER, |k| CUT_SITE + k));
+    let v = match again {
+        Some(a) => {
+            let u32t = e.t_int(32);
+            let zero = e.c_u32(0);
+            e.b.select(u32t, None, a, code, zero).map_err(internal1)?
+        }
+        None => code,
+    };
+    e.b.store(p, v, None, []).map_err(internal1)
 }
 
 /// [`check`]'s counting part.
-fn count_back_edge(e: &mut Emitter, c: Counter, again: Option<Word>) -> Result<(), Diagnostic> {
+fn count_back_edge(e: &mut Emitter, c: Counter, again: Option<Word>, trip: bool) -> Result<(), Diagnostic> {
     let u32t = e.t_int(32);
     let bt = e.t_bool();
     let one = e.c_u32(1);
@@ -363,6 +434,9 @@ fn count_back_edge(e: &mut Emitter, c: Counter, again: Option<Word>) -> Result<(
     // test and a trap-word atomic at every back-edge made the grid-stride
     // loop of `ptxvk-bench twins reduce` run 1.3x as long. A lane past the
     // budget still gets there: llvmpipe ends each of its loops at once.
+    if !trip {
+        return Ok(());
+    }
     trip_if(e, c, spent)
 }
 
@@ -393,9 +467,32 @@ pub(crate) fn merged(e: &mut Emitter) -> Result<(), Diagnostic> {
     // A lane still pending took a back-edge and never arrived at the
     // header: the driver's limiter ended the loop (its own count may run
     // ahead of ours: one-pass loops that its compiler keeps count there).
+    let u32t = e.t_int(32);
     let p = pending(e, c)?;
-    let cut = e.b.load(bt, None, p, None, []).map_err(internal1)?;
+    let code = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+    let zero = e.c_u32(0);
+    let cut = e.b.i_not_equal(bt, None, code, zero).map_err(internal1)?;
     trip_if(e, c, cut)
+}
+
+/// At the merge of the loop of resume site `site`, before [`merged`]:
+/// whether the driver's limiter cut this lane's loop (a `bool`, or `None`
+/// without a counter). Such a lane's registers are those it took the
+/// back-edge with, which are its registers at the loop's header: it can
+/// save itself as the header's check would have (`emit/func.rs` runs the
+/// site's save code there), and it goes on in the next resume round
+/// instead of failing the launch. So a count that falls behind the
+/// driver's costs a round, not the launch.
+pub(crate) fn cut_at_site(e: &mut Emitter, site: u32) -> Result<Option<Word>, Diagnostic> {
+    let Some(c) = e.loop_counter else {
+        return Ok(None);
+    };
+    let u32t = e.t_int(32);
+    let bt = e.t_bool();
+    let p = pending(e, c)?;
+    let code = e.b.load(u32t, None, p, None, []).map_err(internal1)?;
+    let mine = e.c_u32(CUT_SITE + site);
+    Ok(Some(e.b.i_equal(bt, None, code, mine).map_err(internal1)?))
 }
 
 /// [`merged`]'s counting part.

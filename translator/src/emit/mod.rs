@@ -884,7 +884,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         e.loop_counter = None;
         if opts.loop_limit && all.iter().any(|p| loop_limit::may_loop(p)) {
             loop_counter = loop_counter.or_else(|| loop_limit::counter(&mut e));
-            let counts = loop_limit::counting(&all);
+            let counts = loop_limit::counting(&all, opts.resume_count);
             e.loop_counter = loop_counter.map(|c| c.with_counts(counts));
         }
         e.explicit_cluster = plan.func.perf.iter().any(|p| matches!(p, PerfDirective::ExplicitCluster));
