@@ -1312,7 +1312,13 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Resul
 /// check runs when the loop count nears the limit) and returns when it
 /// could save itself; it goes on in the next resume round. When it could
 /// not (no round left, or the round's records are full), it goes on to
-/// [`super::loop_limit::merged`], which fails the launch.
+/// [`super::loop_limit::merged`], which fails the launch. The registers it
+/// saves are right here because they are in memory
+/// ([`crate::Options::loop_live_outs_in_memory`], on where the resume pass
+/// runs): the header's save block, outside the loop, reads every one of
+/// them, so `live_out.rs` keeps them there; a value llvmpipe's compiler
+/// kept in a register would be whatever the lane last left the loop with
+/// through a `break`, which a cut lane never took.
 fn save_if_cut(e: &mut Emitter, fx: &mut Fx, k: u32, save: usize) -> Result<(), Diagnostic> {
     let Some(cut) = super::loop_limit::cut_at_site(e, k)? else {
         return Ok(());
