@@ -51,15 +51,19 @@ fn module(ptx: &str, options: &Options) -> Module {
     l.module()
 }
 
-/// How many `OpGroupNonUniformBroadcastFirst` of `m`'s functions give a
-/// 64-bit value (pointers; the loop count's are 32-bit).
-fn broadcasts_64(m: &Module) -> usize {
-    let u64s: Vec<u32> = m
-        .types_global_values
+/// The ids of `m`'s 64-bit integer types.
+fn u64_types(m: &Module) -> Vec<u32> {
+    m.types_global_values
         .iter()
         .filter(|i| i.class.opcode == Op::TypeInt && i.operands.first() == Some(&Operand::LiteralBit32(64)))
         .filter_map(|i| i.result_id)
-        .collect();
+        .collect()
+}
+
+/// How many `OpGroupNonUniformBroadcastFirst` of `m`'s functions give a
+/// 64-bit value (pointers; the loop count's are 32-bit).
+fn broadcasts_64(m: &Module) -> usize {
+    let u64s = u64_types(m);
     m.functions
         .iter()
         .flat_map(|f| &f.blocks)
@@ -77,12 +81,7 @@ fn count(m: &Module, op: Op) -> usize {
 /// How many device-memory accesses of `m` are 64-bit integers (their
 /// addresses converted to a `PhysicalStorageBuffer` pointer to one).
 fn u64_accesses(m: &Module) -> usize {
-    let u64s: Vec<u32> = m
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::TypeInt && i.operands.first() == Some(&Operand::LiteralBit32(64)))
-        .filter_map(|i| i.result_id)
-        .collect();
+    let u64s = u64_types(m);
     let pointers: Vec<u32> = m
         .types_global_values
         .iter()

@@ -1285,7 +1285,6 @@ fn construct(e: &mut Emitter, fx: &mut Fx, kind: Dest, body: &[Region]) -> Resul
     if counted {
         super::loop_limit::merged(e)?;
     }
-    fx.open = true;
     // Re-dispatch branches that leave more than this construct.
     for t in frame.pending {
         let code = dest_code(fx, t);
@@ -1323,32 +1322,29 @@ fn save_if_cut(e: &mut Emitter, fx: &mut Fx, k: u32, save: usize) -> Result<(), 
     let Some(cut) = super::loop_limit::cut_at_site(e, k)? else {
         return Ok(());
     };
-    let yes = e.b.id();
-    let merge = e.b.id();
-    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(cut, yes, merge, []).map_err(internal1)?;
-    e.b.begin_block(Some(yes)).map_err(internal1)?;
-    fx.open = true;
-    let graph = fx.cfg;
-    for inst in graph.blocks[save].insts.clone() {
-        if !fx.open {
-            reopen(e, fx)?;
+    super::grid::if_then(e, cut, |e| {
+        fx.open = true;
+        let graph = fx.cfg;
+        for inst in graph.blocks[save].insts.clone() {
+            if !fx.open {
+                reopen(e, fx)?;
+            }
+            if let Err(d) = super::inst::emit(e, fx, inst) {
+                fx.errors.push(d);
+            }
         }
-        if let Err(d) = super::inst::emit(e, fx, inst) {
-            fx.errors.push(d);
-        }
-    }
-    // The save block's `@ok ret`.
-    let saved = branch_condition(e, fx, save)?;
-    let ret = e.b.id();
-    let not_saved = e.b.id();
-    e.b.selection_merge(not_saved, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(saved, ret, not_saved, []).map_err(internal1)?;
-    e.b.begin_block(Some(ret)).map_err(internal1)?;
-    emit_return(e, fx)?;
-    e.b.begin_block(Some(not_saved)).map_err(internal1)?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(merge)).map_err(internal1)?;
+        // The save block's `@ok ret`: the lane that could not save itself
+        // goes on past the `if`.
+        let saved = branch_condition(e, fx, save)?;
+        let ret = e.b.id();
+        let not_saved = e.b.id();
+        e.b.selection_merge(not_saved, spirv::SelectionControl::NONE).map_err(internal1)?;
+        e.b.branch_conditional(saved, ret, not_saved, []).map_err(internal1)?;
+        e.b.begin_block(Some(ret)).map_err(internal1)?;
+        emit_return(e, fx)?;
+        e.b.begin_block(Some(not_saved)).map_err(internal1)?;
+        Ok(())
+    })?;
     fx.open = true;
     Ok(())
 }

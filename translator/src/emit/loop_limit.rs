@@ -96,8 +96,9 @@
 //! 1024 / 8 subgroups would share counters.
 
 use super::func::{internal1, set_trap_word};
+use super::values::K;
 use super::{Emitter, TyKey};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Span};
 use crate::structurize::Region;
 use rspirv::dr::Operand as SOp;
 use rspirv::spirv::{self, Capability, Scope, StorageClass, Word};
@@ -141,9 +142,6 @@ pub(crate) struct Counter {
     /// of the loop (`crate::resume`), or [`CUT_OTHER`] for a loop without
     /// one.
     pending: Word,
-    /// `Private` u32: the result of an access to the subgroup's counter by
-    /// one lane, before the others take it (see [`by_one_lane`]).
-    elected: Word,
     /// Whether this entry counts iterations (the resume pass reads the
     /// count, see [`counting`]); otherwise only the pending flag detects
     /// a cut.
@@ -161,8 +159,8 @@ impl Counter {
     /// may loop, [`crate::abi::EntryInfo::loop_counter_words`]: the
     /// validation layer counts the module's Workgroup variables against the
     /// device's limit, and `shared_spill` plans the rest of the memory).
-    pub(crate) fn interface(&self) -> [Word; 6] {
-        [self.slots, self.subgroup_id, self.lane, self.tripped, self.pending, self.elected]
+    pub(crate) fn interface(&self) -> [Word; 5] {
+        [self.slots, self.subgroup_id, self.lane, self.tripped, self.pending]
     }
 }
 
@@ -190,9 +188,7 @@ pub(crate) fn counter(e: &mut Emitter) -> Option<Counter> {
     let pair = e.ty(TyKey::Array(u32t, two));
     let pp = e.t_ptr(StorageClass::Private, pair);
     let pending = e.b.variable(pp, None, StorageClass::Private, None);
-    let pu = e.t_ptr(StorageClass::Private, u32t);
-    let elected = e.b.variable(pu, None, StorageClass::Private, None);
-    Some(Counter { slots, subgroup_id, lane, tripped, pending, elected, counts: true })
+    Some(Counter { slots, subgroup_id, lane, tripped, pending, counts: true })
 }
 
 /// Whether an entry whose functions are `all` counts iterations: only where
@@ -278,24 +274,27 @@ fn by_one_lane(
     c: Counter,
     access: &mut dyn FnMut(&mut Emitter, Word) -> Result<Word, Diagnostic>,
 ) -> Result<Word, Diagnostic> {
-    let bt = e.t_bool();
     let u32t = e.t_int(32);
+    let first = first_lane(e)?;
+    let v = super::mem::either(e, first, Some(K::Int(32)), "loop count", &mut |e, elected| {
+        if !elected {
+            return Ok(Some(e.c_u32(0)));
+        }
+        let p = slot(e, c)?;
+        access(e, p).map(Some)
+    })?
+    .ok_or_else(|| Diagnostic::error(Span::default(), "internal error: loop count"))?;
+    // The elected lane is the first active one, whose value this takes.
+    let scope = e.c_u32(Scope::Subgroup as u32);
+    e.b.group_non_uniform_broadcast_first(u32t, None, scope, v).map_err(internal1)
+}
+
+/// `OpGroupNonUniformElect`: true in the subgroup's first active lane.
+fn first_lane(e: &mut Emitter) -> Result<Word, Diagnostic> {
+    let bt = e.t_bool();
     e.cap(Capability::GroupNonUniformBallot);
     let scope = e.c_u32(Scope::Subgroup as u32);
-    let first = e.b.op(spirv::Op::GroupNonUniformElect, bt, None, &[scope]).map_err(internal1)?;
-    let yes = e.b.id();
-    let merge = e.b.id();
-    e.b.selection_merge(merge, spirv::SelectionControl::NONE).map_err(internal1)?;
-    e.b.branch_conditional(first, yes, merge, []).map_err(internal1)?;
-    e.b.begin_block(Some(yes)).map_err(internal1)?;
-    let p = slot(e, c)?;
-    let v = access(e, p)?;
-    e.b.store(c.elected, v, None, []).map_err(internal1)?;
-    e.b.branch(merge).map_err(internal1)?;
-    e.b.begin_block(Some(merge)).map_err(internal1)?;
-    let v = e.b.load(u32t, None, c.elected, None, []).map_err(internal1)?;
-    // The elected lane is the first active one, whose value this takes.
-    e.b.group_non_uniform_broadcast_first(u32t, None, scope, v).map_err(internal1)
+    e.b.op(spirv::Op::GroupNonUniformElect, bt, None, &[scope]).map_err(internal1)
 }
 
 /// The count of the vector (the subgroup's largest lane count; 0 where
@@ -322,14 +321,15 @@ pub(crate) fn init(e: &mut Emitter) -> Result<(), Diagnostic> {
     let Some(c) = e.loop_counter.filter(|c| c.counts) else {
         return Ok(());
     };
-    by_one_lane(e, c, &mut |e, p| {
+    // By the first lane alone, as the accesses of [`by_one_lane`].
+    let first = first_lane(e)?;
+    super::grid::if_then(e, first, |e| {
+        let p = slot(e, c)?;
         let scope = e.c_u32(Scope::Subgroup as u32);
         let sem = e.c_u32(0);
         let zero = e.c_u32(0);
-        e.b.atomic_store(p, scope, sem, zero).map_err(internal1)?;
-        Ok(zero)
-    })?;
-    Ok(())
+        e.b.atomic_store(p, scope, sem, zero).map_err(internal1)
+    })
 }
 
 /// Add `n` (a value the same in every active lane) to the lane's count; the new count.
