@@ -868,6 +868,15 @@ impl ContextInner {
                 self.lock().stream.fail(err.clone());
                 return Err(err);
             }
+            if w & abi::printf::TRAP_VECTOR_READ != 0 {
+                let err = Error::LaunchFailed(format!(
+                    "kernel {kernel}: a 16-byte ordered load (`ld.relaxed/.volatile/.acquire` of 16 bytes) saw \
+                     writers of its lock slot move in each of its {} tries and could not read the bytes whole",
+                    abi::printf::VECTOR_READ_TRIES
+                ));
+                self.lock().stream.fail(err.clone());
+                return Err(err);
+            }
             if w != 0 {
                 let err = Error::LaunchFailed(format!("kernel {kernel} executed trap"));
                 self.lock().stream.fail(err.clone());

@@ -314,3 +314,30 @@ fn a_warp_voting_wait_outlasts_the_loop_limiter() {
         }
     }
 }
+
+/// The same wait on a 16-byte `{status, value}` pair (CUB's look-back for
+/// 8-byte values, `ld.relaxed.gpu.v2.u64`): such a load is seen whole
+/// through the module's sequence locks (`emit/vector16.rs`) and has no loop
+/// of its own, so 200,000 polls pass the limiter as the 8-byte ones do.
+/// When the load waited in a lock's loop, each poll was also one of the
+/// 65,535 iterations and the wait ended at the loop limit (about 62,000
+/// polls; Warp's `float64` scans failed that way on a loaded machine).
+#[test]
+fn a_warp_voting_wait_on_16_bytes_outlasts_the_loop_limiter() {
+    let _one_at_a_time = serial();
+    let limit = 200_000u32;
+    let ptx = CUB_WAIT
+        .replace("ld.relaxed.gpu.v2.u32 {%r5, %r6}, [%rd1];", "ld.relaxed.gpu.v2.u64 {%rd5, %rd6}, [%rd1];")
+        .replace("setp.eq.s32 %p3, %r5, 0;", "setp.eq.s64 %p3, %rd5, 0;");
+    assert!(ptx.matches("v2.u64").count() == 2 && ptx.contains("%rd5, 0"));
+    let ctx = context();
+    let options = ctx.translate_options();
+    let f = kernel(&ctx, &ptx, "cub_wait16.ptx", &options, "wait_count");
+    let flag = upload_u32(&ctx, &[0, 0, 0, 0]);
+    let out = poisoned(&ctx, 64);
+    let params = f.pack_params(&[&flag.to_le_bytes(), &out.to_le_bytes(), &limit.to_le_bytes()]).unwrap();
+    ctx.launch(&f, [1, 1, 1], [64, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap();
+    assert_eq!(download_u32(&ctx, out, 64), vec![limit; 64]);
+    assert_clean(&ctx);
+}

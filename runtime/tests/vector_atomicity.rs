@@ -11,8 +11,11 @@
 //! pairs they saw in the middle of the writes (to show that the two ran
 //! together; with two or more CPUs llvmpipe runs blocks in parallel). The
 //! 16-byte form (CUB's `{status, value}` pairs of 8-byte values,
-//! `.v2.u64`) has no single Vulkan access and takes a lock: a reader must
-//! see `{f, 3f}`, a pair that was written, never halves of two.
+//! `.v2.u64`) has no single Vulkan access and goes through the module's
+//! sequence locks (`translator/src/emit/vector16.rs`: writers take a slot,
+//! readers never wait): a reader must see `{f, 3f}`, a pair that was
+//! written, never halves of two. The writers here rewrite their pairs
+//! without pause, the hardest case for the readers' tries.
 
 mod common;
 
@@ -71,8 +74,8 @@ fn pair_slots() -> Vec<u8> {
 /// Runs `kernel` until its readers saw stores in progress (blocks of one
 /// launch need not run at the same time), at most five times, and checks
 /// that no reader saw a torn vector in any run. A run may also fail loudly
-/// at lavapipe's loop limiter: a 16-byte access waits for its lock, and a
-/// lock holder that the OS deschedules (a loaded machine) makes the waiter
+/// at lavapipe's loop limiter: a 16-byte store waits for its slot, and a
+/// holder that the OS deschedules (a loaded machine) makes the waiter
 /// spend its 65535 iterations; such runs are repeated too.
 fn check(kernel: &str, init: &[u8]) {
     let parallel = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;

@@ -283,7 +283,8 @@ pub struct ModuleInfo {
     pub grid_offset: Option<u64>,
     /// When the module has 16-byte vector accesses that order memory: the
     /// byte offset in the module data buffer of their lock table (1,024
-    /// zeroed 32-bit words the kernels take and release themselves).
+    /// zeroed 32-byte slots the kernels take and release themselves; see
+    /// the translator's `emit/vector16.rs`).
     pub vector_lock_offset: Option<u64>,
     /// With `Options::fault_checks`: the byte offset in the module data
     /// buffer of a 64-bit word the runtime sets to the device address of the
@@ -596,6 +597,12 @@ pub mod printf {
     pub const TRAP_ILLEGAL_ADDRESS: u32 = 16;
     /// Trap word bit set by an access whose address is not aligned to its size.
     pub const TRAP_MISALIGNED: u32 = 32;
+    /// Trap word bit set by a 16-byte ordered load that found a writer
+    /// moving in every one of its tries (the translator's
+    /// `emit/vector16.rs`).
+    pub const TRAP_VECTOR_READ: u32 = 64;
+    /// Tries of such a load.
+    pub const VECTOR_READ_TRIES: u32 = 4;
 
     /// Most format bytes a kernel scans when it counts a format's
     /// conversions (the value `printf` returns).

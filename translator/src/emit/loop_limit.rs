@@ -219,7 +219,7 @@ pub(crate) fn counting(all: &[&super::func::Plan], always: bool) -> bool {
 /// regions is one of the pass's sites, and no instruction has a loop of the
 /// translator's own that runs with active lanes and that the limiter could
 /// cut half way (`printf`'s copy and count of its arguments, an atomic's
-/// compare-and-swap loop, the lock of a 16-byte access).
+/// compare-and-swap loop, the lock of a 16-byte store).
 fn cuts_recoverable(p: &super::func::Plan) -> bool {
     fn sites_only(cfg: &crate::cfg::Cfg, regions: &[Region]) -> bool {
         regions.iter().all(|r| match r {
@@ -234,7 +234,7 @@ fn cuts_recoverable(p: &super::func::Plan) -> bool {
     let own_loop = |i: &crate::ast::Instruction| {
         i.opcode == "call"
             || (matches!(i.opcode.as_str(), "atom" | "red") && cas_loop(i))
-            || super::mem::needs_vector_lock(i)
+            || super::vector16::has_loop(i)
     };
     p.uniform_regions.is_empty() && sites_only(&p.cfg, &p.regions) && !p.instructions().any(own_loop)
 }

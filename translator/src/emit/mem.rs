@@ -664,86 +664,10 @@ fn without_cache_policy(inst: &Instruction) -> &[Operand] {
     }
 }
 
-/// Words in the lock table of 16-byte ordered vector accesses (see [`ld`]).
-pub(crate) const VECTOR_LOCKS: u64 = 1024;
-
-/// Whether `inst` is a 16-byte `ld`/`st` that orders memory (see [`ld`]):
-/// the module then needs the lock table.
-pub(crate) fn needs_vector_lock(inst: &Instruction) -> bool {
-    let vector = inst.modifiers.iter().find_map(|m| match m.as_str() {
-        "v2" => Some(2),
-        "v4" => Some(4),
-        "v8" => Some(8),
-        _ => None,
-    });
-    let size = super::inst::last_type(inst).ok().map(|t| t.size());
-    matches!(inst.opcode.as_str(), "ld" | "ldu" | "st")
-        && matches!((vector, size), (Some(n), Some(s)) if n * s == 16)
-        && orders_memory(inst)
-        && !inst.modifiers.iter().any(|m| matches!(m.as_str(), "shared" | "local" | "param" | "const"))
-}
-
 /// `.volatile`, `.relaxed`, `.acquire`, `.release` or `.cv`: an `ld` or
 /// `st` that other threads may be watching (a `volatile` access here).
-fn orders_memory(inst: &Instruction) -> bool {
+pub(crate) fn orders_memory(inst: &Instruction) -> bool {
     ["volatile", "relaxed", "acquire", "release", "cv"].iter().any(|m| inst.has(m))
-}
-
-/// The lock word (a device address) that a 16-byte access of `inst` to `a`
-/// takes, or `None` when it takes none.
-fn vector_lock(e: &mut Emitter, inst: &Instruction, a: Addr) -> Result<Option<Word>, Diagnostic> {
-    let (Addr::Global(addr) | Addr::Generic(addr)) = a else { return Ok(None) };
-    if !needs_vector_lock(inst) {
-        return Ok(None);
-    }
-    let (Some(base), Some(table)) = (e.module_data_address()?, e.vector_lock_offset) else {
-        return Err(Diagnostic::error(inst.span, "internal error: no lock table for a 16-byte vector access"));
-    };
-    let u64t = e.t_int(64);
-    let four = e.c_int(64, 4);
-    let slot = e.b.shift_right_logical(u64t, None, addr, four).map_err(internal1)?;
-    let mask = e.c_int(64, VECTOR_LOCKS - 1);
-    let slot = e.b.bitwise_and(u64t, None, slot, mask).map_err(internal1)?;
-    let two = e.c_int(64, 2);
-    let off = e.b.shift_left_logical(u64t, None, slot, two).map_err(internal1)?;
-    let table = e.c_int(64, table);
-    let table = e.b.i_add(u64t, None, base, table).map_err(internal1)?;
-    Ok(Some(e.b.i_add(u64t, None, table, off).map_err(internal1)?))
-}
-
-/// Runs `access` with the lock word at device address `lock` held:
-/// `do { if (cas(lock, 0, 1) == 0) { access; *lock = 0; done } } while
-/// (!done)`. The lanes that take a lock run their access in the same
-/// iteration, so lanes of one subgroup that want the same lock do not
-/// wait for each other (no spin on a lock another lane holds).
-fn locked(
-    e: &mut Emitter,
-    fx: &mut Fx,
-    lock: Word,
-    access: &mut dyn FnMut(&mut Emitter, &mut Fx) -> Result<(), Diagnostic>,
-) -> Result<(), Diagnostic> {
-    use spirv::MemorySemantics as M;
-    let u32t = e.t_int(32);
-    let bt = e.t_bool();
-    let pt = e.t_ptr(StorageClass::PhysicalStorageBuffer, u32t);
-    let p = e.b.convert_u_to_ptr(pt, None, lock).map_err(internal1)?;
-    let scope = e.c_u32(Scope::Device as u32);
-    let (acquire, release) = (e.device_semantics(M::ACQUIRE), e.device_semantics(M::RELEASE));
-    let relaxed = e.c_u32(0);
-    let (zero, one) = (e.c_u32(0), e.c_u32(1));
-    retry_loop(e, |e| {
-        let (critical, next) = (e.b.id(), e.b.id());
-        let old = e.b.atomic_compare_exchange(u32t, None, p, scope, acquire, relaxed, one, zero).map_err(internal1)?;
-        let got = e.b.i_equal(bt, None, old, zero).map_err(internal1)?;
-        e.b.selection_merge(next, spirv::SelectionControl::NONE).map_err(internal1)?;
-        e.b.branch_conditional(got, critical, next, []).map_err(internal1)?;
-        e.b.begin_block(Some(critical)).map_err(internal1)?;
-        access(e, fx)?;
-        e.b.atomic_store(p, scope, release, zero).map_err(internal1)?;
-        e.b.branch(next).map_err(internal1)?;
-        e.b.begin_block(Some(next)).map_err(internal1)?;
-        Ok(got)
-    })
 }
 
 /// Element `i` (of `bits` bits) of the 64-bit `w`, as an integer of `bits`.
@@ -790,16 +714,10 @@ fn u64_place(e: &mut Emitter, v: Word, i: u32, bits: u32) -> Result<Word, Diagno
 /// - A 16-byte vector has no single Vulkan access. Where it orders memory
 ///   (`.volatile`, `.relaxed`, `.acquire`, `.release`, `.cv`; CUB's
 ///   `{status, value}` pairs of 8-byte values are `ld/st.relaxed.gpu.v2.u64`)
-///   on a global or generic address, its elements are accessed with a lock
-///   held: one of [`VECTOR_LOCKS`] words in module data, chosen by the
-///   address. Every such access of the module to the same 16 bytes takes
-///   the same lock, so each sees the others whole. Ordering the elements
-///   alone is not enough: CUB rewrites a pair `{PARTIAL, aggregate}` as
-///   `{INCLUSIVE, prefix}`, and a reader between the two element stores saw
-///   `{PARTIAL, prefix}` (Warp's scans of `int64` vectors, silently wrong).
-///   Other 16-byte vectors (`.weak`, `.cg`, shared) are element by element.
-///   On llvmpipe each locked access costs at least one iteration of the
-///   invocation's loop budget (more while it waits for the lock).
+///   on a global or generic address, it goes through the module's table of
+///   sequence locks ([`super::vector16`]): stores take a slot, loads see
+///   every such store whole without waiting. Other 16-byte vectors
+///   (`.weak`, `.cg`, shared) are element by element.
 pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType) -> Result<(), Diagnostic> {
     let space = space_of(inst)?;
     let [dst, Operand::Address(_, addr)] = without_cache_policy(inst) else {
@@ -831,7 +749,7 @@ pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         }
         return Ok(());
     }
-    let mut elements = |e: &mut Emitter, fx: &mut Fx| -> Result<(), Diagnostic> {
+    let elements = |e: &mut Emitter, fx: &mut Fx| -> Result<(), Diagnostic> {
         for (i, d) in dsts.iter().enumerate() {
             if matches!(d, Operand::Sink(_)) {
                 continue;
@@ -844,10 +762,25 @@ pub(crate) fn ld(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         }
         Ok(())
     };
-    match vector_lock(e, inst, a)? {
-        Some(lock) => locked(e, fx, lock, &mut elements),
-        None => elements(e, fx),
+    if !matches!(a, Addr::Global(_) | Addr::Generic(_)) || !super::vector16::needs_vector_lock(inst) {
+        return elements(e, fx);
     }
+    let t_k = e.kty(k);
+    let mut vars = Vec::new();
+    for d in &dsts {
+        vars.push(match d {
+            Operand::Sink(_) => None,
+            _ => Some(super::warp::func_var(e, t_k)?),
+        });
+    }
+    super::vector16::load_whole(e, fx, inst, a, k, t.size(), &vars)?;
+    for (d, var) in dsts.iter().zip(vars) {
+        if let Some(var) = var {
+            let v = e.b.load(t_k, None, var, None, []).map_err(internal1)?;
+            set(e, fx, d, v, k, t.is_signed())?;
+        }
+    }
+    Ok(())
 }
 
 /// `st`.
@@ -884,7 +817,7 @@ pub(crate) fn st(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         let site = Site { span: inst.span, access: Access::Write, bytes: 8, align: 8 };
         return store_checked(e, fx, a, w, K::Int(64), volatile, site);
     }
-    let mut elements = |e: &mut Emitter, fx: &mut Fx| -> Result<(), Diagnostic> {
+    let elements = |e: &mut Emitter, fx: &mut Fx| -> Result<(), Diagnostic> {
         for (i, s) in srcs.iter().enumerate() {
             let v = get(e, fx, s, k, false)?;
             let ai = advance(e, a, i as u32 * t.size())?;
@@ -894,10 +827,14 @@ pub(crate) fn st(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: ScalarType
         }
         Ok(())
     };
-    match vector_lock(e, inst, a)? {
-        Some(lock) => locked(e, fx, lock, &mut elements),
-        None => elements(e, fx),
+    if !matches!(a, Addr::Global(_) | Addr::Generic(_)) || !super::vector16::needs_vector_lock(inst) {
+        return elements(e, fx);
     }
+    let mut values = Vec::new();
+    for s in &srcs {
+        values.push(get(e, fx, s, k, false)?);
+    }
+    super::vector16::store_whole(e, fx, inst, a, k, t.size(), &values)
 }
 
 /// Memory scope of an instruction's `.cta`/`.gpu`/`.sys` qualifier.
@@ -1346,7 +1283,10 @@ fn cas_loop(
 /// A counted loop that runs `step` until the `done` it returns (a bool) is
 /// true: `do { done = step(); } while (!done)`. Whatever `step` defines is
 /// available after the loop (its block dominates the merge).
-fn retry_loop(e: &mut Emitter, step: impl FnOnce(&mut Emitter) -> Result<Word, Diagnostic>) -> Result<(), Diagnostic> {
+pub(crate) fn retry_loop(
+    e: &mut Emitter,
+    step: impl FnOnce(&mut Emitter) -> Result<Word, Diagnostic>,
+) -> Result<(), Diagnostic> {
     let bt = e.t_bool();
     let (header, body, cont, merge) = (e.b.id(), e.b.id(), e.b.id(), e.b.id());
     super::loop_limit::enter(e)?;

@@ -54,6 +54,7 @@ mod spv;
 mod stack;
 mod uniform;
 mod values;
+mod vector16;
 mod warp;
 mod wgmma;
 mod windowed;
@@ -176,7 +177,7 @@ pub(crate) struct Emitter<'o> {
     /// a kernel synchronises its grid (see [`grid`]).
     pub grid_offset: Option<u64>,
     /// Byte offset of the lock table of 16-byte ordered vector accesses in
-    /// module data, when the module has one (see [`mem::ld`]).
+    /// module data, when the module has one (see [`vector16`]).
     pub vector_lock_offset: Option<u64>,
     /// Byte offset of the fault log's address word in module data, with
     /// fault checks (see [`fault`]).
@@ -619,7 +620,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
     if used.vector_locks {
         let off = data_bytes.div_ceil(8) * 8;
         e.vector_lock_offset = Some(off);
-        data_bytes = off + 4 * mem::VECTOR_LOCKS;
+        data_bytes = off + vector16::SLOT_BYTES * vector16::VECTOR_LOCKS;
     }
     for g in &globals {
         e.globals.insert(g.name.clone(), (g.offset, g.size));
@@ -1218,7 +1219,7 @@ struct Uses {
     /// and then ([`facts`]) one in a loop ([`block_order::may_wait`]) (not
     /// module data: whether [`block_order::declare`] orders `%ctaid`).
     polls: bool,
-    /// The lock table of 16-byte ordered vector accesses ([`mem::ld`]).
+    /// The lock table of 16-byte ordered vector accesses ([`vector16`]).
     vector_locks: bool,
     /// The resume slot: an entry the resume pass rewrote
     /// ([`crate::resume`]).
@@ -1238,7 +1239,9 @@ fn uses(stmts: &[ast::Statement], functions: &crate::fxhash::FxHashSet<&str>, u:
                     o.for_each_name(&mut |n| found |= n == "%__ptxvk_resume_slot");
                     found
                 });
-                u.vector_locks |= mem::needs_vector_lock(i);
+                u.vector_locks |= vector16::needs_vector_lock(i);
+                // A 16-byte load that cannot read its bytes whole traps.
+                u.trap |= vector16::needs_vector_lock(i) && i.opcode != "st";
                 match i.opcode.as_str() {
                     "trap" | "alloca" => u.trap = true,
                     "call" => {
