@@ -46,8 +46,8 @@ use super::warp::{self, set_if, Lanes};
 use super::Emitter;
 use crate::ast::{Instruction, Operand};
 use crate::diag::{Diagnostic, Span};
+use crate::fxhash::FxHashMap;
 use rspirv::spirv::{Op, Word};
-use std::collections::HashMap;
 
 /// The element type of an A or B matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +146,7 @@ pub(crate) enum Role {
 }
 
 /// The shape of an `mma` and the elements per A/B register.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Geometry {
     m: u32,
     n: u32,
@@ -160,7 +160,7 @@ pub(crate) struct Geometry {
 }
 
 /// The layouts of the quad-pair form.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct QuadPair {
     a_col: bool,
     b_row: bool,
@@ -185,7 +185,7 @@ impl Geometry {
         self.count(Role::A)
     }
 
-    pub(crate) fn owners_a(&self) -> HashMap<(u32, u32), (u32, u32, u32)> {
+    pub(crate) fn owners_a(&self) -> Owners {
         self.owners(Role::A)
     }
 
@@ -228,8 +228,8 @@ impl Geometry {
     }
 
     /// Where every element of A or B lives: (row, column) → (lane, register, element).
-    pub(crate) fn owners(&self, role: Role) -> HashMap<(u32, u32), (u32, u32, u32)> {
-        let mut map = HashMap::new();
+    pub(crate) fn owners(&self, role: Role) -> Owners {
+        let mut map = Owners::default();
         for lane in 0..32 {
             for r in 0..self.count(role) {
                 for i in 0..self.e {
@@ -240,6 +240,10 @@ impl Geometry {
         map
     }
 }
+
+/// Where every element of A or B lives: (row, column) to (lane, register,
+/// element).
+pub(crate) type Owners = crate::fxhash::FxHashMap<(u32, u32), (u32, u32, u32)>;
 
 /// A lane expression `c + Σ w[b]·bit b of the reading lane`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -300,10 +304,7 @@ fn internal(what: &str) -> Diagnostic {
 
 /// The source of element (row, col) of `role` for the D element `j` of
 /// every lane, where `rc(lane)` gives its coordinates.
-pub(crate) fn locate(
-    owners: &HashMap<(u32, u32), (u32, u32, u32)>,
-    rc: impl Fn(u32) -> (u32, u32),
-) -> Result<Source, Diagnostic> {
+pub(crate) fn locate(owners: &Owners, rc: impl Fn(u32) -> (u32, u32)) -> Result<Source, Diagnostic> {
     let own = |l: u32| owners.get(&rc(l)).copied();
     if (0..32).any(|l| own(l).is_none()) {
         return Err(internal("mma element without owner"));
@@ -320,7 +321,7 @@ pub(crate) struct LaneCtx {
     pub g: Word,
     pub t: Word,
     lane: Word,
-    cache: HashMap<LaneExpr, Word>,
+    cache: FxHashMap<LaneExpr, Word>,
 }
 
 pub(crate) fn lane_ctx(e: &mut Emitter, fx: &Fx) -> Result<LaneCtx, Diagnostic> {
@@ -331,7 +332,7 @@ pub(crate) fn lane_ctx(e: &mut Emitter, fx: &Fx) -> Result<LaneCtx, Diagnostic> 
     let g = o(e, Op::ShiftRightLogical, u32t, &[lane, two])?;
     let three = e.c_u32(3);
     let t = o(e, Op::BitwiseAnd, u32t, &[lane, three])?;
-    Ok(LaneCtx { g, t, lane, cache: HashMap::new() })
+    Ok(LaneCtx { g, t, lane, cache: FxHashMap::default() })
 }
 
 impl LaneCtx {
@@ -537,7 +538,7 @@ pub(crate) fn decode(e: &mut Emitter, elem: Elem, w: Word, i: u32) -> R {
 }
 
 /// Words of A and B registers that this lane read: (role, register, lane) → word.
-pub(crate) type Words = HashMap<(Role, LaneExpr, LaneExpr), Word>;
+pub(crate) type Words = FxHashMap<(Role, LaneExpr, LaneExpr), Word>;
 
 /// Share every A and B register in one exchange and read the words `need`
 /// lists (A sources first, then B). A register that depends on the reading
@@ -550,7 +551,7 @@ fn gather(
     wide: bool,
 ) -> Result<Words, Diagnostic> {
     let mut values = Vec::new();
-    let mut at = HashMap::new();
+    let mut at = FxHashMap::default();
     for (role, ops, _) in &regs {
         for (r, op) in ops.iter().enumerate() {
             at.insert((*role, r as u32), values.len());
@@ -559,7 +560,7 @@ fn gather(
     }
     let lanes = warp::share_many(e, fx, &values)?;
     let per = if wide { 2 } else { 1 };
-    let mut words = Words::new();
+    let mut words = Words::default();
     for (role, ops, need) in &regs {
         for s in need.iter() {
             if words.contains_key(&(*role, s.reg, s.lane)) {
@@ -736,6 +737,29 @@ impl Tile {
     }
 }
 
+/// The sources of every product of every D element of a tile of shape
+/// `geo`: per D element, the (A, B) source of each of its products
+/// (`binary`: of each 32-bit word of `b1` elements).
+pub(crate) fn plan_tile(geo: Geometry, binary: bool) -> Result<Vec<Vec<(Source, Source)>>, Diagnostic> {
+    let a_own = geo.owners(Role::A);
+    let b_own = geo.owners(Role::B);
+    let step = if binary { 32 } else { 1 };
+    let mut plan = Vec::new();
+    for j in 0..geo.count(Role::C) {
+        let mut terms = Vec::new();
+        for kk in (0..geo.k).step_by(step as usize) {
+            let sa = locate(&a_own, |l| (geo.coord(Role::C, l, j, 0).0, kk))?;
+            let sb = locate(&b_own, |l| (kk, geo.coord(Role::C, l, j, 0).1))?;
+            if binary && (sa.elem.constant() != Some(0) || sb.elem.constant() != Some(0)) {
+                return Err(internal("b1 word not aligned"));
+            }
+            terms.push((sa, sb));
+        }
+        plan.push(terms);
+    }
+    Ok(plan)
+}
+
 /// Emit one product `D = A·B + C` on fragment registers (`d`, `a`, `b`,
 /// `c` in that order, each in the tile's register counts).
 pub(crate) fn mma_tile(
@@ -746,27 +770,21 @@ pub(crate) fn mma_tile(
     [d_regs, a_regs, b_regs, c_regs]: [&[&Operand]; 4],
 ) -> Result<(), Diagnostic> {
     let Tile { geo, at, bt, ct, dt, .. } = *tile;
-    let k = geo.k;
     let nd = geo.count(Role::C);
 
-    // Host side: the sources of every product of every D element.
-    let a_own = geo.owners(Role::A);
-    let b_own = geo.owners(Role::B);
+    // Host side: the sources of every product of every D element, once per
+    // shape in a module (a module of tensor-core kernels has hundreds of
+    // `mma`s of a few shapes; computing this for each was most of the
+    // translation's time).
     let binary = at == Elem::B1;
-    let step = if binary { 32 } else { 1 };
-    let mut plan: Vec<Vec<(Source, Source)>> = Vec::new();
-    for j in 0..nd {
-        let mut terms = Vec::new();
-        for kk in (0..k).step_by(step as usize) {
-            let sa = locate(&a_own, |l| (geo.coord(Role::C, l, j, 0).0, kk))?;
-            let sb = locate(&b_own, |l| (kk, geo.coord(Role::C, l, j, 0).1))?;
-            if binary && (sa.elem.constant() != Some(0) || sb.elem.constant() != Some(0)) {
-                return Err(internal("b1 word not aligned"));
-            }
-            terms.push((sa, sb));
+    let plan = match e.mma_plans.get(&(geo, binary)) {
+        Some(p) => p.clone(),
+        None => {
+            let p = std::rc::Rc::new(plan_tile(geo, binary)?);
+            e.mma_plans.insert((geo, binary), p.clone());
+            p
         }
-        plan.push(terms);
-    }
+    };
 
     // Device side: read what this lane needs.
     let mut lc = lane_ctx(e, fx)?;
@@ -774,7 +792,7 @@ pub(crate) fn mma_tile(
     let need_a: Vec<Source> = plan.iter().flatten().map(|p| p.0).collect();
     let need_b: Vec<Source> = plan.iter().flatten().map(|p| p.1).collect();
     let words = gather(e, fx, &mut lc, [(Role::A, a_regs, &need_a), (Role::B, b_regs, &need_b)], wide)?;
-    let mut values: HashMap<(Role, Source), Word> = HashMap::new();
+    let mut values: FxHashMap<(Role, Source), Word> = FxHashMap::default();
     let mut value = |e: &mut Emitter, role: Role, elem: Elem, s: Source| -> R {
         if let Some(&v) = values.get(&(role, s)) {
             return Ok(v);

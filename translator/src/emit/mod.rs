@@ -111,6 +111,9 @@ fn scalar_slot(k: &TyKey) -> Option<usize> {
 }
 
 /// Module-wide emission state.
+/// A plan of [`mma::plan_tile`], shared.
+pub(crate) type MmaPlan = std::rc::Rc<Vec<Vec<(mma::Source, mma::Source)>>>;
+
 pub(crate) struct Emitter<'o> {
     pub b: Builder,
     pub opts: &'o Options,
@@ -191,6 +194,9 @@ pub(crate) struct Emitter<'o> {
     pub fault_sites: Vec<abi::fault::FaultSite>,
     /// Index of each site in `fault_sites`, by (span, space, function).
     pub fault_site_index: FxHashMap<(u32, u32, u32, String), u32>,
+    /// The sources of each `mma` shape's products ([`mma::plan_tile`]),
+    /// computed once per shape.
+    pub mma_plans: FxHashMap<(mma::Geometry, bool), MmaPlan>,
     /// Spec constant: the range table's search depth, created on first use.
     pub spec_fault_depth: Option<Word>,
     /// Spec constant ops `k < depth`, by `k`.
@@ -518,6 +524,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         internal_access: false,
         fault_sites: Vec::new(),
         fault_site_index: FxHashMap::default(),
+        mma_plans: FxHashMap::default(),
         spec_fault_depth: None,
         fault_steps: Vec::new(),
         fault_search: None,

@@ -33,16 +33,16 @@
 use super::func::internal1;
 use super::{Emitter, K};
 use crate::diag::Diagnostic;
+use crate::fxhash::FxHashMap;
 use rspirv::binary::Assemble;
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, Word};
-use std::collections::HashMap;
 
 /// What the rewrite needs from the emitter, taken before the module is
 /// assembled.
 pub(crate) struct Prepared {
     /// Float `+0.0` constant id -> its float type.
-    zeros: HashMap<Word, Word>,
+    zeros: FxHashMap<Word, Word>,
     u32t: Word,
     c31: Word,
     /// The `LocalInvocationIndex` input.
@@ -56,7 +56,7 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(e: &mut Emitter) -> Option<Prepared> {
     // The float types made so far (the scalar slots of Float(16|32|64)).
     let float_types: Vec<Word> = e.scalars[6..9].iter().copied().filter(|&t| t != 0).collect();
-    let zeros: HashMap<Word, Word> = e
+    let zeros: FxHashMap<Word, Word> = e
         .consts
         .iter()
         .filter(|((t, v), _)| *v == 0 && float_types.contains(t))
@@ -293,7 +293,7 @@ pub(crate) fn hide_zero_constants_tree(words: Vec<u32>, p: &Prepared) -> Vec<u32
             Instruction::new(Op::Load, Some(u32t), Some(idx), vec![ref_(index_var)]),
             Instruction::new(Op::ShiftRightLogical, Some(u32t), Some(bit), vec![ref_(idx), ref_(c31)]),
         ];
-        let mut opaque: HashMap<Word, Word> = HashMap::new();
+        let mut opaque: FxHashMap<Word, Word> = FxHashMap::default();
         for b in &mut f.blocks {
             for i in &mut b.instructions {
                 if !uses_zero(i) {
@@ -378,7 +378,7 @@ mod tests {
             .filter(|i| i.class.opcode == Op::TypeFloat)
             .filter_map(|i| i.result_id)
             .collect();
-        let zeros: HashMap<Word, Word> = m
+        let zeros: FxHashMap<Word, Word> = m
             .types_global_values
             .iter()
             .filter(|i| i.class.opcode == Op::Constant)
