@@ -291,8 +291,16 @@ extern "C" fn load_compilers() -> CUresult {
 
 // ---------------------------------------------------------------------------
 // TOOLS_TLS {42D85A81-23F6-CB47-8298-F6E78A3AECDC}, 4 slots: thread-local
-// state for tools (profilers). Slot 2 is a callback cudart calls (smolvm);
-// there is no tool, so it does nothing.
+// state. Slot 2 answers the calling thread's current context: cuBLASLt 13
+// calls it for every candidate algorithm of `cublasLtMatmulAlgoGetIds` and
+// of its heuristics, as `CUresult (CUcontext *)`, then asks CUDART13 slot 4
+// for that context's id (the key of its per-context state), and drops the
+// algorithm where either call fails (found in cuBLASLt 13.10's machine
+// code; a public test exercises the same pair against NVIDIA's driver,
+// comparing them with `cuCtxGetCurrent` and `cuCtxGetId`). While this slot
+// was a `void` callback, the register it left behind read as a failure and
+// cuBLASLt found no algorithm at all (`CUBLAS_STATUS_NOT_SUPPORTED` from
+// every GEMM).
 
 const TOOLS_TLS_ID: [u8; 16] =
     [0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec, 0xdc];
@@ -300,16 +308,15 @@ const TOOLS_TLS_ID: [u8; 16] =
 static TOOLS_TLS_TABLE: Slots<4> = Slots([
     size_slot(4),
     unknown_slot::<TOOLS_TLS, 1> as *const c_void,
-    tools_tls_callback as *const c_void,
+    tools_tls_current_context as *const c_void,
     unknown_slot::<TOOLS_TLS, 3> as *const c_void,
 ]);
 
-/// Slot 2: `void (void *record)`: a tools callback; no tool is attached.
-extern "C" fn tools_tls_callback(record: *mut c_void) {
-    let _ = guard("TOOLS_TLS[2] callback", || {
-        let _ = record;
-        Ok(())
-    });
+/// Slot 2: `CUresult (CUcontext *pctx)`: the calling thread's current
+/// context, as `cuCtxGetCurrent`.
+extern "C" fn tools_tls_current_context(pctx: *mut Handle) -> CUresult {
+    // SAFETY: `pctx` is NULL (refused) or writable, as for `cuCtxGetCurrent`.
+    guard("TOOLS_TLS[2] current_context", || unsafe { ctx::ctx_get_current(pctx) })
 }
 
 // ---------------------------------------------------------------------------
@@ -593,7 +600,8 @@ fn device_hash_info() -> CuResult<Vec<[u8; 28]>> {
 // Not in ZLUDA; the fake-GPU shim records that NVIDIA's driver 595 serves it
 // with a size of 95 slots and that cudart only checks that it exists (no slot
 // was called through device, memory, copy, stream, event, IPC and reset
-// calls). Every slot is of unknown meaning.
+// calls). Slot 4 is a context's id (cuBLASLt, see TOOLS_TLS); every other
+// slot is of unknown meaning.
 
 const CUDART13_ID: [u8; 16] =
     [0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2];
@@ -604,9 +612,25 @@ macro_rules! unknown_table {
     ($table:ident; $($slot:literal)*) => {
         Slots([size_slot(1 + [$($slot),*].len()), $(unknown_slot::<$table, $slot> as *const c_void),*])
     };
+    // One known slot, `$known`, between the unknown ones.
+    ($table:ident; $($a:literal)*; $known:ident; $($b:literal)*) => {
+        Slots([
+            size_slot(2 + [$($a),*].len() + [$($b),*].len()),
+            $(unknown_slot::<$table, $a> as *const c_void,)*
+            $known as *const c_void,
+            $(unknown_slot::<$table, $b> as *const c_void),*
+        ])
+    };
 }
 
-static CUDART13_TABLE: Slots<95> = unknown_table!(CUDART13; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94);
+/// CUDART13 slot 4: `CUresult (CUcontext ctx, unsigned long long *id)`: the
+/// context's id, as `cuCtxGetId` (see TOOLS_TLS slot 2).
+extern "C" fn cudart13_context_id(context: Handle, id: *mut u64) -> CUresult {
+    // SAFETY: `id` is NULL (refused) or writable, as for `cuCtxGetId`.
+    guard("CUDART13_INTERFACE[4] context_id", || unsafe { ctx::ctx_get_id(context, id) })
+}
+
+static CUDART13_TABLE: Slots<95> = unknown_table!(CUDART13; 1 2 3; cudart13_context_id; 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94);
 
 #[cfg(test)]
 mod tests {

@@ -326,6 +326,51 @@ fn integrity_check_tools_buffers_and_context_checks() {
     assert_eq!(unsafe { unknown() }, code::NOT_SUPPORTED);
 }
 
+type CurrentContext = unsafe extern "C" fn(*mut Handle) -> u32;
+type ContextId = unsafe extern "C" fn(Handle, *mut u64) -> u32;
+
+/// TOOLS_TLS slot 2 and CUDART13 slot 4, which cuBLASLt 13 calls for every
+/// candidate algorithm (and drops the algorithm where either fails): the
+/// current context, as `cuCtxGetCurrent`, and a context's id, as
+/// `cuCtxGetId`. When slot 2 returned nothing, cuBLASLt found no algorithm.
+#[test]
+fn the_current_context_and_its_id_as_cublaslt_asks_for_them() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let api = init();
+    let current: CurrentContext = func(table(api, &TOOLS_TLS), 2);
+    let id_of: ContextId = func(table(api, &CUDART13), 4);
+    let first = Ctx::new(api);
+    let second = Ctx::new(api); // current
+    let mut ids = Vec::new();
+    for (ctx, push) in [(&second, false), (&first, true)] {
+        if push {
+            check(api, cu!(api.cuCtxPushCurrent_v2(ctx.handle)), "cuCtxPushCurrent");
+        }
+        let (mut a, mut b) = (0x5a5a as Handle, 0x6b6b as Handle);
+        check(api, cu!(api.cuCtxGetCurrent(&mut a)), "cuCtxGetCurrent");
+        // SAFETY (all slot calls below): the slots' signatures, live
+        // out-pointers and contexts.
+        check(api, unsafe { current(&mut b) }, "TOOLS_TLS[2]");
+        assert_eq!((a, b), (ctx.handle, ctx.handle));
+        let (mut x, mut y) = (0u64, 7u64);
+        check(api, cu!(api.cuCtxGetId(ctx.handle, &mut x)), "cuCtxGetId");
+        check(api, unsafe { id_of(b, &mut y) }, "CUDART13[4]");
+        assert_eq!(x, y);
+        assert_ne!(y, 0);
+        ids.push(y);
+    }
+    assert_ne!(ids[0], ids[1], "each context its own id");
+    // NULL is the current context (first, pushed).
+    let mut y = 0u64;
+    check(api, unsafe { id_of(std::ptr::null_mut(), &mut y) }, "CUDART13[4] of NULL");
+    assert_eq!(y, ids[1]);
+    assert_eq!(unsafe { current(std::ptr::null_mut()) }, code::INVALID_VALUE);
+    assert_eq!(unsafe { id_of(first.handle, std::ptr::null_mut()) }, code::INVALID_VALUE);
+    let mut popped: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuCtxPopCurrent_v2(&mut popped)), "cuCtxPopCurrent");
+    assert_eq!(popped, first.handle);
+}
+
 /// `cuMemAllocAsync`/`cuMemFreeAsync`, which cudart's `cudaMallocAsync` and
 /// `cudaFreeAsync` call.
 #[test]
