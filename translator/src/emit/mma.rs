@@ -50,7 +50,7 @@ use crate::fxhash::FxHashMap;
 use rspirv::spirv::{Op, Word};
 
 /// The element type of an A or B matrix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Elem {
     F16,
     Bf16,
@@ -305,12 +305,13 @@ fn internal(what: &str) -> Diagnostic {
 /// The source of element (row, col) of `role` for the D element `j` of
 /// every lane, where `rc(lane)` gives its coordinates.
 pub(crate) fn locate(owners: &Owners, rc: impl Fn(u32) -> (u32, u32)) -> Result<Source, Diagnostic> {
-    let own = |l: u32| owners.get(&rc(l)).copied();
-    if (0..32).any(|l| own(l).is_none()) {
-        return Err(internal("mma element without owner"));
+    // Each lane's owner, looked up once (the fits below read each many times).
+    let mut own = [(0, 0, 0); 32];
+    for (l, o) in own.iter_mut().enumerate() {
+        *o = *owners.get(&rc(l as u32)).ok_or_else(|| internal("mma element without owner"))?;
     }
     let fit = |f: &dyn Fn((u32, u32, u32)) -> u32| {
-        LaneExpr::fit(|l| own(l).map_or(0, f)).ok_or_else(|| internal("mma fragment source is not linear in the lane"))
+        LaneExpr::fit(|l| f(own[l as usize])).ok_or_else(|| internal("mma fragment source is not linear in the lane"))
     };
     Ok(Source { lane: fit(&|o| o.0)?, reg: fit(&|o| o.1)?, elem: fit(&|o| o.2)? })
 }

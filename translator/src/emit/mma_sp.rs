@@ -39,8 +39,8 @@ use super::warp::{self, Lanes};
 use super::Emitter;
 use crate::ast::{Instruction, Operand};
 use crate::diag::{Diagnostic, Span};
+use crate::fxhash::FxHashMap as HashMap;
 use rspirv::spirv::{Op, Word};
-use std::collections::HashMap;
 
 fn unsupported(inst: &Instruction, why: &str) -> Diagnostic {
     let extra = if why.is_empty() { String::new() } else { format!(" ({why})") };
@@ -191,28 +191,16 @@ pub(crate) fn mma_sp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: W
 
     // Host side: for every D element and compressed column, where the A
     // element, its metadata field and each B element it may select live.
-    let a_own = geo_a.owners(Role::A);
-    let b_own = geo_b.owners(Role::B);
-    let mut plan: Vec<Vec<Term>> = Vec::new();
-    for j in 0..nd {
-        let row = |l: u32| geo_b.coord_role(Role::C, l, j, 0).0;
-        let col = |l: u32| geo_b.coord_role(Role::C, l, j, 0).1;
-        let mut terms = Vec::new();
-        for kc in 0..k / 2 {
-            let (chunk, slot) = (kc / sp.s, kc % sp.s);
-            let a = mma::locate(&a_own, |l| (row(l), kc))?;
-            let meta_lane = LaneExpr::fit(|l| meta_at(at, chunks, f, row(l), chunk).0)
-                .ok_or_else(|| internal("mma.sp metadata lane is not linear in the lane"))?;
-            let meta_bit = LaneExpr::fit(|l| meta_at(at, chunks, f, row(l), chunk).1)
-                .ok_or_else(|| internal("mma.sp metadata offset is not linear in the lane"))?;
-            let mut b = Vec::new();
-            for p in sp.positions(slot) {
-                b.push((p, mma::locate(&b_own, |l| (sp.w * chunk + p, col(l)))?));
-            }
-            terms.push(Term { a, meta_lane, meta_bit, slot, b });
+    // Once per (type, shape, selector) in a module.
+    let key = (at, k, f);
+    let plan = match e.mma_sp_plans.get(&key) {
+        Some(p) => p.clone(),
+        None => {
+            let p = std::rc::Rc::new(plan_sparse(at, k, f)?);
+            e.mma_sp_plans.insert(key, p.clone());
+            p
         }
-        plan.push(terms);
-    }
+    };
 
     // Device side: share A, B and the metadata in one exchange.
     let mut lc = mma::lane_ctx(e, fx)?;
@@ -241,9 +229,43 @@ pub(crate) fn mma_sp(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, active: W
     mma::write_d(e, fx, active, dt, &d_regs, &d_vals)
 }
 
+/// The products of every D element of an `mma.sp` of element type `at`, K
+/// `k` and sparsity selector `f` (see [`Term`]).
+fn plan_sparse(at: Elem, k: u32, f: u32) -> Result<Vec<Vec<Term>>, Diagnostic> {
+    let sp = Sparsity::of(at);
+    let chunks = k / sp.w;
+    let per = at.per_reg();
+    let geo_a = Geometry::standard(16, 8, k / 2, per);
+    let geo_b = Geometry::standard(16, 8, k, per);
+    let nd = geo_b.count_role(Role::C);
+    let a_own = geo_a.owners(Role::A);
+    let b_own = geo_b.owners(Role::B);
+    let mut plan: Vec<Vec<Term>> = Vec::new();
+    for j in 0..nd {
+        let row = |l: u32| geo_b.coord_role(Role::C, l, j, 0).0;
+        let col = |l: u32| geo_b.coord_role(Role::C, l, j, 0).1;
+        let mut terms = Vec::new();
+        for kc in 0..k / 2 {
+            let (chunk, slot) = (kc / sp.s, kc % sp.s);
+            let a = mma::locate(&a_own, |l| (row(l), kc))?;
+            let meta_lane = LaneExpr::fit(|l| meta_at(at, chunks, f, row(l), chunk).0)
+                .ok_or_else(|| internal("mma.sp metadata lane is not linear in the lane"))?;
+            let meta_bit = LaneExpr::fit(|l| meta_at(at, chunks, f, row(l), chunk).1)
+                .ok_or_else(|| internal("mma.sp metadata offset is not linear in the lane"))?;
+            let mut b = Vec::new();
+            for p in sp.positions(slot) {
+                b.push((p, mma::locate(&b_own, |l| (sp.w * chunk + p, col(l)))?));
+            }
+            terms.push(Term { a, meta_lane, meta_bit, slot, b });
+        }
+        plan.push(terms);
+    }
+    Ok(plan)
+}
+
 /// One product of a D element: the A element, its metadata field, and the
 /// B element of each position the metadata may give.
-struct Term {
+pub(crate) struct Term {
     a: Source,
     meta_lane: LaneExpr,
     meta_bit: LaneExpr,

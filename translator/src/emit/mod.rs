@@ -197,6 +197,9 @@ pub(crate) struct Emitter<'o> {
     /// The sources of each `mma` shape's products ([`mma::plan_tile`]),
     /// computed once per shape.
     pub mma_plans: FxHashMap<(mma::Geometry, bool), MmaPlan>,
+    /// The products of each `mma.sp` (element type, K, selector), computed
+    /// once per module.
+    pub mma_sp_plans: FxHashMap<(mma::Elem, u32, u32), std::rc::Rc<Vec<Vec<mma_sp::Term>>>>,
     /// Spec constant: the range table's search depth, created on first use.
     pub spec_fault_depth: Option<Word>,
     /// Spec constant ops `k < depth`, by `k`.
@@ -525,6 +528,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         fault_sites: Vec::new(),
         fault_site_index: FxHashMap::default(),
         mma_plans: FxHashMap::default(),
+        mma_sp_plans: FxHashMap::default(),
         spec_fault_depth: None,
         fault_steps: Vec::new(),
         fault_search: None,
