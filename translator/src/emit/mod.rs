@@ -113,6 +113,8 @@ fn scalar_slot(k: &TyKey) -> Option<usize> {
 /// Module-wide emission state.
 /// A plan of [`mma::plan_tile`], shared.
 pub(crate) type MmaPlan = std::rc::Rc<Vec<Vec<(mma::Source, mma::Source)>>>;
+/// A plan of `mma_sp::plan_sparse`, shared.
+pub(crate) type MmaSpPlan = std::rc::Rc<Vec<Vec<mma_sp::Term>>>;
 
 pub(crate) struct Emitter<'o> {
     pub b: Builder,
@@ -199,7 +201,7 @@ pub(crate) struct Emitter<'o> {
     pub mma_plans: FxHashMap<(mma::Geometry, bool), MmaPlan>,
     /// The products of each `mma.sp` (element type, K, selector), computed
     /// once per module.
-    pub mma_sp_plans: FxHashMap<(mma::Elem, u32, u32), std::rc::Rc<Vec<Vec<mma_sp::Term>>>>,
+    pub mma_sp_plans: FxHashMap<(mma::Elem, u32, u32), MmaSpPlan>,
     /// Spec constant: the range table's search depth, created on first use.
     pub spec_fault_depth: Option<Word>,
     /// Spec constant ops `k < depth`, by `k`.
