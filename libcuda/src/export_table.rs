@@ -600,27 +600,22 @@ fn device_hash_info() -> CuResult<Vec<[u8; 28]>> {
 // Not in ZLUDA; the fake-GPU shim records that NVIDIA's driver 595 serves it
 // with a size of 95 slots and that cudart only checks that it exists (no slot
 // was called through device, memory, copy, stream, event, IPC and reset
-// calls). Slot 4 is a context's id (cuBLASLt, see TOOLS_TLS); every other
-// slot is of unknown meaning.
+// calls). Slot 4 is a context's id (cuBLASLt, see TOOLS_TLS), slots 51
+// and 39 a stream's object and id (cuBLAS, cudart); every other slot is of
+// unknown meaning.
 
 const CUDART13_ID: [u8; 16] =
     [0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2];
 
-/// A table of `1 + n` slots: its size, then the unknown-slot function of
-/// each listed slot of table `$table`.
-macro_rules! unknown_table {
-    ($table:ident; $($slot:literal)*) => {
-        Slots([size_slot(1 + [$($slot),*].len()), $(unknown_slot::<$table, $slot> as *const c_void),*])
+/// A table of `1 + n` slots: its size, then each slot: `[function]`, or a
+/// slot number of table `$table` whose meaning is unknown.
+macro_rules! table_slots {
+    ($table:ident; $($item:tt)*) => {
+        Slots([size_slot(1 + [$(table_slots!(@unit $item)),*].len()), $(table_slots!(@slot $table $item)),*])
     };
-    // One known slot, `$known`, between the unknown ones.
-    ($table:ident; $($a:literal)*; $known:ident; $($b:literal)*) => {
-        Slots([
-            size_slot(2 + [$($a),*].len() + [$($b),*].len()),
-            $(unknown_slot::<$table, $a> as *const c_void,)*
-            $known as *const c_void,
-            $(unknown_slot::<$table, $b> as *const c_void),*
-        ])
-    };
+    (@unit $item:tt) => { () };
+    (@slot $table:ident [$known:ident]) => { $known as *const c_void };
+    (@slot $table:ident $n:literal) => { unknown_slot::<$table, $n> as *const c_void };
 }
 
 /// CUDART13 slot 4: `CUresult (CUcontext ctx, unsigned long long *id)`: the
@@ -630,7 +625,45 @@ extern "C" fn cudart13_context_id(context: Handle, id: *mut u64) -> CUresult {
     guard("CUDART13_INTERFACE[4] context_id", || unsafe { ctx::ctx_get_id(context, id) })
 }
 
-static CUDART13_TABLE: Slots<95> = unknown_table!(CUDART13; 1 2 3; cudart13_context_id; 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94);
+/// CUDART13 slot 51: `CUresult (CUcontext ctx, CUstream stream, void
+/// **object, int per_thread)`: the driver's object for a stream handle,
+/// the special handles included (NULL is the per-thread stream where
+/// `per_thread` is set, as in cudart's `_ptsz` entry points); its only use
+/// is slot 39. cudart 13 calls the pair around 112 stream-taking calls for
+/// its tools records, and cuBLAS 13 in its per-stream workspace pool before
+/// every GEMM (`CUBLAS_STATUS_INTERNAL_ERROR` where either fails). Here a
+/// stream's object is its handle. An invalid handle is
+/// `CUDA_ERROR_INVALID_HANDLE`.
+extern "C" fn cudart13_stream_object(
+    context: Handle,
+    stream: Handle,
+    object: *mut Handle,
+    per_thread: c_int,
+) -> CUresult {
+    guard("CUDART13_INTERFACE[51] stream_object", || {
+        let _ = context;
+        if object.is_null() {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the stream object's out-pointer is NULL"));
+        }
+        let s =
+            if stream.is_null() && per_thread != 0 { crate::stream::CU_STREAM_PER_THREAD as Handle } else { stream };
+        let mut id = 0u64;
+        // SAFETY: `id` is a local; the call checks the handle.
+        unsafe { crate::stream::stream_get_id(s, &mut id) }?;
+        // SAFETY: checked non-null; writable per the caller.
+        unsafe { write_out(object, s) }
+    })
+}
+
+/// CUDART13 slot 39: `CUresult (CUcontext ctx, void *object, unsigned long
+/// long *id)`: the id of a stream object of slot 51, as `cuStreamGetId`.
+extern "C" fn cudart13_stream_id(context: Handle, object: Handle, id: *mut u64) -> CUresult {
+    let _ = context;
+    // SAFETY: `id` is NULL (refused) or writable, as for `cuStreamGetId`.
+    guard("CUDART13_INTERFACE[39] stream_id", || unsafe { crate::stream::stream_get_id(object, id) })
+}
+
+static CUDART13_TABLE: Slots<95> = table_slots!(CUDART13; 1 2 3 [cudart13_context_id] 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 [cudart13_stream_id] 40 41 42 43 44 45 46 47 48 49 50 [cudart13_stream_object] 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94);
 
 #[cfg(test)]
 mod tests {

@@ -371,6 +371,48 @@ fn the_current_context_and_its_id_as_cublaslt_asks_for_them() {
     assert_eq!(popped, first.handle);
 }
 
+type StreamObject = unsafe extern "C" fn(Handle, Handle, *mut Handle, c_int) -> u32;
+type StreamId = unsafe extern "C" fn(Handle, Handle, *mut u64) -> u32;
+
+/// CUDART13 slots 51 and 39, which cuBLAS 13 calls before every GEMM (its
+/// per-stream workspace) and cudart around its stream calls: a stream
+/// handle's object (NULL meaning the per-thread stream where the flag is
+/// set), then that object's id, as `cuStreamGetId` gives it.
+#[test]
+fn stream_objects_and_their_ids_as_cublas_asks_for_them() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let api = init();
+    let t = table(api, &CUDART13);
+    let object_of: StreamObject = func(t, 51);
+    let id_of: StreamId = func(t, 39);
+    let ctx = Ctx::new(api);
+    let mut created: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamCreate(&mut created, 0)), "cuStreamCreate");
+    let per_thread = 2usize as Handle;
+    for (stream, flag, same_as) in [
+        (std::ptr::null_mut(), 0, std::ptr::null_mut()),
+        (std::ptr::null_mut(), 1, per_thread),
+        (1usize as Handle, 0, 1usize as Handle),
+        (per_thread, 0, per_thread),
+        (created, 0, created),
+        (created, 1, created),
+    ] {
+        let mut object: Handle = 0x5a5a as Handle;
+        // SAFETY (all slot calls below): the slots' signatures, live
+        // out-pointers, handles of this test.
+        check(api, unsafe { object_of(ctx.handle, stream, &mut object, flag) }, "CUDART13[51]");
+        let (mut got, mut want) = (7u64, 9u64);
+        check(api, unsafe { id_of(ctx.handle, object, &mut got) }, "CUDART13[39]");
+        check(api, cu!(api.cuStreamGetId(same_as, &mut want)), "cuStreamGetId");
+        assert_eq!(got, want, "stream {stream:?} per-thread {flag}");
+    }
+    let mut object: Handle = std::ptr::null_mut();
+    assert_eq!(unsafe { object_of(ctx.handle, 0x7777_0000usize as Handle, &mut object, 0) }, code::INVALID_HANDLE);
+    assert_eq!(unsafe { object_of(ctx.handle, created, std::ptr::null_mut(), 0) }, code::INVALID_VALUE);
+    assert_eq!(unsafe { id_of(ctx.handle, created, std::ptr::null_mut()) }, code::INVALID_VALUE);
+    check(api, cu!(api.cuStreamDestroy_v2(created)), "cuStreamDestroy");
+}
+
 /// `cuMemAllocAsync`/`cuMemFreeAsync`, which cudart's `cudaMallocAsync` and
 /// `cudaFreeAsync` call.
 #[test]

@@ -139,6 +139,7 @@ driver_api! {
     fn cuLaunchCooperativeKernel(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void);
     fn cuStreamCreate(*mut Handle, c_uint);
     fn cuStreamDestroy_v2(Handle);
+    fn cuStreamGetId(Handle, *mut u64);
     fn cuStreamSynchronize(Handle);
     fn cuGetProcAddress(*const c_char, *mut *mut c_void, c_int, u64);
     fn cuGetExportTable(*mut *const c_void, *const [u8; 16]);
