@@ -135,3 +135,34 @@ def test_partition_kernel_matches_numpy():
     # on lock step (issue 21, item 2; translator/src/emit/lockstep.rs).
     assert partition_ok("int32", 0, 1, 5, 100, 127)
     assert partition_ok("float64", 3, 64)
+
+
+def test_cublas_level1_matches_numpy_and_gemm_fails_loudly():
+    # Issue 22: cuBLAS 13 through CuPy. Its level-1 kernels ship as PTX
+    # (saxpy, sdot run translated); cuBLASLt found no GEMM algorithm at all
+    # until the driver's TOOLS_TLS slot 2 returned a result, and cuBLAS's
+    # workspace pool failed without CUDART13 slots 51 and 39. Past them,
+    # GEMM and gemv pick kernels that cuBLAS 13 ships only as cubins (NVIDIA
+    # machine code): the call must fail with an error, never give numbers.
+    from cupy_backends.cuda.libs import cublas
+    from cupy.cuda import device
+
+    rng = np.random.default_rng(22)
+    n = 3000
+    x_h = rng.standard_normal(n).astype(np.float32)
+    y_h = rng.standard_normal(n).astype(np.float32)
+    x, y = cp.asarray(x_h), cp.asarray(y_h)
+    h = device.get_cublas_handle()
+    cublas.setPointerMode(h, cublas.CUBLAS_POINTER_MODE_HOST)
+    a = np.array(-1.75, dtype=np.float32)
+    cublas.saxpy(h, n, a.ctypes.data, x.data.ptr, 1, y.data.ptr, 1)
+    want = (np.float32(-1.75) * x_h + y_h).astype(np.float32)
+    # One rounded fma or a product then a sum: within an ulp of either.
+    np.testing.assert_allclose(y.get(), want, rtol=2e-7, atol=1e-6)
+    r = np.full(1, np.nan, dtype=np.float32)
+    cublas.sdot(h, n, x.data.ptr, 1, y.data.ptr, 1, r.ctypes.data)
+    exact = float(np.dot(x_h.astype(np.float64), y.get().astype(np.float64)))
+    assert abs(float(r[0]) - exact) <= 1e-4 * (1 + abs(exact))
+    m = cp.asarray(rng.standard_normal((64, 64)).astype(np.float32))
+    with pytest.raises(cublas.CUBLASError):
+        (m @ m).get()
