@@ -180,6 +180,8 @@ fn id_operands(inst: &[u32], ids: &mut Vec<usize>) -> Option<()> {
 /// layout is not certain.
 fn hide_in_words(words: &[u32], p: &Prepared) -> Option<Vec<u32>> {
     let (zeros, u32t, c31, index_var) = (&p.zeros, p.u32t, p.c31, p.index_var);
+    let lo = zeros.keys().copied().min()?;
+    let hi = zeros.keys().copied().max()?;
     let op = |w: u32| w & 0xffff;
     let size = |w: u32| (w >> 16) as usize;
     // The instructions from `at` on: (start, length).
@@ -215,7 +217,10 @@ fn hide_in_words(words: &[u32], p: &Prepared) -> Option<Vec<u32>> {
                 return None;
             }
             let inst = &func[pos..pos + n];
-            if op(inst[0]) != Op::Variable as u32 {
+            // Only an instruction with a word that could be one of the
+            // zeros needs its operands laid out (most have none).
+            let candidate = inst[1..].iter().any(|w| (lo..=hi).contains(w) && zeros.contains_key(w));
+            if candidate && op(inst[0]) != Op::Variable as u32 {
                 ids.clear();
                 id_operands(inst, &mut ids)?;
                 for &k in &ids {
