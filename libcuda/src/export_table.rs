@@ -98,9 +98,10 @@ const CLS: usize = 3;
 const CHECKS: usize = 4;
 const INTEGRITY: usize = 5;
 const CUDART13: usize = 6;
+const MODULE_FUNCTIONS: usize = 7;
 
 /// Every table this library provides.
-static TABLES: [Table; 7] = [
+static TABLES: [Table; 8] = [
     Table { name: "CUDART_INTERFACE", id: CUDART_INTERFACE_ID, slots: CUDART_INTERFACE.0.as_ptr().cast() },
     Table { name: "TOOLS_TLS", id: TOOLS_TLS_ID, slots: TOOLS_TLS_TABLE.0.as_ptr().cast() },
     Table {
@@ -116,6 +117,7 @@ static TABLES: [Table; 7] = [
     Table { name: "CONTEXT_CHECKS", id: CONTEXT_CHECKS_ID, slots: CONTEXT_CHECKS.0.as_ptr().cast() },
     Table { name: "INTEGRITY_CHECK", id: INTEGRITY_CHECK_ID, slots: INTEGRITY_CHECK_TABLE.0.as_ptr().cast() },
     Table { name: "CUDART13_INTERFACE", id: CUDART13_ID, slots: CUDART13_TABLE.0.as_ptr().cast() },
+    Table { name: "MODULE_FUNCTIONS", id: MODULE_FUNCTIONS_ID, slots: MODULE_FUNCTIONS_TABLE.0.as_ptr().cast() },
 ];
 
 /// `{F8CFF951-2146-8B4E-B9E2-FB469E7C0DD9}`: cudart asks whether the driver
@@ -664,6 +666,58 @@ extern "C" fn cudart13_stream_id(context: Handle, object: Handle, id: *mut u64) 
 }
 
 static CUDART13_TABLE: Slots<95> = table_slots!(CUDART13; 1 2 3 [cudart13_context_id] 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 [cudart13_stream_id] 40 41 42 43 44 45 46 47 48 49 50 [cudart13_stream_object] 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94);
+
+// ---------------------------------------------------------------------------
+// {6E163FBE-B958-444D-835C-E182AFF1991E}, 8 slots: asked for by cuFFT 12,
+// whose own copy of the CUDA runtime fails its start-up without it
+// (`CUFFT_INTERNAL_ERROR` at the first plan). Found in cuFFT 12.5's machine
+// code by a helper: cuFFT reads slot 0 (at least 0x38 bytes) and slot 7
+// only. After `cuModuleLoadData` of a kernel's fat binary it calls slot 7
+// with the current context, the module, a callback and its argument, and
+// the callback keeps the function it is given; cuFFT then launches that
+// function. A result other than 1 fails the plan.
+
+const MODULE_FUNCTIONS_ID: [u8; 16] =
+    [0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e];
+
+static MODULE_FUNCTIONS_TABLE: Slots<8> = table_slots!(MODULE_FUNCTIONS; 1 2 3 4 5 6 [module_functions_each]);
+
+/// What slot 7 calls for each function: `(argument, function, 0)`.
+type FunctionCallback = Option<unsafe extern "C" fn(*mut c_void, Handle, *mut c_void)>;
+
+/// Slot 7: `int (CUcontext ctx, CUmodule module, void (*callback)(void *arg,
+/// CUfunction f, void *), void *arg)`: calls `callback` for each function of
+/// the module, in the order of `cuModuleEnumerateFunctions`; 1 when it
+/// called it at least once, 0 otherwise (a bad module or callback, or a
+/// module without functions, such as a fat binary whose kernel is machine
+/// code only). The third argument of the callback is of unknown meaning
+/// (cuFFT ignores it): NULL.
+extern "C" fn module_functions_each(
+    context: Handle,
+    module: Handle,
+    callback: FunctionCallback,
+    arg: *mut c_void,
+) -> c_int {
+    let _ = context;
+    let mut n: c_uint = 0;
+    let result = guard("MODULE_FUNCTIONS[7] each_function", || {
+        let Some(callback) = callback else {
+            return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("the callback is NULL"));
+        };
+        // SAFETY: `n` is a local.
+        unsafe { modl::module_get_function_count(&mut n, module) }?;
+        let mut functions: Vec<Handle> = vec![std::ptr::null_mut(); n as usize];
+        // SAFETY: `functions` holds `n` handles.
+        unsafe { modl::module_enumerate_functions(functions.as_mut_ptr(), n, module) }?;
+        for f in functions {
+            // SAFETY: the caller's callback, with its argument, as the slot's
+            // contract says.
+            unsafe { callback(arg, f, std::ptr::null_mut()) };
+        }
+        Ok(())
+    });
+    c_int::from(result == 0 && n > 0)
+}
 
 #[cfg(test)]
 mod tests {

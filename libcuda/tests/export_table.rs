@@ -22,6 +22,8 @@ const INTEGRITY: [u8; 16] =
     [0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2];
 const CUDART13: [u8; 16] =
     [0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2];
+const MODULE_FUNCTIONS: [u8; 16] =
+    [0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e];
 const SKIP_INIT: [u8; 16] =
     [0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9];
 
@@ -53,9 +55,15 @@ fn func<F: Copy>(t: *const *const c_void, i: usize) -> F {
 #[test]
 fn ids_resolve_to_sized_tables_and_unknown_ids_are_not_found() {
     let api = init();
-    for (id, slots) in
-        [(CUDART_INTERFACE, 13), (TOOLS_TLS, 4), (TOOLS_HOOKS, 7), (CHECKS, 4), (INTEGRITY, 3), (CUDART13, 95)]
-    {
+    for (id, slots) in [
+        (CUDART_INTERFACE, 13),
+        (TOOLS_TLS, 4),
+        (TOOLS_HOOKS, 7),
+        (CHECKS, 4),
+        (INTEGRITY, 3),
+        (CUDART13, 95),
+        (MODULE_FUNCTIONS, 8),
+    ] {
         let t = table(api, &id);
         assert_eq!(slot(t, 0) as usize, slots * 8, "slot 0 is the size in bytes");
         for i in 1..slots {
@@ -411,6 +419,63 @@ fn stream_objects_and_their_ids_as_cublas_asks_for_them() {
     assert_eq!(unsafe { object_of(ctx.handle, created, std::ptr::null_mut(), 0) }, code::INVALID_VALUE);
     assert_eq!(unsafe { id_of(ctx.handle, created, std::ptr::null_mut()) }, code::INVALID_VALUE);
     check(api, cu!(api.cuStreamDestroy_v2(created)), "cuStreamDestroy");
+}
+
+type EachFunction = unsafe extern "C" fn(Handle, Handle, Option<FunctionCallback>, *mut c_void) -> c_int;
+type FunctionCallback = unsafe extern "C" fn(*mut c_void, Handle, *mut c_void);
+
+/// Collects what slot 7 reports into the `Vec<(function, third argument)>` behind `arg`.
+unsafe extern "C" fn collect_function(arg: *mut c_void, f: Handle, third: *mut c_void) {
+    // SAFETY: the test passes a live `Vec` as `arg`.
+    let seen = unsafe { &mut *arg.cast::<Vec<(Handle, *mut c_void)>>() };
+    seen.push((f, third));
+}
+
+const TWO_KERNELS: &std::ffi::CStr = c".version 8.0
+.target sm_80
+.address_size 64
+.visible .entry first(.param .u64 p) { ret; }
+.visible .entry second(.param .u64 p) { ret; }
+";
+
+/// The table cuFFT 12's runtime asks for ({6E163FBE-...}): slot 7 calls a
+/// callback for each function of a module, which cuFFT launches (it loads a
+/// kernel's fat binary, then takes the function the callback kept), and
+/// answers 1; 0 where there is none.
+#[test]
+fn module_functions_are_handed_to_a_callback_as_cufft_asks() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let api = init();
+    let each: EachFunction = func(table(api, &MODULE_FUNCTIONS), 7);
+    let ctx = Ctx::new(api);
+    let image = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vadd_f32.zstd.fatbin")).unwrap();
+    let mut fatbin: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleLoadData(&mut fatbin, image.as_ptr().cast())), "cuModuleLoadData fat binary");
+    let mut text: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuModuleLoadData(&mut text, TWO_KERNELS.as_ptr().cast())), "cuModuleLoadData PTX");
+    for (module, names) in [(fatbin, vec![c"vadd_f32"]), (text, vec![c"first", c"second"])] {
+        let mut seen: Vec<(Handle, *mut c_void)> = Vec::new();
+        let arg = (&mut seen as *mut Vec<(Handle, *mut c_void)>).cast::<c_void>();
+        // SAFETY (all slot calls below): the slot's signature, a live
+        // module or a bad handle, the callback above with its `Vec`.
+        assert_eq!(unsafe { each(ctx.handle, module, Some(collect_function), arg) }, 1);
+        let mut want = Vec::new();
+        for name in names {
+            let mut f: Handle = std::ptr::null_mut();
+            check(api, cu!(api.cuModuleGetFunction(&mut f, module, name.as_ptr())), "cuModuleGetFunction");
+            want.push((f, std::ptr::null_mut()));
+        }
+        assert_eq!(seen, want);
+    }
+    check_vadd(api, fatbin);
+    let mut seen: Vec<(Handle, *mut c_void)> = Vec::new();
+    let arg = (&mut seen as *mut Vec<(Handle, *mut c_void)>).cast::<c_void>();
+    assert_eq!(unsafe { each(ctx.handle, 0x4242_0000usize as Handle, Some(collect_function), arg) }, 0);
+    assert_eq!(unsafe { each(ctx.handle, text, None, arg) }, 0);
+    assert!(seen.is_empty());
+    for m in [fatbin, text] {
+        check(api, cu!(api.cuModuleUnload(m)), "cuModuleUnload");
+    }
 }
 
 /// `cuMemAllocAsync`/`cuMemFreeAsync`, which cudart's `cudaMallocAsync` and
