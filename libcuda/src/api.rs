@@ -177,6 +177,8 @@ exports! {
     raw fn cuDeviceTotalMem_v2(bytes: *mut usize, device: CUdevice) => dev::device_total_mem;
     /// `cuDeviceGetUuid` (and `_v2`).
     raw fn cuDeviceGetUuid(uuid: *mut [u8; 16], device: CUdevice) | cuDeviceGetUuid_v2 => dev::device_get_uuid;
+    /// `cuDeviceGetDevResource`.
+    raw fn cuDeviceGetDevResource(device: CUdevice, resource: *mut c_void, kind: c_int) => dev::device_get_dev_resource;
     /// `cuDeviceComputeCapability`.
     raw fn cuDeviceComputeCapability(major: *mut c_int, minor: *mut c_int, device: CUdevice) => dev::device_compute_capability;
     /// `cuDeviceGetPCIBusId`.
@@ -219,6 +221,8 @@ exports! {
     raw fn cuCtxPopCurrent_v2(pctx: *mut Handle) | cuCtxPopCurrent => ctx::ctx_pop_current;
     /// `cuCtxGetDevice`.
     raw fn cuCtxGetDevice(device: *mut CUdevice) => ctx::ctx_get_device;
+    /// `cuCtxGetDevResource`.
+    raw fn cuCtxGetDevResource(hctx: Handle, resource: *mut c_void, kind: c_int) => ctx::ctx_get_dev_resource;
     /// `cuCtxGetDevice_v2` (CUDA 13).
     raw fn cuCtxGetDevice_v2(device: *mut CUdevice, context: Handle) => ctx::ctx_get_device_v2;
     /// `cuCtxGetFlags`.
@@ -523,6 +527,8 @@ exports! {
     raw fn cuStreamGetCtx_v2(hstream: Handle, pctx: *mut Handle, green: *mut Handle) | cuStreamGetCtx_v2_ptsz => stream::stream_get_ctx_v2;
     /// `cuStreamGetGreenCtx`.
     raw fn cuStreamGetGreenCtx(hstream: Handle, phctx: *mut Handle) => stream::stream_get_green_ctx;
+    /// `cuStreamGetDevResource`.
+    raw fn cuStreamGetDevResource(hstream: Handle, resource: *mut c_void, kind: c_int) | cuStreamGetDevResource_ptsz => stream::stream_get_dev_resource;
     /// `cuStreamGetDevice`.
     raw fn cuStreamGetDevice(hstream: Handle, device: *mut CUdevice) | cuStreamGetDevice_ptsz => stream::stream_get_device;
     /// `cuStreamIsCapturing`.

@@ -707,3 +707,15 @@ pub fn primary_set_flags(dev: CUdevice, flags: c_uint) -> CuResult<()> {
     }
     Ok(())
 }
+
+/// `cuCtxGetDevResource(CUcontext hCtx, CUdevResource *resource,
+/// CUdevResourceType type)`: the context's device's whole SM resource
+/// (there are no green contexts; see `device::write_sm_resource`).
+///
+/// # Safety
+/// `resource` is NULL or writable for a `CUdevResource`.
+pub unsafe fn ctx_get_dev_resource(ctx: Handle, resource: *mut std::ffi::c_void, kind: c_int) -> CuResult<()> {
+    let c = given_or_current(ctx)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { crate::device::write_sm_resource(c.device, resource, kind) }
+}

@@ -1,7 +1,7 @@
 //! Device queries: `cuInit`, `cuDriverGetVersion`, `cuDeviceGet*` and the
 //! `CUdevice_attribute` table.
 
-use std::ffi::{c_char, c_int, c_uint};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use ptxvk_runtime::{DeviceInfo, DeviceType};
 
@@ -414,4 +414,54 @@ fn parse_bus_id(text: &str) -> Option<(u32, u32, u32, u32)> {
         _ => return None,
     };
     Some((domain, bus, device, hex(func)?))
+}
+
+/// `CU_DEV_RESOURCE_TYPE_SM`.
+const DEV_RESOURCE_TYPE_SM: c_int = 1;
+/// Bytes of a `CUdevResource` (`cuda.h` 12.4 to 13.x): the type, 92 bytes of
+/// padding, a 40-byte union (48 before 13.0, with no pointer after it) and
+/// the next-resource pointer.
+const DEV_RESOURCE_BYTES: usize = 144;
+/// Where the union (for an SM resource, `CUdevSmResource`) begins.
+const DEV_RESOURCE_UNION: usize = 96;
+
+/// Fills `resource` with the SM resource of the device `d`: all of its
+/// multiprocessors (what attribute 16 reports), partitions of at least one,
+/// no flags; there are no green contexts here, so a device, a context and a
+/// stream all have the whole device. Only `CU_DEV_RESOURCE_TYPE_SM` exists
+/// (`CUDA_ERROR_INVALID_RESOURCE_TYPE` otherwise).
+///
+/// # Safety
+/// `resource` is NULL or writable for a `CUdevResource`.
+pub unsafe fn write_sm_resource(d: &Device, resource: *mut c_void, kind: c_int) -> CuResult<()> {
+    if resource.is_null() {
+        return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("resource is NULL"));
+    }
+    if kind != DEV_RESOURCE_TYPE_SM {
+        return Err(CuError::CUDA_ERROR_INVALID_RESOURCE_TYPE
+            .because(format!("resource type {kind}: only CU_DEV_RESOURCE_TYPE_SM (1) is offered")));
+    }
+    let sm_count = d.runtime()?.info().multiprocessor_count.max(1);
+    let mut bytes = [0u8; DEV_RESOURCE_BYTES];
+    bytes[..4].copy_from_slice(&(DEV_RESOURCE_TYPE_SM as u32).to_le_bytes());
+    let sm = &mut bytes[DEV_RESOURCE_UNION..];
+    // smCount, minSmPartitionSize, smCoscheduledAlignment, flags.
+    for (i, v) in [sm_count, 1, 1, 0].into_iter().enumerate() {
+        sm[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    // SAFETY: writable for a `CUdevResource` per the caller; bytes, so no
+    // alignment is needed.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), resource.cast::<u8>(), DEV_RESOURCE_BYTES) };
+    Ok(())
+}
+
+/// `cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
+/// CUdevResourceType type)` (see [`write_sm_resource`]).
+///
+/// # Safety
+/// `resource` is NULL or writable for a `CUdevResource`.
+pub unsafe fn device_get_dev_resource(dev: CUdevice, resource: *mut c_void, kind: c_int) -> CuResult<()> {
+    let d = driver::device(dev)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { write_sm_resource(d, resource, kind) }
 }

@@ -144,6 +144,7 @@ error_codes! {
     CUDA_ERROR_TIMEOUT = 909, "wait operation timed out";
     CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update";
     CUDA_ERROR_INVALID_CLUSTER_SIZE = 912, "invalid cluster size";
+    CUDA_ERROR_INVALID_RESOURCE_TYPE = 914, "invalid resource type";
     CUDA_ERROR_UNKNOWN = 999, "unknown error";
 }
 

@@ -296,6 +296,18 @@ pub unsafe fn stream_get_green_ctx(stream: Handle, phctx: *mut Handle) -> CuResu
     unsafe { write_out(phctx, std::ptr::null_mut()) }
 }
 
+/// `cuStreamGetDevResource(CUstream hStream, CUdevResource *resource,
+/// CUdevResourceType type)`: the stream's device's whole SM resource (no
+/// green contexts; cuSOLVER 12 asks). See `device::write_sm_resource`.
+///
+/// # Safety
+/// `resource` is NULL or writable for a `CUdevResource`.
+pub unsafe fn stream_get_dev_resource(stream: Handle, resource: *mut c_void, kind: c_int) -> CuResult<()> {
+    let ctx = context_of(stream)?;
+    // SAFETY: forwarded caller contract.
+    unsafe { crate::device::write_sm_resource(ctx.device, resource, kind) }
+}
+
 /// `cuStreamGetDevice(CUstream hStream, CUdevice *device)`.
 ///
 /// # Safety

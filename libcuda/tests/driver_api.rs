@@ -400,3 +400,41 @@ fn get_proc_address() {
     assert!(f.is_null());
     assert_eq!(status, 1);
 }
+
+/// The green-context resource queries (cuSOLVER 12 asks a stream for its SM
+/// resource): a device, a context and a stream all have the whole device's
+/// multiprocessors (there are no green contexts), as a `CUdevResource` of
+/// 144 bytes: type 1 (SM), padding, then smCount, minSmPartitionSize,
+/// smCoscheduledAlignment, flags.
+#[test]
+fn device_context_and_stream_resources_are_the_whole_device() {
+    let api = init();
+    let ctx = Ctx::new(api);
+    let mut sms: c_int = 0;
+    check(api, cu!(api.cuDeviceGetAttribute(&mut sms, 16, 0)), "cuDeviceGetAttribute");
+    let mut stream: Handle = std::ptr::null_mut();
+    check(api, cu!(api.cuStreamCreate(&mut stream, 0)), "cuStreamCreate");
+    for way in 0..5 {
+        // Poisoned, and 16 bytes beyond the struct that must stay as they are.
+        let mut r = [0xa5u8; 160];
+        let rc = match way {
+            0 => cu!(api.cuDeviceGetDevResource(0, r.as_mut_ptr(), 1)),
+            1 => cu!(api.cuCtxGetDevResource(ctx.handle, r.as_mut_ptr(), 1)),
+            2 => cu!(api.cuCtxGetDevResource(std::ptr::null_mut(), r.as_mut_ptr(), 1)),
+            3 => cu!(api.cuStreamGetDevResource(stream, r.as_mut_ptr(), 1)),
+            _ => cu!(api.cuStreamGetDevResource(std::ptr::null_mut(), r.as_mut_ptr(), 1)),
+        };
+        check(api, rc, "get resource");
+        let word = |o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
+        assert_eq!(word(0), 1, "CU_DEV_RESOURCE_TYPE_SM");
+        assert!(r[4..96].iter().all(|&b| b == 0), "padding");
+        assert_eq!([word(96), word(100), word(104), word(108)], [sms as u32, 1, 1, 0]);
+        assert!(r[112..144].iter().all(|&b| b == 0), "the rest of the union and nextResource");
+        assert!(r[144..].iter().all(|&b| b == 0xa5), "nothing past the struct");
+    }
+    let mut r = [0u8; 144];
+    assert_eq!(cu!(api.cuDeviceGetDevResource(0, r.as_mut_ptr(), 1000)), 914, "CUDA_ERROR_INVALID_RESOURCE_TYPE");
+    assert_eq!(cu!(api.cuStreamGetDevResource(stream, std::ptr::null_mut(), 1)), code::INVALID_VALUE);
+    assert_eq!(cu!(api.cuDeviceGetDevResource(99, r.as_mut_ptr(), 1)), code::INVALID_DEVICE);
+    check(api, cu!(api.cuStreamDestroy_v2(stream)), "cuStreamDestroy");
+}

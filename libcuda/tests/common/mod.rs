@@ -140,6 +140,9 @@ driver_api! {
     fn cuStreamCreate(*mut Handle, c_uint);
     fn cuStreamDestroy_v2(Handle);
     fn cuStreamGetId(Handle, *mut u64);
+    fn cuDeviceGetDevResource(c_int, *mut u8, c_int);
+    fn cuCtxGetDevResource(Handle, *mut u8, c_int);
+    fn cuStreamGetDevResource(Handle, *mut u8, c_int);
     fn cuStreamSynchronize(Handle);
     fn cuGetProcAddress(*const c_char, *mut *mut c_void, c_int, u64);
     fn cuGetExportTable(*mut *const c_void, *const [u8; 16]);
