@@ -199,3 +199,34 @@ def test_cufft_without_ptx_fails_loudly():
     x = cp.asarray(np.ones(65536, dtype=np.complex64))
     with pytest.raises(cufft.CuFFTError):
         cp.fft.fft(x).get()
+
+
+SOLVER_AND_CURAND = """
+import cupy as cp, numpy as np
+rng = np.random.default_rng(2207)
+a = rng.standard_normal((48, 48)) + 48 * np.eye(48)
+b = rng.standard_normal((48, 3))
+inv = cp.linalg.inv(cp.asarray(a)).get()
+x = cp.linalg.solve(cp.asarray(a), cp.asarray(b)).get()
+print('inv', float(abs(inv - np.linalg.inv(a)).max()))
+print('solve', float(abs(x - np.linalg.solve(a, b)).max()))
+u = cp.random.RandomState(5).uniform(size=100000).get()
+print('uniform', float(u.min()), float(u.max()), float(u.mean()), float(u.var()))
+"""
+
+
+def test_cusolver_and_curand_with_their_ptx():
+    # Issue 22: cuSOLVER (getrf/getrs through linalg.inv and solve) and
+    # cuRAND (the legacy generators) run from the PTX they ship when the
+    # driver reports a capability newer than their cubins (at 8.0 the shared
+    # cudart hands the driver their sm_80 cubins, which fail loudly).
+    # cuSOLVER also needed cuStreamGetDevResource.
+    env = dict(__import__("os").environ, PTXVK_CC="13.0")
+    out = subprocess.run([sys.executable, "-c", SOLVER_AND_CURAND], capture_output=True, text=True, env=env,
+                         timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = dict((l.split()[0], [float(v) for v in l.split()[1:]]) for l in out.stdout.splitlines())
+    assert got["inv"][0] < 1e-12 and got["solve"][0] < 1e-12, got
+    lo, hi, mean, var = got["uniform"]
+    assert 0.0 <= lo < 1e-3 and 1 - 1e-3 < hi < 1.0, got
+    assert abs(mean - 0.5) < 0.005 and abs(var - 1 / 12) < 0.002, got
