@@ -104,11 +104,16 @@ struct Vector<'v> {
     k: K,
     /// Bytes of an element.
     size: u32,
-    /// Loads: a function variable per element (`None`: a sink). Stores:
-    /// unused.
-    vars: &'v [Option<Word>],
-    /// Stores: the value of each element.
-    values: &'v [Word],
+    /// What the access does with its elements.
+    dir: Dir<'v>,
+}
+
+/// A load (a function variable per element, `None` for a sink) or a store
+/// (the value of each element).
+#[derive(Clone, Copy)]
+enum Dir<'v> {
+    Load(&'v [Option<Word>]),
+    Store(&'v [Word]),
 }
 
 /// The slot of the address `addr` (a u64 value).
@@ -167,7 +172,7 @@ pub(crate) fn load_whole(
     size: u32,
     vars: &[Option<Word>],
 ) -> Result<(), Diagnostic> {
-    access(e, fx, inst, a, k, size, vars, &[])
+    access(e, fx, inst, a, k, size, Dir::Load(vars))
 }
 
 /// A 16-byte store of `values` (of kind `k`) by `inst` at `a` (see the
@@ -181,26 +186,16 @@ pub(crate) fn store_whole(
     size: u32,
     values: &[Word],
 ) -> Result<(), Diagnostic> {
-    access(e, fx, inst, a, k, size, &[], values)
+    access(e, fx, inst, a, k, size, Dir::Store(values))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn access(
-    e: &mut Emitter,
-    fx: &Fx,
-    inst: &Instruction,
-    a: Addr,
-    k: K,
-    size: u32,
-    vars: &[Option<Word>],
-    values: &[Word],
-) -> Result<(), Diagnostic> {
+fn access(e: &mut Emitter, fx: &Fx, inst: &Instruction, a: Addr, k: K, size: u32, dir: Dir) -> Result<(), Diagnostic> {
     let (Addr::Global(key) | Addr::Generic(key)) = a else {
         return Err(Diagnostic::error(inst.span, "internal error: a locked vector access outside global memory"));
     };
     let slot = slot_of(e, key, inst.span)?;
-    let v = Vector { span: inst.span, key, slot, k, size, vars, values };
-    let access = if values.is_empty() { Access::Read } else { Access::Write };
+    let v = Vector { span: inst.span, key, slot, k, size, dir };
+    let access = if matches!(dir, Dir::Load(_)) { Access::Read } else { Access::Write };
     // One check of all 16 bytes (the fault record names a 16-byte access).
     let site = Site { span: inst.span, access, bytes: 16, align: 16 };
     guard(e, fx, a, site, None, &mut |e, fx, a| body(e, fx, &v, a).map(|_| None))?;
@@ -214,19 +209,22 @@ fn body(e: &mut Emitter, fx: &Fx, v: &Vector, a: Addr) -> Result<(), Diagnostic>
             dispatch(e, fx, g, None, true, &mut |e, fx, a| body(e, fx, v, a).map(|_| None))?;
             Ok(())
         }
-        Addr::Global(p) if v.values.is_empty() => read(e, fx, v, p),
-        Addr::Global(p) => write(e, fx, v, p),
+        Addr::Global(p) => match v.dir {
+            Dir::Load(vars) => read(e, fx, v, vars, p),
+            Dir::Store(values) => write(e, fx, v, values, p),
+        },
         // Shared or local memory: no other block sees it; element by element.
         a => {
             for i in 0..element_count(v) {
                 let ai = advance(e, a, i * v.size)?;
-                if v.values.is_empty() {
-                    if let Some(var) = v.vars[i as usize] {
-                        let x = load(e, fx, ai, v.k, true)?;
-                        e.b.store(var, x, None, []).map_err(internal1)?;
+                match v.dir {
+                    Dir::Load(vars) => {
+                        if let Some(var) = vars[i as usize] {
+                            let x = load(e, fx, ai, v.k, true)?;
+                            e.b.store(var, x, None, []).map_err(internal1)?;
+                        }
                     }
-                } else {
-                    store(e, fx, ai, v.values[i as usize], v.k, true, v.span)?;
+                    Dir::Store(values) => store(e, fx, ai, values[i as usize], v.k, true, v.span)?,
                 }
             }
             Ok(())
@@ -241,20 +239,20 @@ fn element_count(v: &Vector) -> u32 {
 /// The load at the device address `p` (see the module documentation): a
 /// try; where it fails, the reader waits in `seq`, tries again at most
 /// [`READ_TRIES`]` - 1` times, and stops waiting.
-fn read(e: &mut Emitter, fx: &Fx, v: &Vector, p: Word) -> Result<(), Diagnostic> {
+fn read(e: &mut Emitter, fx: &Fx, v: &Vector, vars: &[Option<Word>], p: Word) -> Result<(), Diagnostic> {
     let bt = e.t_bool();
     let done = super::warp::func_var(e, bt)?;
     let seq = seq_ptr(e, v.slot)?;
-    read_try(e, fx, v, p, seq, done)?;
+    read_try(e, fx, v, vars, p, seq, done)?;
     let failed = not_done(e, done)?;
     if_then(e, failed, |e| {
         seq_add(e, seq, READER)?;
         for t in 1..READ_TRIES {
             if t == 1 {
-                read_try(e, fx, v, p, seq, done)?;
+                read_try(e, fx, v, vars, p, seq, done)?;
             } else {
                 let failed = not_done(e, done)?;
-                if_then(e, failed, |e| read_try(e, fx, v, p, seq, done))?;
+                if_then(e, failed, |e| read_try(e, fx, v, vars, p, seq, done))?;
             }
         }
         seq_add(e, seq, READER.wrapping_neg())?;
@@ -271,9 +269,17 @@ fn not_done(e: &mut Emitter, done: Word) -> Result<Word, Diagnostic> {
     e.b.logical_not(bt, None, d).map_err(internal1)
 }
 
-/// One try of [`read`]: the elements into `v.vars`, and whether the try
+/// One try of [`read`]: the elements into `vars`, and whether the try
 /// holds into `done`.
-fn read_try(e: &mut Emitter, fx: &Fx, v: &Vector, p: Word, seq: Word, done: Word) -> Result<(), Diagnostic> {
+fn read_try(
+    e: &mut Emitter,
+    fx: &Fx,
+    v: &Vector,
+    vars: &[Option<Word>],
+    p: Word,
+    seq: Word,
+    done: Word,
+) -> Result<(), Diagnostic> {
     let bt = e.t_bool();
     let u64t = e.t_int(64);
     let before = seq_add(e, seq, 0)?;
@@ -315,7 +321,7 @@ fn read_try(e: &mut Emitter, fx: &Fx, v: &Vector, p: Word, seq: Word, done: Word
     let from_backup = e.b.logical_and(bt, None, storing, here).map_err(internal1)?;
     let t = e.kty(v.k);
     for i in 0..n as usize {
-        if let Some(var) = v.vars[i] {
+        if let Some(var) = vars[i] {
             let x = e.b.select(t, None, from_backup, backup[i], data[i]).map_err(internal1)?;
             e.b.store(var, x, None, []).map_err(internal1)?;
         }
@@ -327,7 +333,7 @@ fn read_try(e: &mut Emitter, fx: &Fx, v: &Vector, p: Word, seq: Word, done: Word
 /// take the slot (phase 0, no waiting reader, to phase 1), keep the old
 /// bytes in the backup, announce the store (phase 2), store, release (the
 /// next write's phase 0).
-fn write(e: &mut Emitter, fx: &Fx, v: &Vector, p: Word) -> Result<(), Diagnostic> {
+fn write(e: &mut Emitter, fx: &Fx, v: &Vector, values: &[Word], p: Word) -> Result<(), Diagnostic> {
     use spirv::MemorySemantics as M;
     let bt = e.t_bool();
     let u64t = e.t_int(64);
@@ -353,7 +359,7 @@ fn write(e: &mut Emitter, fx: &Fx, v: &Vector, p: Word) -> Result<(), Diagnostic
             }
             seq_add(e, seq, 1)?;
             for i in 0..n {
-                store_at(e, fx, p, i * v.size, v.values[i as usize], v.k)?;
+                store_at(e, fx, p, i * v.size, values[i as usize], v.k)?;
             }
             seq_add(e, seq, WRITE.wrapping_sub(2))?;
             Ok(())
