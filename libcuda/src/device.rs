@@ -97,7 +97,7 @@ pub unsafe fn device_compute_capability(major: *mut c_int, minor: *mut c_int, de
     if major.is_null() || minor.is_null() {
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("major or minor is NULL"));
     }
-    let (ma, mi) = driver::driver()?.compute_capability;
+    let (ma, mi) = driver::reported_compute_capability()?;
     // SAFETY: both checked non-null; writable per the caller.
     unsafe {
         write_out(major, ma)?;
@@ -209,7 +209,7 @@ fn to_int(v: impl TryInto<c_int>) -> c_int {
 /// `CUDA_ERROR_INVALID_VALUE`.
 fn attribute(d: &Device, attrib: c_int) -> CuResult<c_int> {
     if attrib == ATTR_COMPUTE_CAPABILITY_MAJOR || attrib == ATTR_COMPUTE_CAPABILITY_MINOR {
-        let (ma, mi) = driver::driver()?.compute_capability;
+        let (ma, mi) = driver::reported_compute_capability()?;
         return Ok(if attrib == ATTR_COMPUTE_CAPABILITY_MAJOR { ma } else { mi });
     }
     if !(1..=LAST_KNOWN_ATTRIBUTE).contains(&attrib) {

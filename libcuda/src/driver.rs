@@ -21,12 +21,22 @@ pub const DRIVER_VERSION: i32 = 13050;
 /// Compute capability reported when `PTXVK_CC` is not set.
 pub const DEFAULT_COMPUTE_CAPABILITY: (i32, i32) = (8, 0);
 
+/// Compute capability reported to NVIDIA's libraries when
+/// `PTXVK_LIBRARY_CC` is not set: newer than every cubin CUDA 13's libraries
+/// ship (`sm_121` is the newest), so that they choose their PTX (see
+/// [`reported_compute_capability`]).
+pub const DEFAULT_LIBRARY_COMPUTE_CAPABILITY: (i32, i32) = (13, 0);
+
 /// State created by `cuInit`.
 pub struct Driver {
     /// Usable devices; the position is the `CUdevice` ordinal.
     pub devices: Vec<Device>,
-    /// Compute capability reported for every device (`PTXVK_CC`, default 8.0).
+    /// Compute capability reported to applications for every device
+    /// (`PTXVK_CC`, default 8.0); also the one fat binaries are chosen by.
     pub compute_capability: (i32, i32),
+    /// Compute capability reported to NVIDIA's libraries (`PTXVK_LIBRARY_CC`,
+    /// default 13.0).
+    pub library_compute_capability: (i32, i32),
 }
 
 /// One device.
@@ -116,7 +126,14 @@ pub fn init() -> CuResult<()> {
                 primary: Mutex::new(Default::default()),
             })
             .collect();
-        Ok(Driver { devices, compute_capability: compute_capability_from_env() })
+        Ok(Driver {
+            devices,
+            compute_capability: compute_capability_from_env("PTXVK_CC", DEFAULT_COMPUTE_CAPABILITY),
+            library_compute_capability: compute_capability_from_env(
+                "PTXVK_LIBRARY_CC",
+                DEFAULT_LIBRARY_COMPUTE_CAPABILITY,
+            ),
+        })
     });
     match state {
         Ok(_) => Ok(()),
@@ -151,18 +168,48 @@ pub fn device(dev: CUdevice) -> CuResult<&'static Device> {
         .ok_or_else(|| CuError::CUDA_ERROR_INVALID_DEVICE.because(format!("no device {dev}")))
 }
 
-/// Reads `PTXVK_CC` ("8.6", "86" or "sm_86"); the default 8.0 when unset or
-/// malformed (a malformed value is reported on stderr).
-fn compute_capability_from_env() -> (i32, i32) {
-    let Some(raw) = std::env::var_os("PTXVK_CC") else {
-        return DEFAULT_COMPUTE_CAPABILITY;
+/// The compute capability reported to whoever is calling the driver now:
+/// `PTXVK_LIBRARY_CC` (default 13.0) to NVIDIA's libraries and the shared
+/// CUDA runtime, `PTXVK_CC` (default 8.0) to everything else
+/// ([`crate::caller`]).
+///
+/// Why two: cuRAND, cuSOLVER and the other math libraries pick the code
+/// they load by the capability (cuRAND loads its `sm_80` cubin on an 8.0
+/// device, its PTX on a device newer than any cubin it has), and this
+/// driver runs PTX only; so they are told a capability newer than their
+/// cubins, which NVIDIA's rule (a device runs PTX of its capability or
+/// lower) lets them load their `compute_120` PTX on. Programs that generate
+/// PTX (numba, Triton, Warp, NVRTC users) are told the capability whose
+/// features the translator covers, 8.0 by default. The shared runtime
+/// (`libcudart.so`) asks once, at its start, for every user it serves, so
+/// programs on it (CuPy, PyTorch, programs built with `-cudart shared`) see
+/// the libraries' capability through `cudaGetDeviceProperties`; programs
+/// with the runtime linked in statically (nvcc's default) see `PTXVK_CC`.
+pub fn reported_compute_capability() -> CuResult<(i32, i32)> {
+    let d = driver()?;
+    if d.library_compute_capability == d.compute_capability {
+        return Ok(d.compute_capability);
+    }
+    Ok(match crate::caller::caller() {
+        crate::caller::Caller::NvidiaLibrary => d.library_compute_capability,
+        crate::caller::Caller::Application => d.compute_capability,
+    })
+}
+
+/// Reads a compute capability ("8.6", "86" or "sm_86") from the environment
+/// variable `var`; `default` when unset or malformed (a malformed value is
+/// reported on stderr).
+fn compute_capability_from_env(var: &str, default: (i32, i32)) -> (i32, i32) {
+    let Some(raw) = std::env::var_os(var) else {
+        return default;
     };
     let text = raw.to_string_lossy();
     match parse_compute_capability(&text) {
         Some(cc) => cc,
         None => {
-            eprintln!("ptxvk: ignoring PTXVK_CC={text:?} (expected MAJOR.MINOR such as 8.6); using 8.0");
-            DEFAULT_COMPUTE_CAPABILITY
+            let (ma, mi) = default;
+            eprintln!("ptxvk: ignoring {var}={text:?} (expected MAJOR.MINOR such as 8.6); using {ma}.{mi}");
+            default
         }
     }
 }

@@ -104,7 +104,6 @@ pub unsafe fn function_attribute(pi: *mut c_int, attrib: c_int, f: &FunctionObj)
         return Err(CuError::CUDA_ERROR_INVALID_VALUE.because("pi is NULL"));
     }
     let info = f.function.info();
-    let (ma, mi) = driver::driver()?.compute_capability;
     let v = match attrib {
         CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK => to_int(max_threads(f)),
         CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES => to_int(info.static_shared_bytes),
@@ -112,7 +111,10 @@ pub unsafe fn function_attribute(pi: *mut c_int, attrib: c_int, f: &FunctionObj)
         CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => to_int(info.local_bytes),
         CU_FUNC_ATTRIBUTE_NUM_REGS => REPORTED_REGISTERS,
         CU_FUNC_ATTRIBUTE_PTX_VERSION => f.ptx_version,
-        CU_FUNC_ATTRIBUTE_BINARY_VERSION => ma * 10 + mi,
+        CU_FUNC_ATTRIBUTE_BINARY_VERSION => {
+            let (ma, mi) = driver::reported_compute_capability()?;
+            ma * 10 + mi
+        }
         CU_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => to_int(f.max_dynamic_shared.load(Ordering::Relaxed)),
         CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => f.carveout.load(Ordering::Relaxed),

@@ -19,7 +19,10 @@
 //! - Below: [`ptxvk_runtime`], which owns everything Vulkan.
 //!
 //! # Environment
-//! - `PTXVK_CC`: compute capability to report, e.g. `8.6` (default `8.0`).
+//! - `PTXVK_CC`: compute capability to report to programs, e.g. `8.6` (default `8.0`).
+//! - `PTXVK_LIBRARY_CC`: compute capability to report to NVIDIA's libraries
+//!   and the shared CUDA runtime (default `13.0`; see
+//!   [`driver::reported_compute_capability`]).
 //! - `PTXVK_TRACE=1`: report every failing call on stderr with its reason;
 //!   `PTXVK_TRACE=2`: every call.
 //! - `PTXVK_DEVICE`: which Vulkan device is ordinal 0 (see the runtime).
@@ -30,6 +33,7 @@
 //! all generated from `cuda-api.tsv` (see `build.rs`).
 
 pub mod api;
+pub mod caller;
 pub mod capture;
 pub mod context;
 pub mod device;

@@ -127,6 +127,10 @@ pub fn forget(hmod: Handle) {
 enum ImageKind {
     Ptx,
     Elf,
+    /// CUDA Tile IR bytecode (magic `\x7fTileIR\0`), which NVIDIA's driver
+    /// compiles for Blackwell GPUs; cuBLASLt hands it over for some GEMMs
+    /// on devices of capability 10.0 and newer.
+    TileIr,
     FatBinary,
     Empty,
 }
@@ -196,8 +200,11 @@ fn classify(image: &[u8]) -> ImageKind {
     // Fat binary header (0xBA55ED50) and the `__fatBinC_Wrapper_t` (0x466243B1), little-endian.
     const FATBIN: &[u8] = &[0x50, 0xED, 0x55, 0xBA];
     const FATBIN_WRAPPER: &[u8] = &[0xB1, 0x43, 0x62, 0x46];
+    const TILE_IR: &[u8] = b"\x7fTileIR";
     if image.starts_with(ELF) {
         ImageKind::Elf
+    } else if image.starts_with(TILE_IR) {
+        ImageKind::TileIr
     } else if image.starts_with(FATBIN) || image.starts_with(FATBIN_WRAPPER) {
         ImageKind::FatBinary
     } else if image.iter().all(|b| b.is_ascii_whitespace()) {
@@ -279,6 +286,13 @@ pub fn image_code(image: &[u8], file_name: &str) -> Result<Code, (CuError, Strin
         ImageKind::Elf => fail(
             CuError::CUDA_ERROR_INVALID_IMAGE,
             format!("{file_name}: error: the image is an ELF (cubin) file, NVIDIA machine code; {only_ptx}"),
+        ),
+        ImageKind::TileIr => fail(
+            CuError::CUDA_ERROR_INVALID_IMAGE,
+            format!(
+                "{file_name}: error: the image is CUDA Tile IR bytecode, which NVIDIA's driver compiles for \
+                 Blackwell GPUs; {only_ptx}"
+            ),
         ),
         ImageKind::FatBinary => {
             let sm = driver::sm_version().map_err(|e| (e, "cuInit has not been called".to_string()))?;
@@ -660,6 +674,7 @@ mod tests {
     #[test]
     fn classifies_images() {
         assert_eq!(classify(b"\x7fELF\x02\x01\x01"), ImageKind::Elf);
+        assert_eq!(classify(b"\x7fTileIR\0\xff\xff"), ImageKind::TileIr);
         assert_eq!(classify(&[0x50, 0xED, 0x55, 0xBA, 1]), ImageKind::FatBinary);
         assert_eq!(classify(&[0xB1, 0x43, 0x62, 0x46, 1]), ImageKind::FatBinary);
         assert_eq!(classify(b" \n"), ImageKind::Empty);

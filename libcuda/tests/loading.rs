@@ -99,6 +99,10 @@ fn fat_binaries_plain_zstd_lz4() {
     assert_eq!(cu!(api.cuModuleLoadFatBinary(&mut m, ptx.as_ptr().cast())), code::NO_BINARY_FOR_GPU);
     let elf = b"\x7fELF\x02\x01\x01\0\0\0\0\0";
     assert_eq!(cu!(api.cuModuleLoadData(&mut m, elf.as_ptr().cast())), code::INVALID_IMAGE);
+    // CUDA Tile IR bytecode (cuBLASLt's half-precision GEMMs on 10.0 and newer):
+    // refused as an image, not parsed as PTX text.
+    let tile_ir = b"\x7fTileIR\0\xff\xff\xff\xff\xff\xff\xff\xff\x10\0\0\0\x01\0\0\0";
+    assert_eq!(cu!(api.cuModuleLoadData(&mut m, tile_ir.as_ptr().cast())), code::INVALID_IMAGE);
     let mut cubin_only = image.clone();
     cubin_only[16] = 2; // entry kind: ELF (the payload is PTX text, not an ELF file)
     check(api, cu!(api.cuModuleLoadFatBinary(&mut m, cubin_only.as_ptr().cast())), "cubin only");
