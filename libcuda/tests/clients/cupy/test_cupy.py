@@ -290,8 +290,8 @@ def _curand():
 
 
 # curandRngType_t values (curand.h).
-CURAND_GENERATORS = {"XORWOW": 101, "MRG32K3A": 121, "PHILOX4_32_10": 161, "SOBOL32": 201,
-                     "SCRAMBLED_SOBOL32": 202}
+CURAND_GENERATORS = {"XORWOW": 101, "MRG32K3A": 121, "MTGP32": 141, "MT19937": 142, "PHILOX4_32_10": 161,
+                     "SOBOL32": 201, "SCRAMBLED_SOBOL32": 202}
 
 
 @pytest.mark.parametrize("name", sorted(CURAND_GENERATORS))
