@@ -182,7 +182,7 @@ pub fn device(dev: CUdevice) -> CuResult<&'static Device> {
 /// PTX (numba, Triton, Warp, NVRTC users) are told the capability whose
 /// features the translator covers, 8.0 by default. The shared runtime
 /// (`libcudart.so`) asks once, at its start, for every user it serves, so
-/// programs on it (CuPy, PyTorch, programs built with `-cudart shared`) see
+/// programs on it (PyTorch, programs built with `-cudart shared`) see
 /// the libraries' capability through `cudaGetDeviceProperties`; programs
 /// with the runtime linked in statically (nvcc's default) see `PTXVK_CC`.
 pub fn reported_compute_capability() -> CuResult<(i32, i32)> {

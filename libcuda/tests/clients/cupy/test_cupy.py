@@ -146,13 +146,22 @@ def test_capability_is_newer_for_nvidia_libraries():
     # Issue 22, item 4: NVIDIA's libraries choose cubins or PTX by the
     # capability they are told; the driver tells them (and the shared CUDA
     # runtime, which asks once for every user) PTXVK_LIBRARY_CC (13.0),
-    # newer than their cubins, so they load their PTX. CuPy's own driver
-    # calls (its NVRTC target) see PTXVK_CC (8.0).
+    # newer than their cubins, so they load their PTX. CuPy's own calls
+    # (the driver's, and its runtime, linked into CuPy statically) see
+    # PTXVK_CC (8.0), which its NVRTC target follows.
+    import ctypes
+    import os
+    import nvidia.cu13
     from cupy.cuda import runtime
 
     assert cp.cuda.Device(0).compute_capability == "80"
     props = runtime.getDeviceProperties(0)
-    assert (props["major"], props["minor"]) == (13, 0)
+    assert (props["major"], props["minor"]) == (8, 0)
+    shared = ctypes.CDLL(os.path.join(list(nvidia.cu13.__path__)[0], "lib", "libcudart.so.13"))
+    major, minor = ctypes.c_int(-1), ctypes.c_int(-1)
+    assert shared.cudaDeviceGetAttribute(ctypes.byref(major), 75, 0) == 0
+    assert shared.cudaDeviceGetAttribute(ctypes.byref(minor), 76, 0) == 0
+    assert (major.value, minor.value) == (13, 0)
 
 
 def test_cublas_matches_numpy():
@@ -299,9 +308,11 @@ def test_curand_matches_its_host_generator(name):
     # Issue 22: cuRAND's device generators, from its PTX, against the same
     # generators run on the CPU by cuRAND itself (curandCreateGeneratorHost),
     # an implementation independent of the device code. Raw bits, uniform
-    # and normal floats, log-normal and Poisson must be identical; normal
-    # doubles come from a different log/sincos on the host (NVIDIA does not
-    # promise identity there) and must agree to 1e-12.
+    # floats and doubles and Poisson counts must be identical. Normal and
+    # log-normal values go through approximate functions on the device
+    # (`__sincosf`: sin.approx/cos.approx, whose bits PTX leaves open) and
+    # the host's own log and sincos (NVIDIA does not promise identity): they
+    # must agree within those functions' accuracy.
     ctypes, lib = _curand()
     kind = CURAND_GENERATORS[name]
     quasi = "SOBOL" in name
@@ -333,16 +344,19 @@ def test_curand_matches_its_host_generator(name):
 
     n = 3 * 4096 if quasi else 20000
     f32, f64 = ctypes.c_float, ctypes.c_double
-    calls = [("curandGenerate", (), np.uint32), ("curandGenerateUniform", (), np.float32),
-             ("curandGenerateUniformDouble", (), np.float64),
-             ("curandGenerateNormal", (f32(1.5), f32(2.0)), np.float32),
-             ("curandGenerateLogNormal", (f32(0.25), f32(0.5)), np.float32),
-             ("curandGeneratePoisson", (f64(3.5),), np.uint32)]
-    for call, args, dtype in calls:
+    exact = [("curandGenerate", (), np.uint32), ("curandGenerateUniform", (), np.float32),
+             ("curandGenerateUniformDouble", (), np.float64), ("curandGeneratePoisson", (f64(3.5),), np.uint32)]
+    for call, args, dtype in exact:
         got, want = draw(False, call, args, n, dtype), draw(True, call, args, n, dtype)
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), (name, call, int((got != want).sum()))
-    normal = (ctypes.c_double(0.0), ctypes.c_double(1.0))
-    got = draw(False, "curandGenerateNormalDouble", normal, n, np.float64)
-    want = draw(True, "curandGenerateNormalDouble", normal, n, np.float64)
-    assert abs(want.mean()) < 0.05 and abs(want.std() - 1) < 0.05
-    assert float(abs(got - want).max()) < 1e-12, (name, float(abs(got - want).max()))
+    # (call, arguments, type, bound on |got - want| / (1 + |want|)).
+    close = [("curandGenerateNormal", (f32(1.5), f32(2.0)), np.float32, 2e-5),
+             ("curandGenerateLogNormal", (f32(0.25), f32(0.5)), np.float32, 2e-5),
+             ("curandGenerateNormalDouble", (f64(-1.0), f64(3.0)), np.float64, 1e-12)]
+    for call, args, dtype, tol in close:
+        got, want = draw(False, call, args, n, dtype), draw(True, call, args, n, dtype)
+        assert np.isfinite(got).all()
+        err = float((abs(got.astype(np.float64) - want) / (1 + abs(want))).max())
+        assert err < tol, (name, call, err)
+    # The parameters reached the generator: the host's samples have them.
+    assert abs(want.mean() + 1.0) < 0.15 and abs(want.std() - 3.0) < 0.15
