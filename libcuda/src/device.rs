@@ -190,6 +190,8 @@ pub fn shared_per_block(info: &DeviceInfo) -> u32 {
 /// memory, when spilling is off).
 pub fn shared_limits(info: &DeviceInfo) -> CuResult<(u32, u32)> {
     if shared_spill() {
+        // The programs' capability for every caller, libraries included:
+        // what a block may really have here (13.0 has no entry of its own).
         Ok(architecture_shared(driver::driver()?.compute_capability))
     } else {
         Ok((info.max_shared_bytes, info.max_shared_bytes))
