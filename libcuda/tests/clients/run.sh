@@ -43,6 +43,8 @@ if [[ "${1:-}" == "--suite" ]]; then
     exit 0
 fi
 echo "== real clients: numba-cuda, cuda-python, cuda.h programs, nvcc programs =="
-# Triton has its own environment and runner (triton/run.sh); its directory
-# would also shadow the triton package here.
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning --ignore="$here/triton" "$@" "$here"
+# Triton, PyTorch and CuPy have their own environments and runners
+# (triton/run.sh, torch/run.sh, cupy/run.sh); their directories would also
+# shadow the packages of those names here.
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning --ignore="$here/triton" \
+    --ignore="$here/torch" --ignore="$here/cupy" "$@" "$here"
