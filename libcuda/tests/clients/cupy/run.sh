@@ -8,21 +8,9 @@
 # Environment: PTXVK_CUPY_VENV (default /tmp/ptxvk-cupy-venv).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../../.." && pwd)"
-venv="${PTXVK_CUPY_VENV:-/tmp/ptxvk-cupy-venv}"
-if [[ ! -x "$venv/bin/python" ]]; then
-    python3 -m venv "$venv"
-fi
-stamp="$venv/.ptxvk-requirements"
-if ! cmp -s "$here/requirements.txt" "$stamp"; then
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/requirements.txt" >&2
-    cp "$here/requirements.txt" "$stamp"
-fi
-libdir="$("$root/libcuda/build-libcuda.sh")"
-export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [[ -z "${VK_ICD_FILENAMES:-}" && -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json && -z "${PTXVK_DEVICE:-}" ]]; then
-    export VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
-fi
+# shellcheck source=../client-venv.sh
+. "$here/../client-venv.sh"
+client_venv "${PTXVK_CUPY_VENV:-/tmp/ptxvk-cupy-venv}" "$here/requirements.txt"
 # CuPy's own kernels as PTX (NVRTC), which the shim translates.
 export CUPY_COMPILE_WITH_PTX=1
 cd /tmp
