@@ -777,10 +777,17 @@ impl ContextInner {
     fn flush_reading_trap_words(&self) -> Result<Vec<TrapRead>> {
         let mut st = self.lock();
         let words = std::mem::take(&mut st.trap_words);
-        let mut copies = Vec::new();
+        // Words the host can read in place after the flush (all of them on
+        // lavapipe) need no copy in the batch; the others are copied to a
+        // readback buffer in the same submission.
+        let (mut copies, mut direct) = (Vec::new(), Vec::new());
         for (i, (addr, _, _)) in words.iter().enumerate() {
             if let Ok(source) = st.table.resolve(*addr, 4, "source") {
-                copies.push((i, source));
+                if source.buffer.host_readable() {
+                    direct.push((i, source));
+                } else {
+                    copies.push((i, source));
+                }
             }
         }
         let flush = |st: &mut State| -> Result<Option<Arc<Buffer>>> {
@@ -809,6 +816,14 @@ impl ContextInner {
             }
         };
         let mut values = vec![None; words.len()];
+        for (i, source) in &direct {
+            let mut word = [0u8; 4];
+            // The flush waited for the batch, whose end makes device writes
+            // visible to host reads.
+            if source.buffer.read(source.offset, &mut word).is_ok() {
+                values[*i] = Some(u32::from_le_bytes(word));
+            }
+        }
         if let Some(readback) = &readback {
             let mut bytes = vec![0u8; 4 * words.len()];
             readback.read(0, &mut bytes)?;

@@ -609,6 +609,17 @@ impl Buffer {
         Ok(())
     }
 
+    /// Whether the host may read this buffer in place once the device work
+    /// that wrote it has completed and a host-read barrier closed it (as
+    /// every batch's end does): mapped, host-coherent memory (all memory
+    /// on lavapipe and other unified-memory devices). Elsewhere a copy to
+    /// staging memory is needed.
+    pub(crate) fn host_readable(&self) -> bool {
+        self.allocation.as_ref().is_some_and(|a| {
+            a.mapped_ptr().is_some() && a.memory_properties().contains(vk::MemoryPropertyFlags::HOST_COHERENT)
+        })
+    }
+
     /// Zeroes a new buffer carved from a gpu-allocator memory block that is
     /// mapped on the host, since the piece may hold an earlier buffer's
     /// data (user allocations read zero, as chunk pieces do, see
