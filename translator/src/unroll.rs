@@ -57,6 +57,24 @@ pub const MAX_UNROLLED: usize = 256;
 /// 25.5 s. A `call` counts as a barrier: the callee may hold one.
 pub const MAX_UNROLLED_WITH_BARRIERS: usize = 64;
 
+/// The same in an entry that resumes (`crate::resume`), in weighted
+/// instructions (a memory access weighs [`ACCESS_WEIGHT`]): there a thread
+/// that nears the limiter saves itself and goes on in a resume round, so
+/// copies only cut how many rounds a long loop takes, and each copy costs
+/// llvmpipe's compile. A body of up to 5 instructions without accesses
+/// (a counting or spinning loop: Warp's `test_graph` spins 2^24 times in a
+/// thread) still gets 32 copies. Measured on a kernel of Warp's
+/// `test_quat.py` (a grid-stride loop of 25 instructions with 12 global
+/// accesses, fault checks on, lavapipe, empty caches): the first launch
+/// took 0.50 s with the 10 copies of the unweighted budget of 256, 0.18 s
+/// with none.
+pub const MAX_UNROLLED_RESUMABLE: usize = 160;
+
+/// What a memory access (`ld`, `st`, `atom`, `red`) counts for in
+/// [`MAX_UNROLLED_RESUMABLE`]: it is emitted as an address computation,
+/// the fault checks' range search on CPU devices, and the access.
+pub const ACCESS_WEIGHT: usize = 4;
+
 /// Most two-way branches the copies of a body may nest in.
 pub const MAX_NESTING: usize = 24;
 
@@ -90,17 +108,28 @@ const KEEPS_LOOP: &[&str] = &[
 ];
 
 /// The regions with the eligible loops unrolled up to `copies` times, or
-/// `None` when no loop changes (`copies` below 2 changes none).
-pub fn run(cfg: &Cfg, regions: &[Region], copies: u32) -> Option<Vec<Region>> {
+/// `None` when no loop changes (`copies` below 2 changes none). `resumes`:
+/// the function is an entry that resumes, whose budget is
+/// [`MAX_UNROLLED_RESUMABLE`] weighted instructions.
+pub fn run(cfg: &Cfg, regions: &[Region], copies: u32, resumes: bool) -> Option<Vec<Region>> {
     if copies < 2 || !regions.iter().any(has_loop) {
         return None;
     }
     let barriers = cfg.blocks.iter().flat_map(|b| &b.insts).any(|i| BARRIER_LIKE.contains(&&*i.opcode));
-    let budget = if barriers { MAX_UNROLLED_WITH_BARRIERS } else { MAX_UNROLLED };
+    let (budget, access_weight) = if resumes {
+        (MAX_UNROLLED_RESUMABLE, ACCESS_WEIGHT)
+    } else if barriers {
+        (MAX_UNROLLED_WITH_BARRIERS, 1)
+    } else {
+        (MAX_UNROLLED, 1)
+    };
     let mut changed = false;
-    let out = rewrite(cfg, regions, Limits { copies: copies as usize, budget }, &mut changed);
+    let out = rewrite(cfg, regions, Limits { copies: copies as usize, budget, access_weight }, &mut changed);
     changed.then_some(out)
 }
+
+/// Opcodes that [`ACCESS_WEIGHT`] applies to.
+const ACCESSES: &[&str] = &["ld", "ldu", "st", "atom", "red"];
 
 /// Opcodes after which [`MAX_UNROLLED_WITH_BARRIERS`] applies.
 const BARRIER_LIKE: &[&str] = &["bar", "barrier", "call"];
@@ -110,6 +139,8 @@ const BARRIER_LIKE: &[&str] = &["bar", "barrier", "call"];
 struct Limits {
     copies: usize,
     budget: usize,
+    /// What a memory access counts for against the budget.
+    access_weight: usize,
 }
 
 fn has_loop(r: &Region) -> bool {
@@ -148,8 +179,10 @@ fn rewrite(cfg: &Cfg, regions: &[Region], limits: Limits, changed: &mut bool) ->
 /// What a loop body holds, for [`factor`].
 #[derive(Default)]
 struct Scan {
-    /// PTX instructions (each block's code and branch).
+    /// PTX instructions (each block's code and branch), each memory
+    /// access counted `access_weight` times.
     insts: usize,
+    access_weight: usize,
     /// `continue`s of the loop reached through `If`s only, and the most
     /// `If`s one of them is nested in.
     continues: usize,
@@ -161,7 +194,7 @@ struct Scan {
 /// How many copies of `body` the loop headed by `header` gets (`None`:
 /// fewer than 2).
 fn factor(cfg: &Cfg, header: usize, body: &[Region], limits: Limits) -> Option<usize> {
-    let mut s = Scan::default();
+    let mut s = Scan { access_weight: limits.access_weight, ..Scan::default() };
     scan(cfg, header, body, 0, false, &mut s);
     if s.blocked || s.continues != 1 {
         return None;
@@ -194,7 +227,14 @@ fn scan(cfg: &Cfg, header: usize, regions: &[Region], depth: usize, in_block: bo
                 let blk = &cfg.blocks[*b];
                 // The resume pass's save code runs once per round: it does
                 // not count against the budget.
-                s.insts += blk.insts.iter().filter(|i| !crate::resume::is_pass_instruction(i)).count() + 1;
+                let weight = s.access_weight;
+                s.insts += blk
+                    .insts
+                    .iter()
+                    .filter(|i| !crate::resume::is_pass_instruction(i))
+                    .map(|i| if ACCESSES.contains(&&*i.opcode) { weight } else { 1 })
+                    .sum::<usize>()
+                    + 1;
                 if blk.insts.iter().any(|i| KEEPS_LOOP.contains(&&*i.opcode)) {
                     s.blocked = true;
                 }

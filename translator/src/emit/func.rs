@@ -887,7 +887,7 @@ pub(crate) fn emit_function(
         if fx.uniform.is_some() {
             // Every invocation reaches the end; the state says how it left.
             // Small loops without collectives are unrolled here too.
-            let unrolled = crate::unroll::run(&plan.cfg, &plan.uniform_regions, e.opts.unroll_loops);
+            let unrolled = crate::unroll::run(&plan.cfg, &plan.uniform_regions, e.opts.unroll_loops, false);
             super::uniform::emit_body(e, &mut fx, unrolled.as_deref().unwrap_or(&plan.uniform_regions))?;
             emit_return(e, &mut fx)?;
             fx.open = false;
@@ -900,7 +900,7 @@ pub(crate) fn emit_function(
             } else {
                 e.opts.unroll_loops
             };
-            let unrolled = crate::unroll::run(&plan.cfg, &plan.regions, copies);
+            let unrolled = crate::unroll::run(&plan.cfg, &plan.regions, copies, resumes);
             emit_regions(e, &mut fx, unrolled.as_deref().unwrap_or(&plan.regions))?;
         }
         if fx.open {
