@@ -2274,7 +2274,7 @@ fn module_data_image(info: &ptxvk_translator::ModuleInfo, base: u64) -> Result<V
 }
 
 /// Runs `spirv-val` on a translated module (see [`crate::instance::SPIRV_VAL_ENV`]).
-fn spirv_val(spirv: &[u32], env: ptxvk_translator::TargetEnv, file_name: &str) -> Result<()> {
+pub(crate) fn spirv_val(spirv: &[u32], env: ptxvk_translator::TargetEnv, file_name: &str) -> Result<()> {
     use std::io::Write;
     let target = match env {
         ptxvk_translator::TargetEnv::Vulkan1_2 => "vulkan1.2",

@@ -41,6 +41,7 @@ pub mod check;
 pub mod contract;
 pub mod diag;
 mod emit;
+pub mod entry_slice;
 mod fxhash;
 pub mod isa;
 pub mod layout;

@@ -59,7 +59,7 @@ mod warp;
 mod wgmma;
 mod windowed;
 mod wmma;
-mod zero;
+pub(crate) mod zero;
 
 use crate::abi::{self, EntryInfo, ModuleInfo, ParamPassing};
 use crate::ast::{self, FunctionKind, Linkage, ModuleItem, PerfDirective, StateSpace};

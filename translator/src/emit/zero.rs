@@ -85,7 +85,7 @@ pub(crate) fn hide_zero_constants(words: Vec<u32>, p: &Prepared) -> Vec<u32> {
 }
 
 /// The grammar of each core opcode, by opcode.
-fn grammar() -> &'static [Option<&'static rspirv::grammar::Instruction<'static>>] {
+pub(crate) fn grammar() -> &'static [Option<&'static rspirv::grammar::Instruction<'static>>] {
     static TABLE: std::sync::OnceLock<Vec<Option<&'static rspirv::grammar::Instruction<'static>>>> =
         std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
