@@ -297,3 +297,45 @@ fn cvt_stochastic_rounding() {
         assert!((sum / 8192.0 - x as f64).abs() <= (x as f64).abs() * 1e-6, "mean of rs({x}) = {}", sum / 8192.0);
     }
 }
+
+/// `cvt.rn.f16.f32` and `cvt.rn.f16x2.f32` (the translator's own 32-bit
+/// path, `rounding::f32_to_f16_rn`) on every f32 exponent that reaches
+/// f16's range or its edges (2^-27 to 2^18), both signs, with significands
+/// that put ties, near-ties and carries at each position the rounding may
+/// cut (subnormal results cut at 14 to 24 bits), against rustc_apfloat.
+#[test]
+fn f32_to_f16_rn_dense() {
+    let mut r = Lcg(0xF16);
+    let mut a: Vec<u64> = f32_edges();
+    for exp in 100u32..=145 {
+        for sign in [0u32, 1] {
+            let mut mantissas: Vec<u32> = (0..48).map(|_| r.next_u32() & 0x7f_ffff).collect();
+            for j in 0..23 {
+                let tie = 1u32 << j;
+                mantissas.extend([tie, tie | (tie << 1), tie - 1, (0x7f_ffff >> j) << j, tie | 1]);
+            }
+            for m in mantissas {
+                a.push(((sign << 31) | (exp << 23) | (m & 0x7f_ffff)) as u64);
+            }
+        }
+    }
+    let b: Vec<u64> = a.iter().rev().copied().collect();
+    let reference = |x: u64| -> u64 {
+        let s = Single::from_bits(x as u128);
+        if s.is_nan() {
+            return 0x7fff;
+        }
+        let h: Half = s.convert(&mut false).value;
+        h.to_bits() as u64
+    };
+    let ins = [(T::F32, a.clone())];
+    let body = "cvt.rn.f16.f32 out0, in0;";
+    let got = run(&ins, &[T::B16], body);
+    let want: Vec<u64> = a.iter().map(|&x| reference(x)).collect();
+    check(body, &ins, &got[0], &want);
+    let ins = [(T::F32, a.clone()), (T::F32, b.clone())];
+    let body = "cvt.rn.f16x2.f32 out0, in0, in1;";
+    let got = run(&ins, &[T::B32], body);
+    let want: Vec<u64> = a.iter().zip(&b).map(|(&x, &y)| (reference(x) << 16) | reference(y)).collect();
+    check(body, &ins, &got[0], &want);
+}

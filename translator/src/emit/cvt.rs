@@ -290,6 +290,12 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
                     return Err(Diagnostic::error(inst.opcode_span, "narrowing float cvt needs a rounding modifier"))
                 }
             };
+            if st == ScalarType::F32 && dt == ScalarType::F16 && rnd == Rnd::Rn && !relu && !satfinite {
+                let v = float_src_f32(e, fx, a, st, ftz)?;
+                let r = rounding::f32_to_f16_rn(e, v)?;
+                let r = if sat { sat_any(e, r, dt)? } else { r };
+                return store_float(e, fx, d, r, dt);
+            }
             let v = float_src_f64(e, fx, a, st, ftz)?;
             let v = if relu { relu64(e, v)? } else { v };
             let r = if dt == ScalarType::F32 {
@@ -354,6 +360,11 @@ fn cvt_pair(
     };
     let mut lanes = Vec::new();
     for op in [b, a] {
+        if fmt == Fmt::F16 && rnd == Rnd::Rn && !relu && !satfinite {
+            let v = float_src_f32(e, fx, op, ScalarType::F32, false)?;
+            lanes.push(rounding::f32_to_f16_rn(e, v)?);
+            continue;
+        }
         let v = float_src_f64(e, fx, op, ScalarType::F32, false)?;
         let v = if relu { relu64(e, v)? } else { v };
         lanes.push(to_bits32(e, v, fmt, rnd, satfinite)?);
