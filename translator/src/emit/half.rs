@@ -181,6 +181,29 @@ pub(crate) fn binary(e: &mut Emitter, fx: &mut Fx, inst: &Instruction, t: Scalar
     for i in 0..lanes as usize {
         let (x, y) = (srcs[0][i], srcs[1][i]);
         let h = match inst.opcode.as_str() {
+            op @ ("add" | "sub" | "mul")
+                if fmt == Fmt::F16 && rnd == Rnd::Rn && !inst.has("sat") && !inst.has("relu") =>
+            {
+                // In f32, then to f16: a product of two f16 values is exact
+                // in f32, and rounding a sum first to f32's 24 bits, then to
+                // f16's 11, is the correct rounding, since 24 >= 2 * 11 + 2
+                // (Figueroa, "When is double rounding innocuous?", SIGNUM
+                // 1995); no f32 result is subnormal, so llvmpipe's
+                // flush-to-zero cannot touch it.
+                let op = match op {
+                    "add" => Op::FAdd,
+                    "sub" => Op::FSub,
+                    _ => Op::FMul,
+                };
+                let r = o(e, op, ft, &[x, y])?;
+                e.b.decorate(r, rspirv::spirv::Decoration::NoContraction, []);
+                let h = rounding::f32_to_f16_rn(e, r)?;
+                if inst.has("ftz") {
+                    flush_bits(e, h, fmt)?
+                } else {
+                    h
+                }
+            }
             op @ ("add" | "sub" | "mul") => {
                 let ar = Ar::of(op).ok_or_else(|| unsupported(inst, ""))?;
                 let dx = o(e, Op::FConvert, dt, &[x])?;

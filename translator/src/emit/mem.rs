@@ -1147,6 +1147,23 @@ fn half_rmw(
         let y = super::half::lane(e, b32, i)?;
         let xf = super::half::to_f32(e, x, fmt)?;
         let yf = super::half::to_f32(e, y, fmt)?;
+        if fmt == super::rounding::Fmt::F16 {
+            // Added in f32, then rounded to f16: correctly rounded (see
+            // `half::binary`); a minimum or maximum is exact.
+            let r = match op {
+                "add" => {
+                    let s = e.b.f_add(f32t, None, xf, yf).map_err(internal1)?;
+                    e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
+                    s
+                }
+                _ => e
+                    .b
+                    .ext_inst(f32t, None, e.glsl, if op == "min" { 79 } else { 80 }, [SOp::IdRef(xf), SOp::IdRef(yf)])
+                    .map_err(internal1)?,
+            };
+            out.push(super::rounding::f32_to_f16_rn(e, r)?);
+            continue;
+        }
         let r = match op {
             "add" => {
                 let xd = e.b.f_convert(f64t, None, xf).map_err(internal1)?;
