@@ -235,6 +235,30 @@ impl Module {
         }
     }
 
+    /// The bytes of SPIR-V the pipelines of entry `name` are built from,
+    /// once one was: a slice of the module for an entry of a module with
+    /// several (see [`ptxvk_translator::entry_slice`]), else the module
+    /// (or the entry's own module, when split). `None` before its first
+    /// pipeline.
+    pub fn entry_spirv_bytes(&self, name: &str) -> Option<usize> {
+        let index = self.0.info.entries.iter().position(|e| e.name == name)?;
+        match &self.0.shaders {
+            Shaders::Ready(all) => all.get(index).or(all.first()).map(|s| s.bytes),
+            Shaders::Sliced { slices, .. } => {
+                let slices = slices.lock().unwrap_or_else(|p| p.into_inner());
+                slices.get(index)?.as_ref().map(|s| s.bytes)
+            }
+        }
+    }
+
+    /// The bytes of SPIR-V of the whole module (all its SPIR-V modules).
+    pub fn spirv_bytes(&self) -> usize {
+        match &self.0.shaders {
+            Shaders::Ready(all) => all.iter().map(|s| s.bytes).sum(),
+            Shaders::Sliced { words, .. } => words.len() * 4,
+        }
+    }
+
     /// The translator's launch metadata.
     pub fn info(&self) -> &ModuleInfo {
         &self.0.info

@@ -50,5 +50,11 @@ fn over_limit_module_runs_as_one_spirv_module_per_entry() {
         assert_eq!(calls(&ctx, &whole), want_calls, "{kernel}: the whole module's counter");
         assert_eq!(calls(&ctx, &split), want_calls, "{kernel}: the split module's counter");
     }
+    // The whole module's kernels ran from slices of it (each entry with
+    // the functions it calls), not from the whole module.
+    for kernel in ["first", "second", "third"] {
+        let bytes = whole.entry_spirv_bytes(kernel).expect("built");
+        assert!(bytes < whole.spirv_bytes(), "{kernel}: {bytes} of {} bytes", whole.spirv_bytes());
+    }
     assert_clean(&ctx);
 }
