@@ -49,19 +49,7 @@ fn translate_and_validate(path: &Path) -> Vec<String> {
     }
     // What the runtime picks for llvmpipe (lavapipe): loop-limit counting,
     // resume rounds, uniform parameters, fault checks.
-    let options = Options {
-        zero_operand_workaround: true,
-        memory_semantics: false,
-        unroll_spin_loops: 64,
-        unroll_loops: 8,
-        block_order_threads: 2,
-        loop_limit: true,
-        resume_loops: true,
-        loop_live_outs_in_memory: true,
-        uniform_params: true,
-        fault_checks: true,
-        ..Options::default()
-    };
+    let options = Options::llvmpipe();
     let what = format!("{name} (llvmpipe options)");
     match translate(&source, &name, &options) {
         Ok(t) => {

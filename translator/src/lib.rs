@@ -338,6 +338,30 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The lowerings the runtime turns on for llvmpipe (lavapipe) by
+    /// default, on top of [`Options::default`]: loop unrolling and limit
+    /// detection, resume rounds, block order for 2 worker threads, loop
+    /// live-outs in memory, uniform parameters, the zero-operand
+    /// workaround, no memory semantics, and the fault checks. For tests
+    /// and tools; the runtime builds its options from the device.
+    pub fn llvmpipe() -> Options {
+        Options {
+            zero_operand_workaround: true,
+            memory_semantics: false,
+            unroll_spin_loops: 64,
+            unroll_loops: 8,
+            block_order_threads: 2,
+            loop_limit: true,
+            resume_loops: true,
+            loop_live_outs_in_memory: true,
+            uniform_params: true,
+            fault_checks: true,
+            ..Options::default()
+        }
+    }
+}
+
 /// A translated module.
 #[derive(Clone, Debug)]
 pub struct Translation {

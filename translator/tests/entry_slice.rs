@@ -6,9 +6,11 @@
 //! limits, resume rounds, unrolling). The runtime builds every pipeline of
 //! a module with several entries from such a slice, so its tests run them.
 
+mod common;
+
+use common::spirv_val;
 use ptxvk_translator::entry_slice::entry_slice;
 use ptxvk_translator::{translate, Options};
-use std::process::Command;
 
 const FIXTURES: &[&str] = &[
     "split_module.ptx",
@@ -21,22 +23,6 @@ const FIXTURES: &[&str] = &[
     "shared_spill.ptx",
     "textures.ptx",
 ];
-
-fn lavapipe_options() -> Options {
-    Options {
-        zero_operand_workaround: true,
-        uniform_params: true,
-        memory_semantics: false,
-        unroll_spin_loops: 64,
-        unroll_loops: 8,
-        block_order_threads: 2,
-        loop_limit: true,
-        resume_loops: true,
-        loop_live_outs_in_memory: true,
-        fault_checks: true,
-        ..Options::default()
-    }
-}
 
 /// Opcode and the words of each instruction after the header.
 fn instructions(words: &[u32]) -> Vec<(u32, &[u32])> {
@@ -63,21 +49,6 @@ fn entry_points(words: &[u32]) -> Vec<String> {
         .collect()
 }
 
-fn spirv_val(words: &[u32], what: &str) -> Result<(), String> {
-    let clean: String = what.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    let file = std::env::temp_dir().join(format!("ptxvk-slice-{}-{clean}.spv", std::process::id()));
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    std::fs::write(&file, bytes).unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
-    let out = Command::new("spirv-val").args(["--target-env", "vulkan1.2"]).arg(&file).output();
-    let _ = std::fs::remove_file(&file);
-    let out = out.unwrap_or_else(|e| panic!("cannot run spirv-val (install spirv-tools): {e}"));
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
-    }
-}
-
 #[test]
 fn every_entry_slices_into_a_valid_module_of_its_own() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
@@ -85,7 +56,7 @@ fn every_entry_slices_into_a_valid_module_of_its_own() {
     let mut smaller = 0;
     for name in FIXTURES {
         let ptx = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        for (label, options) in [("default", Options::default()), ("lavapipe", lavapipe_options())] {
+        for (label, options) in [("default", Options::default()), ("lavapipe", Options::llvmpipe())] {
             let whole = translate(&ptx, name, &options).unwrap_or_else(|d| panic!("{name} ({label}): {d}"));
             let entries = entry_points(&whole.spirv);
             assert!(entries.len() > 1, "{name}: a fixture with several entries");
