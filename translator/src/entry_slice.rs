@@ -105,8 +105,8 @@ impl Index {
     /// decoration group naming an id left out; the caller then uses the
     /// whole module. `spirv` must be the module `self` was made from.
     pub fn slice(&self, spirv: &[u32], entry: &str) -> Option<Vec<u32>> {
-        let globals = Instructions { words: spirv, at: HEADER, end: self.globals_end };
-        let target = globals.clone().find_map(|words| {
+        let globals: Vec<&[u32]> = Instructions { words: spirv, at: HEADER, end: self.globals_end }.collect();
+        let target = globals.iter().find_map(|words| {
             let is_entry = words[0] & 0xffff == Op::EntryPoint as u32 && words.len() >= 4;
             (is_entry && literal_string(&words[3..])? == entry.as_bytes()).then(|| words[2])
         })?;
@@ -126,7 +126,7 @@ impl Index {
             }
         }
         // The entry point and its execution modes (`LocalSizeId`) use ids.
-        for words in globals.clone() {
+        for words in &globals {
             let op = words[0] & 0xffff;
             let mine = (op == Op::EntryPoint as u32 && words[2] == target)
                 || ((op == Op::ExecutionMode as u32 || op == Op::ExecutionModeId as u32) && words[1] == target);
@@ -137,18 +137,15 @@ impl Index {
         // Backwards through the global section (ids are used after their
         // definition): a constant nothing kept uses goes; everything else
         // stays and uses its operands.
-        let global_insts: Vec<&[u32]> = globals.clone().collect();
-        let mut dropped = Bits::new(bound);
-        for words in global_insts.iter().rev() {
+        let mut dropped = vec![false; globals.len()];
+        for (words, dropped) in globals.iter().zip(&mut dropped).rev() {
             let op = words[0] & 0xffff;
             if is_annotation(op) || op == Op::EntryPoint as u32 {
                 continue;
             }
             let result = result_id(words)?;
             if is_prunable_constant(op) && !result.is_some_and(|id| used.get(id)) {
-                if let Some(id) = result {
-                    dropped.set(id);
-                }
+                *dropped = true;
                 continue;
             }
             used.set_all(&words[1..]);
@@ -159,7 +156,7 @@ impl Index {
 
         let mut out = Vec::with_capacity(HEADER + self.globals_end.min(spirv.len()) / 2);
         out.extend_from_slice(&spirv[..HEADER]);
-        for words in global_insts {
+        for (words, dropped) in globals.into_iter().zip(dropped) {
             let op = words[0] & 0xffff;
             let first = words.get(1).copied();
             let copy = if op == Op::EntryPoint as u32 {
@@ -176,7 +173,7 @@ impl Index {
             } else if is_annotation(op) {
                 first.is_some_and(|id| defined.get(id))
             } else {
-                !result_id(words)?.is_some_and(|id| dropped.get(id))
+                !dropped
             };
             if copy {
                 out.extend_from_slice(words);

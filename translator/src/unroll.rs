@@ -109,9 +109,12 @@ const KEEPS_LOOP: &[&str] = &[
 
 /// The regions with the eligible loops unrolled up to `copies` times, or
 /// `None` when no loop changes (`copies` below 2 changes none). `resumes`:
-/// the function is an entry that resumes, whose budget is
-/// [`MAX_UNROLLED_RESUMABLE`] weighted instructions.
+/// the function is an entry that resumes (`crate::resume`), whose threads
+/// run at most `THRESHOLD` counted iterations per round: its loops get up to
+/// [`crate::resume::RESUME_UNROLL_FACTOR`] times the copies, so fewer
+/// rounds, within [`MAX_UNROLLED_RESUMABLE`] weighted instructions.
 pub fn run(cfg: &Cfg, regions: &[Region], copies: u32, resumes: bool) -> Option<Vec<Region>> {
+    let copies = if resumes { copies.saturating_mul(crate::resume::RESUME_UNROLL_FACTOR) } else { copies };
     if copies < 2 || !regions.iter().any(has_loop) {
         return None;
     }

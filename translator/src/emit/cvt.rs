@@ -111,6 +111,30 @@ fn to_bits32(e: &mut Emitter, v: Word, fmt: Fmt, rnd: Rnd, satfinite: bool) -> R
     o(e, Op::UConvert, u32t, &[b])
 }
 
+/// An f32 operand narrowed to `fmt` bits (a 32-bit integer), `.relu` and
+/// `.satfinite` applied: f16 to nearest without them through
+/// [`rounding::f32_to_f16_rn`] (32-bit), the rest widened to f64 and
+/// rounded by [`to_bits32`].
+#[allow(clippy::too_many_arguments)]
+fn narrow_f32(
+    e: &mut Emitter,
+    fx: &mut Fx,
+    a: &Operand,
+    ftz: bool,
+    fmt: Fmt,
+    rnd: Rnd,
+    relu: bool,
+    satfinite: bool,
+) -> R {
+    if fmt == Fmt::F16 && rnd == Rnd::Rn && !relu && !satfinite {
+        let v = float_src_f32(e, fx, a, ScalarType::F32, ftz)?;
+        return rounding::f32_to_f16_rn(e, v);
+    }
+    let v = float_src_f64(e, fx, a, ScalarType::F32, ftz)?;
+    let v = if relu { relu64(e, v)? } else { v };
+    to_bits32(e, v, fmt, rnd, satfinite)
+}
+
 /// Write float bits/values of format `fmt` to a destination of type `t`.
 fn store_float(e: &mut Emitter, fx: &mut Fx, d: &Operand, v: Word, t: ScalarType) -> Result<(), Diagnostic> {
     match t {
@@ -290,9 +314,8 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
                     return Err(Diagnostic::error(inst.opcode_span, "narrowing float cvt needs a rounding modifier"))
                 }
             };
-            if st == ScalarType::F32 && dt == ScalarType::F16 && rnd == Rnd::Rn && !relu && !satfinite {
-                let v = float_src_f32(e, fx, a, st, ftz)?;
-                let r = rounding::f32_to_f16_rn(e, v)?;
+            if st == ScalarType::F32 && matches!(dt, ScalarType::F16 | ScalarType::Bf16) {
+                let r = narrow_f32(e, fx, a, ftz, fmt, rnd, relu, satfinite)?;
                 let r = if sat { sat_any(e, r, dt)? } else { r };
                 return store_float(e, fx, d, r, dt);
             }
@@ -360,14 +383,7 @@ fn cvt_pair(
     };
     let mut lanes = Vec::new();
     for op in [b, a] {
-        if fmt == Fmt::F16 && rnd == Rnd::Rn && !relu && !satfinite {
-            let v = float_src_f32(e, fx, op, ScalarType::F32, false)?;
-            lanes.push(rounding::f32_to_f16_rn(e, v)?);
-            continue;
-        }
-        let v = float_src_f64(e, fx, op, ScalarType::F32, false)?;
-        let v = if relu { relu64(e, v)? } else { v };
-        lanes.push(to_bits32(e, v, fmt, rnd, satfinite)?);
+        lanes.push(narrow_f32(e, fx, op, false, fmt, rnd, relu, satfinite)?);
     }
     let r = half::pack(e, &lanes)?;
     half::store(e, fx, d, r, 2)

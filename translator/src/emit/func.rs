@@ -892,15 +892,8 @@ pub(crate) fn emit_function(
             emit_return(e, &mut fx)?;
             fx.open = false;
         } else {
-            // A thread of an entry that resumes (`crate::resume`) runs at
-            // most `THRESHOLD` counted iterations per round: small loops get
-            // up to `RESUME_UNROLL_FACTOR` times the copies, so fewer rounds.
-            let copies = if resumes {
-                e.opts.unroll_loops.saturating_mul(crate::resume::RESUME_UNROLL_FACTOR)
-            } else {
-                e.opts.unroll_loops
-            };
-            let unrolled = crate::unroll::run(&plan.cfg, &plan.regions, copies, resumes);
+            // An entry that resumes gets more copies within its own budget.
+            let unrolled = crate::unroll::run(&plan.cfg, &plan.regions, e.opts.unroll_loops, resumes);
             emit_regions(e, &mut fx, unrolled.as_deref().unwrap_or(&plan.regions))?;
         }
         if fx.open {

@@ -1122,8 +1122,8 @@ fn atom_at(
 }
 
 /// `add`/`min`/`max` on f16/bf16 (and their packed pairs), correctly
-/// rounded: each lane widened exactly, added exactly in f64, and rounded
-/// once to the lane's format (`.noftz`: subnormals kept).
+/// rounded: each lane widened exactly, added (f16 in f32, bf16 exactly in
+/// f64) and rounded once to the lane's format (`.noftz`: subnormals kept).
 fn half_rmw(
     e: &mut Emitter,
     op: &str,
@@ -1147,41 +1147,38 @@ fn half_rmw(
         let y = super::half::lane(e, b32, i)?;
         let xf = super::half::to_f32(e, x, fmt)?;
         let yf = super::half::to_f32(e, y, fmt)?;
-        if fmt == super::rounding::Fmt::F16 {
-            // Added in f32, then rounded to f16: correctly rounded (see
-            // `half::binary`); a minimum or maximum is exact.
-            let r = match op {
-                "add" => {
-                    let s = e.b.f_add(f32t, None, xf, yf).map_err(internal1)?;
-                    e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
-                    s
-                }
-                _ => e
-                    .b
-                    .ext_inst(f32t, None, e.glsl, if op == "min" { 79 } else { 80 }, [SOp::IdRef(xf), SOp::IdRef(yf)])
-                    .map_err(internal1)?,
-            };
-            out.push(super::rounding::f32_to_f16_rn(e, r)?);
-            continue;
-        }
-        let r = match op {
+        // f16 sums in f32, rounded once to f16 (correctly rounded, see
+        // `half::binary`); bf16 sums in f64 (exact), rounded once; a
+        // minimum or maximum is exact in f32.
+        let f16 = fmt == super::rounding::Fmt::F16;
+        let (r, in_f64) = match op {
+            "add" if f16 => {
+                let s = e.b.f_add(f32t, None, xf, yf).map_err(internal1)?;
+                e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
+                (s, false)
+            }
             "add" => {
                 let xd = e.b.f_convert(f64t, None, xf).map_err(internal1)?;
                 let yd = e.b.f_convert(f64t, None, yf).map_err(internal1)?;
                 let s = e.b.f_add(f64t, None, xd, yd).map_err(internal1)?;
                 e.b.decorate(s, rspirv::spirv::Decoration::NoContraction, []);
-                s
+                (s, true)
             }
             _ => {
                 let m = e
                     .b
                     .ext_inst(f32t, None, e.glsl, if op == "min" { 79 } else { 80 }, [SOp::IdRef(xf), SOp::IdRef(yf)])
                     .map_err(internal1)?;
-                e.b.f_convert(f64t, None, m).map_err(internal1)?
+                (m, false)
             }
         };
-        let h = super::rounding::round_f64(e, r, fmt, super::rounding::Rnd::Rn, false)?;
-        out.push(e.b.u_convert(u32t, None, h).map_err(internal1)?);
+        if f16 {
+            out.push(super::rounding::f32_to_f16_rn(e, r)?);
+        } else {
+            let r = if in_f64 { r } else { e.b.f_convert(f64t, None, r).map_err(internal1)? };
+            let h = super::rounding::round_f64(e, r, fmt, super::rounding::Rnd::Rn, false)?;
+            out.push(e.b.u_convert(u32t, None, h).map_err(internal1)?);
+        }
     }
     let packed = super::half::pack(e, &out)?;
     if bits == 32 {
