@@ -131,6 +131,23 @@ fn divergent_arms_add_up() {
 }
 
 #[test]
+fn a_compare_and_swap_loop_the_limiter_cuts_fails_the_launch() {
+    // 32 threads add 1.0 to one half, the low half of out[0], which starts
+    // as the poison's low half (each add rounds to half precision in some
+    // order; adding 1.0 to values of one sign rounds the same in any order).
+    let mut sum = half::f16::from_bits(POISON as u16);
+    for _ in 0..THREADS {
+        sum += half::f16::ONE;
+    }
+    let low = |t: usize, n: u32| if t == 0 { (POISON & 0xffff_0000) | sum.to_bits() as u32 } else { n };
+    passes("then_atomic", 1000, 0, |t| low(t, 1000));
+    // Each 8-lane subgroup's compare-and-swap loop goes round once per lane;
+    // after a first loop of 65530 iterations the limiter cuts it: without
+    // the detection, adds are lost silently.
+    fails_on_llvmpipe("then_atomic", 65530, 0, |t| low(t, 65530));
+}
+
+#[test]
 fn unrolled_loops_run_eight_times_longer() {
     // With 8 copies of the body per counted iteration (the default on
     // llvmpipe), a loop of 8 x 65535 iterations is whole; one more fails.

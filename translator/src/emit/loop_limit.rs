@@ -51,6 +51,9 @@
 //!   budget and the launch succeeded with its outputs unwritten.) The flag
 //!   says which loop: the resume pass's site number of it, or
 //!   [`CUT_OTHER`];
+//!   The translator's own retry loops (compare-and-swap atomics, 16-byte
+//!   stores) have no flag: their one exit is the loop's test, so the
+//!   test's `again` at the merge says the same ([`retry_check`]);
 //! - in an entry the resume pass rewrote, a lane cut in one of the pass's
 //!   loops (a *site*) saves itself at the loop's merge instead
 //!   ([`cut_at_site`], `func.rs`'s `save_if_cut`): it took the back-edge,
@@ -407,6 +410,49 @@ pub(crate) fn check_site(e: &mut Emitter, again: Option<Word>, site: Option<u32>
         None => code,
     };
     e.b.store(p, v, None, []).map_err(internal1)
+}
+
+/// The loop of [`super::mem::retry_loop`] (`do { done = step(); } while
+/// (!done)`, its only exit the test in the continue block) needs no
+/// pending flag: `again` (`!done`), which its body defines and which
+/// dominates the merge, is true at the merge exactly where the driver's
+/// limiter ended the loop. What keeps the driver's compiler (which sees
+/// only the structured exit, where `done` holds) from folding it is that
+/// the loop exits on [`retry_exit`]'s laundered copy of `done`, not on
+/// `done`. (The pending flag's opaque-index accesses, three per loop, made
+/// a Warp kernel of 121 half-precision atomics, each such a loop, take a
+/// third longer to compile.) Call in the body, where a lane is about to
+/// go round again when `again` is true.
+pub(crate) fn retry_check(e: &mut Emitter, again: Word) -> Result<(), Diagnostic> {
+    match e.loop_counter {
+        Some(c) if c.counts => count_back_edge(e, c, Some(again), true),
+        _ => Ok(()),
+    }
+}
+
+/// The condition the loop of [`retry_check`] exits on: `done`, OR-ed with
+/// an opaque `false` where loops are checked (see there).
+pub(crate) fn retry_exit(e: &mut Emitter, done: Word) -> Result<Word, Diagnostic> {
+    if e.loop_counter.is_none() {
+        return Ok(done);
+    }
+    let bt = e.t_bool();
+    let zero = super::zero::opaque_zero(e, 32)?;
+    let c0 = e.c_u32(0);
+    let never = e.b.i_not_equal(bt, None, zero, c0).map_err(internal1)?;
+    e.b.logical_or(bt, None, done, never).map_err(internal1)
+}
+
+/// At the merge of the loop of [`retry_check`]: a lane with `again` still
+/// true was sent there by the driver's limiter.
+pub(crate) fn retry_merged(e: &mut Emitter, again: Word) -> Result<(), Diagnostic> {
+    let Some(c) = e.loop_counter else {
+        return Ok(());
+    };
+    if c.counts {
+        count_merged(e, c)?;
+    }
+    trip_if(e, c, again)
 }
 
 /// [`check`]'s counting part.

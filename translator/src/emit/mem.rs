@@ -1306,19 +1306,22 @@ pub(crate) fn retry_loop(
     super::loop_limit::enter(e)?;
     e.b.branch(header).map_err(internal1)?;
     e.b.begin_block(Some(header)).map_err(internal1)?;
-    super::loop_limit::loop_merge(e, merge, cont)?;
+    // No pending flag: `again` says at the merge whether the driver's
+    // limiter cut the loop (`loop_limit::retry_check`).
+    e.b.loop_merge(merge, cont, spirv::LoopControl::NONE, []).map_err(internal1)?;
     e.b.branch(body).map_err(internal1)?;
     e.b.begin_block(Some(body)).map_err(internal1)?;
     let done = step(e)?;
     // Counted in the body: a selection in the continue block (what
     // `check` emits) broke the values lanes leave the loop with on llvmpipe.
     let again = e.b.logical_not(bt, None, done).map_err(internal1)?;
-    super::loop_limit::check(e, Some(again))?;
+    super::loop_limit::retry_check(e, again)?;
+    let exit = super::loop_limit::retry_exit(e, done)?;
     e.b.branch(cont).map_err(internal1)?;
     e.b.begin_block(Some(cont)).map_err(internal1)?;
-    e.b.branch_conditional(done, merge, header, []).map_err(internal1)?;
+    e.b.branch_conditional(exit, merge, header, []).map_err(internal1)?;
     e.b.begin_block(Some(merge)).map_err(internal1)?;
-    super::loop_limit::merged(e)
+    super::loop_limit::retry_merged(e, again)
 }
 
 /// Store word `index` of the function's local words.

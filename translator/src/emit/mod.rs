@@ -129,6 +129,10 @@ pub(crate) struct Emitter<'o> {
     pub glsl: Word,
     /// `LocalInvocationIndex` input.
     pub local_index: Word,
+    /// The open function's opaque zeros (see [`zero::opaque_zero`]): the
+    /// builder's function serial they belong to, then the 32- and 64-bit
+    /// ones (0: not made yet).
+    pub(crate) opaque_zeros: (u64, [Word; 2]),
     /// `WorkgroupId` input.
     pub workgroup_id: Word,
     /// `NumWorkgroups` input (in the interface of every entry).
@@ -503,6 +507,7 @@ pub fn run(module: &ast::Module, opts: &Options, facts: &Facts) -> Result<(Vec<u
         caps: BTreeSet::new(),
         glsl: 0,
         local_index: 0,
+        opaque_zeros: (0, [0; 2]),
         workgroup_id: 0,
         num_workgroups: 0,
         block_id: None,

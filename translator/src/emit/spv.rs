@@ -79,6 +79,13 @@ pub(crate) struct Builder {
     entry_start: usize,
     /// Instructions inserted at the beginning of the entry block, in order.
     entry_prefix: Vec<u32>,
+    /// Instructions placed in the entry block after all its variables and
+    /// before everything else appended to it, in insertion order (see
+    /// [`Builder::entry_value`]).
+    entry_values: Vec<u32>,
+    /// Counts the functions begun: tells a cache of entry values (see
+    /// [`Builder::entry_value`]) which function it belongs to.
+    function_serial: u64,
     /// Labels of the open function's blocks.
     labels: Vec<Word>,
     selected_block: Option<usize>,
@@ -104,6 +111,8 @@ impl Builder {
             body: Vec::new(),
             entry_start: 0,
             entry_prefix: Vec::new(),
+            entry_values: Vec::new(),
+            function_serial: 0,
             labels: Vec::new(),
             selected_block: None,
         }
@@ -185,6 +194,8 @@ impl Builder {
         self.func_head.clear();
         self.body.clear();
         self.entry_prefix.clear();
+        self.entry_values.clear();
+        self.function_serial += 1;
         self.labels.clear();
         self.entry_start = 0;
         self.func_head.extend([head(Op::Function, 5), return_type, id, control.bits(), function_type]);
@@ -208,11 +219,24 @@ impl Builder {
         }
         self.in_function = false;
         let f = &mut self.functions;
-        f.reserve(self.func_head.len() + self.body.len() + self.entry_prefix.len() + 1);
+        f.reserve(self.func_head.len() + self.body.len() + self.entry_prefix.len() + self.entry_values.len() + 1);
         f.extend_from_slice(&self.func_head);
         f.extend_from_slice(&self.body[..self.entry_start]);
         f.extend_from_slice(&self.entry_prefix);
-        f.extend_from_slice(&self.body[self.entry_start..]);
+        // The entry values go after the variables the entry block begins
+        // with (SPIR-V wants every `OpVariable` of a function first).
+        let mut at = self.entry_start;
+        while at < self.body.len() && self.body[at] & 0xffff == Op::Variable as u32 {
+            let n = (self.body[at] >> 16) as usize;
+            if n == 0 {
+                break;
+            }
+            at += n;
+        }
+        let at = at.min(self.body.len());
+        f.extend_from_slice(&self.body[self.entry_start..at]);
+        f.extend_from_slice(&self.entry_values);
+        f.extend_from_slice(&self.body[at..]);
         f.push(head(Op::FunctionEnd, 1));
         Ok(())
     }
@@ -253,6 +277,24 @@ impl Builder {
         }
         self.entry_prefix.splice(0..0, words.iter().copied());
         Ok(())
+    }
+
+    /// Place an instruction (its words) in the entry block of the open
+    /// function, after its variables and before everything else appended
+    /// to it, so that its result dominates every block of the function.
+    /// Its operands must be module-level ids or earlier entry values.
+    pub fn entry_value(&mut self, words: &[u32]) -> BuildResult<()> {
+        if !self.in_function || self.labels.is_empty() {
+            return Err(Error::DetachedInstruction(None));
+        }
+        self.entry_values.extend_from_slice(words);
+        Ok(())
+    }
+
+    /// Which function is open: a number no other function of this builder
+    /// had (for caches of [`Builder::entry_value`] results).
+    pub fn function_serial(&self) -> u64 {
+        self.function_serial
     }
 
     /// A `Function` variable at the beginning of the entry block (see

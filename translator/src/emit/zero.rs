@@ -327,16 +327,39 @@ pub(crate) fn hide_zero_constants_tree(words: Vec<u32>, p: &Prepared) -> Vec<u32
     m.assemble()
 }
 
-/// An opaque zero of `bits` (32 or 64) bits: `LocalInvocationIndex >> 31`.
+/// An opaque zero of `bits` (32 or 64) bits: `LocalInvocationIndex >> 31`,
+/// computed once per function in its entry block (which dominates every
+/// use) and shared by all its uses there.
 pub(crate) fn opaque_zero(e: &mut Emitter, bits: u32) -> Result<Word, Diagnostic> {
-    let u32t = e.t_int(32);
-    let c31 = e.c_u32(31);
-    let index = e.b.load(u32t, None, e.local_index, None, []).map_err(internal1)?;
-    let zero = e.b.shift_right_logical(u32t, None, index, c31).map_err(internal1)?;
-    if bits == 64 {
-        let it = e.t_int(64);
-        return e.b.u_convert(it, None, zero).map_err(internal1);
+    let serial = e.b.function_serial();
+    if e.opaque_zeros.0 != serial {
+        e.opaque_zeros = (serial, [0; 2]);
     }
+    let slot = usize::from(bits == 64);
+    if e.opaque_zeros.1[slot] != 0 {
+        return Ok(e.opaque_zeros.1[slot]);
+    }
+    let zero32 = match e.opaque_zeros.1[0] {
+        0 => {
+            let u32t = e.t_int(32);
+            let c31 = e.c_u32(31);
+            let (index, zero) = (e.b.id(), e.b.id());
+            let load = (4 << 16) | Op::Load as u32;
+            let shift = (5 << 16) | Op::ShiftRightLogical as u32;
+            e.b.entry_value(&[load, u32t, index, e.local_index]).map_err(internal1)?;
+            e.b.entry_value(&[shift, u32t, zero, index, c31]).map_err(internal1)?;
+            e.opaque_zeros.1[0] = zero;
+            zero
+        }
+        z => z,
+    };
+    if bits != 64 {
+        return Ok(zero32);
+    }
+    let it = e.t_int(64);
+    let zero = e.b.id();
+    e.b.entry_value(&[(4 << 16) | Op::UConvert as u32, it, zero, zero32]).map_err(internal1)?;
+    e.opaque_zeros.1[1] = zero;
     Ok(zero)
 }
 
