@@ -92,6 +92,10 @@ struct Cli {
     /// cannot fold x + 0.0 to x or x * 0.0 to 0.0.
     #[arg(long = "zero-operand-workaround", default_value_t = false)]
     zero_operand_workaround: bool,
+    /// Round f64 values to integers from floor and ceiling (llvmpipe's
+    /// f64 RoundEven and Trunc can return x unchanged for |x| >= 2^24).
+    #[arg(long = "exact-f64-rounding", default_value_t = false)]
+    exact_f64_rounding: bool,
     /// Pass 64-bit kernel parameters through OpGroupNonUniformBroadcastFirst,
     /// so that llvmpipe keeps them in scalar registers (needs subgroup
     /// ballot operations).
@@ -255,6 +259,7 @@ fn run(cli: Cli) -> Result<(), String> {
         signed_zero_inf_nan_f64: cli.signed_zero_inf_nan,
         signed_zero_inf_nan_f16: cli.signed_zero_inf_nan,
         zero_operand_workaround: cli.zero_operand_workaround,
+        exact_f64_rounding: cli.exact_f64_rounding,
         uniform_params: cli.uniform_params,
         printf_sites: cli.printf_sites,
         generic_to_global: cli.generic_to_global,

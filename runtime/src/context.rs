@@ -1480,6 +1480,7 @@ impl ContextInner {
             signed_zero_inf_nan_f64: self.info.signed_zero_inf_nan_f64,
             signed_zero_inf_nan_f16: self.info.signed_zero_inf_nan_f16,
             zero_operand_workaround: self.info.driver_name == "llvmpipe",
+            exact_f64_rounding: self.info.driver_name == "llvmpipe",
             // It takes a 64-bit pointer parameter apart lane by lane where it
             // does not see that the value is the same in every lane.
             uniform_params: self.info.driver_name == "llvmpipe"

@@ -178,6 +178,12 @@ pub struct Options {
     /// llvmpipe (lavapipe) returns `x` for `x + 0.0` and `0.0` for `x * 0.0`
     /// and `0.0 / x` whatever the float controls say (see `emit/zero.rs`).
     pub zero_operand_workaround: bool,
+    /// Round f64 values to integers (`cvt.rni`/`cvt.rzi` of f64, and the
+    /// range reductions that round in f64) from `Floor` and `Ceil`:
+    /// llvmpipe's f64 `RoundEven` and `Trunc` returned `x` unchanged for
+    /// every |x| >= 2^24 on an AMD EPYC host (Mesa 22.3, LLVM 15), so
+    /// `cvt.rni.f64.f64` of 16777216.5 gave 16777216.5 (`emit/float.rs::round_f64`).
+    pub exact_f64_rounding: bool,
     /// Pass each 64-bit kernel parameter, and the addresses the translator
     /// loads for itself that are the same in every invocation (the module
     /// data's, the fault log's and its range table's, the printf FIFO's),
@@ -315,6 +321,7 @@ impl Default for Options {
             signed_zero_inf_nan_f64: false,
             signed_zero_inf_nan_f16: false,
             zero_operand_workaround: false,
+            exact_f64_rounding: false,
             uniform_params: false,
             printf_sites: true,
             generic_to_global: true,
@@ -343,11 +350,12 @@ impl Options {
     /// default, on top of [`Options::default`]: loop unrolling and limit
     /// detection, resume rounds, block order for 2 worker threads, loop
     /// live-outs in memory, uniform parameters, the zero-operand
-    /// workaround, no memory semantics, and the fault checks. For tests
+    /// workaround, f64 rounding from floor and ceiling, no memory semantics, and the fault checks. For tests
     /// and tools; the runtime builds its options from the device.
     pub fn llvmpipe() -> Options {
         Options {
             zero_operand_workaround: true,
+            exact_f64_rounding: true,
             memory_semantics: false,
             unroll_spin_loops: 64,
             unroll_loops: 8,

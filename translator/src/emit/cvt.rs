@@ -787,6 +787,9 @@ fn round(e: &mut Emitter, v: Word, rnd: &str, ft: Word) -> Result<Word, Diagnost
         "rmi" => glsl::FLOOR,
         _ => glsl::CEIL,
     };
+    if ft == e.t_float(64) {
+        return super::float::round_f64(e, v, f);
+    }
     ext(e, ft, f, &[v])
 }
 

@@ -73,6 +73,51 @@ pub(crate) fn exact(e: &mut Emitter, op: Op, t: Word, a: Word, b: Word) -> Resul
     Ok(r)
 }
 
+/// `x` (f64) rounded to an integral value by the GLSL.std.450 instruction
+/// `mode` (`RoundEven`, `Trunc`, `Floor` or `Ceil`). With
+/// [`crate::Options::exact_f64_rounding`], `RoundEven` and `Trunc` are
+/// built from `Floor` and `Ceil` (see there): `x - floor(x)` is exact, a
+/// tie goes to the even one of `floor(x)` and `floor(x) + 1`, and the
+/// result takes the sign of `x` (so `-0.3` gives `-0.0`). NaN and the
+/// infinities pass through `Floor`.
+pub(crate) fn round_f64(e: &mut Emitter, x: Word, mode: u32) -> R {
+    let dt = e.t_float(64);
+    if !e.opts.exact_f64_rounding || (mode != glsl::ROUND_EVEN && mode != glsl::TRUNC) {
+        return ext(e, dt, mode, &[x]);
+    }
+    let fl = ext(e, dt, glsl::FLOOR, &[x])?;
+    let r = if mode == glsl::TRUNC {
+        let ce = ext(e, dt, glsl::CEIL, &[x])?;
+        let zero = e.c_f64(0.0);
+        let neg = cmp(e, Op::FOrdLessThan, x, zero)?;
+        sel(e, dt, neg, ce, fl)?
+    } else {
+        let d = exact(e, Op::FSub, dt, x, fl)?;
+        let half = e.c_f64(0.5);
+        let up = cmp(e, Op::FOrdGreaterThan, d, half)?;
+        let tie = cmp(e, Op::FOrdEqual, d, half)?;
+        let h = exact(e, Op::FMul, dt, fl, half)?;
+        let hf = ext(e, dt, glsl::FLOOR, &[h])?;
+        let odd = cmp(e, Op::FOrdNotEqual, hf, h)?;
+        let bt = e.t_bool();
+        let tie_odd = o(e, Op::LogicalAnd, bt, &[tie, odd])?;
+        let inc = o(e, Op::LogicalOr, bt, &[up, tie_odd])?;
+        let one = e.c_f64(1.0);
+        let next = exact(e, Op::FAdd, dt, fl, one)?;
+        sel(e, dt, inc, next, fl)?
+    };
+    // The sign of x (the result is 0 or has x's sign).
+    let it = e.t_int(64);
+    let rb = o(e, Op::Bitcast, it, &[r])?;
+    let xb = o(e, Op::Bitcast, it, &[x])?;
+    let sign = e.c_int(64, 1u64 << 63);
+    let mag = e.c_int(64, !(1u64 << 63));
+    let rm = o(e, Op::BitwiseAnd, it, &[rb, mag])?;
+    let xs = o(e, Op::BitwiseAnd, it, &[xb, sign])?;
+    let b = o(e, Op::BitwiseOr, it, &[rm, xs])?;
+    o(e, Op::Bitcast, dt, &[b])
+}
+
 /// Flush a subnormal f32 or f64 to a zero of the same sign (`.ftz`).
 pub(crate) fn flush(e: &mut Emitter, v: Word, bits: u32) -> Result<Word, Diagnostic> {
     let ft = e.t_float(bits);
@@ -741,7 +786,7 @@ pub(crate) fn ex2_32(e: &mut Emitter, x: Word) -> R {
     let hi = e.c_f64(200.0);
     let xc = ext(e, dt, glsl::FMAX, &[xd, lo])?;
     let xc = ext(e, dt, glsl::FMIN, &[xc, hi])?;
-    let n = ext(e, dt, glsl::ROUND_EVEN, &[xc])?;
+    let n = round_f64(e, xc, glsl::ROUND_EVEN)?;
     let f = exact(e, Op::FSub, dt, xc, n)?;
     let ln2 = std::f64::consts::LN_2;
     let cl = e.c_f64(ln2);
@@ -783,7 +828,7 @@ pub(crate) fn sincos32(e: &mut Emitter, x: Word, cos: bool) -> R {
     let xd = o(e, Op::FConvert, dt, &[x])?;
     let two_over_pi = e.c_f64(std::f64::consts::FRAC_2_PI);
     let t = exact(e, Op::FMul, dt, xd, two_over_pi)?;
-    let k = ext(e, dt, glsl::ROUND_EVEN, &[t])?;
+    let k = round_f64(e, t, glsl::ROUND_EVEN)?;
     // pi/2 = P1 + P2 + P3, P1 and P2 with 27 significant bits.
     let hp = std::f64::consts::FRAC_PI_2;
     let p1 = f64::from_bits(hp.to_bits() & !((1u64 << 26) - 1));
