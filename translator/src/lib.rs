@@ -182,7 +182,7 @@ pub struct Options {
     /// range reductions that round in f64) from `Floor` and `Ceil`:
     /// llvmpipe's f64 `RoundEven` and `Trunc` returned `x` unchanged for
     /// every |x| >= 2^24 on an AMD EPYC host (Mesa 22.3, LLVM 15), so
-    /// `cvt.rni.f64.f64` of 16777216.5 gave 16777216.5 (`emit/float.rs::round_f64`).
+    /// `cvt.rni.f64.f64` of 16777216.5 gave 16777216.5 (`emit/float.rs::integral_f64`).
     pub exact_f64_rounding: bool,
     /// Pass each 64-bit kernel parameter, and the addresses the translator
     /// loads for itself that are the same in every invocation (the module

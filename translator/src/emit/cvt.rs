@@ -257,8 +257,7 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
             } else {
                 (float_src_f32(e, fx, a, st, ftz)?, 32)
             };
-            let ft = e.t_float(fb);
-            let f = round(e, v, rnd, ft)?;
+            let f = round(e, v, rnd, fb)?;
             let r = float_to_int(e, f, fb, dbits, dt.is_signed())?;
             set(e, fx, d, r, K::Int(dbits), dt.is_signed())
         }
@@ -268,16 +267,14 @@ pub(crate) fn cvt(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<()
                 // Same type (optionally to an integral value) or exact widening.
                 let r = if st == ScalarType::F64 {
                     let v = get(e, fx, a, K::Float(64), false)?;
-                    let ft = e.t_float(64);
                     match irnd {
-                        Some(r) => round(e, v, r, ft)?,
+                        Some(r) => round(e, v, r, 64)?,
                         None => v,
                     }
                 } else {
                     let v = float_src_f32(e, fx, a, st, ftz)?;
-                    let ft = e.t_float(32);
                     let v = match irnd {
-                        Some(r) => round(e, v, r, ft)?,
+                        Some(r) => round(e, v, r, 32)?,
                         None => v,
                     };
                     match dt {
@@ -780,16 +777,17 @@ fn cvt_pack(e: &mut Emitter, fx: &mut Fx, inst: &Instruction) -> Result<(), Diag
     set(e, fx, d, r, K::Int(32), false)
 }
 
-fn round(e: &mut Emitter, v: Word, rnd: &str, ft: Word) -> Result<Word, Diagnostic> {
+fn round(e: &mut Emitter, v: Word, rnd: &str, bits: u32) -> Result<Word, Diagnostic> {
     let f = match rnd {
         "rni" => glsl::ROUND_EVEN,
         "rzi" => glsl::TRUNC,
         "rmi" => glsl::FLOOR,
         _ => glsl::CEIL,
     };
-    if ft == e.t_float(64) {
-        return super::float::round_f64(e, v, f);
+    if bits == 64 {
+        return super::float::integral_f64(e, v, f);
     }
+    let ft = e.t_float(bits);
     ext(e, ft, f, &[v])
 }
 

@@ -80,7 +80,7 @@ pub(crate) fn exact(e: &mut Emitter, op: Op, t: Word, a: Word, b: Word) -> Resul
 /// tie goes to the even one of `floor(x)` and `floor(x) + 1`, and the
 /// result takes the sign of `x` (so `-0.3` gives `-0.0`). NaN and the
 /// infinities pass through `Floor`.
-pub(crate) fn round_f64(e: &mut Emitter, x: Word, mode: u32) -> R {
+pub(crate) fn integral_f64(e: &mut Emitter, x: Word, mode: u32) -> R {
     let dt = e.t_float(64);
     if !e.opts.exact_f64_rounding || (mode != glsl::ROUND_EVEN && mode != glsl::TRUNC) {
         return ext(e, dt, mode, &[x]);
@@ -107,15 +107,7 @@ pub(crate) fn round_f64(e: &mut Emitter, x: Word, mode: u32) -> R {
         sel(e, dt, inc, next, fl)?
     };
     // The sign of x (the result is 0 or has x's sign).
-    let it = e.t_int(64);
-    let rb = o(e, Op::Bitcast, it, &[r])?;
-    let xb = o(e, Op::Bitcast, it, &[x])?;
-    let sign = e.c_int(64, 1u64 << 63);
-    let mag = e.c_int(64, !(1u64 << 63));
-    let rm = o(e, Op::BitwiseAnd, it, &[rb, mag])?;
-    let xs = o(e, Op::BitwiseAnd, it, &[xb, sign])?;
-    let b = o(e, Op::BitwiseOr, it, &[rm, xs])?;
-    o(e, Op::Bitcast, dt, &[b])
+    with_sign(e, r, x, 64)
 }
 
 /// Flush a subnormal f32 or f64 to a zero of the same sign (`.ftz`).
@@ -786,7 +778,7 @@ pub(crate) fn ex2_32(e: &mut Emitter, x: Word) -> R {
     let hi = e.c_f64(200.0);
     let xc = ext(e, dt, glsl::FMAX, &[xd, lo])?;
     let xc = ext(e, dt, glsl::FMIN, &[xc, hi])?;
-    let n = round_f64(e, xc, glsl::ROUND_EVEN)?;
+    let n = integral_f64(e, xc, glsl::ROUND_EVEN)?;
     let f = exact(e, Op::FSub, dt, xc, n)?;
     let ln2 = std::f64::consts::LN_2;
     let cl = e.c_f64(ln2);
@@ -828,7 +820,7 @@ pub(crate) fn sincos32(e: &mut Emitter, x: Word, cos: bool) -> R {
     let xd = o(e, Op::FConvert, dt, &[x])?;
     let two_over_pi = e.c_f64(std::f64::consts::FRAC_2_PI);
     let t = exact(e, Op::FMul, dt, xd, two_over_pi)?;
-    let k = round_f64(e, t, glsl::ROUND_EVEN)?;
+    let k = integral_f64(e, t, glsl::ROUND_EVEN)?;
     // pi/2 = P1 + P2 + P3, P1 and P2 with 27 significant bits.
     let hp = std::f64::consts::FRAC_PI_2;
     let p1 = f64::from_bits(hp.to_bits() & !((1u64 << 26) - 1));

@@ -279,16 +279,19 @@ impl Builder {
         Ok(())
     }
 
-    /// Place an instruction (its words) in the entry block of the open
-    /// function, after its variables and before everything else appended
-    /// to it, so that its result dominates every block of the function.
-    /// Its operands must be module-level ids or earlier entry values.
-    pub fn entry_value(&mut self, words: &[u32]) -> BuildResult<()> {
+    /// Place an instruction with a result type and id operands (as
+    /// [`Builder::op`]) in the entry block of the open function, after its
+    /// variables and before everything else appended to it, so that its
+    /// result dominates every block of the function. Its operands must be
+    /// module-level ids or earlier entry values. Returns the result id.
+    pub fn entry_value(&mut self, op: Op, result_type: Word, args: &[Word]) -> BuildResult<Word> {
         if !self.in_function || self.labels.is_empty() {
             return Err(Error::DetachedInstruction(None));
         }
-        self.entry_values.extend_from_slice(words);
-        Ok(())
+        let id = self.id();
+        self.entry_values.extend([head(op, 3 + args.len()), result_type, id]);
+        self.entry_values.extend_from_slice(args);
+        Ok(id)
     }
 
     /// Which function is open: a number no other function of this builder

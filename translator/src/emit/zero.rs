@@ -343,11 +343,8 @@ pub(crate) fn opaque_zero(e: &mut Emitter, bits: u32) -> Result<Word, Diagnostic
         0 => {
             let u32t = e.t_int(32);
             let c31 = e.c_u32(31);
-            let (index, zero) = (e.b.id(), e.b.id());
-            let load = (4 << 16) | Op::Load as u32;
-            let shift = (5 << 16) | Op::ShiftRightLogical as u32;
-            e.b.entry_value(&[load, u32t, index, e.local_index]).map_err(internal1)?;
-            e.b.entry_value(&[shift, u32t, zero, index, c31]).map_err(internal1)?;
+            let index = e.b.entry_value(Op::Load, u32t, &[e.local_index]).map_err(internal1)?;
+            let zero = e.b.entry_value(Op::ShiftRightLogical, u32t, &[index, c31]).map_err(internal1)?;
             e.opaque_zeros.1[0] = zero;
             zero
         }
@@ -357,8 +354,7 @@ pub(crate) fn opaque_zero(e: &mut Emitter, bits: u32) -> Result<Word, Diagnostic
         return Ok(zero32);
     }
     let it = e.t_int(64);
-    let zero = e.b.id();
-    e.b.entry_value(&[(4 << 16) | Op::UConvert as u32, it, zero, zero32]).map_err(internal1)?;
+    let zero = e.b.entry_value(Op::UConvert, it, &[zero32]).map_err(internal1)?;
     e.opaque_zeros.1[1] = zero;
     Ok(zero)
 }
