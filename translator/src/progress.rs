@@ -99,7 +99,7 @@
 //! per member in every iteration, where the translator's count
 //! (`emit/loop_limit.rs`) does not, and cut the loop early. The emitter
 //! writes such a step as plain selections instead (`emit/func.rs`,
-//! `chain_step`). And the steps follow each other, they do not nest: a
+//! `open_block`). And the steps follow each other, they do not nest: a
 //! chain of 60 blocks nested 60 deep passes what llvmpipe's fixed stack of
 //! nested conditions handles (a Taichi kernel crashed the process); the
 //! exits' tree is balanced for the same reason.

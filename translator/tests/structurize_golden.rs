@@ -51,3 +51,36 @@ fn translation_is_deterministic() {
         }
     }
 }
+
+/// Loop constructs (`OpLoopMerge`) in a SPIR-V module.
+fn loop_merges(words: &[u32]) -> usize {
+    let mut at = 5;
+    let mut n = 0;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        if words[at] & 0xffff == rspirv::spirv::Op::LoopMerge as u32 {
+            n += 1;
+        }
+        at += count.max(1);
+    }
+    n
+}
+
+/// A block region whose breaks all end the arms of its `if` (the
+/// structurizer's wrapper of every `if (i < n) { ... }` diamond) is
+/// emitted as a selection, not as a one-pass loop construct, which
+/// llvmpipe would run as a real loop. These fixtures have no loop, and
+/// their regions have such blocks (see their golden dumps).
+#[test]
+fn diamonds_are_selections_not_loops() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    for name in ["contraction", "vector_add", "numba_saxpy", "numba_signed_zero"] {
+        let src = std::fs::read_to_string(dir.join(format!("{name}.ptx"))).expect("read fixture");
+        let dump = ptxvk_translator::structure_dump(&src, name).unwrap_or_else(|d| panic!("{d}"));
+        assert!(dump.contains("block ->") && !dump.contains("loop "), "{name}: {dump}");
+        for opts in [ptxvk_translator::Options::default(), ptxvk_translator::Options::llvmpipe()] {
+            let t = ptxvk_translator::translate(&src, "a.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
+            assert_eq!(loop_merges(&t.spirv), 0, "{name}: a loop construct in a kernel without loops");
+        }
+    }
+}

@@ -1039,7 +1039,7 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
                     }
                 }
             }
-            Region::Block { follower, body } => match chain_step(fx.cfg, *follower, body) {
+            Region::Block { follower, body } => match open_block(*follower, body) {
                 Some(open) => emit_regions(e, fx, &open)?,
                 None => construct(e, fx, Dest::To(Target::Exit(*follower)), body)?,
             },
@@ -1081,21 +1081,23 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
     Ok(())
 }
 
-/// A step of a dispatch loop's chain ([`crate::progress`]): a block region
-/// whose follower is the chain's next test (or its latch), which every
-/// path of `body` reaches by falling off its end. Returns `body` with
-/// those branches taken out, its `If`s' arms left open (an open arm goes on
-/// after its `If`), so that the step is emitted as selections, not as a
-/// one-pass loop construct: llvmpipe's loop limiter would count one such
-/// construct per member of the chain in every iteration of the dispatch
-/// loop, which the translator's count does not see. `None` for any other
-/// block region, or where a branch to the follower leaves a nested
-/// construct.
-fn chain_step(cfg: &Cfg, follower: usize, body: &[Region]) -> Option<Vec<Region>> {
-    let Terminator::Dispatch { reg, .. } = &cfg.blocks[follower].term else { return None };
-    if !reg.starts_with(crate::progress::PC_PREFIX) {
-        return None;
-    }
+/// A block region that needs no construct of its own: one whose every
+/// branch to its follower ends an arm of its trailing `If`s (or its body),
+/// none inside a nested loop or block. Returns `body` with those branches
+/// taken out and the `If`s' arms left open (an open arm goes on after its
+/// `If`), so that it is emitted as plain selections, not as a one-pass loop
+/// construct. `None` where a branch to the follower leaves a nested
+/// construct or comes before the end.
+///
+/// llvmpipe runs every loop construct as a real loop: its limiter counts a
+/// one-pass construct once per pass, which the translator's count
+/// (`emit/loop_limit.rs`) does not see (a dispatch loop's chain,
+/// [`crate::progress`], has one per member in every iteration), and each
+/// is one more loop for LLVM's loop and machine passes: a Warp backward
+/// kernel (`check_special_funcs_float16`) had about 500 of them, most of
+/// them `if`/`else` diamonds in its grid-stride loop, and compiled in
+/// 483 s with them, 129 s without.
+fn open_block(follower: usize, body: &[Region]) -> Option<Vec<Region>> {
     fn opened(regions: &[Region], f: usize) -> Option<Vec<Region>> {
         let Some((last, init)) = regions.split_last() else { return Some(Vec::new()) };
         if init.iter().any(|r| crate::unroll::exits_to(r, f)) {
