@@ -219,6 +219,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// The PTX text of `bytes`: up to the first NUL byte when only NULs
+/// follow it, as the CUDA driver reads an image (a NUL-terminated string:
+/// NVIDIA Warp's kernel cache writes its PTX with the terminator). A NUL
+/// followed by anything else is an error at its line and column.
+fn c_string_text(name: &str, mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    let Some(nul) = bytes.iter().position(|&b| b == 0) else { return Ok(bytes) };
+    if bytes[nul..].iter().all(|&b| b == 0) {
+        bytes.truncate(nul);
+        return Ok(bytes);
+    }
+    let before = &bytes[..nul];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+    Err(format!(
+        "{name}:{line}:{column}: error: NUL byte inside the PTX text (the CUDA driver would stop reading here)"
+    ))
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     let (name, bytes) = if cli.input == "-" {
         let mut buf = Vec::new();
@@ -228,6 +247,7 @@ fn run(cli: Cli) -> Result<(), String> {
         let data = std::fs::read(&cli.input).map_err(|e| format!("{}: error: cannot read: {e}", cli.input))?;
         (cli.input.clone(), data)
     };
+    let bytes = c_string_text(&name, bytes)?;
     let source = String::from_utf8(bytes)
         .map_err(|e| format!("{name}: error: input is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
     if cli.parse_only {

@@ -52,3 +52,19 @@ fn parse_only_is_silent_on_success_and_reports_every_error() {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
     }
 }
+
+/// A NUL-terminated image (NVIDIA Warp's cached PTX ends with its
+/// terminator) reads as the driver reads it; a NUL inside the text is an
+/// error at its position.
+#[test]
+fn nul_terminated_text_and_nul_inside_it() {
+    let mut terminated = OK.as_bytes().to_vec();
+    terminated.extend([0, 0]);
+    let (code, err, _) = run(&["-", "--check"], &terminated);
+    assert_eq!(code, 0, "{err}");
+    let mut inside = OK.as_bytes().to_vec();
+    inside.splice(30..30, [0]);
+    let (code, err, _) = run(&["-", "--check"], &inside);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("<stdin>:3:4: error: NUL byte inside the PTX text"), "{err}");
+}
