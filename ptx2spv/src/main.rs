@@ -232,7 +232,8 @@ fn c_string_text(name: &str, mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
     let before = &bytes[..nul];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
     let start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let column = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+    // In bytes, as the translator's diagnostics count columns.
+    let column = before.len() - start + 1;
     Err(format!(
         "{name}:{line}:{column}: error: NUL byte inside the PTX text (the CUDA driver would stop reading here)"
     ))

@@ -13,9 +13,12 @@
 //!   predecessor and is emitted inline.
 //!
 //! Regions are single-entry; every statement sequence ends in a transfer
-//! ([`Region::Br`] or [`Region::Return`]). The SPIR-V writer turns `Block` and
-//! `Loop` into loop constructs and lowers branches that leave more than one
-//! construct with a break-target variable (see `emit`).
+//! ([`Region::Br`] or [`Region::Return`]). The SPIR-V writer turns `Loop`
+//! into a loop construct, and `Block` into selections where every break to
+//! its follower ends an arm of its trailing `If`s (`emit/func.rs`,
+//! `open_block`), else into a one-pass loop construct; it lowers branches
+//! that leave more than one construct with a break-target variable (see
+//! `emit`).
 //!
 //! An irreducible CFG (a cycle with several entries) is reported; splitting
 //! nodes to make it reducible is a later step of the control-flow work.

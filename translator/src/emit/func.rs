@@ -1089,9 +1089,10 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
 /// construct. `None` where a branch to the follower leaves a nested
 /// construct or comes before the end.
 ///
-/// llvmpipe runs every loop construct as a real loop: its limiter counts a
-/// one-pass construct once per pass, which the translator's count
-/// (`emit/loop_limit.rs`) does not see (a dispatch loop's chain,
+/// llvmpipe's compiler keeps many one-pass constructs as real loops
+/// (removing some): its limiter counts such a loop once per pass, which
+/// the translator's count (`emit/loop_limit.rs`) does not see (a dispatch
+/// loop's chain,
 /// [`crate::progress`], has one per member in every iteration), and each
 /// is one more loop for LLVM's loop and machine passes: a Warp backward
 /// kernel (`check_special_funcs_float16`) had about 500 of them, most of
