@@ -16,7 +16,7 @@
 #![forbid(unsafe_code)]
 
 use clap::{Parser, ValueEnum};
-use ptxvk_translator::{Options, TargetEnv, WarpPath};
+use ptxvk_translator::{Diagnostic, Diagnostics, Options, Span, TargetEnv, WarpPath};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -219,24 +219,22 @@ fn main() -> ExitCode {
     }
 }
 
-/// The PTX text of `bytes`: up to the first NUL byte when only NULs
-/// follow it, as the CUDA driver reads an image (a NUL-terminated string:
-/// NVIDIA Warp's kernel cache writes its PTX with the terminator). A NUL
-/// followed by anything else is an error at its line and column.
-fn c_string_text(name: &str, mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
-    let Some(nul) = bytes.iter().position(|&b| b == 0) else { return Ok(bytes) };
-    if bytes[nul..].iter().all(|&b| b == 0) {
-        bytes.truncate(nul);
-        return Ok(bytes);
+/// The PTX text of `source`: up to the first NUL when only NULs follow
+/// it, as the CUDA driver reads an image (a NUL-terminated string: NVIDIA
+/// Warp's kernel cache writes its PTX with the terminator). A NUL followed
+/// by anything else is an error at its position.
+fn c_string_text(name: &str, mut source: String) -> Result<String, String> {
+    let Some(nul) = source.find('\0') else { return Ok(source) };
+    if source[nul..].bytes().all(|b| b == 0) {
+        source.truncate(nul);
+        return Ok(source);
     }
-    let before = &bytes[..nul];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    // In bytes, as the translator's diagnostics count columns.
-    let column = before.len() - start + 1;
-    Err(format!(
-        "{name}:{line}:{column}: error: NUL byte inside the PTX text (the CUDA driver would stop reading here)"
-    ))
+    let at = u32::try_from(nul).unwrap_or(u32::MAX);
+    let d = Diagnostic::error(
+        Span { start: at, end: at.saturating_add(1) },
+        "NUL byte inside the PTX text (the CUDA driver would stop reading here)",
+    );
+    Err(Diagnostics::single(name, &source, d).to_string())
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -248,9 +246,9 @@ fn run(cli: Cli) -> Result<(), String> {
         let data = std::fs::read(&cli.input).map_err(|e| format!("{}: error: cannot read: {e}", cli.input))?;
         (cli.input.clone(), data)
     };
-    let bytes = c_string_text(&name, bytes)?;
     let source = String::from_utf8(bytes)
         .map_err(|e| format!("{name}: error: input is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
+    let source = c_string_text(&name, source)?;
     if cli.parse_only {
         return ptxvk_translator::check_syntax(&source, &name).map_err(|d| d.to_string());
     }

@@ -24,22 +24,9 @@ const FIXTURES: &[&str] = &[
     "textures.ptx",
 ];
 
-/// Opcode and the words of each instruction after the header.
-fn instructions(words: &[u32]) -> Vec<(u32, &[u32])> {
-    let mut out = Vec::new();
-    let mut at = 5;
-    while at < words.len() {
-        let len = (words[at] >> 16) as usize;
-        assert!(len > 0 && at + len <= words.len(), "malformed SPIR-V at word {at}");
-        out.push((words[at] & 0xffff, &words[at..at + len]));
-        at += len;
-    }
-    out
-}
-
 /// The names of the module's entry points.
 fn entry_points(words: &[u32]) -> Vec<String> {
-    instructions(words)
+    common::instructions(words)
         .into_iter()
         .filter(|(op, _)| *op == 15)
         .map(|(_, w)| {
@@ -60,7 +47,7 @@ fn every_entry_slices_into_a_valid_module_of_its_own() {
             let whole = translate(&ptx, name, &options).unwrap_or_else(|d| panic!("{name} ({label}): {d}"));
             let entries = entry_points(&whole.spirv);
             assert!(entries.len() > 1, "{name}: a fixture with several entries");
-            let functions = |w: &[u32]| instructions(w).iter().filter(|(op, _)| *op == 54).count();
+            let functions = |w: &[u32]| common::instructions(w).iter().filter(|(op, _)| *op == 54).count();
             let all = functions(&whole.spirv);
             for entry in &entries {
                 let slice = entry_slice(&whole.spirv, entry).unwrap_or_else(|| panic!("{name}: no slice for {entry}"));

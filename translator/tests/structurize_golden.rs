@@ -2,6 +2,8 @@
 //!
 //! Regenerate with `UPDATE_GOLDEN=1 cargo test -p ptxvk-translator --test structurize_golden`.
 
+mod common;
+
 use std::path::Path;
 
 fn fixtures() -> Vec<std::path::PathBuf> {
@@ -52,20 +54,6 @@ fn translation_is_deterministic() {
     }
 }
 
-/// Loop constructs (`OpLoopMerge`) in a SPIR-V module.
-fn loop_merges(words: &[u32]) -> usize {
-    let mut at = 5;
-    let mut n = 0;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        if words[at] & 0xffff == rspirv::spirv::Op::LoopMerge as u32 {
-            n += 1;
-        }
-        at += count.max(1);
-    }
-    n
-}
-
 /// A block region whose breaks all end the arms of its `if` (the
 /// structurizer's wrapper of every `if (i < n) { ... }` diamond) is
 /// emitted as a selection, not as a one-pass loop construct, which
@@ -80,7 +68,11 @@ fn diamonds_are_selections_not_loops() {
         assert!(dump.contains("block ->") && !dump.contains("loop "), "{name}: {dump}");
         for opts in [ptxvk_translator::Options::default(), ptxvk_translator::Options::llvmpipe()] {
             let t = ptxvk_translator::translate(&src, "a.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
-            assert_eq!(loop_merges(&t.spirv), 0, "{name}: a loop construct in a kernel without loops");
+            assert_eq!(
+                common::count_op(&t.spirv, rspirv::spirv::Op::LoopMerge),
+                0,
+                "{name}: a loop construct in a kernel without loops"
+            );
         }
     }
 }

@@ -2,6 +2,8 @@
 //! every warp fixture translates on every path into SPIR-V that `spirv-val`
 //! accepts, deterministically; scratch metadata; diagnostics; loop exits.
 
+mod common;
+
 use ptxvk_translator::structurize::LoopExits;
 use ptxvk_translator::{translate, Options, TargetEnv, Translation, WarpPath};
 use std::path::{Path, PathBuf};
@@ -169,18 +171,6 @@ return
     assert_eq!(outside, want);
 }
 
-/// How many instructions with opcode `op` the module has.
-fn count_op(words: &[u32], op: u32) -> usize {
-    let mut i = 5;
-    let mut n = 0;
-    while i < words.len() {
-        let len = (words[i] >> 16) as usize;
-        n += usize::from(words[i] & 0xffff == op);
-        i += len.max(1);
-    }
-    n
-}
-
 /// The emulated votes touch the scratch array as little as they can
 /// (llvmpipe compiles every access as a loop over the lanes, and a kernel's
 /// compile time grows with the square of their number): one XOR per
@@ -194,12 +184,12 @@ fn emulated_votes_cost_one_update_per_condition() {
     // remainder), each with two ballots, any and activemask (one condition)
     // and two `all` (two conditions: the lanes that vote and the active ones).
     let (one, two) = (3 * 4, 3 * 2);
-    assert_eq!(count_op(&t.spirv, Op::AtomicXor as u32), one + 2 * two);
+    assert_eq!(common::count_op(&t.spirv, Op::AtomicXor), one + 2 * two);
     // The entry clears the 2 vote slots and 2 slots of both ballot regions.
-    assert_eq!(count_op(&t.spirv, Op::AtomicStore as u32), 2 + 2 * 2);
+    assert_eq!(common::count_op(&t.spirv, Op::AtomicStore), 2 + 2 * 2);
     // A barrier per vote, per `__syncthreads` (3), per loop vote (1) and
     // after the entry's clears (1).
-    assert_eq!(count_op(&t.spirv, Op::ControlBarrier as u32), one + two + 3 + 1 + 1);
+    assert_eq!(common::count_op(&t.spirv, Op::ControlBarrier), one + two + 3 + 1 + 1);
 }
 
 /// The workgroup barriers of `src` translated with `opts`, after `spirv-val`
@@ -209,7 +199,7 @@ fn validated_barriers(src: &str, opts: &Options) -> usize {
     if let Some(r) = spirv_val(&t.spirv, "vulkan1.2") {
         r.unwrap_or_else(|e| panic!("{:?}: {e}", opts.entry));
     }
-    count_op(&t.spirv, rspirv::spirv::Op::ControlBarrier as u32)
+    common::count_op(&t.spirv, rspirv::spirv::Op::ControlBarrier)
 }
 
 /// Lock step through global memory (`emit/lockstep.rs`): on the emulated

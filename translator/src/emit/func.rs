@@ -1092,9 +1092,9 @@ pub(crate) fn emit_regions(e: &mut Emitter, fx: &mut Fx, regions: &[Region]) -> 
 /// llvmpipe's compiler keeps many one-pass constructs as real loops
 /// (removing some): its limiter counts such a loop once per pass, which
 /// the translator's count (`emit/loop_limit.rs`) does not see (a dispatch
-/// loop's chain,
-/// [`crate::progress`], has one per member in every iteration), and each
-/// is one more loop for LLVM's loop and machine passes: a Warp backward
+/// loop's chain, [`crate::progress`], has one per member in every
+/// iteration), and each is one more loop for LLVM's loop and machine
+/// passes: a Warp backward
 /// kernel (`check_special_funcs_float16`) had about 500 of them, most of
 /// them `if`/`else` diamonds in its grid-stride loop, and compiled in
 /// 483 s with them, 129 s without.

@@ -1,4 +1,6 @@
-//! Helpers shared by the translator's integration tests.
+//! Helpers shared by the translator's integration tests (each test binary
+//! uses some of them).
+#![allow(dead_code)]
 
 use std::process::Command;
 
@@ -24,4 +26,23 @@ pub fn spirv_val(words: &[u32], what: &str) -> Result<(), String> {
     } else {
         Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
     }
+}
+
+/// Opcode and the words of each instruction of a SPIR-V module, after its
+/// header.
+pub fn instructions(words: &[u32]) -> Vec<(u32, &[u32])> {
+    let mut out = Vec::new();
+    let mut at = 5;
+    while at < words.len() {
+        let len = (words[at] >> 16) as usize;
+        assert!(len > 0 && at + len <= words.len(), "malformed SPIR-V at word {at}");
+        out.push((words[at] & 0xffff, &words[at..at + len]));
+        at += len;
+    }
+    out
+}
+
+/// How many instructions with opcode `op` the module has.
+pub fn count_op(words: &[u32], op: rspirv::spirv::Op) -> usize {
+    instructions(words).iter().filter(|(o, _)| *o == op as u32).count()
 }
