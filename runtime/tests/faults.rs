@@ -261,6 +261,60 @@ fn memcheck_reports_off_by_one_negative_index_and_use_after_free() {
 }
 
 #[test]
+fn memcheck_searches_a_deep_table_exactly() {
+    // Past 8 ranges the checks search the range table instead of scanning
+    // the ranges a thread keeps (`emit/fault.rs`, `emit_search`; every
+    // step's load stays inside the table, the depth a specialization
+    // constant). 30 to 70 live allocations: depths 5 to 7. Every
+    // allocation is read in bounds exactly, and the element one past each
+    // of them, inside its memory block, is caught.
+    let mut g = Lcg(0xdee9);
+    for extra in [30usize, 70] {
+        let ctx = context_with(FaultMode::Memcheck);
+        let mut live = Vec::new();
+        for _ in 0..extra {
+            let n = 1 + (g.next_u32() % 300) as usize;
+            let data = floats(n, u64::from(g.next_u32()));
+            live.push((upload_u32(&ctx, &data), n, data));
+        }
+        let ranges = ctx.fault_range_count();
+        assert!(ranges >= extra, "{ranges} ranges for {extra} allocations");
+        for (k, (din, n, data)) in live.iter().enumerate().step_by(7) {
+            let dout = poisoned(&ctx, *n + 4);
+            run(
+                &ctx,
+                "read_all",
+                n.div_ceil(128) as u32,
+                128,
+                0,
+                &[&dout.to_le_bytes(), &din.to_le_bytes(), &(*n as i32).to_le_bytes()],
+            )
+            .unwrap_or_else(|e| panic!("allocation {k} of {extra}, {n} elements: {e}"));
+            let got = download_u32(&ctx, dout, n + 4);
+            for i in 0..*n {
+                assert_eq!(got[i], (f32::from_bits(data[i]) + 1.0).to_bits(), "allocation {k} of {extra}: [{i}]");
+            }
+            assert!(got[*n..].iter().all(|&w| w == POISON), "allocation {k} of {extra}: wrote past the end");
+        }
+        assert_clean(&ctx);
+        // One element past an allocation in the middle of the table.
+        let (din, n, _) = &live[extra / 2];
+        let dout = poisoned(&ctx, *n + 8);
+        let err = run(
+            &ctx,
+            "read_all",
+            1,
+            512,
+            0,
+            &[&dout.to_le_bytes(), &din.to_le_bytes(), &(*n as i32 + 1).to_le_bytes()],
+        )
+        .expect_err("the memcheck catches a read one past an allocation");
+        let Error::IllegalAddress(msg) = &err else { panic!("want an illegal address, got {err}") };
+        assert!(msg.contains(&format!("0 bytes after the nearest allocation at {din:#x}")), "{msg}");
+    }
+}
+
+#[test]
 fn checks_keep_results_exact() {
     // Every other test of the suite runs with the default checks on
     // lavapipe; this one compares a kernel with and without them.

@@ -310,3 +310,51 @@ fn segmented_sum_of_a_run_of_69000_records() {
     }
     assert_clean(&ctx);
 }
+
+/// `many_searches`' result for thread `i`.
+fn many_searches_of(cols: &[i32], keys: &[i32], i: usize) -> i32 {
+    let lower_bound = |key: i32| cols.partition_point(|&c| c < key) as i32;
+    let searches =
+        (0..40).fold(0i32, |acc, s| acc.wrapping_add((s as i32 + 1).wrapping_mul(lower_bound(keys[40 * i + s]))));
+    let below = cols.iter().filter(|&&c| c < keys[40 * i]).count() as i32;
+    searches.wrapping_add(below)
+}
+
+#[test]
+fn forty_searches_and_a_scan_of_300000_elements() {
+    // 41 loops in one function (NVIDIA Warp's sparse-matrix kernels have a
+    // hundred binary searches): their copies share one budget
+    // (`translator/src/unroll.rs`, `MAX_UNROLLED_FUNCTION`), so some loops
+    // get fewer copies or none; the serial scan, the smallest body, runs
+    // 300,000 iterations per thread.
+    let ctx = context();
+    let m = ctx.load_module(include_str!("../../tests/fixtures/many_searches.ptx"), "many_searches.ptx").unwrap();
+    let f = m.function("many_searches").unwrap();
+    let (n, row_len) = (64usize, 300_000usize);
+    let mut g = Lcg(41);
+    // Sorted column indices with repeats and gaps; keys below, inside and
+    // above their range.
+    let mut cols: Vec<i32> = (0..row_len).map(|_| (g.next_u32() % 1_000_000) as i32).collect();
+    cols.sort_unstable();
+    let keys: Vec<i32> = (0..40 * n).map(|_| (g.next_u32() % 1_100_000) as i32 - 50_000).collect();
+    let dcols = upload_u32(&ctx, &cols.iter().map(|&c| c as u32).collect::<Vec<u32>>());
+    let dkeys = upload_u32(&ctx, &keys.iter().map(|&k| k as u32).collect::<Vec<u32>>());
+    let dout = poisoned(&ctx, n + 8);
+    let params = f
+        .pack_params(&[
+            &dout.to_le_bytes(),
+            &dcols.to_le_bytes(),
+            &dkeys.to_le_bytes(),
+            &(n as i32).to_le_bytes(),
+            &(row_len as i32).to_le_bytes(),
+        ])
+        .unwrap();
+    ctx.launch(&f, [1, 1, 1], [n as u32, 1, 1], 0, &params).unwrap();
+    ctx.synchronize().unwrap_or_else(|e| panic!("{e}"));
+    let out = download_u32(&ctx, dout, n + 8);
+    for (i, &got) in out[..n].iter().enumerate() {
+        assert_eq!(got as i32, many_searches_of(&cols, &keys, i), "thread {i}");
+    }
+    assert!(out[n..].iter().all(|&w| w == POISON), "wrote past the end");
+    assert_clean(&ctx);
+}

@@ -23,8 +23,9 @@
 //! the same order as an iteration did, so nothing changes but the count of
 //! back-edges. `k` is at most [`crate::Options::unroll_loops`] and shrinks
 //! with the body's size ([`MAX_UNROLLED`] instructions in all, or
-//! [`MAX_UNROLLED_WITH_BARRIERS`] in a function with barriers); a
-//! `continue` more than [`MAX_NESTING`] selections deep keeps the loop.
+//! [`MAX_UNROLLED_WITH_BARRIERS`] in a function with barriers), and the
+//! copies of all the loops of a function share [`MAX_UNROLLED_FUNCTION`];
+//! a `continue` more than [`MAX_NESTING`] selections deep keeps the loop.
 //!
 //! The copies follow each other instead of nesting (an earlier form put
 //! each copy inside the arm of the previous one's `continue`), so that the
@@ -74,6 +75,21 @@ pub const MAX_UNROLLED_RESUMABLE: usize = 160;
 /// [`MAX_UNROLLED_RESUMABLE`]: it is emitted as an address computation,
 /// the fault checks' range search on CPU devices, and the access.
 pub const ACCESS_WEIGHT: usize = 4;
+
+/// Most weighted instructions (a memory access weighs [`ACCESS_WEIGHT`])
+/// that the copies of all the loops of one function may add together.
+/// llvmpipe's compile time grows with the square of a function's memory
+/// accesses (`docs/llvmpipe-compile-time.md`), so every copied access costs
+/// more the more accesses the function has, while a loop's copies only
+/// divide how often its iterations count against the limiter. Loops with
+/// the smallest bodies (counting and spinning loops, the likeliest to run
+/// long) get their copies first, then in program order, each as many as
+/// the rest of the budget allows. A kernel of NVIDIA Warp's
+/// `test_fsai.py` (136 binary searches, each a loop of 15 instructions
+/// with one global load, in a function of 14,900 PTX lines and 1,205
+/// global loads) got 8 copies of each: 2,397 global loads in its SPIR-V
+/// where the PTX has 1,205.
+pub const MAX_UNROLLED_FUNCTION: usize = 1024;
 
 /// Most two-way branches the copies of a body may nest in.
 pub const MAX_NESTING: usize = 24;
@@ -126,9 +142,52 @@ pub fn run(cfg: &Cfg, regions: &[Region], copies: u32, resumes: bool) -> Option<
     } else {
         (MAX_UNROLLED, 1)
     };
-    let mut changed = false;
-    let out = rewrite(cfg, regions, Limits { copies: copies as usize, budget, access_weight }, &mut changed);
-    changed.then_some(out)
+    let limits = Limits { copies: copies as usize, budget, access_weight };
+    let mut loops = Vec::new();
+    candidates(cfg, regions, limits, &mut loops);
+    // The function's budget: the smallest bodies first (a stable sort keeps
+    // program order among equals).
+    loops.sort_by_key(|c| c.cost);
+    let mut left = MAX_UNROLLED_FUNCTION;
+    let mut factors = std::collections::HashMap::new();
+    for c in loops {
+        let k = c.copies.min(1 + left / c.cost.max(1));
+        if k >= 2 {
+            left -= (k - 1) * c.cost;
+            factors.insert(c.header, k);
+        }
+    }
+    if factors.is_empty() {
+        return None;
+    }
+    Some(rewrite(cfg, regions, &factors))
+}
+
+/// A loop [`factor`] would unroll: its header, the copies it may get and
+/// what each copy adds against [`MAX_UNROLLED_FUNCTION`].
+struct Candidate {
+    header: usize,
+    copies: usize,
+    cost: usize,
+}
+
+/// The loops of `regions` that [`factor`] unrolls, in program order (such a
+/// loop holds no other loop; the others are searched inside).
+fn candidates(cfg: &Cfg, regions: &[Region], limits: Limits, out: &mut Vec<Candidate>) {
+    for r in regions {
+        match r {
+            Region::Loop { header, body } => match factor(cfg, *header, body, limits) {
+                Some((copies, cost)) => out.push(Candidate { header: *header, copies, cost }),
+                None => candidates(cfg, body, limits, out),
+            },
+            Region::Block { body, .. } => candidates(cfg, body, limits, out),
+            Region::If { then_body, else_body, .. } => {
+                candidates(cfg, then_body, limits, out);
+                candidates(cfg, else_body, limits, out);
+            }
+            Region::Code(_) | Region::Br(_) | Region::Return => {}
+        }
+    }
 }
 
 /// Opcodes that [`ACCESS_WEIGHT`] applies to.
@@ -155,24 +214,23 @@ fn has_loop(r: &Region) -> bool {
     }
 }
 
-fn rewrite(cfg: &Cfg, regions: &[Region], limits: Limits, changed: &mut bool) -> Vec<Region> {
+/// `regions` with the loop headed by each key of `factors` unrolled to its
+/// value's copies.
+fn rewrite(cfg: &Cfg, regions: &[Region], factors: &std::collections::HashMap<usize, usize>) -> Vec<Region> {
     regions
         .iter()
         .map(|r| match r {
-            Region::Loop { header, body } => match factor(cfg, *header, body, limits) {
-                Some(k) => {
-                    *changed = true;
-                    Region::Loop { header: *header, body: unrolled(cfg, *header, body, k) }
-                }
-                None => Region::Loop { header: *header, body: rewrite(cfg, body, limits, changed) },
+            Region::Loop { header, body } => match factors.get(header) {
+                Some(&k) => Region::Loop { header: *header, body: unrolled(cfg, *header, body, k) },
+                None => Region::Loop { header: *header, body: rewrite(cfg, body, factors) },
             },
             Region::Block { follower, body } => {
-                Region::Block { follower: *follower, body: rewrite(cfg, body, limits, changed) }
+                Region::Block { follower: *follower, body: rewrite(cfg, body, factors) }
             }
             Region::If { block, then_body, else_body } => Region::If {
                 block: *block,
-                then_body: rewrite(cfg, then_body, limits, changed),
-                else_body: rewrite(cfg, else_body, limits, changed),
+                then_body: rewrite(cfg, then_body, factors),
+                else_body: rewrite(cfg, else_body, factors),
             },
             Region::Code(_) | Region::Br(_) | Region::Return => r.clone(),
         })
@@ -182,10 +240,10 @@ fn rewrite(cfg: &Cfg, regions: &[Region], limits: Limits, changed: &mut bool) ->
 /// What a loop body holds, for [`factor`].
 #[derive(Default)]
 struct Scan {
-    /// PTX instructions (each block's code and branch), each memory
-    /// access counted `access_weight` times.
+    /// PTX instructions (each block's code and branch), and the memory
+    /// accesses among them.
     insts: usize,
-    access_weight: usize,
+    accesses: usize,
     /// `continue`s of the loop reached through `If`s only, and the most
     /// `If`s one of them is nested in.
     continues: usize,
@@ -194,10 +252,11 @@ struct Scan {
     blocked: bool,
 }
 
-/// How many copies of `body` the loop headed by `header` gets (`None`:
-/// fewer than 2).
-fn factor(cfg: &Cfg, header: usize, body: &[Region], limits: Limits) -> Option<usize> {
-    let mut s = Scan { access_weight: limits.access_weight, ..Scan::default() };
+/// How many copies of `body` the loop headed by `header` gets within its
+/// own budget, and what a copy adds against [`MAX_UNROLLED_FUNCTION`]
+/// (`None`: fewer than 2 copies).
+fn factor(cfg: &Cfg, header: usize, body: &[Region], limits: Limits) -> Option<(usize, usize)> {
+    let mut s = Scan::default();
     scan(cfg, header, body, 0, false, &mut s);
     if s.blocked || s.continues != 1 {
         return None;
@@ -205,8 +264,9 @@ fn factor(cfg: &Cfg, header: usize, body: &[Region], limits: Limits) -> Option<u
     if s.depth > MAX_NESTING || !continue_at_tail(header, body) {
         return None;
     }
-    let k = limits.copies.min(limits.budget / s.insts.max(1));
-    (k >= 2).then_some(k)
+    let weighed = |w: usize| s.insts + s.accesses * (w - 1);
+    let k = limits.copies.min(limits.budget / weighed(limits.access_weight).max(1));
+    (k >= 2).then_some((k, weighed(ACCESS_WEIGHT)))
 }
 
 /// Whether the loop's `continue` ends `regions`: it is their last
@@ -230,14 +290,9 @@ fn scan(cfg: &Cfg, header: usize, regions: &[Region], depth: usize, in_block: bo
                 let blk = &cfg.blocks[*b];
                 // The resume pass's save code runs once per round: it does
                 // not count against the budget.
-                let weight = s.access_weight;
-                s.insts += blk
-                    .insts
-                    .iter()
-                    .filter(|i| !crate::resume::is_pass_instruction(i))
-                    .map(|i| if ACCESSES.contains(&&*i.opcode) { weight } else { 1 })
-                    .sum::<usize>()
-                    + 1;
+                let own = blk.insts.iter().filter(|i| !crate::resume::is_pass_instruction(i));
+                s.insts += own.clone().count() + 1;
+                s.accesses += own.filter(|i| ACCESSES.contains(&&*i.opcode)).count();
                 if blk.insts.iter().any(|i| KEEPS_LOOP.contains(&&*i.opcode)) {
                     s.blocked = true;
                 }
