@@ -265,9 +265,10 @@ fn memcheck_searches_a_deep_table_exactly() {
     // Past 8 ranges the checks search the range table instead of scanning
     // the ranges a thread keeps (`emit/fault.rs`, `emit_search`; every
     // step's load stays inside the table, the depth a specialization
-    // constant). 30 to 70 live allocations: depths 5 to 7. Every
-    // allocation is read in bounds exactly, and the element one past each
-    // of them, inside its memory block, is caught.
+    // constant). 30 and 70 live allocations: depths 5 to 7. Every seventh
+    // allocation is read in bounds exactly, and a read one element past an
+    // allocation made half way through (the memcheck leaves a gap after
+    // each) is caught.
     let mut g = Lcg(0xdee9);
     for extra in [30usize, 70] {
         let ctx = context_with(FaultMode::Memcheck);

@@ -325,8 +325,10 @@ fn forty_searches_and_a_scan_of_300000_elements() {
     // 41 loops in one function (NVIDIA Warp's sparse-matrix kernels have a
     // hundred binary searches): their copies share one budget
     // (`translator/src/unroll.rs`, `MAX_UNROLLED_FUNCTION`), so some loops
-    // get fewer copies or none; the serial scan, the smallest body, runs
-    // 300,000 iterations per thread.
+    // get fewer copies or none (which ones: `translator/tests/unroll_budget.rs`).
+    // The results are right with loops unrolled and not side by side; the
+    // serial scan runs 300,000 iterations per thread, past the limiter, on
+    // its copies (and resume rounds, where the entry has them).
     let ctx = context();
     let m = ctx.load_module(include_str!("../../tests/fixtures/many_searches.ptx"), "many_searches.ptx").unwrap();
     let f = m.function("many_searches").unwrap();

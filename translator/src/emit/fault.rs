@@ -239,9 +239,11 @@ pub(crate) fn emit_search(e: &mut Emitter) -> Result<(), Diagnostic> {
     // step k (half = 2^k) counts only when k < depth. Each step's index is
     // clamped to the table's last range, so that the loads of the steps
     // that do not count (and of the whole search, for a small table) read
-    // inside it until they fold away. (The table's address is read here
-    // only: llvmpipe runs a load lane by lane, and the small tables above
-    // do not need it.)
+    // inside it until they fold away (the runtime's table has `1 << depth`
+    // ranges, depth at most `fault::MAX_DEPTH`). The table's address and
+    // ranges are read here only, and only this form uses them: for small
+    // tables the loads fold away with the form (llvmpipe would run each
+    // lane by lane).
     let log = fault_log(e)?;
     let table = load_uniform_u64(e, log, fault::RANGES)?;
     let one = e.c_u32(1);
