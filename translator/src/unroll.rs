@@ -39,6 +39,7 @@
 //! spared); [`crate::Options::uniform_params`] removes that.
 
 use crate::cfg::Cfg;
+use crate::fxhash::FxHashMap;
 use crate::structurize::{Region, Target};
 
 /// Most PTX instructions in the body of an unrolled loop, all copies, in
@@ -154,7 +155,7 @@ pub fn run(cfg: &Cfg, regions: &[Region], copies: u32, resumes: bool) -> Option<
     // program order among equals).
     loops.sort_by_key(|c| c.cost);
     let mut left = MAX_UNROLLED_FUNCTION;
-    let mut factors = std::collections::HashMap::new();
+    let mut factors = FxHashMap::default();
     for c in loops {
         let k = c.copies.min(1 + left / c.cost.max(1));
         if k >= 2 {
@@ -221,7 +222,7 @@ fn has_loop(r: &Region) -> bool {
 
 /// `regions` with the loop headed by each key of `factors` unrolled to its
 /// value's copies.
-fn rewrite(cfg: &Cfg, regions: &[Region], factors: &std::collections::HashMap<usize, usize>) -> Vec<Region> {
+fn rewrite(cfg: &Cfg, regions: &[Region], factors: &FxHashMap<usize, usize>) -> Vec<Region> {
     regions
         .iter()
         .map(|r| match r {
