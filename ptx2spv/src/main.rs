@@ -96,6 +96,11 @@ struct Cli {
     /// f64 RoundEven and Trunc can return x unchanged for |x| >= 2^24).
     #[arg(long = "exact-f64-rounding", default_value_t = false)]
     exact_f64_rounding: bool,
+    /// Use the driver's f64 division and square root as they are for
+    /// div.rn, rcp.rn and sqrt.rn of f64 (only for a driver whose results
+    /// are correctly rounded, as llvmpipe's are; the runtime probes it).
+    #[arg(long = "correct-f64-div-sqrt", default_value_t = false)]
+    correct_f64_div_sqrt: bool,
     /// Pass 64-bit kernel parameters through OpGroupNonUniformBroadcastFirst,
     /// so that llvmpipe keeps them in scalar registers (needs subgroup
     /// ballot operations).
@@ -279,6 +284,7 @@ fn run(cli: Cli) -> Result<(), String> {
         signed_zero_inf_nan_f16: cli.signed_zero_inf_nan,
         zero_operand_workaround: cli.zero_operand_workaround,
         exact_f64_rounding: cli.exact_f64_rounding,
+        correct_f64_div_sqrt: cli.correct_f64_div_sqrt,
         uniform_params: cli.uniform_params,
         printf_sites: cli.printf_sites,
         generic_to_global: cli.generic_to_global,

@@ -238,7 +238,14 @@ impl Context {
         inner.info.emulate_fma = crate::probe::needs_fma_emulation(&inner);
         if inner.info.supports_f64 {
             (inner.info.keeps_f32_subnormals, inner.info.keeps_f64_subnormals) = crate::probe::keeps_subnormals(&inner);
+            if !std::env::var(crate::instance::NATIVE_F64_DIV_ENV).is_ok_and(|v| v == "0") {
+                // The probe's own module is translated with the driver's
+                // operations; the answer applies to every later module.
+                inner.info.correct_f64_div_sqrt = true;
+                inner.info.correct_f64_div_sqrt = crate::probe::correct_f64_div_sqrt(&inner);
+            }
         }
+        inner.lock().table.forget_freed();
         Ok(Context(Arc::new(inner)))
     }
 
@@ -1481,6 +1488,7 @@ impl ContextInner {
             signed_zero_inf_nan_f16: self.info.signed_zero_inf_nan_f16,
             zero_operand_workaround: self.info.driver_name == "llvmpipe",
             exact_f64_rounding: self.info.driver_name == "llvmpipe",
+            correct_f64_div_sqrt: self.info.correct_f64_div_sqrt,
             // It takes a 64-bit pointer parameter apart lane by lane where it
             // does not see that the value is the same in every lane.
             uniform_params: self.info.driver_name == "llvmpipe"

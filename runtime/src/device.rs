@@ -124,6 +124,11 @@ pub struct DeviceInfo {
     pub keeps_f32_subnormals: bool,
     /// The same for f64.
     pub keeps_f64_subnormals: bool,
+    /// Whether the driver's f64 division and square root round correctly,
+    /// so that translated modules use them as they are (a probe kernel at
+    /// context creation, `PTXVK_NATIVE_F64_DIV=0` to keep the exact
+    /// correction; see `ptxvk_translator::Options::correct_f64_div_sqrt`).
+    pub correct_f64_div_sqrt: bool,
     /// `shaderInt64` (Vulkan 1.0).
     pub supports_i64: bool,
     /// `shaderInt16` (Vulkan 1.0).
@@ -720,6 +725,7 @@ fn create_device(instance: Arc<Instance>, candidate: Candidate) -> Result<Arc<De
         signed_zero_inf_nan_f16: on(p12.shader_signed_zero_inf_nan_preserve_float16),
         keeps_f32_subnormals: true,
         keeps_f64_subnormals: true,
+        correct_f64_div_sqrt: false,
         supports_i64: on(e.core.shader_int64),
         supports_i16: on(e.core.shader_int16),
         supports_i8: on(e.v12.shader_int8),

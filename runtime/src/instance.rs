@@ -40,6 +40,12 @@ pub const UNIFORM_PARAMS_ENV: &str = "PTXVK_UNIFORM_PARAMS";
 /// was compiled with the default `--fmad=true`).
 pub const FMAD_ENV: &str = "PTXVK_FMAD";
 
+/// `PTXVK_NATIVE_F64_DIV=0`: compute f64 `div.rn`, `rcp.rn` and `sqrt.rn`
+/// with the exact correction even where the context's probe found the
+/// driver's f64 division and square root correctly rounded (for
+/// measurements, and for a driver the probe cannot judge).
+pub const NATIVE_F64_DIV_ENV: &str = "PTXVK_NATIVE_F64_DIV";
+
 /// `PTXVK_DUMP=<folder>`: write every PTX module the runtime translates, and
 /// its SPIR-V, to `<folder>/<n>-<file name>.ptx` and `.spv` (for bug
 /// reports: what a client such as numba actually loads).

@@ -854,6 +854,13 @@ impl AllocationTable {
         self.freed.iter().rev().copied().find(|&(b, s)| addr >= b && addr - b < s)
     }
 
+    /// Forget the freed allocations so far (the context's probe kernels'
+    /// buffers are not the user's: a later fault in memory they used is not
+    /// a use after free).
+    pub(crate) fn forget_freed(&mut self) {
+        self.freed.clear();
+    }
+
     /// `(base, size)` of the allocation containing `addr`.
     pub(crate) fn allocation_of(&mut self, addr: u64) -> Option<(u64, u64)> {
         self.find(addr).map(|(base, size, _)| (base, size))

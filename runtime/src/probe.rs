@@ -124,8 +124,154 @@ pub(crate) fn keeps_subnormals(ctx: &ContextInner) -> (bool, bool) {
     }
 }
 
+const DIV_SQRT_PTX: &str = ".version 7.0\n.target sm_80\n.address_size 64\n\
+.visible .entry probe(.param .u64 out, .param .u64 in, .param .u32 n)\n{\n\
+\t.reg .pred %p<2>;\n\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<7>;\n\t.reg .f64 %fd<6>;\n\
+\tld.param.u64 %rd1, [out];\n\tld.param.u64 %rd2, [in];\n\tld.param.u32 %r1, [n];\n\
+\tmov.u32 %r2, %tid.x;\n\tmov.u32 %r3, %ctaid.x;\n\tmov.u32 %r4, %ntid.x;\n\
+\tmad.lo.s32 %r2, %r3, %r4, %r2;\n\tsetp.ge.u32 %p1, %r2, %r1;\n\t@%p1 bra $DONE;\n\
+\tmul.wide.u32 %rd3, %r2, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\
+\tld.global.f64 %fd1, [%rd4];\n\tld.global.f64 %fd2, [%rd4+8];\n\
+\tdiv.rn.f64 %fd3, %fd1, %fd2;\n\tsqrt.rn.f64 %fd4, %fd1;\n\trcp.rn.f64 %fd5, %fd2;\n\
+\tmul.wide.u32 %rd5, %r2, 24;\n\tadd.s64 %rd6, %rd1, %rd5;\n\
+\tst.global.f64 [%rd6], %fd3;\n\tst.global.f64 [%rd6+8], %fd4;\n\tst.global.f64 [%rd6+16], %fd5;\n\
+$DONE:\n\tret;\n}\n";
+
+/// The operand pairs of the division probe: every pair of a list of
+/// special and boundary values, random bit patterns over the whole range,
+/// random operands near 1 (where a quotient from a reciprocal, or a
+/// square root from an inverse square root, is wrong in about a third of
+/// the cases), and pairs whose quotients are subnormal.
+pub(crate) fn div_sqrt_cases() -> Vec<(f64, f64)> {
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        2.0,
+        3.0,
+        7.0,
+        10.0,
+        0.1,
+        -1.0 / 3.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::MIN_POSITIVE,
+        f64::MIN_POSITIVE * 1.5,
+        f64::from_bits(1),
+        f64::from_bits(0x000f_ffff_ffff_ffff),
+        f64::MAX,
+        1e-300,
+        1e300,
+    ];
+    let mut cases: Vec<(f64, f64)> = specials.iter().flat_map(|&a| specials.iter().map(move |&b| (a, b))).collect();
+    // xorshift64*, fixed seed.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    for _ in 0..1024 {
+        cases.push((f64::from_bits(next()), f64::from_bits(next())));
+    }
+    // Mantissa random, exponent near 0: [1, 2) scaled by 2^-4 .. 2^4.
+    let near = |bits: u64, e: i32| f64::from_bits(0x3FF0_0000_0000_0000 | (bits >> 12)) * 2f64.powi(e);
+    for i in 0..1024 {
+        let (x, y) = (next(), next());
+        cases.push((near(x, i % 9 - 4), near(y, (i / 9) % 9 - 4)));
+    }
+    // Subnormal quotients: 2^-1000 .. over 2^20 .. 2^60.
+    for i in 0..256 {
+        let (x, y) = (next(), next());
+        cases.push((near(x, -1000 + i % 8), near(y, 20 + i % 40)));
+    }
+    cases
+}
+
+/// What IEEE 754 gives for a case: `a / b`, `sqrt(a)`, `1 / b`.
+pub(crate) fn div_sqrt_want(a: f64, b: f64) -> [f64; 3] {
+    [a / b, a.sqrt(), 1.0 / b]
+}
+
+/// Whether the driver's f64 division and square root are correctly
+/// rounded on [`div_sqrt_cases`] (bit for bit; any NaN matches any NaN).
+/// Called with [`DeviceInfo::correct_f64_div_sqrt`](crate::DeviceInfo)
+/// set, so that the probe's module uses the driver's operations. Any
+/// failure answers `false` (the exact correction, always right).
+pub(crate) fn correct_f64_div_sqrt(ctx: &ContextInner) -> bool {
+    let cases = div_sqrt_cases();
+    let run = || -> Result<Vec<f64>> {
+        let module = ctx.load_module(DIV_SQRT_PTX, "f64-div-probe.ptx", false, ctx.info().warp_path)?;
+        let f = module.function("probe").ok_or_else(|| crate::Error::NotFound("probe entry".into()))?;
+        let n = cases.len() as u32;
+        let input: Vec<u8> = cases.iter().flat_map(|(a, b)| [a.to_le_bytes(), b.to_le_bytes()]).flatten().collect();
+        let src = ctx.alloc(input.len() as u64)?;
+        let out = match ctx.alloc(n as u64 * 24) {
+            Ok(out) => out,
+            Err(e) => {
+                ctx.free(src)?;
+                return Err(e);
+            }
+        };
+        let result = (|| {
+            ctx.copy_htod(src, &input)?;
+            let params = f.pack_params(&[&out.to_le_bytes(), &src.to_le_bytes(), &n.to_le_bytes()])?;
+            ctx.launch(&f, [n.div_ceil(64), 1, 1], [64, 1, 1], 0, &params, false)?;
+            let mut bytes = vec![0u8; n as usize * 24];
+            ctx.copy_dtoh(&mut bytes, out)?;
+            Ok(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default())).collect())
+        })();
+        ctx.free(out)?;
+        ctx.free(src)?;
+        result
+    };
+    match run() {
+        Ok(got) => {
+            let wrong = cases
+                .iter()
+                .zip(got.chunks_exact(3))
+                .filter(|((a, b), g)| {
+                    let want = div_sqrt_want(*a, *b);
+                    want.iter().zip(g.iter()).any(|(w, g)| w.to_bits() != g.to_bits() && !(w.is_nan() && g.is_nan()))
+                })
+                .count();
+            log::info!(
+                "ptxvk: f64 division probe on {}: {wrong} of {} cases not correctly rounded: {}",
+                ctx.info().name,
+                cases.len(),
+                if wrong == 0 { "the driver's division and square root" } else { "exact correction" }
+            );
+            wrong == 0 && got.len() == cases.len() * 3
+        }
+        Err(e) => {
+            log::info!("ptxvk: f64 division probe failed ({e}); exact correction");
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// The division probe's cases tell a correctly rounded division and
+    /// square root from the usual shortcuts: a quotient from a rounded
+    /// reciprocal, a root from a rounded inverse root, results flushed to
+    /// zero.
+    #[test]
+    fn division_cases_catch_shortcuts() {
+        let cases = super::div_sqrt_cases();
+        let differs = |w: f64, g: f64| w.to_bits() != g.to_bits() && !(w.is_nan() && g.is_nan());
+        let by_reciprocal = cases.iter().filter(|(a, b)| differs(a / b, a * (1.0 / b))).count();
+        assert!(by_reciprocal > cases.len() / 10, "{by_reciprocal} of {}", cases.len());
+        let by_inverse_root = cases.iter().filter(|(a, _)| differs(a.sqrt(), a * (1.0 / a.sqrt()))).count();
+        assert!(by_inverse_root > cases.len() / 10, "{by_inverse_root} of {}", cases.len());
+        let subnormal =
+            cases.iter().filter(|(a, b)| super::div_sqrt_want(*a, *b).iter().any(|r| r.is_subnormal())).count();
+        assert!(subnormal > 200, "{subnormal} cases with a subnormal result");
+    }
+
     #[test]
     fn fused_result_is_exact() {
         let expected = 2f32.powi(-11) + 2f32.powi(-24);

@@ -6,9 +6,9 @@
 
 mod sem;
 
-use rustc_apfloat::ieee::{Double, Quad, Single};
-use rustc_apfloat::{Float, FloatConvert, Round};
-use sem::{check, rand_f32, rand_f64, run, Lcg, T};
+use rustc_apfloat::ieee::{Double, Single};
+use rustc_apfloat::{Float, Round};
+use sem::{check, rand_f32, rand_f64, run, sqrt64_ref, Lcg, T};
 use std::cmp::Ordering;
 
 type Cmp2 = (&'static str, fn(f32, f32) -> bool);
@@ -164,24 +164,6 @@ fn f64_arith_all_modes() {
         // Every input: tiny and huge products are scaled (see float.rs).
         let (g, w) = canon64_pair(&got[0], &want);
         check(&body, &ins3, &g, &w);
-    }
-}
-
-/// Correctly rounded square root in mode `m` of an f64 (exact comparison in binary128).
-fn sqrt64_ref(x: u64, m: &str) -> u64 {
-    let v = f64::from_bits(x);
-    let q = v.sqrt();
-    if !q.is_finite() || q == 0.0 || m == "rn" {
-        return q.to_bits();
-    }
-    let qq: Quad = Double::from_bits(q.to_bits() as u128).convert(&mut false).value;
-    let sq = qq.mul_r(qq, Round::NearestTiesToEven).value;
-    let xv: Quad = Double::from_bits(x as u128).convert(&mut false).value;
-    let ord = sq.partial_cmp(&xv).unwrap_or(Ordering::Equal);
-    match (m, ord) {
-        ("rz" | "rm", Ordering::Greater) => (q.to_bits()) - 1,
-        ("rp", Ordering::Less) => q.to_bits() + 1,
-        _ => q.to_bits(),
     }
 }
 
@@ -613,6 +595,18 @@ fn f64_subnormal_results() {
     }
     let subn = (0..N).filter(|&i| f64::from_bits(got[0][i]).is_subnormal()).count();
     assert!(subn > N / 8, "only {subn} subnormal quotients");
+}
+
+/// The f64 division probe: llvmpipe's f64 `OpFDiv` and `Sqrt` are LLVM's
+/// `fdiv` and `sqrt`, correctly rounded, so its modules use them as they
+/// are, and this file's f64 `div`, `rcp` and `sqrt` tests check that path
+/// (`f64_div_correction.rs` checks the exact correction other drivers get).
+#[test]
+fn f64_division_probe() {
+    let info = sem::ctx().info();
+    if info.driver_name == "llvmpipe" {
+        assert!(info.correct_f64_div_sqrt, "llvmpipe's f64 division and square root round correctly");
+    }
 }
 
 /// The context's subnormal probe agrees with what kernels do.

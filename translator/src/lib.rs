@@ -184,6 +184,14 @@ pub struct Options {
     /// every |x| >= 2^24 on an AMD EPYC host (Mesa 22.3, LLVM 15), so
     /// `cvt.rni.f64.f64` of 16777216.5 gave 16777216.5 (`emit/float.rs::integral_f64`).
     pub exact_f64_rounding: bool,
+    /// The driver's f64 `OpFDiv` and `Sqrt` round correctly (IEEE 754,
+    /// to nearest even, subnormals kept): `div.rn`/`div.full`, `rcp.rn`
+    /// and `sqrt.rn` of f64 use them as they are, and the directed modes
+    /// start from them. Without it they are computed from the driver's
+    /// result with an exact correction (several exact `fma` each: most of
+    /// an f64 kernel's code where `fma` is emulated). The runtime turns it
+    /// on where its probe finds the driver's results exact (`probe.rs`).
+    pub correct_f64_div_sqrt: bool,
     /// Pass each 64-bit kernel parameter, and the addresses the translator
     /// loads for itself that are the same in every invocation (the module
     /// data's, the fault log's and its range table's, the printf FIFO's),
@@ -322,6 +330,7 @@ impl Default for Options {
             signed_zero_inf_nan_f16: false,
             zero_operand_workaround: false,
             exact_f64_rounding: false,
+            correct_f64_div_sqrt: false,
             uniform_params: false,
             printf_sites: true,
             generic_to_global: true,

@@ -326,3 +326,24 @@ pub fn rand_f64(r: &mut Lcg) -> u64 {
         _ => r.next_u64(),
     }
 }
+
+/// Correctly rounded square root in mode `m` of an f64 (exact comparison in binary128).
+pub fn sqrt64_ref(x: u64, m: &str) -> u64 {
+    use rustc_apfloat::ieee::{Double, Quad};
+    use rustc_apfloat::{Float, FloatConvert, Round};
+    use std::cmp::Ordering;
+    let v = f64::from_bits(x);
+    let q = v.sqrt();
+    if !q.is_finite() || q == 0.0 || m == "rn" {
+        return q.to_bits();
+    }
+    let qq: Quad = Double::from_bits(q.to_bits() as u128).convert(&mut false).value;
+    let sq = qq.mul_r(qq, Round::NearestTiesToEven).value;
+    let xv: Quad = Double::from_bits(x as u128).convert(&mut false).value;
+    let ord = sq.partial_cmp(&xv).unwrap_or(Ordering::Equal);
+    match (m, ord) {
+        ("rz" | "rm", Ordering::Greater) => (q.to_bits()) - 1,
+        ("rp", Ordering::Less) => q.to_bits() + 1,
+        _ => q.to_bits(),
+    }
+}

@@ -83,15 +83,7 @@ pub(crate) fn guard(
             let scratch = offset(e, log, fault::SCRATCH)?;
             let safe = e.b.select(u64t, None, ok, addr, scratch).map_err(internal1)?;
             let v = body(e, fx, Addr::Global(safe))?;
-            match (result, v) {
-                (Some(k), Some(v)) => {
-                    let t = e.kty(k);
-                    let z = e.zero(k);
-                    Ok(Some(e.b.select(t, None, ok, v, z).map_err(internal1)?))
-                }
-                (None, _) => Ok(None),
-                _ => Err(Diagnostic::error(Span::default(), "internal error: checked access without a value")),
-            }
+            zero_unless(e, ok, result, v)
         }
         Addr::Shared(off) => {
             let limit = shared_limit(e, fx)?;
@@ -112,8 +104,39 @@ pub(crate) fn guard(
             let u64t = e.t_int(64);
             let at = e.b.u_convert(u64t, None, off).map_err(internal1)?;
             note(e, ok, kind, at, id)?;
-            guarded(e, ok, result, &mut |e| body(e, fx, a))
+            if fx.local_var.is_none() || site.bytes > LOCAL_JUNK_BYTES {
+                return guarded(e, ok, result, &mut |e| body(e, fx, a));
+            }
+            // Without a branch, as above: a failing access goes to the
+            // spare words after the thread's local words. A branch per
+            // access gave lavapipe two blocks per `.local` access (LLVM's
+            // coroutine frame and register allocation grow faster than
+            // the block count: `docs/llvmpipe-compile-time.md`).
+            let u32t = e.t_int(32);
+            let junk = e.c_u32(fx.local_total);
+            let safe = e.b.select(u32t, None, ok, off, junk).map_err(internal1)?;
+            let v = body(e, fx, Addr::Local(safe))?;
+            zero_unless(e, ok, result, v)
         }
+    }
+}
+
+/// Bytes of spare `.local` words after the thread's own when fault checks
+/// are on: where a failing `.local` access goes (each element of a vector
+/// access is checked on its own, so 8 bytes at most).
+pub(crate) const LOCAL_JUNK_BYTES: u32 = 16;
+
+/// The value of a checked access: `v` when the check passed, zero when it
+/// failed (the access went to spare bytes instead).
+fn zero_unless(e: &mut Emitter, ok: Word, result: Option<K>, v: Option<Word>) -> Result<Option<Word>, Diagnostic> {
+    match (result, v) {
+        (Some(k), Some(v)) => {
+            let t = e.kty(k);
+            let z = e.zero(k);
+            Ok(Some(e.b.select(t, None, ok, v, z).map_err(internal1)?))
+        }
+        (None, _) => Ok(None),
+        _ => Err(Diagnostic::error(Span::default(), "internal error: checked access without a value")),
     }
 }
 

@@ -336,6 +336,9 @@ pub(crate) fn div_rnd(e: &mut Emitter, a: Word, b: Word, bits: u32, rnd: Rnd) ->
 
 /// `sqrt(a)` in any rounding mode.
 fn sqrt_rnd(e: &mut Emitter, a: Word, bits: u32, rnd: Rnd) -> R {
+    if bits == 64 && e.opts.correct_f64_div_sqrt && matches!(rnd, Rnd::Rn | Rnd::Rna) {
+        return sqrt_rn(e, a, 64);
+    }
     if bits == 64 {
         return scaled_sqrt64(e, a, rnd);
     }
@@ -528,6 +531,9 @@ pub(crate) fn div_rn(e: &mut Emitter, a: Word, b: Word, bits: u32) -> Result<Wor
         let q = exact(e, Op::FDiv, dt, da, db)?;
         return rounding::f64_to_f32(e, q, Rnd::Rn);
     }
+    if e.opts.correct_f64_div_sqrt {
+        return exact(e, Op::FDiv, ft, a, b);
+    }
     // Operands far from 1 are scaled by powers of two (exact) so that the
     // correction's residual neither overflows nor underflows; the quotient
     // is scaled back, exactly unless it is subnormal.
@@ -681,6 +687,9 @@ fn sqrt_rn(e: &mut Emitter, a: Word, bits: u32) -> Result<Word, Diagnostic> {
         return rounding::f64_to_f32(e, s, Rnd::Rn);
     }
     let s = ext(e, ft, glsl::SQRT, &[a])?;
+    if e.opts.correct_f64_div_sqrt {
+        return Ok(s);
+    }
     let ns = e.b.f_negate(ft, None, s).map_err(internal1)?;
     let r = fma_exact64(e, ns, s, a)?;
     let two = e.c_f64(2.0);

@@ -696,7 +696,10 @@ pub(crate) fn entry_vars(e: &mut Emitter, plans: &[&Plan], entry: &Plan) -> Entr
         None
     };
     let local_var = if local_total > 0 {
-        let n = e.c_u32(local_total / 4);
+        // With fault checks, a failing `.local` access goes to spare words
+        // past the thread's own (see `fault::guard`).
+        let junk = if e.opts.fault_checks { super::fault::LOCAL_JUNK_BYTES } else { 0 };
+        let n = e.c_u32((local_total + junk) / 4);
         let arr = e.ty(TyKey::Array(u32t, n));
         let pt = e.t_ptr(spirv::StorageClass::Private, arr);
         Some(e.b.variable(pt, None, spirv::StorageClass::Private, None))
