@@ -185,8 +185,8 @@ pub struct Options {
     /// `cvt.rni.f64.f64` of 16777216.5 gave 16777216.5 (`emit/float.rs::integral_f64`).
     pub exact_f64_rounding: bool,
     /// The driver's f64 `OpFDiv` and `Sqrt` round correctly (IEEE 754,
-    /// to nearest even, subnormals kept): `div.rn`/`div.full`, `rcp.rn`
-    /// and `sqrt.rn` of f64 use them as they are, and the directed modes
+    /// to nearest even, subnormals kept): `div.rn`, `rcp.rn` and
+    /// `sqrt.rn` of f64 use them as they are, and the directed modes
     /// start from them. Without it they are computed from the driver's
     /// result with an exact correction (several exact `fma` each: most of
     /// an f64 kernel's code where `fma` is emulated). The runtime turns it
