@@ -126,22 +126,28 @@ pub(crate) fn keeps_subnormals(ctx: &ContextInner) -> (bool, bool) {
 
 const DIV_SQRT_PTX: &str = ".version 7.0\n.target sm_80\n.address_size 64\n\
 .visible .entry probe(.param .u64 out, .param .u64 in, .param .u32 n)\n{\n\
-\t.reg .pred %p<2>;\n\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<7>;\n\t.reg .f64 %fd<6>;\n\
+\t.reg .pred %p<2>;\n\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<7>;\n\t.reg .f64 %fd<8>;\n\
 \tld.param.u64 %rd1, [out];\n\tld.param.u64 %rd2, [in];\n\tld.param.u32 %r1, [n];\n\
 \tmov.u32 %r2, %tid.x;\n\tmov.u32 %r3, %ctaid.x;\n\tmov.u32 %r4, %ntid.x;\n\
 \tmad.lo.s32 %r2, %r3, %r4, %r2;\n\tsetp.ge.u32 %p1, %r2, %r1;\n\t@%p1 bra $DONE;\n\
 \tmul.wide.u32 %rd3, %r2, 16;\n\tadd.s64 %rd4, %rd2, %rd3;\n\
 \tld.global.f64 %fd1, [%rd4];\n\tld.global.f64 %fd2, [%rd4+8];\n\
 \tdiv.rn.f64 %fd3, %fd1, %fd2;\n\tsqrt.rn.f64 %fd4, %fd1;\n\trcp.rn.f64 %fd5, %fd2;\n\
-\tmul.wide.u32 %rd5, %r2, 24;\n\tadd.s64 %rd6, %rd1, %rd5;\n\
-\tst.global.f64 [%rd6], %fd3;\n\tst.global.f64 [%rd6+8], %fd4;\n\tst.global.f64 [%rd6+16], %fd5;\n\
+\tabs.f64 %fd6, %fd1;\n\tsqrt.rn.f64 %fd7, %fd6;\n\
+\tmul.wide.u32 %rd5, %r2, 32;\n\tadd.s64 %rd6, %rd1, %rd5;\n\
+\tst.global.f64 [%rd6], %fd3;\n\tst.global.f64 [%rd6+8], %fd4;\n\
+\tst.global.f64 [%rd6+16], %fd5;\n\tst.global.f64 [%rd6+24], %fd7;\n\
 $DONE:\n\tret;\n}\n";
+
+/// Results per case of the division probe.
+const DIV_SQRT_RESULTS: usize = 4;
 
 /// The operand pairs of the division probe: every pair of a list of
 /// special and boundary values, random bit patterns over the whole range,
 /// random operands near 1 (where a quotient from a reciprocal, or a
 /// square root from an inverse square root, is wrong in about a third of
-/// the cases), and pairs whose quotients are subnormal.
+/// the cases), subnormal quotients, exact quotients and exact square roots
+/// with full-width results (which an almost-right method misses).
 pub(crate) fn div_sqrt_cases() -> Vec<(f64, f64)> {
     let specials = [
         0.0,
@@ -179,7 +185,7 @@ pub(crate) fn div_sqrt_cases() -> Vec<(f64, f64)> {
     }
     // Mantissa random, exponent near 0: [1, 2) scaled by 2^-4 .. 2^4.
     let near = |bits: u64, e: i32| f64::from_bits(0x3FF0_0000_0000_0000 | (bits >> 12)) * 2f64.powi(e);
-    for i in 0..1024 {
+    for i in 0..4096 {
         let (x, y) = (next(), next());
         cases.push((near(x, i % 9 - 4), near(y, (i / 9) % 9 - 4)));
     }
@@ -188,12 +194,25 @@ pub(crate) fn div_sqrt_cases() -> Vec<(f64, f64)> {
         let (x, y) = (next(), next());
         cases.push((near(x, -1000 + i % 8), near(y, 20 + i % 40)));
     }
+    // Exact quotients and square roots: an odd 45-bit integer times an
+    // odd 7-bit one (up to 52 bits, exact) over the 7-bit one, and squares
+    // of odd 26-bit integers, scaled by even powers of two.
+    for i in 0..512 {
+        let k = (next() >> 19) | 1 | 1 << 44;
+        let m = (next() >> 57) | 1 | 1 << 6;
+        let r = (next() >> 38) | 1 | 1 << 25;
+        let e = 2 * (i % 41 - 20);
+        let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
+        let b = m as f64 * 2f64.powi(-e / 2);
+        cases.push((sign * (k * m) as f64 * 2f64.powi(e / 2), b));
+        cases.push(((r * r) as f64 * 2f64.powi(e), b));
+    }
     cases
 }
 
-/// What IEEE 754 gives for a case: `a / b`, `sqrt(a)`, `1 / b`.
-pub(crate) fn div_sqrt_want(a: f64, b: f64) -> [f64; 3] {
-    [a / b, a.sqrt(), 1.0 / b]
+/// What IEEE 754 gives for a case: `a / b`, `sqrt(a)`, `1 / b`, `sqrt(|a|)`.
+pub(crate) fn div_sqrt_want(a: f64, b: f64) -> [f64; DIV_SQRT_RESULTS] {
+    [a / b, a.sqrt(), 1.0 / b, a.abs().sqrt()]
 }
 
 /// Whether the driver's f64 division and square root are correctly
@@ -209,7 +228,7 @@ pub(crate) fn correct_f64_div_sqrt(ctx: &ContextInner) -> bool {
         let n = cases.len() as u32;
         let input: Vec<u8> = cases.iter().flat_map(|(a, b)| [a.to_le_bytes(), b.to_le_bytes()]).flatten().collect();
         let src = ctx.alloc(input.len() as u64)?;
-        let out = match ctx.alloc(n as u64 * 24) {
+        let out = match ctx.alloc(n as u64 * 8 * DIV_SQRT_RESULTS as u64) {
             Ok(out) => out,
             Err(e) => {
                 ctx.free(src)?;
@@ -220,7 +239,7 @@ pub(crate) fn correct_f64_div_sqrt(ctx: &ContextInner) -> bool {
             ctx.copy_htod(src, &input)?;
             let params = f.pack_params(&[&out.to_le_bytes(), &src.to_le_bytes(), &n.to_le_bytes()])?;
             ctx.launch(&f, [n.div_ceil(64), 1, 1], [64, 1, 1], 0, &params, false)?;
-            let mut bytes = vec![0u8; n as usize * 24];
+            let mut bytes = vec![0u8; n as usize * 8 * DIV_SQRT_RESULTS];
             ctx.copy_dtoh(&mut bytes, out)?;
             Ok(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default())).collect())
         })();
@@ -232,7 +251,7 @@ pub(crate) fn correct_f64_div_sqrt(ctx: &ContextInner) -> bool {
         Ok(got) => {
             let wrong = cases
                 .iter()
-                .zip(got.chunks_exact(3))
+                .zip(got.chunks_exact(DIV_SQRT_RESULTS))
                 .filter(|((a, b), g)| {
                     let want = div_sqrt_want(*a, *b);
                     want.iter().zip(g.iter()).any(|(w, g)| w.to_bits() != g.to_bits() && !(w.is_nan() && g.is_nan()))
@@ -244,7 +263,7 @@ pub(crate) fn correct_f64_div_sqrt(ctx: &ContextInner) -> bool {
                 cases.len(),
                 if wrong == 0 { "the driver's division and square root" } else { "exact correction" }
             );
-            wrong == 0 && got.len() == cases.len() * 3
+            wrong == 0 && got.len() == cases.len() * DIV_SQRT_RESULTS
         }
         Err(e) => {
             log::info!("ptxvk: f64 division probe failed ({e}); exact correction");
@@ -265,11 +284,18 @@ mod tests {
         let differs = |w: f64, g: f64| w.to_bits() != g.to_bits() && !(w.is_nan() && g.is_nan());
         let by_reciprocal = cases.iter().filter(|(a, b)| differs(a / b, a * (1.0 / b))).count();
         assert!(by_reciprocal > cases.len() / 10, "{by_reciprocal} of {}", cases.len());
-        let by_inverse_root = cases.iter().filter(|(a, _)| differs(a.sqrt(), a * (1.0 / a.sqrt()))).count();
+        let by_inverse_root =
+            cases.iter().map(|(a, _)| a.abs()).filter(|a| differs(a.sqrt(), a * (1.0 / a.sqrt()))).count();
         assert!(by_inverse_root > cases.len() / 10, "{by_inverse_root} of {}", cases.len());
         let subnormal =
             cases.iter().filter(|(a, b)| super::div_sqrt_want(*a, *b).iter().any(|r| r.is_subnormal())).count();
         assert!(subnormal > 200, "{subnormal} cases with a subnormal result");
+        // Exact results with 26 significant bits or more.
+        let full = |x: f64| x.is_finite() && x != 0.0 && (x.to_bits() << 12).trailing_zeros() < 28;
+        let exact_quotients = cases.iter().filter(|(a, b)| full(a / b) && (a / b) * b == *a).count();
+        assert!(exact_quotients > 400, "{exact_quotients} exact quotients");
+        let exact_roots = cases.iter().filter(|(a, _)| full(a.sqrt()) && a.sqrt() * a.sqrt() == *a).count();
+        assert!(exact_roots > 400, "{exact_roots} exact square roots");
     }
 
     #[test]

@@ -360,7 +360,8 @@ impl Options {
     /// detection, resume rounds, block order for 2 worker threads, loop
     /// live-outs in memory, uniform parameters, the zero-operand
     /// workaround, f64 rounding from floor and ceiling, no memory semantics, and the fault checks. For tests
-    /// and tools; the runtime builds its options from the device.
+    /// and tools; the runtime builds its options from the device (and
+    /// probes it for [`Options::correct_f64_div_sqrt`], left off here).
     pub fn llvmpipe() -> Options {
         Options {
             zero_operand_workaround: true,

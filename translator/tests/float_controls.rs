@@ -70,3 +70,39 @@ fn denorm_preserve_modes() {
 fn v_first(src: &str) -> u32 {
     modes(src, true, false).1[0].0
 }
+
+const DIV_SRC: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry d(.param .u64 p)\n{\n\t.reg .b64 %rd<2>;\n\t.reg .f64 %fd<6>;\n\
+\tld.param.u64 %rd1, [p];\n\tld.global.f64 %fd1, [%rd1];\n\tld.global.f64 %fd2, [%rd1+8];\n\
+\tdiv.rn.f64 %fd3, %fd1, %fd2;\n\tsqrt.rn.f64 %fd4, %fd1;\n\trcp.rn.f64 %fd5, %fd2;\n\
+\tst.global.f64 [%rd1], %fd3;\n\tst.global.f64 [%rd1+8], %fd4;\n\tst.global.f64 [%rd1+16], %fd5;\n\tret;\n}\n";
+
+/// (OpFDiv, OpIsInf, all instructions) in the translation of `DIV_SRC`.
+fn div_counts(correct: bool) -> (usize, usize, usize) {
+    let opts = Options { emulate_fma: true, correct_f64_div_sqrt: correct, ..Options::default() };
+    let t = translate(DIV_SRC, "div.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
+    spirv_val(&t.spirv);
+    let mut l = Loader::new();
+    Parser::new(&t.spirv.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>(), &mut l).parse().unwrap();
+    let m = l.module();
+    let insts: Vec<Op> = m
+        .functions
+        .iter()
+        .flat_map(|f| f.blocks.iter().flat_map(|b| &b.instructions))
+        .map(|i| i.class.opcode)
+        .collect();
+    let count = |op: Op| insts.iter().filter(|&&o| o == op).count();
+    (count(Op::FDiv), count(Op::IsInf), insts.len())
+}
+
+/// `correct_f64_div_sqrt`: f64 `div.rn` and `rcp.rn` are one `OpFDiv`
+/// each and `sqrt.rn` one `Sqrt`, without the exact correction (whose
+/// emulated `fma`s test for infinities); without it, the correction.
+#[test]
+fn f64_division_from_the_driver_or_corrected() {
+    let (fdiv, isinf, n) = div_counts(true);
+    assert_eq!((fdiv, isinf), (2, 0), "{n} instructions");
+    let (fdiv_c, isinf_c, n_c) = div_counts(false);
+    assert!(isinf_c > 0 && fdiv_c > 2, "the correction: {fdiv_c} OpFDiv, {isinf_c} OpIsInf");
+    assert!(n_c > 5 * n, "{n_c} instructions with the correction, {n} without");
+}

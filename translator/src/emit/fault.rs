@@ -123,7 +123,11 @@ pub(crate) fn guard(
 
 /// Bytes of spare `.local` words after the thread's own when fault checks
 /// are on: where a failing `.local` access goes (each element of a vector
-/// access is checked on its own, so 8 bytes at most).
+/// access is checked on its own, 8 bytes at most, but a locked 16-byte
+/// vector access through a generic address is checked whole). A failing
+/// load that returns its value yields zero; one that writes registers
+/// itself (that 16-byte access) reads the spare bytes, as a failing
+/// global one reads the fault log's scratch bytes: the launch fails.
 pub(crate) const LOCAL_JUNK_BYTES: u32 = 16;
 
 /// The value of a checked access: `v` when the check passed, zero when it

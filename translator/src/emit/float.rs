@@ -688,6 +688,11 @@ fn sqrt_rn(e: &mut Emitter, a: Word, bits: u32) -> Result<Word, Diagnostic> {
     }
     let s = ext(e, ft, glsl::SQRT, &[a])?;
     if e.opts.correct_f64_div_sqrt {
+        // As the driver computes it: no rewrite may fold it with its
+        // neighbours (a compiler could otherwise turn a select around it
+        // into a square root of a maximum, or a reciprocal of it into an
+        // inverse square root).
+        e.b.decorate(s, spirv::Decoration::NoContraction, []);
         return Ok(s);
     }
     let ns = e.b.f_negate(ft, None, s).map_err(internal1)?;
