@@ -110,11 +110,15 @@ pub const RESUME_ROUNDS: u32 = 8;
 
 /// The resume rounds of this process (see [`RESUME_ROUNDS_ENV`]).
 pub(crate) fn resume_rounds() -> u32 {
-    std::env::var(RESUME_ROUNDS_ENV)
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(RESUME_ROUNDS)
-        .min(ptxvk_translator::abi::resume::MAX_ROUNDS)
+    // Read once: every launch asks (the launch path).
+    static ROUNDS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ROUNDS.get_or_init(|| {
+        std::env::var(RESUME_ROUNDS_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(RESUME_ROUNDS)
+            .min(ptxvk_translator::abi::resume::MAX_ROUNDS)
+    })
 }
 /// `PTXVK_SHARED_SPILL=0`: translate without the code that keeps `.shared`
 /// memory beyond the device's Workgroup memory in device memory (the
