@@ -207,7 +207,37 @@ pub(crate) fn div_sqrt_cases() -> Vec<(f64, f64)> {
         cases.push((sign * (k * m) as f64 * 2f64.powi(e / 2), b));
         cases.push(((r * r) as f64 * 2f64.powi(e), b));
     }
+    // Quotients within 2^-105 of a midpoint between two doubles (the hard
+    // cases of rounding): for an odd 53-bit `b` and `a = ±2^-54 mod b`
+    // (with `2a > b`), `a * 2^54 = (2q + 1) * b ± 1`, so `a / b` is the
+    // midpoint `(2q + 1) / 2^54` plus or minus `1 / (b * 2^54)`.
+    for e in near_midpoint_divisions(&mut next, 256) {
+        cases.push(e);
+    }
     cases
+}
+
+/// `n` operand pairs whose quotients lie within 2^-105 (relative) of a
+/// midpoint between two doubles (see [`div_sqrt_cases`]), scaled by powers
+/// of two and signed.
+pub(crate) fn near_midpoint_divisions(next: &mut dyn FnMut() -> u64, n: usize) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        let b = (next() >> 11) | 1 | 1 << 52;
+        // 2^-54 mod b: (b + 1) / 2 is the inverse of 2.
+        let half = (b as u128).div_ceil(2);
+        let inv = (0..54).fold(1u128, |x, _| x * half % b as u128) as u64;
+        for a in [inv, b - inv] {
+            if 2 * a <= b || out.len() == n {
+                continue;
+            }
+            let k = out.len() as i32;
+            let scale = 2f64.powi(k % 40 - 20);
+            let sign = if k % 4 < 2 { 1.0 } else { -1.0 };
+            out.push((sign * a as f64 * scale, b as f64 / scale));
+        }
+    }
+    out
 }
 
 /// What IEEE 754 gives for a case: `a / b`, `sqrt(a)`, `1 / b`, `sqrt(|a|)`.
@@ -296,6 +326,29 @@ mod tests {
         assert!(exact_quotients > 400, "{exact_quotients} exact quotients");
         let exact_roots = cases.iter().filter(|(a, _)| full(a.sqrt()) && a.sqrt() * a.sqrt() == *a).count();
         assert!(exact_roots > 400, "{exact_roots} exact square roots");
+        // The near-midpoint quotients are what they claim (a * 2^54 is an
+        // odd multiple of b plus or minus one, scales aside), and a
+        // correction with a rounded residual (Markstein's step without a
+        // fused multiply-add) gets half of them wrong.
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state
+        };
+        let near = super::near_midpoint_divisions(&mut next, 256);
+        let mut unfused_wrong = 0;
+        for &(a, b) in &near {
+            let scale = 2f64.powi(b.log2().floor() as i32 - 52);
+            let (ai, bi) = ((a.abs() * scale) as u128, (b / scale) as u128);
+            let m = (ai << 54) % bi;
+            assert!(m == 1 || m == bi - 1, "{a} / {b}: not near a midpoint");
+            let q0 = a * (1.0 / b);
+            let r = a - q0 * b;
+            if differs(a / b, q0 + r * (1.0 / b)) {
+                unfused_wrong += 1;
+            }
+        }
+        assert!(unfused_wrong > near.len() / 4, "{unfused_wrong} of {}", near.len());
     }
 
     #[test]
