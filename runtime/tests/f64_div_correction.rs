@@ -10,19 +10,10 @@ mod sem;
 
 use rustc_apfloat::ieee::Double;
 use rustc_apfloat::{Float, Round};
-use sem::{check, rand_f64, run, sqrt64_ref, Lcg, T};
+use sem::{check, rand_f64, round_of, run, sqrt64_ref, Lcg, T};
 
 const N: usize = 4096;
 const MODES: [&str; 4] = ["rn", "rz", "rm", "rp"];
-
-fn round_of(m: &str) -> Round {
-    match m {
-        "rn" => Round::NearestTiesToEven,
-        "rz" => Round::TowardZero,
-        "rm" => Round::TowardNegative,
-        _ => Round::TowardPositive,
-    }
-}
 
 /// NaN compares as NaN (PTX leaves f64 NaN payloads open).
 fn canon(v: &[u64]) -> Vec<u64> {

@@ -8,7 +8,7 @@ mod sem;
 
 use rustc_apfloat::ieee::{Double, Single};
 use rustc_apfloat::{Float, Round};
-use sem::{check, rand_f32, rand_f64, run, sqrt64_ref, Lcg, T};
+use sem::{check, rand_f32, rand_f64, round_of, run, sqrt64_ref, Lcg, T};
 use std::cmp::Ordering;
 
 type Cmp2 = (&'static str, fn(f32, f32) -> bool);
@@ -16,15 +16,6 @@ type Test1 = (&'static str, fn(f32) -> bool);
 
 const N: usize = 10_000;
 const MODES: [&str; 4] = ["rn", "rz", "rm", "rp"];
-
-fn round_of(m: &str) -> Round {
-    match m {
-        "rn" => Round::NearestTiesToEven,
-        "rz" => Round::TowardZero,
-        "rm" => Round::TowardNegative,
-        _ => Round::TowardPositive,
-    }
-}
 
 fn vals32(seed: u64) -> Vec<u64> {
     let mut r = Lcg(seed);

@@ -347,3 +347,14 @@ pub fn sqrt64_ref(x: u64, m: &str) -> u64 {
         _ => q.to_bits(),
     }
 }
+
+/// rustc_apfloat's rounding for a PTX rounding modifier (`rn`, `rz`, `rm`, `rp`).
+pub fn round_of(m: &str) -> rustc_apfloat::Round {
+    use rustc_apfloat::Round;
+    match m {
+        "rn" => Round::NearestTiesToEven,
+        "rz" => Round::TowardZero,
+        "rm" => Round::TowardNegative,
+        _ => Round::TowardPositive,
+    }
+}
