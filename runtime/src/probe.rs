@@ -48,17 +48,54 @@ pub(crate) fn needs_fma_emulation(ctx: &ContextInner) -> bool {
 }
 
 fn run_probe(ctx: &ContextInner) -> Result<u32> {
-    let module = ctx.load_module(PROBE_PTX, "fma-probe.ptx", false, ctx.info().warp_path)?;
+    let bytes = run_kernel(ctx, PROBE_PTX, "fma-probe.ptx", 1, &[], 4, &|out, _| {
+        vec![out.to_le_bytes().to_vec(), A_BITS.to_le_bytes().to_vec(), C.to_le_bytes().to_vec()]
+    })?;
+    Ok(u32::from_le_bytes(bytes[..4].try_into().unwrap_or_default()))
+}
+
+/// Runs entry `probe` of `ptx` over `threads` threads (blocks of up to 64)
+/// with an output buffer of `out_bytes` and, unless `input` is empty, an
+/// input buffer holding it; `params(out, in)` gives the kernel's
+/// parameters. Returns the output; the buffers are freed either way.
+fn run_kernel(
+    ctx: &ContextInner,
+    ptx: &str,
+    file_name: &str,
+    threads: u32,
+    input: &[u8],
+    out_bytes: usize,
+    params: &dyn Fn(u64, u64) -> Vec<Vec<u8>>,
+) -> Result<Vec<u8>> {
+    let module = ctx.load_module(ptx, file_name, false, ctx.info().warp_path)?;
     let f = module.function("probe").ok_or_else(|| crate::Error::NotFound("probe entry".into()))?;
-    let out = ctx.alloc(4)?;
+    let src = if input.is_empty() { 0 } else { ctx.alloc(input.len() as u64)? };
+    let out = match ctx.alloc(out_bytes as u64) {
+        Ok(out) => out,
+        Err(e) => {
+            if src != 0 {
+                ctx.free(src)?;
+            }
+            return Err(e);
+        }
+    };
     let result = (|| {
-        let params = f.pack_params(&[&out.to_le_bytes(), &A_BITS.to_le_bytes(), &C.to_le_bytes()])?;
-        ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params, false)?;
-        let mut bytes = [0u8; 4];
+        if src != 0 {
+            ctx.copy_htod(src, input)?;
+        }
+        let values = params(out, src);
+        let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
+        let packed = f.pack_params(&refs)?;
+        let block = threads.clamp(1, 64);
+        ctx.launch(&f, [threads.div_ceil(block), 1, 1], [block, 1, 1], 0, &packed, false)?;
+        let mut bytes = vec![0u8; out_bytes];
         ctx.copy_dtoh(&mut bytes, out)?;
-        Ok(u32::from_le_bytes(bytes))
+        Ok(bytes)
     })();
     ctx.free(out)?;
+    if src != 0 {
+        ctx.free(src)?;
+    }
     result
 }
 
@@ -81,27 +118,19 @@ pub(crate) fn keeps_subnormals(ctx: &ContextInner) -> (bool, bool) {
     let want64 = [1u64 << 24, 1 << 25];
     let want32 = [1u32 << 19, 1 << 20];
     let run = || -> Result<([u64; 2], [u32; 2])> {
-        let module = ctx.load_module(SUBNORMAL_PTX, "subnormal-probe.ptx", false, ctx.info().warp_path)?;
-        let f = module.function("probe").ok_or_else(|| crate::Error::NotFound("probe entry".into()))?;
-        let out = ctx.alloc(24)?;
-        let result = (|| {
-            let (a, b, c, d) = (2f64.powi(-1000), 2f64.powi(-50), 2f32.powi(-100), 2f32.powi(-30));
-            let params = f.pack_params(&[
-                &out.to_le_bytes(),
-                &a.to_le_bytes(),
-                &b.to_le_bytes(),
-                &c.to_le_bytes(),
-                &d.to_le_bytes(),
-            ])?;
-            ctx.launch(&f, [1, 1, 1], [1, 1, 1], 0, &params, false)?;
-            let mut bytes = [0u8; 24];
-            ctx.copy_dtoh(&mut bytes, out)?;
-            let w = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
-            let h = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap_or_default());
-            Ok(([w(0), w(8)], [h(16), h(20)]))
-        })();
-        ctx.free(out)?;
-        result
+        let (a, b, c, d) = (2f64.powi(-1000), 2f64.powi(-50), 2f32.powi(-100), 2f32.powi(-30));
+        let bytes = run_kernel(ctx, SUBNORMAL_PTX, "subnormal-probe.ptx", 1, &[], 24, &|out, _| {
+            vec![
+                out.to_le_bytes().to_vec(),
+                a.to_le_bytes().to_vec(),
+                b.to_le_bytes().to_vec(),
+                c.to_le_bytes().to_vec(),
+                d.to_le_bytes().to_vec(),
+            ]
+        })?;
+        let w = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
+        let h = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap_or_default());
+        Ok(([w(0), w(8)], [h(16), h(20)]))
     };
     match run() {
         Ok((g64, g32)) => {
@@ -253,29 +282,18 @@ pub(crate) fn div_sqrt_want(a: f64, b: f64) -> [f64; DIV_SQRT_RESULTS] {
 pub(crate) fn correct_f64_div_sqrt(ctx: &ContextInner) -> bool {
     let cases = div_sqrt_cases();
     let run = || -> Result<Vec<f64>> {
-        let module = ctx.load_module(DIV_SQRT_PTX, "f64-div-probe.ptx", false, ctx.info().warp_path)?;
-        let f = module.function("probe").ok_or_else(|| crate::Error::NotFound("probe entry".into()))?;
         let n = cases.len() as u32;
         let input: Vec<u8> = cases.iter().flat_map(|(a, b)| [a.to_le_bytes(), b.to_le_bytes()]).flatten().collect();
-        let src = ctx.alloc(input.len() as u64)?;
-        let out = match ctx.alloc(n as u64 * 8 * DIV_SQRT_RESULTS as u64) {
-            Ok(out) => out,
-            Err(e) => {
-                ctx.free(src)?;
-                return Err(e);
-            }
-        };
-        let result = (|| {
-            ctx.copy_htod(src, &input)?;
-            let params = f.pack_params(&[&out.to_le_bytes(), &src.to_le_bytes(), &n.to_le_bytes()])?;
-            ctx.launch(&f, [n.div_ceil(64), 1, 1], [64, 1, 1], 0, &params, false)?;
-            let mut bytes = vec![0u8; n as usize * 8 * DIV_SQRT_RESULTS];
-            ctx.copy_dtoh(&mut bytes, out)?;
-            Ok(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default())).collect())
-        })();
-        ctx.free(out)?;
-        ctx.free(src)?;
-        result
+        let bytes = run_kernel(
+            ctx,
+            DIV_SQRT_PTX,
+            "f64-div-probe.ptx",
+            n,
+            &input,
+            8 * DIV_SQRT_RESULTS * cases.len(),
+            &|out, src| vec![out.to_le_bytes().to_vec(), src.to_le_bytes().to_vec(), n.to_le_bytes().to_vec()],
+        )?;
+        Ok(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default())).collect())
     };
     match run() {
         Ok(got) => {

@@ -8,7 +8,7 @@ mod sem;
 
 use rustc_apfloat::ieee::{Double, Single};
 use rustc_apfloat::{Float, Round};
-use sem::{check, rand_f32, rand_f64, round_of, run, sqrt64_ref, Lcg, T};
+use sem::{canon64_pair, check, rand_f32, rand_f64, round_of, run, sqrt64_ref, Lcg, T};
 use std::cmp::Ordering;
 
 type Cmp2 = (&'static str, fn(f32, f32) -> bool);
@@ -48,12 +48,6 @@ fn canon32(v: Single) -> u64 {
     } else {
         v.to_bits() as u64
     }
-}
-
-/// f64 results compare NaN as NaN (PTX leaves f64 NaN payloads open).
-fn canon64_pair(got: &[u64], want: &[u64]) -> (Vec<u64>, Vec<u64>) {
-    let norm = |v: u64| if f64::from_bits(v).is_nan() { 0x7ff8_0000_0000_0000 } else { v };
-    (got.iter().map(|&v| norm(v)).collect(), want.iter().map(|&v| norm(v)).collect())
 }
 
 #[test]

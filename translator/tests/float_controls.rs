@@ -21,11 +21,7 @@ const SRC32: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
 /// (entry count, DenormPreserve modes as (function id, width), capability declared)
 fn modes(src: &str, f32_on: bool, f64_on: bool) -> (usize, Vec<(u32, u32)>, bool) {
     let opts = Options { denorm_preserve_f32: f32_on, denorm_preserve_f64: f64_on, ..Options::default() };
-    let t = translate(src, "fc.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
-    spirv_val(&t.spirv);
-    let mut l = Loader::new();
-    Parser::new(&t.spirv.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>(), &mut l).parse().unwrap();
-    let m = l.module();
+    let m = translated(src, &opts);
     let cap = m.capabilities.iter().any(|i| i.operands == [Operand::Capability(Capability::DenormPreserve)]);
     let mut v = Vec::new();
     for i in m.execution_modes.iter().filter(|i| i.class.opcode == Op::ExecutionMode) {
@@ -36,6 +32,15 @@ fn modes(src: &str, f32_on: bool, f64_on: bool) -> (usize, Vec<(u32, u32)>, bool
         }
     }
     (m.entry_points.len(), v, cap)
+}
+
+/// The translation of `src` with `opts`, checked by `spirv-val` and loaded.
+fn translated(src: &str, opts: &Options) -> rspirv::dr::Module {
+    let t = translate(src, "fc.ptx", opts).unwrap_or_else(|d| panic!("{d}"));
+    spirv_val(&t.spirv);
+    let mut l = Loader::new();
+    Parser::new(&t.spirv.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>(), &mut l).parse().unwrap();
+    l.module()
 }
 
 fn spirv_val(words: &[u32]) {
@@ -80,11 +85,7 @@ const DIV_SRC: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
 /// (OpFDiv, OpIsInf, all instructions) in the translation of `DIV_SRC`.
 fn div_counts(correct: bool) -> (usize, usize, usize) {
     let opts = Options { emulate_fma: true, correct_f64_div_sqrt: correct, ..Options::default() };
-    let t = translate(DIV_SRC, "div.ptx", &opts).unwrap_or_else(|d| panic!("{d}"));
-    spirv_val(&t.spirv);
-    let mut l = Loader::new();
-    Parser::new(&t.spirv.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>(), &mut l).parse().unwrap();
-    let m = l.module();
+    let m = translated(DIV_SRC, &opts);
     let insts: Vec<Op> = m
         .functions
         .iter()

@@ -358,3 +358,9 @@ pub fn round_of(m: &str) -> rustc_apfloat::Round {
         _ => Round::TowardPositive,
     }
 }
+
+/// f64 results compare NaN as NaN (PTX leaves f64 NaN payloads open).
+pub fn canon64_pair(got: &[u64], want: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let norm = |v: u64| if f64::from_bits(v).is_nan() { 0x7ff8_0000_0000_0000 } else { v };
+    (got.iter().map(|&v| norm(v)).collect(), want.iter().map(|&v| norm(v)).collect())
+}
