@@ -10,9 +10,19 @@
 //! with costly lowerings switched off (for measurement only: some of these
 //! are wrong on this driver): without the fault checks; without them and
 //! one more each of the exact `fma` emulation, the loop workarounds for
-//! llvmpipe's loop limiter, the zero-operand workaround; and with all of
-//! them off. (The checks cost the most on lavapipe; measured on top of
-//! them, the others would not show.)
+//! llvmpipe's loop limiter, the zero-operand workaround, the warp
+//! emulation; and with all of them off. (The checks cost the most on
+//! lavapipe; measured on top of them, the others would not show.)
+//!
+//! The warp emulation (warps exchanging values through workgroup memory
+//! and barriers, in workgroup-uniform control flow: the only correct path
+//! on a device whose subgroups are narrower than a warp, such as
+//! lavapipe's 8 lanes) is switched off by translating for the slice path
+//! instead: each warp operation is one subgroup operation, as on a device
+//! with 32- or 64-lane subgroups. On 8-lane subgroups that reads lanes
+//! outside the subgroup, so the results are wrong and only the time
+//! counts. On a device that runs warps natively the column equals the one
+//! before it.
 //!
 //! Every output buffer is poisoned before the first run. The default
 //! translation must give the host's result bit for bit (the host computes
@@ -24,7 +34,7 @@ use std::error::Error;
 use std::time::Duration;
 
 use ptxvk_runtime::{Context, DeviceSelector, FaultMode, Function, Module};
-use ptxvk_translator::Options;
+use ptxvk_translator::{Options, WarpPath};
 
 use crate::handwritten::{self, Gpu, Kernel};
 use crate::{median, time};
@@ -293,12 +303,20 @@ fn variants() -> Vec<Variant> {
         o.loop_live_outs_in_memory = false;
         o.block_order_threads = 0;
     }
+    /// Warp operations as single subgroup operations where they are
+    /// emulated (see the module docs; wrong results on narrow subgroups).
+    fn warps(o: &mut Options) {
+        if o.warp_path == WarpPath::Emulated {
+            o.warp_path = WarpPath::Slice;
+        }
+    }
     vec![
         Variant { label: "default", unchecked: false, exact: true, change: |_| {} },
         Variant { label: "no checks", unchecked: true, exact: true, change: |_| {} },
         Variant { label: "+driver fma", unchecked: true, exact: false, change: |o| o.emulate_fma = false },
         Variant { label: "+no loop fix", unchecked: true, exact: false, change: loops },
         Variant { label: "+no zero-op", unchecked: true, exact: false, change: |o| o.zero_operand_workaround = false },
+        Variant { label: "+no warp emu", unchecked: true, exact: false, change: warps },
         Variant {
             label: "all off",
             unchecked: true,
@@ -307,6 +325,7 @@ fn variants() -> Vec<Variant> {
                 o.emulate_fma = false;
                 o.zero_operand_workaround = false;
                 loops(o);
+                warps(o);
             },
         },
     ]
@@ -525,14 +544,19 @@ pub fn run_only(ctx: &Context, only: Option<&str>) -> Result<bool> {
          ratio = hand-written time / ptxvk time",
         ctx.info().name
     );
-    if ctx.info().warp_paths.len() == 1 {
-        println!("  (warps are emulated on this device and cannot be switched off: no {}-lane path)", 32);
+    if ctx.info().warp_path == WarpPath::Emulated {
+        println!(
+            "  (warps are emulated on this device: +no warp emu and all off translate each warp operation as one \
+             subgroup operation instead, which reads lanes outside its {}-lane subgroups: wrong results, time only)",
+            ctx.info().subgroup_size
+        );
     }
     println!(
         "  columns: the shader's time, ptxvk's (default translation), then the ratio for the default \
          translation, without the fault checks (no checks), and without them and one more lowering each: \
          +driver fma (no exact fma emulation), +no loop fix (no loop unrolling, limit checks, live-outs in \
-         memory or block order), +no zero-op (no zero-operand workaround); all off: none of these"
+         memory or block order), +no zero-op (no zero-operand workaround), +no warp emu (warp operations as \
+         subgroup operations); all off: none of these"
     );
     let mut header = format!("  {:<38} {:>10} {:>10}", "workload", "shader ms", "ptxvk ms");
     for v in &variants {
