@@ -152,6 +152,142 @@ fn f64_arith_all_modes() {
     }
 }
 
+/// f64 values `m * 2^(e - 52)` with `m` a 53-bit significand (or fewer
+/// bits), exponents drawn from the whole range, the edges of the emulated
+/// `fma`'s scaling (below 2^-900, above 2^900) or near 1.
+fn hard64(r: &mut Lcg) -> f64 {
+    let e = match r.next_u32() % 10 {
+        0..=2 => (r.next_u32() % 2098) as i32 - 1074,
+        3..=5 if r.next_u32().is_multiple_of(2) => -1074 + (r.next_u32() % 175) as i32,
+        3..=5 => 900 + (r.next_u32() % 124) as i32,
+        _ => (r.next_u32() % 121) as i32 - 60,
+    };
+    let mut m = r.next_u64() & ((1 << 53) - 1) | 1 << 52;
+    if r.next_u32().is_multiple_of(3) {
+        m >>= r.next_u32() % 51;
+    }
+    let v = scaled(m as f64, e - 52);
+    if r.next_u32().is_multiple_of(2) {
+        -v
+    } else {
+        v
+    }
+}
+
+/// `x * 2^k` for any `k` (in steps that stay exact until the last one).
+fn scaled(mut x: f64, mut k: i32) -> f64 {
+    while k > 1000 {
+        x *= 2f64.powi(1000);
+        k -= 1000;
+    }
+    while k < -1000 {
+        x *= 2f64.powi(-1000);
+        k += 1000;
+    }
+    x * 2f64.powi(k)
+}
+
+/// f64 `fma` in every mode on the operands where an emulation without a
+/// fused multiply-add goes wrong: factors at or above 2^995 with products
+/// on a midpoint and subnormal addends (whose bits a scaling would drop),
+/// zero factors beside huge ones, addends near the largest double, tiny
+/// products with subnormal or cancelling addends (results on the
+/// subnormal grid), products that cancel the addend to within a few ulps.
+/// Against rustc_apfloat.
+#[test]
+fn f64_fma_hard_operands() {
+    let mut r = Lcg(0x66_6d61);
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    let sub = |r: &mut Lcg| {
+        let v = f64::from_bits(r.next_u64() % (1 << 52));
+        if r.next_u32().is_multiple_of(2) {
+            -v
+        } else {
+            v
+        }
+    };
+    // Found wrong on lavapipe before 2026-12-08.
+    let fixed = [
+        (f64::from_bits(0x7e20_0000_0000_0001), 1.5, -f64::from_bits(1)),
+        (1.5, f64::from_bits(0x7e20_0000_0000_0001), -f64::from_bits(1)),
+        (2f64.powi(500), 2f64.powi(499), f64::MAX),
+        (-0.0, 1.2589e300, f64::from_bits(8)),
+        (0.0, f64::MAX, -f64::from_bits(0x0010_0000_0000_0000) * 0.5),
+    ];
+    for (x, y, z) in fixed {
+        a.push(x);
+        b.push(y);
+        c.push(z);
+    }
+    while a.len() < N {
+        let (mut x, mut y) = (hard64(&mut r), hard64(&mut r));
+        let z = match r.next_u32() % 8 {
+            0 => hard64(&mut r),
+            1 | 2 => {
+                // Near cancellation.
+                let p = x * y;
+                let p = if p.is_finite() { -p } else { hard64(&mut r) };
+                let k = (r.next_u32() % 7) as i64 - 3;
+                if p != 0.0 && p.is_finite() {
+                    f64::from_bits((p.to_bits() as i64 + k) as u64)
+                } else {
+                    p
+                }
+            }
+            3 => sub(&mut r),
+            4 => {
+                // A product on a midpoint: (1 + j 2^-52) * 1.5 * 2^k, and a
+                // tiny addend that breaks the tie.
+                x = scaled(1.0 + (1 + r.next_u32() % 7) as f64 * 2f64.powi(-52), (r.next_u32() % 2075) as i32 - 1074);
+                y = [1.5, 1.25, 1.75, 3.0][r.next_u32() as usize % 4] * 2f64.powi((r.next_u32() % 121) as i32 - 100);
+                sub(&mut r)
+            }
+            5 => {
+                // Tiny products near the subnormal grid.
+                x = scaled((r.next_u64() >> 11 | 1) as f64, -400 - (r.next_u32() % 200) as i32 - 52);
+                y = scaled((r.next_u64() >> 11 | 1) as f64, -450 - (r.next_u32() % 230) as i32 - 52);
+                let p = x * y;
+                match r.next_u32() % 4 {
+                    0 => -p,
+                    1 => sub(&mut r),
+                    2 => scaled((r.next_u64() >> 11) as f64, -1080 + (r.next_u32() % 80) as i32),
+                    _ => 0.0,
+                }
+            }
+            6 => {
+                let p = x * y;
+                if p.is_finite() {
+                    p * [0.5, 2.0, -1.0, 1e-20, 1e20][r.next_u32() as usize % 5]
+                } else {
+                    f64::MAX
+                }
+            }
+            _ => [0.0, -0.0, f64::INFINITY, f64::NAN, f64::MAX, -f64::MAX][r.next_u32() as usize % 6],
+        };
+        if r.next_u32().is_multiple_of(50) {
+            y = [0.0, -0.0, f64::INFINITY, f64::NAN][r.next_u32() as usize % 4];
+        }
+        a.push(x);
+        b.push(y);
+        c.push(z);
+    }
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+    let ins3 = [(T::F64, bits(&a)), (T::F64, bits(&b)), (T::F64, bits(&c))];
+    for m in MODES {
+        let rd = round_of(m);
+        let body = format!("fma.{m}.f64 out0, in0, in1, in2;");
+        let got = run(&ins3, &[T::B64], &body);
+        let want: Vec<u64> = (0..N)
+            .map(|i| {
+                let f = |v: f64| Double::from_bits(v.to_bits() as u128);
+                f(a[i]).mul_add_r(f(b[i]), f(c[i]), rd).value.to_bits() as u64
+            })
+            .collect();
+        let (g, w) = canon64_pair(&got[0], &want);
+        check(&body, &ins3, &g, &w);
+    }
+}
+
 fn sqrt32_ref(x: u64, m: &str) -> u64 {
     let v = f32::from_bits(x as u32);
     let q = (v as f64).sqrt() as f32;

@@ -29,8 +29,9 @@
 //!   sums: proved algorithms using rounding to odd", 2008).
 //! - f64 `fma` (emulated): Dekker's exact product, two-sum with the addend,
 //!   a round-to-odd sum of the low parts, and one final rounding (same
-//!   paper). Inputs where the exact product would overflow or underflow fall
-//!   back to the driver's `Fma`.
+//!   paper). Inputs where the exact product would overflow or underflow are
+//!   scaled by powers of two first (see [`fma64_parts`]); zero products and
+//!   non-finite operands take `fl(a*b) + c`.
 //! - f64 `div.rn`/`sqrt.rn` take one Newton correction with an exact
 //!   residual from the fused multiply-add.
 //! - NaN: every f32 arithmetic result that is NaN is `0x7fffffff`, the only
@@ -1208,136 +1209,143 @@ pub(crate) fn fma_value(e: &mut Emitter, a: Word, b: Word, c: Word, bits: u32) -
 /// with a float whose sign is that of the exact result minus the rounded one
 /// (0 when exact).
 ///
-/// Where the exact product is not representable as `ph + pl` the operands
-/// are scaled by powers of two first: a tiny product (|a*b| <= 2^-960) is
-/// computed as `(a*2^500)*(b*2^500) + c*2^1000` (an addend above 2^20, or
-/// a product still below 2^-960, wins outright: the product is far below
-/// half the addend's ulp), a huge operand
-/// (>= 2^995, or a product >= 2^1000) is scaled by 2^-64 together with the addend (an addend
-/// whose low bits that pushes out of range is far below the product's ulp
-/// and only decides the error's sign). Scaling back is
-/// exact unless the result is subnormal; there the one rounding to the
-/// subnormal grid can only go wrong when the scaled result sits exactly on
-/// a midpoint of that grid, and the error term says which way the exact
-/// value lies. Infinite or NaN addends use the driver's `Fma`.
+/// The core ([`fma64_core`]) is exact where Dekker's product is: no operand
+/// at or above 2^995 (its split would overflow), a product between 2^-960
+/// (below, its low part is not representable) and 2^1000, and an addend
+/// below 2^1000 (the sums do not overflow). Elsewhere the operands are
+/// scaled by powers of two first, the larger factor `x` of the product
+/// alone where it is large:
+/// - a product at or above 2^1000, a factor at or above 2^995 or an addend
+///   at or above 2^1000: `x * 2^-64`, the addend `* 2^-64`; the result is
+///   scaled back exactly (it is not subnormal). An addend below 2^-900
+///   there is far below the product's last bit (the product is at least
+///   2^-79: a zero product takes the path below) and only breaks a tie or
+///   gives the error's sign; scaled, its bits could underflow, so it stays
+///   as it is, which keeps its sign and keeps it far below.
+/// - a product at or below 2^-960: both factors `* 2^500`, the addend
+///   `* 2^1000`. Scaling back rounds the result to the subnormal grid a
+///   second time; the core's error sign decides it first: below 2^-1023
+///   (at most 51 bits left) the scaled result is rounded to odd, which
+///   the second rounding then rounds correctly; in `[2^-1023, 2^-1022)`
+///   (52 bits) a result on a midpoint of the 52-bit grid moves to the
+///   neighbour on the side of the exact value. An addend above 2^-900 (or
+///   a product still below 2^-960 after the scaling) is the result: the
+///   product is far below half its ulp.
+///
+/// A product with a zero factor, non-finite operands and a scaled product
+/// at or above 2^1000 (the result overflows) take `fl(a*b) + c`, which is
+/// then exact or right (an infinite addend with finite factors is the
+/// result).
 pub(crate) fn fma64_parts(e: &mut Emitter, a: Word, b: Word, c: Word) -> Result<(Word, Word), Diagnostic> {
     let ft = e.t_float(64);
-    let bt = e.t_bool();
+    let u64t = e.t_int(64);
     let z = e.c_f64(0.0);
     let one = e.c_f64(1.0);
+    let inf = e.c_f64(f64::INFINITY);
     let aa = ext(e, ft, glsl::FABS, &[a])?;
     let ab = ext(e, ft, glsl::FABS, &[b])?;
     let ac = ext(e, ft, glsl::FABS, &[c])?;
     let ph = exact(e, Op::FMul, ft, a, b)?;
     let ap = ext(e, ft, glsl::FABS, &[ph])?;
-    let big = e.c_f64(2f64.powi(995));
-    let big_a = cmp(e, Op::FOrdGreaterThanEqual, aa, big)?;
-    let big_b = cmp(e, Op::FOrdGreaterThanEqual, ab, big)?;
-    // A product near the top of the range (Dekker's partial products
-    // would overflow) is scaled like a huge operand.
-    let big_p = e.c_f64(2f64.powi(1000));
-    let pbig = cmp(e, Op::FOrdGreaterThanEqual, ap, big_p)?;
-    let n_big_b0 = rounding::not(e, big_b)?;
-    let pbig = and(e, pbig, n_big_b0)?;
-    let big_a = or(e, big_a, pbig)?;
-    let ainf = op1(e, Op::IsInf, bt, a)?;
-    let binf = op1(e, Op::IsInf, bt, b)?;
-    let n_ainf = rounding::not(e, ainf)?;
-    let big_a = and(e, big_a, n_ainf)?;
-    let n_binf = rounding::not(e, binf)?;
-    let big_b = and(e, big_b, n_binf)?;
-    let tiny_c = e.c_f64(2f64.powi(-960));
-    let tiny = cmp(e, Op::FOrdLessThanEqual, ap, tiny_c)?;
-    let a0 = cmp(e, Op::FOrdEqual, a, z)?;
-    let b0 = cmp(e, Op::FOrdEqual, b, z)?;
-    let any0 = or(e, a0, b0)?;
-    let n_any0 = rounding::not(e, any0)?;
-    let tiny = and(e, tiny, n_any0)?;
-    let any_big = or(e, big_a, big_b)?;
-    let n_any_big = rounding::not(e, any_big)?;
-    let tiny = and(e, tiny, n_any_big)?;
-    // Scale factors for a and b; the addend (and the result) take their product.
+    // x: the larger factor (Dekker's product is symmetric).
+    let a_larger = cmp(e, Op::FOrdGreaterThanEqual, aa, ab)?;
+    let mx = sel(e, ft, a_larger, aa, ab)?;
+    let mn = sel(e, ft, a_larger, ab, aa)?;
+    let x = sel(e, ft, a_larger, a, b)?;
+    let y = sel(e, ft, a_larger, b, a)?;
+    let k995 = e.c_f64(2f64.powi(995));
+    let k1000 = e.c_f64(2f64.powi(1000));
+    let big_x = cmp(e, Op::FOrdGreaterThanEqual, mx, k995)?;
+    let big_p = cmp(e, Op::FOrdGreaterThanEqual, ap, k1000)?;
+    let big_c = cmp(e, Op::FOrdGreaterThanEqual, ac, k1000)?;
+    let big = or(e, big_x, big_p)?;
+    let big = or(e, big, big_c)?;
+    let k_960 = e.c_f64(2f64.powi(-960));
+    let tiny = cmp(e, Op::FOrdLessThanEqual, ap, k_960)?;
+    // Scale factors: x's, y's, the addend's, and back to scale.
     let up = e.c_f64(2f64.powi(500));
     let down = e.c_f64(2f64.powi(-64));
-    let fa = sel(e, ft, big_a, down, one)?;
-    let fa = sel(e, ft, tiny, up, fa)?;
-    let fb = sel(e, ft, big_b, down, one)?;
-    let fb = sel(e, ft, tiny, up, fb)?;
-    let fc = exact(e, Op::FMul, ft, fa, fb)?;
-    let sa = exact(e, Op::FMul, ft, a, fa)?;
-    let sb = exact(e, Op::FMul, ft, b, fb)?;
-    let sc = exact(e, Op::FMul, ft, c, fc)?;
-    let (rs, ds) = fma64_core(e, sa, sb, sc)?;
-    // Scaling a huge product down can push a (sub)normal addend's low bits
-    // out of range; such an addend is far below half the product's ulp, so
-    // it changes only the error's sign, and only where the rest is exact.
-    let back_c = exact(e, Op::FDiv, ft, sc, fc)?;
-    let c_lost = cmp(e, Op::FOrdNotEqual, back_c, c)?;
-    let ds0 = cmp(e, Op::FOrdEqual, ds, z)?;
-    let use_c = and(e, c_lost, ds0)?;
-    let ds = sel(e, ft, use_c, c, ds)?;
-    // Back to scale: y = rs / fc, with the midpoint repair.
-    let inv = exact(e, Op::FDiv, ft, one, fc)?;
-    let y = exact(e, Op::FMul, ft, rs, inv)?;
-    let yb = exact(e, Op::FMul, ft, y, fc)?;
+    let fx = sel(e, ft, big, down, one)?;
+    let fx = sel(e, ft, tiny, up, fx)?;
+    let fy = sel(e, ft, tiny, up, one)?;
+    let fc = exact(e, Op::FMul, ft, fx, fy)?;
+    let k_900 = e.c_f64(2f64.powi(-900));
+    let c_small = cmp(e, Op::FOrdLessThan, ac, k_900)?;
+    let keep_c = and(e, big, c_small)?;
+    let fcc = sel(e, ft, keep_c, one, fc)?;
+    let back_big = e.c_f64(2f64.powi(64));
+    let back_tiny = e.c_f64(2f64.powi(-1000));
+    let inv = sel(e, ft, big, back_big, one)?;
+    let inv = sel(e, ft, tiny, back_tiny, inv)?;
+    let sx = exact(e, Op::FMul, ft, x, fx)?;
+    let sy = exact(e, Op::FMul, ft, y, fy)?;
+    let sc = exact(e, Op::FMul, ft, c, fcc)?;
+    let psc = exact(e, Op::FMul, ft, sx, sy)?;
+    let (rs, ds) = fma64_core(e, sx, sy, sc)?;
+    // Back to scale. A scaled-up result that will be subnormal is first
+    // moved one ulp towards the exact value where the second rounding
+    // needs it (see above).
+    let ars = ext(e, ft, glsl::FABS, &[rs])?;
+    let k_23 = e.c_f64(2f64.powi(-23));
+    let k_22 = e.c_f64(2f64.powi(-22));
+    let lt23 = cmp(e, Op::FOrdLessThan, ars, k_23)?;
+    let lt22 = cmp(e, Op::FOrdLessThan, ars, k_22)?;
+    let rb = o(e, Op::Bitcast, u64t, &[rs])?;
+    let one64 = e.c_int(64, 1);
+    let low = o(e, Op::BitwiseAnd, u64t, &[rb, one64])?;
+    let zero64 = e.c_int(64, 0);
+    let odd = cmp(e, Op::INotEqual, low, zero64)?;
+    let even = not(e, odd)?;
+    let odd52 = and(e, lt22, odd)?;
+    let bt = e.t_bool();
+    let want = sel(e, bt, lt23, even, odd52)?;
+    let inexact = cmp(e, Op::FOrdNotEqual, ds, z)?;
+    let nudge = and(e, tiny, inexact)?;
+    let nudge = and(e, nudge, want)?;
+    let dneg = cmp(e, Op::FOrdLessThan, ds, z)?;
+    let rneg = cmp(e, Op::FOrdLessThan, rs, z)?;
+    let away = cmp(e, Op::LogicalEqual, dneg, rneg)?;
+    let upb = o(e, Op::IAdd, u64t, &[rb, one64])?;
+    let downb = o(e, Op::ISub, u64t, &[rb, one64])?;
+    let moved = sel(e, u64t, away, upb, downb)?;
+    let nb = sel(e, u64t, nudge, moved, rb)?;
+    let rn = o(e, Op::Bitcast, ft, &[nb])?;
+    let y_back = exact(e, Op::FMul, ft, rn, inv)?;
+    // The error's sign: the scaled result against the one scaled back,
+    // or the core's where scaling back was exact.
+    let yb = exact(e, Op::FMul, ft, y_back, fc)?;
     let diff = exact(e, Op::FSub, ft, rs, yb)?;
-    let tiny1 = e.c_f64(f64::from_bits(1));
-    let h = e.c_f64(0.5);
-    let half = exact(e, Op::FMul, ft, tiny1, fc)?;
-    let half = exact(e, Op::FMul, ft, half, h)?;
-    let adiff = ext(e, ft, glsl::FABS, &[diff])?;
-    let tie = cmp(e, Op::FOrdEqual, adiff, half)?;
-    let dnz = cmp(e, Op::FOrdNotEqual, diff, z)?;
-    let tie = and(e, tie, dnz)?;
-    let dpos = cmp(e, Op::FOrdGreaterThan, diff, z)?;
-    let epos = cmp(e, Op::FOrdGreaterThan, ds, z)?;
-    let eneg = cmp(e, Op::FOrdLessThan, ds, z)?;
-    let dneg = rounding::not(e, dpos)?;
-    let same_p = and(e, dpos, epos)?;
-    let same_n = and(e, dneg, eneg)?;
-    let same = or(e, same_p, same_n)?;
-    let flip = and(e, tie, same)?;
-    let far = exact(e, Op::FAdd, ft, rs, diff)?;
-    let far = exact(e, Op::FMul, ft, far, inv)?;
-    let r = sel(e, ft, flip, far, y)?;
-    let rb = exact(e, Op::FMul, ft, r, fc)?;
-    let d2 = exact(e, Op::FSub, ft, rs, rb)?;
-    let d2z = cmp(e, Op::FOrdEqual, d2, z)?;
-    let dir = sel(e, ft, d2z, ds, d2)?;
-    // A tiny product against an addend above 2^20, or one still below
-    // 2^-960 after the scaling (below 2^-1960): far below half the addend's
-    // ulp. The result is the addend (a zero with the product's sign when
-    // the addend is zero), the error has the product's sign.
-    let psc = exact(e, Op::FMul, ft, sa, sb)?;
+    let d0 = cmp(e, Op::FOrdEqual, diff, z)?;
+    let dir = sel(e, ft, d0, ds, diff)?;
+    // A tiny product against an addend above 2^-900, or one still below
+    // 2^-960 after the scaling (below 2^-1960): the addend, or with a zero
+    // addend the product's zero (fl(a*b) is then a zero of its sign); the
+    // error has the product's sign.
     let apsc = ext(e, ft, glsl::FABS, &[psc])?;
-    let still = cmp(e, Op::FOrdLessThan, apsc, tiny_c)?;
-    let c20 = e.c_f64(2f64.powi(20));
-    let cbig = cmp(e, Op::FOrdGreaterThan, ac, c20)?;
-    let cw = or(e, cbig, still)?;
-    let cwins = and(e, tiny, cw)?;
-    let sgn_a = with_sign(e, one, a, 64)?;
-    let pb = exact(e, Op::FMul, ft, sgn_a, b)?;
-    let psign = with_sign(e, one, pb, 64)?;
+    let still = cmp(e, Op::FOrdLessThan, apsc, k_960)?;
+    let c_large = not(e, c_small)?;
+    let cw = or(e, c_large, still)?;
+    let cw = and(e, tiny, cw)?;
     let c0 = cmp(e, Op::FOrdEqual, c, z)?;
-    let pzero = with_sign(e, z, psign, 64)?;
-    let rcw = sel(e, ft, c0, pzero, c)?;
-    let r = sel(e, ft, cwins, rcw, r)?;
-    let dir = sel(e, ft, cwins, psign, dir)?;
-    // Infinite or NaN addends, and infinite or NaN products: the driver's Fma.
-    let naive = ext(e, ft, glsl::FMA, &[a, b, c])?;
-    let cinf = op1(e, Op::IsInf, bt, c)?;
-    let cnan = op1(e, Op::IsNan, bt, c)?;
-    let pfin = all_finite(e, &[a, b, psc])?;
-    let cbad = or(e, cinf, cnan)?;
-    let pbad = rounding::not(e, pfin)?;
-    let bad = or(e, cbad, pbad)?;
-    // An infinite addend with finite a and b is the result (an unfused
-    // driver Fma can overflow the product into inf - inf).
-    let abfin = all_finite(e, &[a, b])?;
-    let cinf_wins = and(e, cinf, abfin)?;
-    let naive = sel(e, ft, cinf_wins, c, naive)?;
-    let r = sel(e, ft, bad, naive, r)?;
-    let dir = sel(e, ft, bad, z, dir)?;
+    let rcw = sel(e, ft, c0, ph, c)?;
+    let psign = with_sign(e, one, ph, 64)?;
+    let r = sel(e, ft, cw, rcw, y_back)?;
+    let dir = sel(e, ft, cw, psign, dir)?;
+    // Zero products, non-finite operands, overflow: fl(a*b) + c.
+    let in_range = cmp(e, Op::FOrdLessThan, apsc, k1000)?;
+    let c_fin = cmp(e, Op::FOrdLessThan, ac, inf)?;
+    let ok = and(e, in_range, c_fin)?;
+    let nz = cmp(e, Op::FOrdNotEqual, mn, z)?;
+    let ok = and(e, ok, nz)?;
+    let a_fin = cmp(e, Op::FOrdLessThan, aa, inf)?;
+    let b_fin = cmp(e, Op::FOrdLessThan, ab, inf)?;
+    let ab_fin = and(e, a_fin, b_fin)?;
+    let c_inf = cmp(e, Op::FOrdEqual, ac, inf)?;
+    let c_wins = and(e, c_inf, ab_fin)?;
+    let sum = exact(e, Op::FAdd, ft, ph, c)?;
+    let naive = sel(e, ft, c_wins, c, sum)?;
+    let r = sel(e, ft, ok, r, naive)?;
+    let dir = sel(e, ft, ok, dir, z)?;
     Ok((r, dir))
 }
 
@@ -1402,7 +1410,8 @@ pub(crate) fn two_product(e: &mut Emitter, a: Word, b: Word) -> Result<(Word, Wo
 }
 
 /// Given `s = fl(x)` and the exact error `err = x - s`, the f64 value of `x`
-/// rounded to odd.
+/// rounded to odd: where inexact, `x` truncated (one ulp towards zero from
+/// `s` when `s` was rounded away from zero) with its last bit set.
 pub(crate) fn round_to_odd(e: &mut Emitter, s: Word, err: Word) -> Result<Word, Diagnostic> {
     let dt = e.t_float(64);
     let u64t = e.t_int(64);
@@ -1410,18 +1419,14 @@ pub(crate) fn round_to_odd(e: &mut Emitter, s: Word, err: Word) -> Result<Word, 
     let z = e.c_f64(0.0);
     let inexact = e.b.f_ord_not_equal(bt, None, err, z).map_err(internal1)?;
     let sb = e.b.bitcast(u64t, None, s).map_err(internal1)?;
-    let one = e.c_int(64, 1);
-    let low = e.b.bitwise_and(u64t, None, sb, one).map_err(internal1)?;
-    let zero64 = e.c_int(64, 0);
-    let even = e.b.i_equal(bt, None, low, zero64).map_err(internal1)?;
-    let adjust = e.b.logical_and(bt, None, inexact, even).map_err(internal1)?;
-    // Move away from zero when err has the sign of s, towards zero otherwise.
     let s_neg = e.b.f_ord_less_than(bt, None, s, z).map_err(internal1)?;
     let e_neg = e.b.f_ord_less_than(bt, None, err, z).map_err(internal1)?;
-    let same = e.b.logical_equal(bt, None, s_neg, e_neg).map_err(internal1)?;
-    let up = e.b.i_add(u64t, None, sb, one).map_err(internal1)?;
-    let down = e.b.i_sub(u64t, None, sb, one).map_err(internal1)?;
-    let moved = e.b.select(u64t, None, same, up, down).map_err(internal1)?;
-    let rb = e.b.select(u64t, None, adjust, moved, sb).map_err(internal1)?;
+    let toward = e.b.logical_equal(bt, None, s_neg, e_neg).map_err(internal1)?;
+    let one = e.c_int(64, 1);
+    let zero64 = e.c_int(64, 0);
+    let step = e.b.select(u64t, None, toward, zero64, one).map_err(internal1)?;
+    let trunc = e.b.i_sub(u64t, None, sb, step).map_err(internal1)?;
+    let odd = e.b.bitwise_or(u64t, None, trunc, one).map_err(internal1)?;
+    let rb = e.b.select(u64t, None, inexact, odd, sb).map_err(internal1)?;
     e.b.bitcast(dt, None, rb).map_err(internal1)
 }
