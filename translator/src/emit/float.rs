@@ -18,10 +18,9 @@
 //!   `a - q*b` (`a - q*q`), which f64 holds exactly, and step one ulp where
 //!   the mode asks ([`super::rounding::step_toward`]).
 //! - f64 in directed modes: the nearest result plus an exact error term
-//!   (two-sum, Dekker's product, the residual of the emulated fma) and the
-//!   same one-ulp step. Products that overflow or underflow the exact
-//!   two-product (|a|, |b| ≥ 2^995 or |a*b| ≤ 2^-960) keep the nearest
-//!   result in directed modes.
+//!   (two-sum; for `mul` and `fma` the emulated fma's, whose scaling keeps
+//!   it exact for huge factors and tiny products) and the same one-ulp
+//!   step.
 //! - f32 `fma` (emulated): the f64 product of two f32 values is exact; the
 //!   sum is rounded to odd in f64 (two-sum error term), then rounded to f32:
 //!   round-to-odd at 53 bits followed by rounding to 24 bits is correctly
@@ -261,8 +260,13 @@ pub(crate) fn arith64_directed(e: &mut Emitter, ar: Ar, a: Word, b: Word, c: Wor
             (s, err, all_finite(e, &[a, b])?)
         }
         Ar::Mul => {
-            let (ph, pl) = two_product(e, a, b)?;
-            (ph, pl, all_finite(e, &[a, b])?)
+            // The product plus -0 (which keeps a zero product's sign):
+            // the fma's scaling makes the error exact also where Dekker's
+            // product alone is not (huge factors, products near or below
+            // the subnormal range).
+            let mz = e.c_f64(-0.0);
+            let (r, dir) = fma64_parts(e, a, b, mz)?;
+            (r, dir, all_finite(e, &[a, b])?)
         }
         Ar::Fma => {
             let (r, dir) = fma64_parts(e, a, b, c)?;
@@ -323,8 +327,20 @@ pub(crate) fn div_rnd(e: &mut Emitter, a: Word, b: Word, bits: u32, rnd: Rnd) ->
         let s = sign_times(e, r, db, 64)?;
         o(e, Op::FConvert, ft, &[s])?
     } else {
-        let nq = o(e, Op::FNegate, ft, &[q])?;
-        let r = fma_exact64(e, nq, b, a)?;
+        // For a dividend below 2^-900 the residual is taken at 2^512 times
+        // its size (q and a scaled exactly): at its own size it can be
+        // below half the least subnormal and round to zero, which would
+        // call an inexact quotient exact.
+        let aa = ext(e, ft, glsl::FABS, &[a])?;
+        let small = e.c_f64(2f64.powi(-900));
+        let is_small = cmp(e, Op::FOrdLessThan, aa, small)?;
+        let one = e.c_f64(1.0);
+        let up = e.c_f64(2f64.powi(512));
+        let s = sel(e, ft, is_small, up, one)?;
+        let qs = exact(e, Op::FMul, ft, q, s)?;
+        let a_s = exact(e, Op::FMul, ft, a, s)?;
+        let nq = o(e, Op::FNegate, ft, &[qs])?;
+        let r = fma_exact64(e, nq, b, a_s)?;
         sign_times(e, r, b, 64)?
     };
     let fin = all_finite(e, &[a, b])?;
