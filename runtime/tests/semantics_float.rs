@@ -213,18 +213,27 @@ fn f64_fma_hard_operands() {
                 // Near cancellation.
                 let p = x * y;
                 let p = if p.is_finite() { -p } else { hard64(&mut r) };
+                // A few ulps away in magnitude (not below zero), same sign.
                 let k = (r.next_u32() % 7) as i64 - 3;
-                if p != 0.0 && p.is_finite() {
-                    f64::from_bits((p.to_bits() as i64 + k) as u64)
+                let sign = p.to_bits() & 1 << 63;
+                let mag = (p.to_bits() & !(1 << 63)) as i64;
+                if p.is_finite() {
+                    f64::from_bits((mag + k).max(0) as u64 | sign)
                 } else {
                     p
                 }
             }
             3 => sub(&mut r),
             4 => {
-                // A product on a midpoint: (1 + j 2^-52) * 1.5 * 2^k, and a
-                // tiny addend that breaks the tie.
-                x = scaled(1.0 + (1 + r.next_u32() % 7) as f64 * 2f64.powi(-52), (r.next_u32() % 2075) as i32 - 1074);
+                // A product on a midpoint: (1 + j 2^-52) * 1.5 * 2^k (half
+                // of them with a factor near 2^995), and a tiny addend that
+                // breaks the tie.
+                let k = if r.next_u32().is_multiple_of(2) {
+                    990 + (r.next_u32() % 11) as i32
+                } else {
+                    (r.next_u32() % 2075) as i32 - 1074
+                };
+                x = scaled(1.0 + (1 + r.next_u32() % 7) as f64 * 2f64.powi(-52), k);
                 y = [1.5, 1.25, 1.75, 3.0][r.next_u32() as usize % 4] * 2f64.powi((r.next_u32() % 121) as i32 - 100);
                 sub(&mut r)
             }

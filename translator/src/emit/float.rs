@@ -19,8 +19,10 @@
 //!   the mode asks ([`super::rounding::step_toward`]).
 //! - f64 in directed modes: the nearest result plus an exact error term
 //!   (two-sum; for `mul` and `fma` the emulated fma's, whose scaling keeps
-//!   it exact for huge factors and tiny products) and the same one-ulp
-//!   step.
+//!   it exact for huge factors and tiny products; for `div` the residual
+//!   `a - q*b` from an exact fma, taken at 2^512 times its size for
+//!   dividends below 2^-900 so that it cannot round to zero) and the same
+//!   one-ulp step.
 //! - f32 `fma` (emulated): the f64 product of two f32 values is exact; the
 //!   sum is rounded to odd in f64 (two-sum error term), then rounded to f32:
 //!   round-to-odd at 53 bits followed by rounding to 24 bits is correctly
@@ -1223,7 +1225,9 @@ pub(crate) fn fma_value(e: &mut Emitter, a: Word, b: Word, c: Word, bits: u32) -
 
 /// f64 `a*b + c` correctly rounded (Dekker's product, then Boldo–Melquiond),
 /// with a float whose sign is that of the exact result minus the rounded one
-/// (0 when exact).
+/// (0 when exact, and on the `fl(a*b) + c` path below, where a directed
+/// mode needs no step: that result is exact, NaN or an overflow, which
+/// [`rounding::step_toward`] clamps).
 ///
 /// The core ([`fma64_core`]) is exact where Dekker's product is: no operand
 /// at or above 2^995 (its split would overflow), a product between 2^-960
@@ -1232,8 +1236,9 @@ pub(crate) fn fma_value(e: &mut Emitter, a: Word, b: Word, c: Word, bits: u32) -
 /// scaled by powers of two first, the larger factor `x` of the product
 /// alone where it is large:
 /// - a product at or above 2^1000, a factor at or above 2^995 or an addend
-///   at or above 2^1000: `x * 2^-64`, the addend `* 2^-64`; the result is
-///   scaled back exactly (it is not subnormal). An addend below 2^-900
+///   at or above 2^1000 (unless the product is tiny, below): `x * 2^-64`,
+///   the addend `* 2^-64`; the result is scaled back exactly (it is not
+///   subnormal; an overflow becomes the infinity it should). An addend below 2^-900
 ///   there is far below the product's last bit (the product is at least
 ///   2^-79: a zero product takes the path below) and only breaks a tie or
 ///   gives the error's sign; scaled, its bits could underflow, so it stays
@@ -1244,9 +1249,9 @@ pub(crate) fn fma_value(e: &mut Emitter, a: Word, b: Word, c: Word, bits: u32) -
 ///   (at most 51 bits left) the scaled result is rounded to odd, which
 ///   the second rounding then rounds correctly; in `[2^-1023, 2^-1022)`
 ///   (52 bits) a result on a midpoint of the 52-bit grid moves to the
-///   neighbour on the side of the exact value. An addend above 2^-900 (or
-///   a product still below 2^-960 after the scaling) is the result: the
-///   product is far below half its ulp.
+///   neighbour on the side of the exact value. An addend at or above
+///   2^-900 (or a product still below 2^-960 after the scaling) is the
+///   result: the product is far below half its ulp.
 ///
 /// A product with a zero factor, non-finite operands and a scaled product
 /// at or above 2^1000 (the result overflows) take `fl(a*b) + c`, which is
