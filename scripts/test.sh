@@ -12,6 +12,11 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace
+# Float arithmetic of the built library against the host's C library
+# (tests/float_stress: f64 and f32 fma, mul, add, div, sqrt, cvt in every
+# rounding mode, 20,000 operands each, weighted to huge, tiny and subnormal
+# values; about 20 s).
+python3 tests/float_stress/float_stress.py --lib "$(libcuda/build-libcuda.sh)/libcuda.so.1" --count 20000
 # The real clients (numba-cuda, cuda-python, cuda.h programs) through the
 # built libcuda.so.1, in a virtual environment with pinned versions (needs
 # PyPI; PTXVK_SKIP_CLIENTS=1 skips them offline).
