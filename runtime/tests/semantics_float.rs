@@ -152,7 +152,11 @@ fn hard64(r: &mut Lcg) -> f64 {
     if r.next_u32().is_multiple_of(3) {
         m >>= r.next_u32() % 51;
     }
-    let v = scaled(m as f64, e - 52);
+    either_sign(r, scaled(m as f64, e - 52))
+}
+
+/// `v` or `-v`, evenly.
+fn either_sign(r: &mut Lcg, v: f64) -> f64 {
     if r.next_u32().is_multiple_of(2) {
         -v
     } else {
@@ -186,11 +190,7 @@ fn f64_fma_hard_operands() {
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     let sub = |r: &mut Lcg| {
         let v = f64::from_bits(r.next_u64() % (1 << 52));
-        if r.next_u32().is_multiple_of(2) {
-            -v
-        } else {
-            v
-        }
+        either_sign(r, v)
     };
     // Found wrong on lavapipe before 2026-12-08.
     let fixed = [
